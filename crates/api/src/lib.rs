@@ -1,0 +1,17 @@
+//! The API types of the storage operator stack, wire-identical to openshift/api.
+//!
+//! - [`operator_v1`]: `operator.openshift.io/v1` ClusterCSIDriver and Storage, which our
+//!   operators own.
+//! - [`config_v1`]: `config.openshift.io/v1` Infrastructure, Proxy, FeatureGate (read) and
+//!   ClusterOperator (written).
+//! - [`crds`]: the CustomResourceDefinitions generated from these types, as installed on plain
+//!   Kubernetes and committed under `deploy/crds/`.
+//!
+//! This crate makes no API calls. Every enum keeps values it does not know (see
+//! [`string_enum`](mod@string_enum)), so objects from a newer cluster never fail to decode.
+
+pub mod config_v1;
+pub mod crds;
+pub mod operator_v1;
+pub mod schema;
+pub mod string_enum;

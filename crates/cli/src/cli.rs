@@ -1,0 +1,114 @@
+//! Command-line arguments of `storage-operator`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// The version line: crate version and the git commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("STORAGE_OPERATOR_GIT_COMMIT"),
+    ")"
+);
+
+/// Installs the right CSI driver for the platform a Kubernetes or OpenShift cluster runs on,
+/// keeps it healthy and reports its status.
+#[derive(Debug, Parser)]
+#[command(name = "storage-operator", version = VERSION, propagate_version = true)]
+pub struct Cli {
+    /// Log line format.
+    #[arg(long, global = true, value_enum, env = "LOG_FORMAT", default_value_t = LogFormat::Plain)]
+    pub log_format: LogFormat,
+
+    /// Log filter: a level (error, warn, info, debug, trace) or a tracing directive such as
+    /// `info,storage_operator=debug`.
+    #[arg(long, global = true, env = "LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// How log lines are written (always to standard error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Plain,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the cluster storage operator: detect the platform, start its CSI driver operators and
+    /// report status in Storage/cluster and ClusterOperator/storage.
+    Run,
+
+    /// Run the operator of one CSI driver (as the cluster storage operator starts it).
+    Driver {
+        /// The driver: a short name such as `gcp-pd` or its CSI name such as
+        /// `pd.csi.storage.gke.io`.
+        name: String,
+    },
+
+    /// Print, offline, every object that would be installed for a platform or driver, as
+    /// multi-document YAML.
+    Render,
+
+    /// Print the CustomResourceDefinitions this project defines, as multi-document YAML.
+    Crds {
+        /// Write one file per CRD into this directory instead of printing them.
+        #[arg(long, value_name = "DIR", conflicts_with = "check")]
+        out_dir: Option<PathBuf>,
+
+        /// Compare the files in this directory with what would be generated and fail, naming
+        /// the stale files, when they differ.
+        #[arg(long, value_name = "DIR")]
+        check: Option<PathBuf>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn arguments_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn version_names_the_commit() {
+        assert!(VERSION.contains("(commit "), "{VERSION}");
+    }
+
+    #[test]
+    fn log_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "storage-operator",
+            "--log-format",
+            "json",
+            "--log-level",
+            "debug",
+            "crds",
+        ])
+        .unwrap();
+        assert_eq!(cli.log_format, LogFormat::Json);
+        assert_eq!(cli.log_level, "debug");
+        assert!(matches!(
+            cli.command,
+            Command::Crds {
+                out_dir: None,
+                check: None
+            }
+        ));
+    }
+
+    #[test]
+    fn unknown_log_format_is_refused() {
+        assert!(Cli::try_parse_from(["storage-operator", "--log-format", "xml", "crds"]).is_err());
+    }
+}

@@ -1,0 +1,21 @@
+//! `storage-operator`: the one binary of the storage operator stack.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod commands;
+mod logging;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    logging::init(cli.log_format, &cli.log_level);
+    match commands::run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
