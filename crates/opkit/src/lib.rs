@@ -1,3 +1,7 @@
-//! Generic operator runtime: server-side apply, conditions, status, leader election, admin server
-//!
-//! Work on this crate arrives in a later issue; see ARCHITECTURE.md for what it will own.
+//! The generic operator runtime shared by every controller of the stack: conditions and their
+//! union, management state as a strategy, the ClusterOperator roll-up, and (with later issues)
+//! the server-side-apply applier, the status writer, leader election and the admin server.
+
+pub mod cluster_operator;
+pub mod conditions;
+pub mod management;
