@@ -1,3 +1,8 @@
-//! The cluster storage operator: platform detection, driver registry, starter and status roll-up
-//!
-//! Work on this crate arrives in a later issue; see ARCHITECTURE.md for what it will own.
+//! The cluster storage operator (`storage-operator run`): decides which platform the cluster runs
+//! on, which CSI driver operators to start, and rolls their status up into `Storage/cluster` and
+//! `ClusterOperator/storage`. This crate holds the pure decisions; the controllers that observe
+//! the cluster and apply them arrive with issue #5.
+
+pub mod driver_status;
+pub mod platform;
+pub mod registry;
