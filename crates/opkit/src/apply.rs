@@ -1,0 +1,405 @@
+//! Server-side apply with drift detection, and no write when nothing changed.
+//!
+//! Every object an operator owns is applied with server-side apply (`force`, one field manager
+//! per controller), so the API server merges ownership and a user's edit to a field we own is
+//! reverted. Before writing, the desired object is compared with the observed one (from a watch
+//! cache): an idle reconcile sends no request at all, unlike library-go's periodic updates.
+//!
+//! Deciding "nothing changed" needs two checks. Every field we set must already be there with our
+//! value (the observed object may hold more: server defaults, other managers' fields); and a
+//! field we stopped setting must be gone, which a subset test cannot see. For the second the
+//! applied object carries a hash of everything we applied in [`APPLIED_HASH_ANNOTATION`]: a new
+//! desired object has a new hash, so it is applied and SSA removes what we no longer own.
+
+use std::fmt::Debug;
+
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Annotation holding the hash of everything a controller applied to an object (the same key
+/// library-go uses for its spec hash; ours covers labels and annotations too).
+pub const APPLIED_HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
+
+/// The prefix of every field manager of this project.
+pub const FIELD_MANAGER_PREFIX: &str = "storage-operator";
+
+/// What an apply did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The object did not exist and was created.
+    Created,
+    /// The object was already as desired; nothing was sent.
+    Unchanged,
+    /// The desired object changed (a new hash) and was applied.
+    Updated,
+    /// Someone else changed fields we own (or deleted them); they were put back.
+    DriftRestored,
+}
+
+impl Outcome {
+    /// Whether a request was sent.
+    pub fn wrote(self) -> bool {
+        self != Self::Unchanged
+    }
+}
+
+/// An apply that failed, naming the object.
+#[derive(Debug, thiserror::Error)]
+#[error("applying {kind} {object}: {source}")]
+pub struct ApplyError {
+    /// The object's kind.
+    pub kind: String,
+    /// `namespace/name` or `name`.
+    pub object: String,
+    /// What the API server or the client said.
+    #[source]
+    pub source: kube::Error,
+}
+
+impl ApplyError {
+    /// A stable category for metrics and events.
+    pub fn category(&self) -> &'static str {
+        match &self.source {
+            kube::Error::Api(status) if status.code == 409 => "conflict",
+            kube::Error::Api(status) if status.code == 422 || status.code == 400 => "invalid",
+            kube::Error::Api(status) if status.code == 403 => "forbidden",
+            kube::Error::Api(status) if status.code == 404 => "not-found",
+            kube::Error::Api(_) => "api",
+            kube::Error::SerdeError(_) => "serialization",
+            _ => "transport",
+        }
+    }
+}
+
+/// The decision of [`plan`], before any request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// Send nothing.
+    Skip,
+    /// Apply this body (the desired object with its hash stamped), and report this outcome.
+    Apply(Value, Outcome),
+}
+
+/// Decides whether `desired` must be applied over `observed`. Pure: the controller's unit tests
+/// call it directly.
+pub fn plan(desired: &Value, observed: Option<&Value>) -> Plan {
+    let mut body = desired.clone();
+    let hash = hash_of(desired);
+    set_annotation(&mut body, APPLIED_HASH_ANNOTATION, &hash);
+    let Some(observed) = observed else {
+        return Plan::Apply(body, Outcome::Created);
+    };
+    let observed_hash = observed
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(APPLIED_HASH_ANNOTATION))
+        .and_then(Value::as_str);
+    if observed_hash != Some(hash.as_str()) {
+        return Plan::Apply(body, Outcome::Updated);
+    }
+    if is_subset(&body, observed) {
+        Plan::Skip
+    } else {
+        Plan::Apply(body, Outcome::DriftRestored)
+    }
+}
+
+/// Whether every field of `desired` is in `observed` with the same value. Objects may have more
+/// keys in `observed`; lists must have the same length, item by item (item order is meaningful
+/// in Kubernetes lists we set, such as containers and args).
+pub fn is_subset(desired: &Value, observed: &Value) -> bool {
+    match (desired, observed) {
+        (Value::Object(want), Value::Object(have)) => want.iter().all(|(key, value)| {
+            have.get(key).is_some_and(|h| is_subset(value, h))
+                || is_empty(value) && !have.contains_key(key)
+        }),
+        (Value::Array(want), Value::Array(have)) => {
+            want.len() == have.len() && want.iter().zip(have).all(|(w, h)| is_subset(w, h))
+        }
+        (want, have) => want == have,
+    }
+}
+
+/// Empty maps and lists we "set" are absent on the server, which is the same thing.
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Null => true,
+        _ => false,
+    }
+}
+
+/// SHA-256 (hex) of a JSON value with its keys sorted, ignoring the hash annotation itself.
+pub fn hash_of(value: &Value) -> String {
+    let mut value = value.clone();
+    if let Some(annotations) = value
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(APPLIED_HASH_ANNOTATION);
+    }
+    let mut hasher = Sha256::new();
+    write_canonical(&value, &mut hasher);
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn write_canonical(value: &Value, hasher: &mut Sha256) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            hasher.update(b"{");
+            for key in keys {
+                hasher.update(Value::String(key.clone()).to_string().as_bytes());
+                hasher.update(b":");
+                write_canonical(&map[key], hasher);
+                hasher.update(b",");
+            }
+            hasher.update(b"}");
+        }
+        Value::Array(items) => {
+            hasher.update(b"[");
+            for item in items {
+                write_canonical(item, hasher);
+                hasher.update(b",");
+            }
+            hasher.update(b"]");
+        }
+        scalar => hasher.update(scalar.to_string().as_bytes()),
+    }
+}
+
+fn set_annotation(object: &mut Value, key: &str, value: &str) {
+    let Some(metadata) = object.as_object_mut().map(|o| {
+        o.entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()))
+    }) else {
+        return;
+    };
+    let Some(annotations) = metadata
+        .as_object_mut()
+        .map(|m| {
+            m.entry("annotations")
+                .or_insert_with(|| Value::Object(Default::default()))
+        })
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    annotations.insert(key.to_owned(), Value::String(value.to_owned()));
+}
+
+/// Applies objects for one controller, under its own field manager.
+#[derive(Clone)]
+pub struct Applier {
+    client: Client,
+    params: PatchParams,
+}
+
+impl Applier {
+    /// An applier whose field manager is `storage-operator/<controller>`.
+    pub fn new(client: Client, controller: &str) -> Self {
+        let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}/{controller}")).force();
+        Self { client, params }
+    }
+
+    /// The field manager this applier writes as.
+    pub fn field_manager(&self) -> &str {
+        self.params
+            .field_manager
+            .as_deref()
+            .unwrap_or(FIELD_MANAGER_PREFIX)
+    }
+
+    /// Applies a typed object unless `observed` (from a cache) shows it is already as desired.
+    pub async fn apply<K>(&self, desired: &K, observed: Option<&K>) -> Result<Outcome, ApplyError>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
+    {
+        let error = |source| ApplyError {
+            kind: K::kind(&()).into_owned(),
+            object: object_name(desired),
+            source,
+        };
+        let desired_value = to_value(desired).map_err(error)?;
+        let observed_value = observed.map(to_value).transpose().map_err(error)?;
+        let Plan::Apply(body, outcome) = plan(&desired_value, observed_value.as_ref()) else {
+            return Ok(Outcome::Unchanged);
+        };
+        let url = K::url_path(&(), desired.meta().namespace.as_deref());
+        self.send(&url, &desired.name_any(), &body)
+            .await
+            .map_err(error)?;
+        Ok(outcome)
+    }
+
+    /// Applies an object of a kind without a Rust type (ServiceMonitor, CredentialsRequest).
+    pub async fn apply_dynamic(
+        &self,
+        resource: &ApiResource,
+        desired: &DynamicObject,
+        observed: Option<&DynamicObject>,
+    ) -> Result<Outcome, ApplyError> {
+        let error = |source| ApplyError {
+            kind: resource.kind.clone(),
+            object: object_name(desired),
+            source,
+        };
+        let desired_value = to_value(desired).map_err(error)?;
+        let observed_value = observed.map(to_value).transpose().map_err(error)?;
+        let Plan::Apply(body, outcome) = plan(&desired_value, observed_value.as_ref()) else {
+            return Ok(Outcome::Unchanged);
+        };
+        let url = DynamicObject::url_path(resource, desired.metadata.namespace.as_deref());
+        self.send(&url, &desired.name_any(), &body)
+            .await
+            .map_err(error)?;
+        Ok(outcome)
+    }
+}
+
+impl Applier {
+    /// One server-side apply PATCH to `<url>/<name>`. Built from the URL rather than a typed
+    /// `Api` so that one path serves namespaced and cluster-scoped kinds alike.
+    async fn send(&self, url: &str, name: &str, body: &Value) -> Result<(), kube::Error> {
+        let request = kube::core::Request::new(url)
+            .patch(name, &self.params, &Patch::Apply(body))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request::<Value>(request).await.map(drop)
+    }
+}
+
+fn to_value<T: Serialize>(object: &T) -> Result<Value, kube::Error> {
+    serde_json::to_value(object).map_err(kube::Error::SerdeError)
+}
+
+fn object_name<K: Resource>(object: &K) -> String {
+    match object.meta().namespace.as_deref() {
+        Some(namespace) => format!("{namespace}/{}", object.name_any()),
+        None => object.name_any(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+    use serde_json::json;
+
+    use super::*;
+
+    fn deployment(replicas: u32, args: &[&str]) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "labels": {"app": "d"}},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "args": args}]}}}
+        })
+    }
+
+    /// What the API server returns after applying `body`: our fields plus defaults and others'.
+    fn as_served(body: &Value) -> Value {
+        let mut served = body.clone();
+        served["metadata"]["uid"] = json!("u-1");
+        served["metadata"]["labels"]["added-by-someone"] = json!("x");
+        served["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] =
+            json!("IfNotPresent");
+        served["status"] = json!({"replicas": 2});
+        served
+    }
+
+    #[test]
+    fn missing_objects_are_created() {
+        let Plan::Apply(body, outcome) = plan(&deployment(2, &["--v=2"]), None) else {
+            panic!()
+        };
+        assert_eq!(outcome, Outcome::Created);
+        assert_eq!(
+            body["metadata"]["annotations"][APPLIED_HASH_ANNOTATION]
+                .as_str()
+                .unwrap()
+                .len(),
+            64
+        );
+    }
+
+    #[test]
+    fn an_object_as_applied_plus_server_fields_needs_no_write() {
+        let desired = deployment(2, &["--v=2"]);
+        let Plan::Apply(body, _) = plan(&desired, None) else {
+            panic!()
+        };
+        assert_eq!(plan(&desired, Some(&as_served(&body))), Plan::Skip);
+    }
+
+    #[test]
+    fn a_changed_desired_object_is_applied() {
+        let Plan::Apply(body, _) = plan(&deployment(2, &["--v=2"]), None) else {
+            panic!()
+        };
+        let observed = as_served(&body);
+        let Plan::Apply(_, outcome) = plan(&deployment(2, &["--v=4"]), Some(&observed)) else {
+            panic!()
+        };
+        assert_eq!(outcome, Outcome::Updated);
+        // A dropped field is a change too, though the new desired object is a subset of the old.
+        let Plan::Apply(_, outcome) = plan(&deployment(2, &[]), Some(&observed)) else {
+            panic!()
+        };
+        assert_eq!(outcome, Outcome::Updated);
+    }
+
+    #[rstest]
+    #[case::scaled(|o: &mut Value| o["spec"]["replicas"] = json!(5))]
+    #[case::arg_edited(|o: &mut Value| o["spec"]["template"]["spec"]["containers"][0]["args"][0] = json!("--v=9"))]
+    #[case::arg_added(|o: &mut Value| o["spec"]["template"]["spec"]["containers"][0]["args"].as_array_mut().unwrap().push(json!("--x")))]
+    #[case::label_removed(|o: &mut Value| drop(o["metadata"]["labels"].as_object_mut().unwrap().remove("app")))]
+    fn edits_to_owned_fields_are_drift(#[case] edit: fn(&mut Value)) {
+        let desired = deployment(2, &["--v=2"]);
+        let Plan::Apply(body, _) = plan(&desired, None) else {
+            panic!()
+        };
+        let mut observed = as_served(&body);
+        edit(&mut observed);
+        let Plan::Apply(_, outcome) = plan(&desired, Some(&observed)) else {
+            panic!("drift not seen")
+        };
+        assert_eq!(outcome, Outcome::DriftRestored);
+    }
+
+    #[test]
+    fn the_hash_ignores_key_order_and_itself() {
+        let a = json!({"a": 1, "b": {"c": [1, 2], "d": "x"}});
+        let b = json!({"b": {"d": "x", "c": [1, 2]}, "a": 1});
+        assert_eq!(hash_of(&a), hash_of(&b));
+        assert_ne!(
+            hash_of(&a),
+            hash_of(&json!({"a": 1, "b": {"c": [2, 1], "d": "x"}}))
+        );
+        let mut stamped = a.clone();
+        set_annotation(&mut stamped, APPLIED_HASH_ANNOTATION, "whatever");
+        assert_ne!(stamped, a);
+        let mut without = stamped.clone();
+        without["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .clear();
+        assert_eq!(hash_of(&stamped), hash_of(&without));
+    }
+
+    #[test]
+    fn empty_maps_we_set_match_absent_fields() {
+        assert!(is_subset(
+            &json!({"spec": {"selector": {}}}),
+            &json!({"spec": {}})
+        ));
+        assert!(!is_subset(&json!({"spec": {"x": 0}}), &json!({"spec": {}})));
+        assert!(!is_subset(&json!([1]), &json!([1, 2])));
+    }
+}
