@@ -2,7 +2,9 @@
 //! union, management state as a strategy, the ClusterOperator roll-up, and (with later issues)
 //! the server-side-apply applier, the status writer, leader election and the admin server.
 
+pub mod admin;
 pub mod apply;
 pub mod cluster_operator;
 pub mod conditions;
 pub mod management;
+pub mod metrics;

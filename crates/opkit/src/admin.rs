@@ -1,0 +1,174 @@
+//! The admin server every operator process runs: `/healthz` (the process is alive), `/readyz`
+//! (every watch cache has synced, so decisions are made from a complete picture) and `/metrics`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::metrics::Metrics;
+
+/// Whether the process is ready: set once every cache has synced.
+#[derive(Clone, Debug, Default)]
+pub struct Readiness(Arc<AtomicBool>);
+
+impl Readiness {
+    /// Marks the process ready (or not).
+    pub fn set(&self, ready: bool) {
+        self.0.store(ready, Ordering::Release);
+    }
+
+    /// Whether the process is ready.
+    pub fn is_ready(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A bound admin server, not yet serving.
+#[derive(Debug)]
+pub struct AdminServer {
+    listener: TcpListener,
+    readiness: Readiness,
+    metrics: Metrics,
+}
+
+impl AdminServer {
+    /// Binds `address` (use port 0 for an ephemeral port).
+    pub async fn bind(
+        address: SocketAddr,
+        readiness: Readiness,
+        metrics: Metrics,
+    ) -> std::io::Result<Self> {
+        Ok(Self {
+            listener: TcpListener::bind(address).await?,
+            readiness,
+            metrics,
+        })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until the task is dropped. A failed connection is logged and does not stop the server.
+    pub async fn serve(self) {
+        loop {
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "admin server: accept failed");
+                    continue;
+                }
+            };
+            let readiness = self.readiness.clone();
+            let metrics = self.metrics.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request| {
+                    let response = respond(&request, &readiness, &metrics);
+                    async move { Ok::<_, Infallible>(response) }
+                });
+                if let Err(error) = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                {
+                    tracing::debug!(%error, %peer, "admin server: connection ended with an error");
+                }
+            });
+        }
+    }
+}
+
+fn respond(
+    request: &Request<Incoming>,
+    readiness: &Readiness,
+    metrics: &Metrics,
+) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here\n");
+    }
+    match request.uri().path() {
+        "/healthz" | "/livez" => text(StatusCode::OK, "ok\n"),
+        "/readyz" if readiness.is_ready() => text(StatusCode::OK, "ok\n"),
+        "/readyz" => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "caches are not synced yet\n",
+        ),
+        "/metrics" => {
+            let mut response = Response::new(Full::new(Bytes::from(metrics.encode())));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+            );
+            response
+        }
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "not found: try /healthz, /readyz or /metrics\n",
+        ),
+    }
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    async fn get(address: SocketAddr, path: &str) -> (u16, String) {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        let status = response[9..12].parse().unwrap();
+        let body = response.split_once("\r\n\r\n").unwrap().1.to_owned();
+        (status, body)
+    }
+
+    #[tokio::test]
+    async fn serves_health_readiness_and_metrics() {
+        let readiness = Readiness::default();
+        let metrics = Metrics::new();
+        metrics.reconciled("X");
+        let server = AdminServer::bind("127.0.0.1:0".parse().unwrap(), readiness.clone(), metrics)
+            .await
+            .unwrap();
+        let address = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+
+        assert_eq!(get(address, "/healthz").await, (200, "ok\n".into()));
+        assert_eq!(get(address, "/readyz").await.0, 503);
+        readiness.set(true);
+        assert_eq!(get(address, "/readyz").await, (200, "ok\n".into()));
+        let (status, body) = get(address, "/metrics").await;
+        assert_eq!(status, 200);
+        assert!(
+            body.contains(r#"storage_operator_reconciles_total{controller="X"} 1"#),
+            "{body}"
+        );
+        assert_eq!(get(address, "/nope").await.0, 404);
+        task.abort();
+    }
+}
