@@ -1,0 +1,597 @@
+//! testkit driven through real `kube` clients: kube-runtime's `Controller` reconciling unmodified,
+//! server-side apply ownership and conflicts via `kube::Api`, a watcher surviving injected faults,
+//! the request log counting a controller's calls, CRD-defined kinds, and the workload simulation.
+//!
+//! Convergence waits poll with generous deadlines (the machines are small and shared) and never
+//! assert on elapsed time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
+use kube::runtime::controller::Action;
+use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+use testkit::{Cluster, FaultRule, SimConfig};
+
+const NS: &str = "default";
+
+/// Polls `check` until it returns `Some`, failing the test after a generous deadline.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some(name.into());
+    c.metadata.namespace = Some(NS.into());
+    c.data = Some(
+        data.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    c
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("reconcile failed: {0}")]
+struct ReconcileError(#[from] kube::Error);
+
+/// A small controller: every ConfigMap labelled `role=source` gets a `<name>-copy` ConfigMap with
+/// the same data, owned by the source, written with server-side apply.
+async fn reconcile(
+    src: Arc<ConfigMap>,
+    api: Arc<Api<ConfigMap>>,
+) -> Result<Action, ReconcileError> {
+    let name = format!("{}-copy", src.name_any());
+    let owner = src
+        .controller_owner_ref(&())
+        .map(|o| vec![serde_json::to_value(o).unwrap_or(Value::Null)])
+        .unwrap_or_default();
+    let desired = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "ownerReferences": owner},
+        "data": src.data.clone().unwrap_or_default(),
+    });
+    api.patch(
+        &name,
+        &PatchParams::apply("copy-controller").force(),
+        &Patch::Apply(&desired),
+    )
+    .await?;
+    Ok(Action::await_change())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_runs_unmodified_and_reconciles() {
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let api: Api<ConfigMap> = Api::namespaced(client, NS);
+    let ctl_api = Arc::new(api.clone());
+    let controller = Controller::new(
+        api.clone(),
+        watcher::Config::default().labels("role=source"),
+    )
+    .owns(api.clone(), watcher::Config::default())
+    .run(
+        reconcile,
+        |_, _, _| Action::requeue(Duration::from_millis(100)),
+        ctl_api,
+    )
+    .for_each(|_| async {});
+    let handle = tokio::spawn(controller);
+
+    let mut src = cm("alpha", &[("k", "v1")]);
+    src.metadata.labels = Some([("role".to_string(), "source".to_string())].into());
+    api.create(&PostParams::default(), &src)
+        .await
+        .expect("create source");
+
+    let copy = eventually("the copy to be created", || async {
+        api.get_opt("alpha-copy").await.ok().flatten()
+    })
+    .await;
+    assert_eq!(
+        copy.data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("v1")
+    );
+    let owners = copy.owner_references();
+    assert_eq!(owners.len(), 1, "copy is owned by its source");
+    assert_eq!(owners[0].name, "alpha");
+
+    // A change to the source reaches the copy through the watch.
+    api.patch(
+        "alpha",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v2"}})),
+    )
+    .await
+    .expect("update source");
+    eventually("the copy to follow the source", || async {
+        let c = api.get("alpha-copy").await.ok()?;
+        (c.data?.get("k")? == "v2").then_some(())
+    })
+    .await;
+
+    // Drift on the owned object is restored (the controller watches what it owns).
+    api.patch(
+        "alpha-copy",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "drift"}})),
+    )
+    .await
+    .expect("drift");
+    eventually("the drift to be undone", || async {
+        let c = api.get("alpha-copy").await.ok()?;
+        (c.data?.get("k")? == "v2").then_some(())
+    })
+    .await;
+
+    // Unlabelled ConfigMaps are not reconciled.
+    api.create(&PostParams::default(), &cm("beta", &[("k", "x")]))
+        .await
+        .expect("create unlabelled");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(api.get_opt("beta-copy").await.expect("get").is_none());
+
+    // Deleting the source garbage-collects the copy (background propagation).
+    api.delete("alpha", &DeleteParams::default())
+        .await
+        .expect("delete source");
+    eventually("the copy to be collected", || async {
+        api.get_opt("alpha-copy")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    handle.abort();
+}
+
+fn managers(cm: &ConfigMap) -> BTreeMap<String, Value> {
+    cm.metadata
+        .managed_fields
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| {
+            (
+                m.manager.unwrap_or_default(),
+                m.fields_v1.map(|f| f.0).unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_ownership_and_conflicts() {
+    let cluster = Cluster::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    let apply = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}, "data": data});
+
+    let created = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-a"),
+            &Patch::Apply(apply(json!({"x": "a", "y": "a"}))),
+        )
+        .await
+        .expect("first apply creates");
+    let rv1 = created.resource_version();
+    assert_eq!(
+        managers(&created).get("mgr-a"),
+        Some(&json!({"f:data": {"f:x": {}, "f:y": {}}}))
+    );
+
+    // An identical re-apply is a no-op: same resourceVersion.
+    let again = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-a"),
+            &Patch::Apply(apply(json!({"x": "a", "y": "a"}))),
+        )
+        .await
+        .expect("re-apply");
+    assert_eq!(again.resource_version(), rv1);
+
+    // Another manager changing an owned field conflicts, naming the owner and the field.
+    let err = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-b"),
+            &Patch::Apply(apply(json!({"x": "b"}))),
+        )
+        .await
+        .expect_err("conflict");
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 409);
+            assert_eq!(s.reason, "Conflict");
+            assert!(
+                s.message.contains("conflict with \"mgr-a\"") && s.message.contains(".data.x"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("expected a 409, got {other:?}"),
+    }
+
+    // The same value is no conflict: the field becomes co-owned.
+    let co = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-b"),
+            &Patch::Apply(apply(json!({"y": "a"}))),
+        )
+        .await
+        .expect("same value applies");
+    assert_eq!(
+        managers(&co).get("mgr-b"),
+        Some(&json!({"f:data": {"f:y": {}}}))
+    );
+
+    // force moves ownership of x to B.
+    let forced = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-b").force(),
+            &Patch::Apply(apply(json!({"x": "b", "y": "a"}))),
+        )
+        .await
+        .expect("forced apply");
+    let m = managers(&forced);
+    assert_eq!(m.get("mgr-a"), Some(&json!({"f:data": {"f:y": {}}})));
+    assert_eq!(
+        m.get("mgr-b"),
+        Some(&json!({"f:data": {"f:x": {}, "f:y": {}}}))
+    );
+
+    // A drops y: it is co-owned by B, so it stays. B then drops x and y: x (B alone) goes,
+    // y goes too because A no longer owns it either.
+    let a_drops = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-a"),
+            &Patch::Apply(apply(json!({"z": "a"}))),
+        )
+        .await
+        .expect("A drops y");
+    let data = a_drops.data.clone().unwrap_or_default();
+    assert_eq!(
+        data.get("y").map(String::as_str),
+        Some("a"),
+        "co-owned field kept"
+    );
+    let b_drops = api
+        .patch(
+            "shared",
+            &PatchParams::apply("mgr-b"),
+            &Patch::Apply(apply(json!({}))),
+        )
+        .await
+        .expect("B drops everything");
+    let data = b_drops.data.clone().unwrap_or_default();
+    assert_eq!(
+        data.keys().cloned().collect::<Vec<_>>(),
+        vec!["z".to_string()],
+        "fields owned by B alone are removed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_recovers_from_dropped_streams_and_outages() {
+    let cluster = Cluster::start_with(testkit::ServerConfig {
+        seed: 7,
+        ..Default::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    let (store, writer) = reflector::store::<ConfigMap>();
+    let stream = reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default()).default_backoff(),
+    )
+    .applied_objects()
+    .for_each(|_| async {});
+    let handle = tokio::spawn(stream);
+
+    api.create(&PostParams::default(), &cm("one", &[]))
+        .await
+        .expect("create one");
+    eventually("the reflector to see the first object", || async {
+        (store.state().len() == 1).then_some(())
+    })
+    .await;
+
+    // Every other list/watch fails with 503 for a while, open streams are dropped, and the
+    // whole server is down for a moment; the writes still get through after it.
+    cluster.inject(
+        FaultRule::status(Some("watch"), Some("configmaps"), 503)
+            .with_rate(0.5)
+            .with_max_hits(3),
+    );
+    cluster.inject(FaultRule::status(Some("list"), Some("configmaps"), 500).with_max_hits(1));
+    cluster.drop_watches();
+    cluster.unavailable_for(Duration::from_millis(300));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for i in 0..5 {
+        api.create(&PostParams::default(), &cm(&format!("later-{i}"), &[]))
+            .await
+            .expect("create after outage");
+    }
+    cluster.drop_watches();
+    api.delete("one", &DeleteParams::default())
+        .await
+        .expect("delete one");
+
+    let names = eventually("the reflector to converge after faults", || async {
+        let mut names: Vec<String> = store.state().iter().map(|c| c.name_any()).collect();
+        names.sort();
+        (names.len() == 5 && !names.contains(&"one".to_string())).then_some(names)
+    })
+    .await;
+    assert_eq!(names[0], "later-0");
+    let failures = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.status >= 500)
+        .count();
+    assert!(
+        failures > 0,
+        "faults were injected and observed by the client"
+    );
+    handle.abort();
+}
+
+/// Compare-before-write, as our controllers do: read, and apply only when something differs.
+async fn ensure(api: &Api<ConfigMap>, desired: &ConfigMap) -> kube::Result<bool> {
+    let name = desired.name_any();
+    if let Some(cur) = api.get_opt(&name).await?
+        && cur.data == desired.data
+        && cur.labels() == desired.labels()
+    {
+        return Ok(false);
+    }
+    let mut body = serde_json::to_value(desired).map_err(kube::Error::SerdeError)?;
+    body["apiVersion"] = json!("v1");
+    body["kind"] = json!("ConfigMap");
+    api.patch(
+        &name,
+        &PatchParams::apply("ensure-ctl").force(),
+        &Patch::Apply(body),
+    )
+    .await?;
+    Ok(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_log_shows_a_noop_reconcile_writes_nothing() {
+    let cluster = Cluster::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client_with_agent("ensure-ctl/1.0"), NS);
+    let other: Api<ConfigMap> = Api::namespaced(cluster.client_with_agent("someone-else"), NS);
+    let desired = cm("settings", &[("level", "2")]);
+
+    assert!(ensure(&api, &desired).await.expect("first ensure"));
+    assert!(!ensure(&api, &desired).await.expect("second ensure"));
+    assert!(!ensure(&api, &desired).await.expect("third ensure"));
+    assert_eq!(
+        cluster.count_writes("ensure-ctl"),
+        1,
+        "only the first ensure writes"
+    );
+    assert_eq!(cluster.count_reads("ensure-ctl"), 3);
+
+    // Someone else changes it: the next ensure writes again, and the log tells clients apart.
+    other
+        .patch(
+            "settings",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"level": "9"}})),
+        )
+        .await
+        .expect("drift");
+    assert!(ensure(&api, &desired).await.expect("ensure after drift"));
+    assert_eq!(cluster.count_writes("ensure-ctl"), 2);
+    assert_eq!(cluster.count_writes("someone-else"), 1);
+    let patch = cluster
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.verb == "patch" && r.from_client("ensure-ctl"))
+        .expect("the apply is logged");
+    assert_eq!(patch.field_manager.as_deref(), Some("ensure-ctl"));
+    assert_eq!(patch.path, "/api/v1/namespaces/default/configmaps/settings");
+
+    // And the server agrees: an identical apply changes no resourceVersion.
+    let rv = api.get("settings").await.expect("get").resource_version();
+    let mut body = serde_json::to_value(&desired).expect("json");
+    body["apiVersion"] = json!("v1");
+    body["kind"] = json!("ConfigMap");
+    let after = api
+        .patch(
+            "settings",
+            &PatchParams::apply("ensure-ctl").force(),
+            &Patch::Apply(body),
+        )
+        .await
+        .expect("re-apply");
+    assert_eq!(after.resource_version(), rv);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_kinds_are_404_until_their_crd_exists() {
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let gvk = GroupVersionKind::gvk("monitoring.coreos.com", "v1", "ServiceMonitor");
+    let ar = ApiResource::from_gvk(&gvk);
+    let sm: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar);
+    match sm.list(&ListParams::default()).await {
+        Err(kube::Error::Api(s)) => assert_eq!(s.code, 404),
+        other => panic!("expected 404 before the CRD exists, got {other:?}"),
+    }
+
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+        "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                 "names": {"plural": "servicemonitors", "singular": "servicemonitor", "kind": "ServiceMonitor", "listKind": "ServiceMonitorList"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .expect("crd");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create crd");
+    let established = crds
+        .get("servicemonitors.monitoring.coreos.com")
+        .await
+        .expect("get crd");
+    let conds = established
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default();
+    assert!(
+        conds
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    );
+
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+        "metadata": {"name": "metrics"}, "spec": {"endpoints": [{"port": "metrics"}]}
+    }))
+    .expect("obj");
+    sm.create(&PostParams::default(), &obj)
+        .await
+        .expect("create custom object");
+    let got = sm.get("metrics").await.expect("get custom object");
+    assert_eq!(got.data["spec"]["endpoints"][0]["port"], "metrics");
+
+    // Discovery sees the new kind.
+    let discovery = kube::Discovery::new(client).run().await.expect("discovery");
+    assert!(
+        discovery
+            .groups()
+            .any(|g| g.name() == "monitoring.coreos.com"),
+        "the CRD's group is discoverable"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workload_simulation_reports_rollouts_hangs_and_not_ready_nodes() {
+    let cluster = Cluster::start().await;
+    cluster.add_node("node-a", true);
+    cluster.add_node("node-b", true);
+    cluster.simulate_workloads(SimConfig {
+        delay: Duration::from_millis(100),
+        ..SimConfig::default()
+    });
+    let client = cluster.client();
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let daemons: Api<DaemonSet> = Api::namespaced(client, NS);
+    let pod_template = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}});
+    let d: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "ctrl"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": pod_template}
+    }))
+    .expect("deployment");
+    let ds: DaemonSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "node"},
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod_template}
+    }))
+    .expect("daemonset");
+    deploys
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create deployment");
+    daemons
+        .create(&PostParams::default(), &ds)
+        .await
+        .expect("create daemonset");
+
+    eventually("the deployment to be available", || async {
+        let s = deploys.get("ctrl").await.ok()?.status?;
+        (s.available_replicas == Some(2) && s.observed_generation == Some(1)).then_some(())
+    })
+    .await;
+    eventually("the daemonset to be ready on both nodes", || async {
+        let s = daemons.get("node").await.ok()?.status?;
+        (s.number_ready == 2 && s.desired_number_scheduled == 2).then_some(())
+    })
+    .await;
+
+    // A hung rollout observes the new generation but never updates replicas.
+    cluster.hang_rollout(NS, "ctrl");
+    deploys
+        .patch(
+            "ctrl",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .expect("scale");
+    let s = eventually("the hung rollout to be observed", || async {
+        let s = deploys.get("ctrl").await.ok()?.status?;
+        (s.observed_generation == Some(2)).then_some(s)
+    })
+    .await;
+    assert_eq!(s.updated_replicas, Some(0));
+    let progressing = s
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Progressing")
+        .expect("Progressing condition");
+    assert_eq!(
+        progressing.reason.as_deref(),
+        Some("ProgressDeadlineExceeded")
+    );
+    cluster.release_rollout(NS, "ctrl");
+    eventually("the released rollout to finish", || async {
+        let s = deploys.get("ctrl").await.ok()?.status?;
+        (s.available_replicas == Some(3)).then_some(())
+    })
+    .await;
+
+    // A NotReady node lowers the DaemonSet's ready count.
+    cluster
+        .set_node_ready("node-b", false)
+        .expect("node exists");
+    eventually("the daemonset to lose a ready pod", || async {
+        let s = daemons.get("node").await.ok()?.status?;
+        (s.number_ready == 1 && s.number_unavailable == Some(1)).then_some(())
+    })
+    .await;
+    assert!(cluster.set_node_ready("missing", true).is_err());
+    // The simulation writes status only: no spec change, generation stays.
+    let dep = deploys.get("ctrl").await.expect("get");
+    assert_eq!(dep.meta().generation, Some(2));
+}
