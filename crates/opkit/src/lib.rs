@@ -8,3 +8,4 @@ pub mod cluster_operator;
 pub mod conditions;
 pub mod management;
 pub mod metrics;
+pub mod status;

@@ -1,0 +1,211 @@
+//! Status writes for operator CRs (ClusterCSIDriver, Storage): each controller applies only the
+//! conditions it owns, with server-side apply on the `/status` subresource under its own field
+//! manager. The API server merges the condition lists by `type`, so controllers sharing one CR
+//! never overwrite each other and never race into 409s (the Go operator's Storage status writes
+//! do); a condition a controller stops applying is removed because it owned it alone.
+//!
+//! Transition times are kept from the observed object while a condition's status is unchanged,
+//! and nothing is sent when the observed status already says everything.
+
+use api::operator_v1::{GenerationStatus, OperatorCondition, OperatorStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::{Client, Resource};
+use serde_json::{Value, json};
+
+use crate::apply::{ApplyError, FIELD_MANAGER_PREFIX};
+
+/// What one controller says in an operator CR's status.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatusPart {
+    /// The conditions this controller owns.
+    pub conditions: Vec<OperatorCondition>,
+    /// The operand generations this controller tracks.
+    pub generations: Vec<GenerationStatus>,
+    /// `status.observedGeneration`, when this controller is the one that sets it.
+    pub observed_generation: Option<i64>,
+    /// `status.readyReplicas`, when this controller is the one that sets it.
+    pub ready_replicas: Option<i32>,
+}
+
+/// The status body to apply for `part`, or `None` when `observed` already says all of it.
+/// Transition times come from `observed` when a condition's status is unchanged, else `now`.
+pub fn plan_status(
+    part: &StatusPart,
+    observed: Option<&OperatorStatus>,
+    now: &Time,
+) -> Option<Value> {
+    let empty = OperatorStatus::default();
+    let observed = observed.unwrap_or(&empty);
+    let conditions: Vec<OperatorCondition> = part
+        .conditions
+        .iter()
+        .map(|c| {
+            let kept = observed
+                .condition(&c.type_)
+                .filter(|o| o.status == c.status)
+                .and_then(|o| o.last_transition_time.clone());
+            OperatorCondition {
+                last_transition_time: kept.or_else(|| Some(now.clone())),
+                ..c.clone()
+            }
+        })
+        .collect();
+    let same_conditions = conditions.iter().all(|c| {
+        observed
+            .condition(&c.type_)
+            .is_some_and(|o| o.status == c.status && o.reason == c.reason && o.message == c.message)
+    });
+    let same_generations = part
+        .generations
+        .iter()
+        .all(|g| observed.generations.contains(g));
+    let same_observed = part.observed_generation.is_none()
+        || part.observed_generation == observed.observed_generation;
+    let same_ready = part
+        .ready_replicas
+        .is_none_or(|r| r == observed.ready_replicas);
+    if same_conditions && same_generations && same_observed && same_ready {
+        return None;
+    }
+    let mut status = json!({ "conditions": conditions });
+    if !part.generations.is_empty() {
+        status["generations"] = json!(part.generations);
+    }
+    if let Some(generation) = part.observed_generation {
+        status["observedGeneration"] = json!(generation);
+    }
+    if let Some(ready) = part.ready_replicas {
+        status["readyReplicas"] = json!(ready);
+    }
+    Some(status)
+}
+
+/// Applies `part` to the status of the cluster-scoped operator CR `name` of kind `K`, as
+/// `storage-operator/<controller>`. Returns whether a request was sent.
+pub async fn apply_status<K>(
+    client: &Client,
+    controller: &str,
+    name: &str,
+    part: &StatusPart,
+    observed: Option<&OperatorStatus>,
+    now: &Time,
+) -> Result<bool, ApplyError>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let Some(status) = plan_status(part, observed, now) else {
+        return Ok(false);
+    };
+    let body = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "metadata": { "name": name },
+        "status": status,
+    });
+    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}/{controller}")).force();
+    let error = |source| ApplyError {
+        kind: K::kind(&()).into_owned(),
+        object: name.to_owned(),
+        source,
+    };
+    let request = kube::core::Request::new(K::url_path(&(), None))
+        .patch_subresource("status", name, &params, &Patch::Apply(&body))
+        .map_err(|e| error(kube::Error::BuildRequest(e)))?;
+    client.request::<Value>(request).await.map_err(error)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use api::operator_v1::ConditionStatus;
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::*;
+    use crate::conditions::condition;
+
+    fn at(seconds: i64) -> Time {
+        Time(Timestamp::from_second(1_800_000_000 + seconds).unwrap())
+    }
+
+    fn part(status: ConditionStatus, message: &str) -> StatusPart {
+        StatusPart {
+            conditions: vec![condition("XAvailable", status, "R", message)],
+            generations: vec![GenerationStatus {
+                group: "apps".into(),
+                resource: "deployments".into(),
+                namespace: "ns".into(),
+                name: "d".into(),
+                last_generation: 3,
+                hash: String::new(),
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn observed_after(body: &Value) -> OperatorStatus {
+        serde_json::from_value(body.clone()).unwrap()
+    }
+
+    #[test]
+    fn first_write_stamps_now_and_a_repeat_sends_nothing() {
+        let body = plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap();
+        assert_eq!(body["conditions"][0]["lastTransitionTime"], json!(at(0)));
+        let observed = observed_after(&body);
+        assert_eq!(
+            plan_status(&part(ConditionStatus::True, "ok"), Some(&observed), &at(50)),
+            None
+        );
+    }
+
+    #[test]
+    fn message_changes_keep_the_transition_time_and_status_changes_move_it() {
+        let observed =
+            observed_after(&plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap());
+        let body = plan_status(
+            &part(ConditionStatus::True, "still ok"),
+            Some(&observed),
+            &at(50),
+        )
+        .unwrap();
+        assert_eq!(body["conditions"][0]["lastTransitionTime"], json!(at(0)));
+        let body = plan_status(
+            &part(ConditionStatus::False, "down"),
+            Some(&observed),
+            &at(60),
+        )
+        .unwrap();
+        assert_eq!(body["conditions"][0]["lastTransitionTime"], json!(at(60)));
+    }
+
+    #[test]
+    fn other_controllers_conditions_do_not_count_as_differences() {
+        let mut observed =
+            observed_after(&plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap());
+        observed.conditions.push(OperatorCondition {
+            last_transition_time: Some(at(1)),
+            ..condition("YDegraded", ConditionStatus::True, "Boom", "")
+        });
+        assert_eq!(
+            plan_status(&part(ConditionStatus::True, "ok"), Some(&observed), &at(50)),
+            None
+        );
+    }
+
+    #[test]
+    fn generation_and_readiness_changes_are_written() {
+        let observed =
+            observed_after(&plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap());
+        let mut newer = part(ConditionStatus::True, "ok");
+        newer.generations[0].last_generation = 4;
+        assert!(plan_status(&newer, Some(&observed), &at(1)).is_some());
+        let ready = StatusPart {
+            ready_replicas: Some(2),
+            ..part(ConditionStatus::True, "ok")
+        };
+        assert_eq!(
+            plan_status(&ready, Some(&observed), &at(1)).unwrap()["readyReplicas"],
+            2
+        );
+    }
+}
