@@ -41,8 +41,9 @@
 //! - Validation covers names, ConfigMap keys, finalizers, owner references, Deployment selectors,
 //!   StorageClass immutability, events.k8s.io `eventTime` and CRD structural schemas (type,
 //!   required, enum, min/max). No admission, no authorization, no quota.
-//! - Unknown fields are kept rather than dropped, and no `Warning` headers are sent;
-//!   `fieldValidation=Strict` is not enforced.
+//! - Unknown-field detection (`fieldValidation`, `Warning` headers, apply's "field not declared
+//!   in schema") knows custom resources' schemas but only the top level and `metadata` of
+//!   built-in kinds; nested unknown fields of built-ins are kept.
 //! - Only the `status` subresource is served (no `scale`, `exec`, `log`, ...).
 //! - A core/v1 Event and an events.k8s.io/v1 Event are separate objects (no cross-version view).
 //! - Table renderings (`as=Table`) are not served; `PartialObjectMetadata(List)` is.
@@ -62,6 +63,7 @@ mod fields;
 mod log;
 mod patch;
 mod registry;
+mod schema;
 mod server;
 mod sim;
 mod store;
@@ -148,6 +150,7 @@ impl Cluster {
             accept: String::new(),
             user_agent: "testkit".into(),
             body: Bytes::from(body.to_string()),
+            warnings: Default::default(),
         };
         // Namespace creation never awaits, so polling once completes it.
         let fut = server::handle(self.inner.clone(), req);

@@ -25,7 +25,7 @@ use crate::store::{Event, EventType, Key, State};
 use crate::util::{
     ApiError, FieldSelector, LabelSelector, b64_decode, b64_encode, field_selector_fields, splitmix,
 };
-use crate::{defaults, validate};
+use crate::{defaults, schema, validate};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -125,6 +125,8 @@ pub struct Req {
     pub accept: String,
     pub user_agent: String,
     pub body: Bytes,
+    /// `Warning` headers to send with the response (unknown or duplicate fields).
+    pub warnings: Mutex<Vec<String>>,
 }
 
 fn parse_query(q: Option<&str>) -> BTreeMap<String, String> {
@@ -178,6 +180,7 @@ impl Req {
             accept: h(http::header::ACCEPT),
             user_agent: h(http::header::USER_AGENT),
             body,
+            warnings: Mutex::new(Vec::new()),
         }
     }
 
@@ -453,7 +456,16 @@ async fn dispatch(inner: &Arc<Inner>, req: &Req) -> Response<Body> {
             }
             let result = resource(&mut st, &t, req);
             match result {
-                Ok((code, v)) => json_response(code, &v),
+                Ok((code, v)) => {
+                    let mut r = json_response(code, &v);
+                    for w in lock(&req.warnings).iter() {
+                        let text = format!("299 - {}", Value::String(w.clone()));
+                        if let Ok(h) = HeaderValue::from_str(&text) {
+                            r.headers_mut().append(http::header::WARNING, h);
+                        }
+                    }
+                    r
+                }
                 Err(e) => error_response(e),
             }
         }
@@ -862,6 +874,34 @@ fn decode_body(def: &ResourceDef, req: &Req) -> Result<Value, ApiError> {
     })
 }
 
+/// Applies `fieldValidation` to a decoded create/update body: unknown and duplicate fields are
+/// rejected (`Strict`), dropped silently (`Ignore`) or dropped with a warning (default).
+fn field_validation(def: &ResourceDef, req: &Req, body: &mut Value) -> Result<(), ApiError> {
+    let mode = req.q("fieldValidation").unwrap_or("Warn");
+    let dups = schema::duplicate_fields(&req.body);
+    let unknown = schema::unknown_fields(def, body);
+    if mode == "Strict" && (!dups.is_empty() || !unknown.is_empty()) {
+        let parts: Vec<String> = dups
+            .iter()
+            .map(|d| format!("duplicate field \"{d}\""))
+            .chain(unknown.iter().map(|u| format!("unknown field \"{u}\"")))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+            parts.join(", "),
+            kind = def.kind,
+            v = def.version
+        )));
+    }
+    schema::drop_fields(body, &unknown);
+    if mode != "Ignore" {
+        let mut w = lock(&req.warnings);
+        w.extend(dups.iter().map(|d| format!("duplicate field \"{d}\"")));
+        w.extend(unknown.iter().map(|u| format!("unknown field \"{u}\"")));
+    }
+    Ok(())
+}
+
 /// Parses an apply body: JSON or YAML.
 fn parse_body(req: &Req, yaml_ok: bool) -> Result<Value, ApiError> {
     if let Ok(v) = serde_json::from_slice::<Value>(&req.body) {
@@ -939,6 +979,7 @@ fn create(st: &mut State, t: &Target, ns: &str, req: &Req) -> Result<(u16, Value
         ));
     }
     check_type(&t.def, &body)?;
+    field_validation(&t.def, req, &mut body)?;
     if t.def.namespaced {
         match body["metadata"]["namespace"].as_str() {
             Some(bns) if bns != ns => {
@@ -1320,6 +1361,7 @@ fn update(
 ) -> Result<(u16, Value), ApiError> {
     let mut body = decode_body(&t.def, req)?;
     check_type(&t.def, &body)?;
+    field_validation(&t.def, req, &mut body)?;
     if let Some(bn) = body["metadata"]["name"].as_str()
         && bn != name
     {
@@ -1434,6 +1476,28 @@ fn patch_req(
     {
         return Err(ApiError::conflict(&t.def.plural, &t.def.group, name));
     }
+    let unknown = schema::unknown_fields(&t.def, &new);
+    if !unknown.is_empty() {
+        if req.q("fieldValidation") == Some("Strict") {
+            let parts: Vec<String> = unknown
+                .iter()
+                .map(|u| format!("unknown field \"{u}\""))
+                .collect();
+            return Err(ApiError::new(
+                422,
+                Some("Invalid"),
+                format!(
+                    " \"\" is invalid: patch: Invalid value: \"...\": strict decoding error: {}",
+                    parts.join(", ")
+                ),
+            )
+            .details(json!({"causes": [{"reason": "FieldValueInvalid", "field": "patch"}]})));
+        }
+        schema::drop_fields(&mut new, &unknown);
+        if req.q("fieldValidation") != Some("Ignore") {
+            lock(&req.warnings).extend(unknown.iter().map(|u| format!("unknown field \"{u}\"")));
+        }
+    }
     // In a patch the decode error surfaces as a 422 about the patched object.
     validate::micro_times(&t.def, &mut new).map_err(|e| {
         ApiError::new(
@@ -1507,6 +1571,13 @@ fn apply(
         return Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
         ));
+    }
+    if let Some(unknown) = schema::unknown_fields(&t.def, &cfg).first() {
+        let path: String = unknown.split('.').map(|p| format!(".{p}")).collect();
+        return Err(ApiError::internal(format!(
+            "failed to create typed patch object ({ns}/{name}; {}/{}, Kind={}): {path}: field not declared in schema",
+            t.def.group, t.def.version, t.def.kind
+        )));
     }
     if let Some((path, key)) = fields::find_duplicate(&t.def, &cfg) {
         let prefix = if ns.is_empty() {
