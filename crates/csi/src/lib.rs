@@ -1,3 +1,64 @@
-//! The CSI driver kit: DriverDef, operand builders, hooks and driver-operator controllers
+//! The CSI driver kit (library-go's `csi/*` equivalent), pure half: a driver described as
+//! data ([`DriverDef`]), everything a build reads ([`Inputs`]), and one pure builder per
+//! operand kind. [`render`] returns every operand in a stable order.
 //!
-//! Work on this crate arrives in a later issue; see ARCHITECTURE.md for what it will own.
+//! Nothing here talks to the API server or reads the process environment: `observe` (in the
+//! controllers) gathers [`Inputs`], these functions compute the desired objects, `apply`
+//! writes them.
+//!
+//! Modules:
+//! - [`def`]: the driver table and its hooks.
+//! - [`inputs`]: topology, images, optional CRDs, existing StorageClasses, hashes.
+//! - [`rbac`]: ServiceAccounts, per-sidecar least-privilege RBAC.
+//! - [`workloads`]: controller Deployment, PodDisruptionBudget, node DaemonSet.
+//! - [`hooks`]: the generic hooks (proxy, CA bundle, input hashes).
+//! - [`storage`]: CSIDriver, StorageClasses, VolumeSnapshotClasses.
+//! - [`metrics`]: metrics Service and ServiceMonitor.
+//! - [`hash`]: hash annotations for Secrets and ConfigMaps.
+//! - [`render`](mod@render): everything, in order.
+//!
+//! Where this differs from library-go on purpose:
+//! - Placeholders never leak: an unset image uses the upstream default, an unknown TLS profile
+//!   leaves kube-rbac-proxy's defaults, a missing cluster ID leaves out the label argument.
+//! - Health endpoints on the host network listen on loopback only (`--http-endpoint`), not on
+//!   every node address (`--health-port`).
+//! - The leader-election Role has only the verbs client-go's lease lock uses; the
+//!   kube-rbac-proxy role can also create SubjectAccessReviews, which kube-rbac-proxy needs to
+//!   authorize scrapers.
+//! - Plain Kubernetes is a topology of its own: control-plane nodes are selected by
+//!   `node-role.kubernetes.io/control-plane`, and without OpenShift's service CA the metrics
+//!   proxies serve self-signed certificates.
+
+pub mod def;
+pub mod hash;
+pub mod hooks;
+pub mod inputs;
+pub mod metrics;
+pub mod names;
+pub mod rbac;
+pub mod render;
+pub mod storage;
+pub mod workloads;
+
+pub use def::{
+    CSIDriverDef, ControllerDef, CredentialsDef, CredentialsRequestDef, DaemonSetHook,
+    DeploymentHook, DriverContainerDef, DriverDef, EnvDef, Hooks, ImageDef, Images, MetricsDef,
+    NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassHook, VolumeDef,
+    VolumeSnapshotClassDef, VolumeSourceDef,
+};
+pub use inputs::{
+    ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, ServingTls, Topology,
+    UnknownTopology,
+};
+pub use metrics::{build_metrics_service, build_service_monitor};
+pub use rbac::{
+    build_cluster_role_bindings, build_cluster_roles, build_role_bindings, build_roles,
+    build_service_accounts, build_shared_sidecar_cluster_roles,
+};
+pub use render::{
+    Operand, build_credentials_request, build_trusted_ca_bundle_config_map, render, render_operands,
+};
+pub use storage::{build_csi_driver, build_storage_classes, build_volume_snapshot_classes};
+pub use workloads::{
+    build_controller_deployment, build_node_daemon_set, build_pod_disruption_budget,
+};

@@ -1,3 +1,67 @@
-//! The driver catalogue: one DriverDef per platform CSI driver
-//!
-//! Work on this crate arrives in a later issue; see ARCHITECTURE.md for what it will own.
+//! The driver catalogue: one module per CSI driver, each a `DriverDef` table (embedded YAML)
+//! plus the few hooks data cannot express. [`by_name`] finds a driver by its short name
+//! (`gcp-pd`) or its CSI name (`pd.csi.storage.gke.io`).
+
+use csi::DriverDef;
+
+pub mod gcp_pd;
+
+/// A driver could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// No driver has that name.
+    #[error("unknown CSI driver {name:?}: known drivers are {known}")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The known short names, comma-separated.
+        known: String,
+    },
+    /// The embedded table does not parse (a bug caught by this crate's tests).
+    #[error("the built-in table of driver {driver} is invalid: {source}")]
+    InvalidTable {
+        /// The driver's short name.
+        driver: &'static str,
+        /// What the parser said.
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+}
+
+/// One catalogue entry.
+struct Entry {
+    short_name: &'static str,
+    csi_name: &'static str,
+    def: fn() -> Result<DriverDef, DriverError>,
+}
+
+const CATALOGUE: &[Entry] = &[Entry {
+    short_name: gcp_pd::SHORT_NAME,
+    csi_name: gcp_pd::CSI_NAME,
+    def: gcp_pd::def,
+}];
+
+/// The short names of every driver in the catalogue.
+pub fn short_names() -> Vec<&'static str> {
+    CATALOGUE.iter().map(|e| e.short_name).collect()
+}
+
+/// The driver with this short name or CSI driver name, with its hooks.
+pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
+    let entry = CATALOGUE
+        .iter()
+        .find(|e| e.short_name == name || e.csi_name == name)
+        .ok_or_else(|| DriverError::Unknown {
+            name: name.to_owned(),
+            known: short_names().join(", "),
+        })?;
+    (entry.def)()
+}
+
+/// Parses an embedded driver table.
+fn parse_table(driver: &'static str, yaml: &str) -> Result<DriverDef, DriverError> {
+    serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {
+        driver,
+        source: Box::new(source),
+    })
+}

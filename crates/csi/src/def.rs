@@ -1,0 +1,416 @@
+//! `DriverDef`: a CSI driver described as data (names, images, containers, sidecars, CSIDriver
+//! fields, StorageClasses, credentials), plus the few hooks that data cannot express.
+//!
+//! A driver module in the `drivers` crate is one `DriverDef` value (usually parsed from an
+//! embedded YAML table) and a handful of hook functions. Everything the operand builders emit is
+//! derived from this value and from [`Inputs`](crate::Inputs).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::storage::v1::StorageClass;
+use serde::{Deserialize, Serialize};
+
+use crate::inputs::Inputs;
+
+/// The namespace every OpenShift CSI driver operand runs in.
+pub const DEFAULT_NAMESPACE: &str = "openshift-cluster-csi-drivers";
+
+fn default_namespace() -> String {
+    DEFAULT_NAMESPACE.to_owned()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A CSI driver as data. Field names are camelCase so a table can be written in YAML.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DriverDef {
+    /// The CSI driver name, also the name of the ClusterCSIDriver and CSIDriver objects
+    /// (e.g. `pd.csi.storage.gke.io`).
+    pub name: String,
+    /// The short name used on the command line (e.g. `gcp-pd`).
+    pub short_name: String,
+    /// The prefix of condition types and controller names (e.g. `GCPPD`).
+    pub condition_prefix: String,
+    /// The namespace of namespaced operands.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// The prefix of namespaced operand names (e.g. `gcp-pd-csi-driver` gives
+    /// `gcp-pd-csi-driver-controller`).
+    pub object_prefix: String,
+    /// The prefix of cluster-scoped RBAC names (e.g. `gcp-pd` gives `gcp-pd-privileged-role`).
+    pub cluster_role_prefix: String,
+    /// Whether the operator supports `managementState: Removed` (deleting the operands).
+    #[serde(default)]
+    pub removable: bool,
+    /// The images of the driver and every sidecar.
+    pub images: Images,
+    /// The controller Deployment.
+    pub controller: ControllerDef,
+    /// The node DaemonSet.
+    pub node: NodeDef,
+    /// The CSIDriver object.
+    pub csi_driver: CSIDriverDef,
+    /// StorageClasses the operator creates (at most one should be the default).
+    #[serde(default)]
+    pub storage_classes: Vec<StorageClassDef>,
+    /// VolumeSnapshotClasses the operator creates when their CRD exists.
+    #[serde(default)]
+    pub volume_snapshot_classes: Vec<VolumeSnapshotClassDef>,
+    /// Cloud credentials of the controller, if the driver needs any.
+    #[serde(default)]
+    pub credentials: Option<CredentialsDef>,
+    /// Behaviour that data cannot express. Not part of the table; set by the driver module.
+    #[serde(skip)]
+    pub hooks: Hooks,
+}
+
+/// A hook on the controller Deployment, run after every generic hook.
+pub type DeploymentHook = fn(&Inputs, &mut Deployment);
+/// A hook on the node DaemonSet, run after every generic hook.
+pub type DaemonSetHook = fn(&Inputs, &mut DaemonSet);
+/// A hook on each StorageClass, run before the default-class rule.
+pub type StorageClassHook = fn(&Inputs, &mut StorageClass);
+
+/// Driver-specific hooks, run in order.
+#[derive(Clone, Debug, Default)]
+pub struct Hooks {
+    /// Hooks on the controller Deployment.
+    pub deployment: Vec<DeploymentHook>,
+    /// Hooks on the node DaemonSet.
+    pub daemon_set: Vec<DaemonSetHook>,
+    /// Hooks on every StorageClass.
+    pub storage_class: Vec<StorageClassHook>,
+}
+
+/// Where an image comes from: an environment variable of the operator (as OpenShift's release
+/// payload sets them), or the upstream default when it is unset or empty.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImageDef {
+    /// The environment variable, e.g. `DRIVER_IMAGE`.
+    pub env: String,
+    /// The image used when the variable is unset or empty.
+    pub default: String,
+}
+
+/// The images a driver needs, one per container kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Images {
+    /// The CSI driver itself.
+    pub driver: ImageDef,
+    /// external-provisioner.
+    pub provisioner: ImageDef,
+    /// external-attacher.
+    pub attacher: ImageDef,
+    /// external-resizer.
+    pub resizer: ImageDef,
+    /// external-snapshotter's csi-snapshotter sidecar.
+    pub snapshotter: ImageDef,
+    /// node-driver-registrar.
+    pub node_driver_registrar: ImageDef,
+    /// livenessprobe.
+    pub liveness_probe: ImageDef,
+    /// kube-rbac-proxy, the TLS front of every metrics endpoint.
+    pub kube_rbac_proxy: ImageDef,
+}
+
+/// An environment variable of the driver container: a literal or a pod field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EnvDef {
+    /// The variable's name.
+    pub name: String,
+    /// A literal value.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// A pod field path (e.g. `spec.nodeName`), used when `value` is unset.
+    #[serde(default)]
+    pub field_path: Option<String>,
+}
+
+/// A volume of the driver container and where it is mounted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VolumeDef {
+    /// The volume's name in the pod.
+    pub name: String,
+    /// Where the driver container sees it.
+    pub mount_path: String,
+    /// Whether the mount is read-only.
+    #[serde(default)]
+    pub read_only: bool,
+    /// `Bidirectional` or `HostToContainer`, for host paths the driver mounts into.
+    #[serde(default)]
+    pub mount_propagation: Option<String>,
+    /// What backs the volume.
+    pub source: VolumeSourceDef,
+}
+
+/// What backs a [`VolumeDef`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum VolumeSourceDef {
+    /// A directory of the node.
+    HostPath {
+        /// The node's path.
+        path: String,
+        /// `Directory`, `DirectoryOrCreate`, ...
+        #[serde(rename = "type")]
+        type_: String,
+    },
+    /// A Secret of the operand namespace.
+    #[serde(rename_all = "camelCase")]
+    Secret {
+        /// The Secret's name.
+        secret_name: String,
+    },
+    /// A bound service account token (for workload identity).
+    #[serde(rename_all = "camelCase")]
+    ServiceAccountToken {
+        /// The token's audience.
+        audience: String,
+        /// The file name of the token inside the volume.
+        path: String,
+    },
+}
+
+/// A metrics endpoint: the container serves plain HTTP on `localhost:<local_port>`, and a
+/// kube-rbac-proxy sidecar serves it over TLS on `<exposed_port>` of the pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricsDef {
+    /// The loopback port of the container's HTTP metrics.
+    pub local_port: u16,
+    /// The TLS port kube-rbac-proxy listens on.
+    pub exposed_port: u16,
+}
+
+/// The CSI driver container (`csi-driver`) of the controller or node pod.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DriverContainerDef {
+    /// Arguments, without `--v` (the kit adds it from the log level). The kit sets
+    /// `CSI_ENDPOINT` to the socket, so `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
+    pub args: Vec<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: Vec<EnvDef>,
+    /// The port of `/healthz`, served by the livenessprobe sidecar and probed by the kubelet.
+    pub healthz_port: u16,
+    /// The driver's own metrics, if it has any.
+    #[serde(default)]
+    pub metrics: Option<MetricsDef>,
+    /// Whether the container runs privileged (node drivers mounting volumes do).
+    #[serde(default)]
+    pub privileged: bool,
+    /// Extra volumes of the driver container.
+    #[serde(default)]
+    pub volumes: Vec<VolumeDef>,
+}
+
+/// The controller-side sidecars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SidecarKind {
+    /// external-provisioner (`csi-provisioner`).
+    Provisioner,
+    /// external-attacher (`csi-attacher`).
+    Attacher,
+    /// external-resizer (`csi-resizer`).
+    Resizer,
+    /// csi-snapshotter (`csi-snapshotter`).
+    Snapshotter,
+}
+
+impl SidecarKind {
+    /// The short name used in container, port and binding names (`provisioner`).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Self::Provisioner => "provisioner",
+            Self::Attacher => "attacher",
+            Self::Resizer => "resizer",
+            Self::Snapshotter => "snapshotter",
+        }
+    }
+
+    /// The container name (`csi-provisioner`).
+    pub fn container_name(self) -> String {
+        format!("csi-{}", self.short_name())
+    }
+}
+
+/// One controller sidecar.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SidecarDef {
+    /// Which sidecar.
+    pub kind: SidecarKind,
+    /// Arguments after the standard ones (socket, metrics, leader election, `--v`).
+    #[serde(default)]
+    pub extra_args: Vec<String>,
+    /// The sidecar's metrics endpoint, if scraped.
+    #[serde(default)]
+    pub metrics: Option<MetricsDef>,
+}
+
+/// The controller Deployment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ControllerDef {
+    /// Whether the pod uses the node's network (drivers that reach a metadata server do).
+    #[serde(default)]
+    pub host_network: bool,
+    /// The SecurityContextConstraints the pod needs on OpenShift (`hostnetwork-v2`,
+    /// `restricted-v2`, ...), granted to the controller ServiceAccount.
+    pub required_scc: String,
+    /// Extra rules of the controller's SCC ClusterRole (e.g. reading Nodes).
+    #[serde(default)]
+    pub extra_rules: Vec<RuleDef>,
+    /// The driver container.
+    pub driver: DriverContainerDef,
+    /// The sidecars, in container order.
+    pub sidecars: Vec<SidecarDef>,
+    /// Arguments of the livenessprobe sidecar after the standard ones.
+    #[serde(default)]
+    pub liveness_probe_args: Vec<String>,
+}
+
+/// The node DaemonSet.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeDef {
+    /// Whether the pod uses the node's network.
+    #[serde(default = "default_true")]
+    pub host_network: bool,
+    /// Extra rules of the node's SCC ClusterRole (e.g. reading Nodes).
+    #[serde(default)]
+    pub extra_rules: Vec<RuleDef>,
+    /// The driver container. The kit adds the kubelet directory (Bidirectional) and the
+    /// socket directory; `volumes` holds the rest (`/dev`, udev, ...).
+    pub driver: DriverContainerDef,
+    /// The port of node-driver-registrar's `/healthz`.
+    pub registrar_healthz_port: u16,
+    /// Arguments of the livenessprobe sidecar after the standard ones.
+    #[serde(default)]
+    pub liveness_probe_args: Vec<String>,
+}
+
+/// One RBAC rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleDef {
+    /// API groups (`""` for the core group).
+    pub api_groups: Vec<String>,
+    /// Resources.
+    pub resources: Vec<String>,
+    /// Verbs.
+    pub verbs: Vec<String>,
+    /// Object names, when the rule is limited to some.
+    #[serde(default)]
+    pub resource_names: Vec<String>,
+}
+
+/// The CSIDriver object's spec, as the driver needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CSIDriverDef {
+    /// Whether volumes need ControllerPublish (attach) before use.
+    pub attach_required: bool,
+    /// Whether the driver gets pod information on NodePublish.
+    #[serde(default)]
+    pub pod_info_on_mount: bool,
+    /// `None`, `File` or `ReadWriteOnceWithFSType`.
+    pub fs_group_policy: String,
+    /// `Persistent` and/or `Ephemeral`.
+    pub volume_lifecycle_modes: Vec<String>,
+    /// Whether NodePublish is called periodically.
+    #[serde(default)]
+    pub requires_republish: bool,
+    /// Whether the driver reports capacity.
+    #[serde(default)]
+    pub storage_capacity: bool,
+    /// Whether the driver supports `-o context` mounts.
+    #[serde(default)]
+    pub se_linux_mount: bool,
+    /// Audiences of service account tokens passed on NodePublish.
+    #[serde(default)]
+    pub token_request_audiences: Vec<String>,
+    /// The `security.openshift.io/csi-ephemeral-volume-profile` label when an admin has not
+    /// set one; required when `volumeLifecycleModes` has `Ephemeral`.
+    #[serde(default)]
+    pub ephemeral_volume_profile: Option<String>,
+}
+
+/// A StorageClass the operator creates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StorageClassDef {
+    /// The class name.
+    pub name: String,
+    /// Whether the operator proposes it as the cluster default (see the default-class rule).
+    #[serde(default)]
+    pub default: bool,
+    /// Driver parameters.
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    /// `WaitForFirstConsumer` or `Immediate`.
+    pub volume_binding_mode: String,
+    /// Whether volumes may be expanded.
+    #[serde(default = "default_true")]
+    pub allow_volume_expansion: bool,
+    /// `Delete` or `Retain`.
+    #[serde(default = "default_reclaim_policy")]
+    pub reclaim_policy: String,
+}
+
+fn default_reclaim_policy() -> String {
+    "Delete".to_owned()
+}
+
+/// A VolumeSnapshotClass the operator creates when its CRD exists.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VolumeSnapshotClassDef {
+    /// The class name.
+    pub name: String,
+    /// Whether it is marked as the default class for the driver.
+    #[serde(default)]
+    pub default: bool,
+    /// Driver parameters.
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    /// `Delete` or `Retain`.
+    #[serde(default = "default_reclaim_policy")]
+    pub deletion_policy: String,
+}
+
+/// The controller's cloud credentials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CredentialsDef {
+    /// The Secret in the operand namespace that holds them (mounted by the controller;
+    /// its hash restarts the pods when it rotates).
+    pub secret_name: String,
+    /// The CredentialsRequest that makes cloud-credential-operator write the Secret, created
+    /// only when the CredentialsRequest CRD exists.
+    #[serde(default)]
+    pub credentials_request: Option<CredentialsRequestDef>,
+}
+
+/// A `cloudcredential.openshift.io/v1` CredentialsRequest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CredentialsRequestDef {
+    /// The object's name.
+    pub name: String,
+    /// The object's namespace (cloud-credential-operator's).
+    pub namespace: String,
+    /// ServiceAccounts that use the credentials.
+    pub service_account_names: Vec<String>,
+    /// The provider-specific spec, verbatim.
+    pub provider_spec: serde_json::Value,
+}

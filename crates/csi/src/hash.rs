@@ -1,0 +1,172 @@
+//! Input hashes on pod templates: when a Secret or ConfigMap a pod mounts changes, its hash
+//! changes, the pod template changes, and the pods roll. The annotation key and value follow
+//! library-go's `resourcehash` so objects written by either implementation agree.
+
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+
+/// The prefix of every hash annotation key.
+pub const HASH_ANNOTATION_PREFIX: &str = "operator.openshift.io/dep-";
+
+/// The longest annotation key library-go writes before it shortens the key to a hash.
+const MAX_KEY_LEN: usize = 63;
+
+/// Which kind of object a hash annotation is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashedKind {
+    /// A Secret.
+    Secret,
+    /// A ConfigMap.
+    ConfigMap,
+}
+
+impl HashedKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Secret => "secret",
+            Self::ConfigMap => "configmap",
+        }
+    }
+}
+
+/// The annotation key for an object's hash: `operator.openshift.io/dep-<ns>.<name>.<kind>`, or,
+/// when that is longer than 63 characters, `operator.openshift.io/dep-<sha256 hex of it>`
+/// cut to 63 characters.
+pub fn annotation_key(namespace: &str, name: &str, kind: HashedKind) -> String {
+    let key = format!(
+        "{HASH_ANNOTATION_PREFIX}{namespace}.{name}.{}",
+        kind.as_str()
+    );
+    if key.len() <= MAX_KEY_LEN {
+        return key;
+    }
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let mut short = format!("{HASH_ANNOTATION_PREFIX}{hex}");
+    short.truncate(MAX_KEY_LEN);
+    short
+}
+
+/// The hash of a ConfigMap's `data`: base64url(FNV-1 32-bit(JSON of the map)). Keys are
+/// sorted, as Go's JSON encoding of a map sorts them.
+pub fn config_map_data_hash(data: &BTreeMap<String, String>) -> String {
+    hash_json(&serde_json::to_vec(data).unwrap_or_default())
+}
+
+/// The hash of a Secret's `data`: as [`config_map_data_hash`], with each value encoded as
+/// standard base64, as Go encodes `[]byte` in JSON.
+pub fn secret_data_hash(data: &BTreeMap<String, Vec<u8>>) -> String {
+    let encoded: BTreeMap<&str, String> = data
+        .iter()
+        .map(|(k, v)| (k.as_str(), base64(v, STANDARD_ALPHABET)))
+        .collect();
+    hash_json(&serde_json::to_vec(&encoded).unwrap_or_default())
+}
+
+fn hash_json(json: &[u8]) -> String {
+    base64(&fnv1_32(json).to_be_bytes(), URL_ALPHABET)
+}
+
+/// FNV-1 (multiply, then xor), 32 bits: Go's `hash/fnv.New32`.
+fn fnv1_32(bytes: &[u8]) -> u32 {
+    const OFFSET: u32 = 2_166_136_261;
+    const PRIME: u32 = 16_777_619;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, b| h.wrapping_mul(PRIME) ^ u32::from(*b))
+}
+
+const STANDARD_ALPHABET: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URL_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Padded base64 with the given alphabet.
+fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let sextets = [(n >> 18) & 63, (n >> 12) & 63, (n >> 6) & 63, n & 63];
+        for (i, s) in sextets.iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(alphabet[*s as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1_matches_published_vectors() {
+        // Test vectors of FNV-1 32 (Go's hash/fnv test table).
+        assert_eq!(fnv1_32(b""), 0x811c_9dc5);
+        assert_eq!(fnv1_32(b"a"), 0x050c_5d7e);
+        assert_eq!(fnv1_32(b"ab"), 0x70772d38);
+        assert_eq!(fnv1_32(b"abc"), 0x439c_2f4b);
+    }
+
+    #[test]
+    fn base64_pads_and_uses_the_alphabet() {
+        assert_eq!(base64(b"", STANDARD_ALPHABET), "");
+        assert_eq!(base64(b"f", STANDARD_ALPHABET), "Zg==");
+        assert_eq!(base64(b"fo", STANDARD_ALPHABET), "Zm8=");
+        assert_eq!(base64(b"foo", STANDARD_ALPHABET), "Zm9v");
+        assert_eq!(base64(&[0xfb, 0xff], STANDARD_ALPHABET), "+/8=");
+        assert_eq!(base64(&[0xfb, 0xff], URL_ALPHABET), "-_8=");
+    }
+
+    #[test]
+    fn short_keys_are_readable_and_long_keys_are_hashed() {
+        assert_eq!(
+            annotation_key("ns", "creds", HashedKind::Secret),
+            "operator.openshift.io/dep-ns.creds.secret"
+        );
+        let long = annotation_key(
+            "openshift-cluster-csi-drivers",
+            "gcp-pd-cloud-credentials",
+            HashedKind::Secret,
+        );
+        assert_eq!(long.len(), 63);
+        assert!(long.starts_with(HASH_ANNOTATION_PREFIX));
+        assert!(
+            long[HASH_ANNOTATION_PREFIX.len()..]
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
+        );
+        assert_ne!(
+            long,
+            annotation_key(
+                "openshift-cluster-csi-drivers",
+                "gcp-pd-cloud-credentials",
+                HashedKind::ConfigMap
+            )
+        );
+    }
+
+    #[test]
+    fn data_hashes_change_with_content() {
+        let a = BTreeMap::from([("k".to_owned(), b"v1".to_vec())]);
+        let b = BTreeMap::from([("k".to_owned(), b"v2".to_vec())]);
+        assert_ne!(secret_data_hash(&a), secret_data_hash(&b));
+        assert_eq!(secret_data_hash(&a), secret_data_hash(&a.clone()));
+        // 4 hash bytes are 8 padded base64 characters.
+        assert_eq!(secret_data_hash(&a).len(), 8);
+        let cm = BTreeMap::from([("ca-bundle.crt".to_owned(), "pem".to_owned())]);
+        assert_eq!(config_map_data_hash(&cm).len(), 8);
+        assert_ne!(
+            config_map_data_hash(&cm),
+            config_map_data_hash(&BTreeMap::new())
+        );
+    }
+}

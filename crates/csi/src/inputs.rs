@@ -1,0 +1,279 @@
+//! `Inputs`: everything a build needs besides the `DriverDef`, gathered by the `observe` step
+//! from caches (or made up by `render` and tests). Pure code never reads the process
+//! environment or the API: it gets an `Inputs` value.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use api::config_v1::{ProxyStatus, TopologyMode};
+use api::operator_v1::{ClusterCSIDriverSpec, LogLevel};
+
+use crate::def::{DriverDef, ImageDef, Images};
+
+/// Where the controller pods may run and how many of them there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Topology {
+    /// OpenShift with three or more control-plane nodes: 2 replicas on master nodes, spread
+    /// by anti-affinity.
+    HighlyAvailable,
+    /// OpenShift on one node (and HighlyAvailableArbiter/DualReplica, as library-go does):
+    /// 1 replica on the master node.
+    SingleReplica,
+    /// OpenShift with a hosted control plane (HyperShift): no master nodes to select, 1 replica.
+    External,
+    /// Plain Kubernetes: 1 replica, on control-plane nodes when there are any.
+    Kubernetes {
+        /// Whether the cluster has nodes labelled `node-role.kubernetes.io/control-plane`.
+        control_plane_nodes: bool,
+    },
+}
+
+impl Topology {
+    /// Every topology, for tests and `render --topology`.
+    pub const ALL: [Topology; 5] = [
+        Topology::HighlyAvailable,
+        Topology::SingleReplica,
+        Topology::External,
+        Topology::Kubernetes {
+            control_plane_nodes: true,
+        },
+        Topology::Kubernetes {
+            control_plane_nodes: false,
+        },
+    ];
+
+    /// The topology of an OpenShift cluster from `Infrastructure.status.controlPlaneTopology`.
+    pub fn from_openshift(mode: &TopologyMode) -> Self {
+        match mode {
+            TopologyMode::HighlyAvailable => Self::HighlyAvailable,
+            TopologyMode::External => Self::External,
+            // library-go runs one replica for every other layout (arbiter, two-node, unknown).
+            _ => Self::SingleReplica,
+        }
+    }
+
+    /// Whether the cluster is OpenShift (and so has the service CA, SCCs and cluster monitoring).
+    pub fn is_openshift(self) -> bool {
+        !matches!(self, Self::Kubernetes { .. })
+    }
+
+    /// Controller replicas: 2 only on a highly available OpenShift control plane.
+    pub fn controller_replicas(self) -> i32 {
+        match self {
+            Self::HighlyAvailable => 2,
+            _ => 1,
+        }
+    }
+
+    /// The node label the controller pods select, if any.
+    pub fn control_plane_node_label(self) -> Option<&'static str> {
+        match self {
+            Self::HighlyAvailable | Self::SingleReplica => Some("node-role.kubernetes.io/master"),
+            Self::Kubernetes {
+                control_plane_nodes: true,
+            } => Some("node-role.kubernetes.io/control-plane"),
+            Self::External
+            | Self::Kubernetes {
+                control_plane_nodes: false,
+            } => None,
+        }
+    }
+
+    /// The name used on the command line and in snapshot names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HighlyAvailable => "HighlyAvailable",
+            Self::SingleReplica => "SingleReplica",
+            Self::External => "External",
+            Self::Kubernetes {
+                control_plane_nodes: true,
+            } => "Kubernetes",
+            Self::Kubernetes {
+                control_plane_nodes: false,
+            } => "KubernetesWithoutControlPlane",
+        }
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A topology name that is not one of [`Topology::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown topology {0:?}: expected HighlyAvailable, SingleReplica, External, Kubernetes or KubernetesWithoutControlPlane"
+)]
+pub struct UnknownTopology(pub String);
+
+impl FromStr for Topology {
+    type Err = UnknownTopology;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Topology::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownTopology(s.to_owned()))
+    }
+}
+
+/// The images after resolution: the operator's environment variable when set and not empty,
+/// else the upstream default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedImages {
+    /// The CSI driver.
+    pub driver: String,
+    /// external-provisioner.
+    pub provisioner: String,
+    /// external-attacher.
+    pub attacher: String,
+    /// external-resizer.
+    pub resizer: String,
+    /// csi-snapshotter.
+    pub snapshotter: String,
+    /// node-driver-registrar.
+    pub node_driver_registrar: String,
+    /// livenessprobe.
+    pub liveness_probe: String,
+    /// kube-rbac-proxy.
+    pub kube_rbac_proxy: String,
+}
+
+impl ResolvedImages {
+    /// Resolves every image of `images` from `env` (the operator's environment, passed in).
+    pub fn from_env(images: &Images, env: &BTreeMap<String, String>) -> Self {
+        let pick = |image: &ImageDef| {
+            env.get(&image.env)
+                .filter(|v| !v.trim().is_empty())
+                .cloned()
+                .unwrap_or_else(|| image.default.clone())
+        };
+        Self {
+            driver: pick(&images.driver),
+            provisioner: pick(&images.provisioner),
+            attacher: pick(&images.attacher),
+            resizer: pick(&images.resizer),
+            snapshotter: pick(&images.snapshotter),
+            node_driver_registrar: pick(&images.node_driver_registrar),
+            liveness_probe: pick(&images.liveness_probe),
+            kube_rbac_proxy: pick(&images.kube_rbac_proxy),
+        }
+    }
+}
+
+/// Optional CustomResourceDefinitions; objects of a missing kind are not built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OptionalCrds {
+    /// `volumesnapshotclasses.snapshot.storage.k8s.io`.
+    pub volume_snapshot_class: bool,
+    /// `servicemonitors.monitoring.coreos.com`.
+    pub service_monitor: bool,
+    /// `credentialsrequests.cloudcredential.openshift.io`.
+    pub credentials_request: bool,
+}
+
+impl OptionalCrds {
+    /// Every optional CRD present (a full OpenShift cluster).
+    pub fn all() -> Self {
+        Self {
+            volume_snapshot_class: true,
+            service_monitor: true,
+            credentials_request: true,
+        }
+    }
+}
+
+/// A StorageClass that exists in the cluster, as far as the default-class rule cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingStorageClass {
+    /// Its name.
+    pub name: String,
+    /// The value of its `storageclass.kubernetes.io/is-default-class` annotation, if the
+    /// annotation is present (any value, even empty).
+    pub default_annotation: Option<String>,
+}
+
+/// TLS settings of the metrics proxies, from the cluster's TLS security profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServingTls {
+    /// e.g. `VersionTLS12`; unset means kube-rbac-proxy's default.
+    pub min_version: Option<String>,
+    /// IANA cipher suite names; empty means kube-rbac-proxy's default.
+    pub cipher_suites: Vec<String>,
+}
+
+/// Everything a build reads besides the `DriverDef`.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    /// The ClusterCSIDriver's spec (log level, storageClassState, driverConfig).
+    pub spec: ClusterCSIDriverSpec,
+    /// Cluster layout.
+    pub topology: Topology,
+    /// `Infrastructure.status.infrastructureName`, the cluster ID volumes are tagged with.
+    pub cluster_id: Option<String>,
+    /// `Proxy.status` of the cluster-wide proxy.
+    pub proxy: ProxyStatus,
+    /// Whether the trusted CA bundle ConfigMap has a `ca-bundle.crt` key (it is mounted only
+    /// then).
+    pub trusted_ca_bundle: bool,
+    /// Hashes of Secrets of the operand namespace, by name (see [`crate::hash`]).
+    pub secret_hashes: BTreeMap<String, String>,
+    /// Hashes of ConfigMaps of the operand namespace, by name.
+    pub config_map_hashes: BTreeMap<String, String>,
+    /// The images to run.
+    pub images: ResolvedImages,
+    /// Which optional CRDs exist.
+    pub crds: OptionalCrds,
+    /// StorageClasses that exist now.
+    pub storage_classes: Vec<ExistingStorageClass>,
+    /// The `security.openshift.io/csi-ephemeral-volume-profile` label of the existing
+    /// CSIDriver, kept when an admin set it.
+    pub csi_driver_ephemeral_profile: Option<String>,
+    /// TLS settings of the metrics proxies.
+    pub tls: ServingTls,
+}
+
+impl Inputs {
+    /// Inputs with nothing observed yet: default spec (Managed, Normal), no cluster ID, no
+    /// proxy, no CA bundle, no hashes, no optional CRDs, no StorageClasses. Images come from
+    /// `env`.
+    pub fn new(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
+        Self {
+            spec: ClusterCSIDriverSpec::default(),
+            topology,
+            cluster_id: None,
+            proxy: ProxyStatus::default(),
+            trusted_ca_bundle: false,
+            secret_hashes: BTreeMap::new(),
+            config_map_hashes: BTreeMap::new(),
+            images: ResolvedImages::from_env(&def.images, env),
+            crds: OptionalCrds::default(),
+            storage_classes: Vec::new(),
+            csi_driver_ephemeral_profile: None,
+            tls: ServingTls::default(),
+        }
+    }
+
+    /// Inputs for offline rendering: as [`Inputs::new`], plus every optional CRD on OpenShift
+    /// topologies (none on plain Kubernetes).
+    pub fn offline(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
+        let mut inputs = Self::new(def, topology, env);
+        if topology.is_openshift() {
+            inputs.crds = OptionalCrds::all();
+        }
+        inputs
+    }
+
+    /// The operand log level with the API default applied.
+    pub fn log_level(&self) -> LogLevel {
+        self.spec.operator.log_level()
+    }
+
+    /// The klog verbosity of every operand container (`--v=N`).
+    pub fn verbosity(&self) -> u8 {
+        self.log_level().klog_verbosity()
+    }
+}

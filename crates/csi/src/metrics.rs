@@ -1,0 +1,120 @@
+//! Metrics: the Service in front of the kube-rbac-proxies and the ServiceMonitor that makes
+//! Prometheus scrape it over TLS.
+
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::{Value, json};
+
+use crate::def::DriverDef;
+use crate::inputs::Inputs;
+use crate::names;
+
+/// The metrics port names, driver first then sidecars, in container order.
+fn metrics_ports(def: &DriverDef) -> Vec<String> {
+    let driver = def
+        .controller
+        .driver
+        .metrics
+        .map(|_| names::metrics_port("driver"));
+    let sidecars = def
+        .controller
+        .sidecars
+        .iter()
+        .filter(|s| s.metrics.is_some())
+        .map(|s| names::metrics_port(s.kind.short_name()));
+    driver.into_iter().chain(sidecars).collect()
+}
+
+/// The metrics Service, when the controller has metrics endpoints. Ports are numbered from
+/// 443 and target the kube-rbac-proxies by port name. On OpenShift the service CA issues its
+/// serving certificate (the Secret the proxies mount), so the Service is built whether or not
+/// a ServiceMonitor can be.
+pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service> {
+    let ports = metrics_ports(def);
+    if ports.is_empty() {
+        return None;
+    }
+    let name = names::metrics_service(def);
+    let mut metadata = names::ns_meta(def, name.clone());
+    if let Some(labels) = metadata.labels.as_mut() {
+        labels.insert("app".to_owned(), name.clone());
+    }
+    if inputs.topology.is_openshift() {
+        metadata.annotations = Some(
+            [(
+                names::SERVING_CERT_ANNOTATION.to_owned(),
+                names::metrics_serving_cert(def),
+            )]
+            .into(),
+        );
+    }
+    Some(Service {
+        metadata,
+        spec: Some(ServiceSpec {
+            ports: Some(
+                ports
+                    .iter()
+                    .zip(443..)
+                    .map(|(port, number)| ServicePort {
+                        name: Some(port.clone()),
+                        port: number,
+                        protocol: Some("TCP".to_owned()),
+                        target_port: Some(IntOrString::String(port.clone())),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
+            selector: Some(names::app_labels(&names::controller(def))),
+            session_affinity: Some("None".to_owned()),
+            type_: Some("ClusterIP".to_owned()),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    })
+}
+
+/// The ServiceMonitor (`monitoring.coreos.com/v1`, no typed struct), only when its CRD
+/// exists and there is something to scrape. On OpenShift it verifies the proxies' certificate
+/// with the service CA; elsewhere the proxies serve a self-signed certificate.
+pub fn build_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
+    let ports = metrics_ports(def);
+    if ports.is_empty() || !inputs.crds.service_monitor {
+        return None;
+    }
+    let service = names::metrics_service(def);
+    let tls = if inputs.topology.is_openshift() {
+        json!({
+            "caFile": "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+            "serverName": format!("{service}.{}.svc", def.namespace),
+        })
+    } else {
+        json!({ "insecureSkipVerify": true })
+    };
+    let endpoints: Vec<Value> = ports
+        .iter()
+        .map(|port| {
+            json!({
+                "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "interval": "30s",
+                "path": "/metrics",
+                "port": port,
+                "scheme": "https",
+                "tlsConfig": tls,
+            })
+        })
+        .collect();
+    Some(json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {
+            "name": format!("{}-monitor", names::controller(def)),
+            "namespace": def.namespace,
+            "labels": { names::OPERAND_LABEL: def.short_name },
+        },
+        "spec": {
+            "endpoints": endpoints,
+            "jobLabel": "component",
+            "selector": { "matchLabels": { "app": service } },
+        },
+    }))
+}

@@ -1,0 +1,126 @@
+//! Names, labels, annotations and fixed numbers shared by the builders. Object names are
+//! derived from the `DriverDef` prefixes exactly as OpenShift's operators name them.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::def::DriverDef;
+
+/// The label on every operand's metadata (not on pod templates, so adding it never rolls
+/// pods): the driver's short name. Controllers watch operands by this label.
+pub const OPERAND_LABEL: &str = "csi.storage.openshift.io/driver";
+
+/// The default-StorageClass annotation.
+pub const DEFAULT_STORAGE_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+/// The default-VolumeSnapshotClass annotation.
+pub const DEFAULT_SNAPSHOT_CLASS_ANNOTATION: &str =
+    "snapshot.storage.kubernetes.io/is-default-class";
+/// The CSIDriver label that says which pod security level may use inline volumes.
+pub const EPHEMERAL_PROFILE_LABEL: &str = "security.openshift.io/csi-ephemeral-volume-profile";
+/// Deployment/DaemonSet annotation naming the containers that get the cluster proxy.
+pub const INJECT_PROXY_ANNOTATION: &str = "config.openshift.io/inject-proxy";
+/// Deployment/DaemonSet annotation naming the containers that get the trusted CA bundle.
+pub const INJECT_CA_BUNDLE_ANNOTATION: &str = "config.openshift.io/inject-proxy-cabundle";
+/// ConfigMap label asking OpenShift's network operator to fill in the trusted CA bundle.
+pub const INJECT_TRUSTED_CA_LABEL: &str = "config.openshift.io/inject-trusted-cabundle";
+/// Service annotation asking OpenShift's service CA to issue a serving certificate.
+pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
+/// Pod annotation naming the SecurityContextConstraints the pod needs.
+pub const REQUIRED_SCC_ANNOTATION: &str = "openshift.io/required-scc";
+/// Pod annotation for workload partitioning.
+pub const WORKLOAD_MANAGEMENT_ANNOTATION: &str = "target.workload.openshift.io/management";
+/// Its value.
+pub const WORKLOAD_MANAGEMENT_VALUE: &str = r#"{"effect": "PreferredDuringScheduling"}"#;
+
+/// The driver container's name in both pods.
+pub const DRIVER_CONTAINER: &str = "csi-driver";
+/// The livenessprobe container's name.
+pub const LIVENESS_PROBE_CONTAINER: &str = "csi-liveness-probe";
+/// The node-driver-registrar container's name.
+pub const REGISTRAR_CONTAINER: &str = "csi-node-driver-registrar";
+
+/// Sidecar leader election, OpenShift's HA values for every topology (library-go does not
+/// shorten them for single-node clusters either): tolerates a 78 s API server outage.
+pub const LEADER_ELECTION_LEASE_DURATION: &str = "137s";
+/// See [`LEADER_ELECTION_LEASE_DURATION`].
+pub const LEADER_ELECTION_RENEW_DEADLINE: &str = "107s";
+/// See [`LEADER_ELECTION_LEASE_DURATION`].
+pub const LEADER_ELECTION_RETRY_PERIOD: &str = "26s";
+
+/// The controller pod's socket directory (an emptyDir).
+pub const CONTROLLER_SOCKET_DIR: &str = "/var/lib/csi/sockets/pluginproxy/";
+/// The controller-side socket path the sidecars use.
+pub const CONTROLLER_SOCKET: &str = "/var/lib/csi/sockets/pluginproxy/csi.sock";
+/// Where the kube-rbac-proxies find the serving certificate.
+pub const METRICS_CERT_DIR: &str = "/etc/tls/private";
+/// The trusted CA bundle volume.
+pub const CA_BUNDLE_VOLUME: &str = "non-standard-root-system-trust-ca-bundle";
+/// Where the trusted CA bundle is mounted.
+pub const CA_BUNDLE_MOUNT_PATH: &str = "/etc/pki/ca-trust/extracted/pem";
+
+/// The ServiceAccount of cluster monitoring, allowed to discover the metrics endpoints.
+pub const PROMETHEUS_SERVICE_ACCOUNT: (&str, &str) = ("openshift-monitoring", "prometheus-k8s");
+
+/// `<object_prefix>-controller`: the Deployment, and the `app` label of its pods.
+pub fn controller(def: &DriverDef) -> String {
+    format!("{}-controller", def.object_prefix)
+}
+
+/// `<object_prefix>-node`: the DaemonSet, and the `app` label of its pods.
+pub fn node(def: &DriverDef) -> String {
+    format!("{}-node", def.object_prefix)
+}
+
+/// The controller ServiceAccount.
+pub fn controller_sa(def: &DriverDef) -> String {
+    format!("{}-controller-sa", def.object_prefix)
+}
+
+/// The node ServiceAccount.
+pub fn node_sa(def: &DriverDef) -> String {
+    format!("{}-node-sa", def.object_prefix)
+}
+
+/// The metrics Service (also the `app` label of the Service itself).
+pub fn metrics_service(def: &DriverDef) -> String {
+    format!("{}-controller-metrics", def.object_prefix)
+}
+
+/// The Secret the service CA writes the metrics serving certificate to.
+pub fn metrics_serving_cert(def: &DriverDef) -> String {
+    format!("{}-controller-metrics-serving-cert", def.object_prefix)
+}
+
+/// The trusted CA bundle ConfigMap.
+pub fn trusted_ca_bundle(def: &DriverDef) -> String {
+    format!("{}-trusted-ca-bundle", def.object_prefix)
+}
+
+/// The metrics port name of a container (`provisioner-m`, `driver-m`).
+pub fn metrics_port(short: &str) -> String {
+    format!("{short}-m")
+}
+
+/// Object metadata with the operand label; `namespace` is `None` for cluster-scoped objects.
+pub fn meta(def: &DriverDef, name: impl Into<String>, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(str::to_owned),
+        labels: Some(BTreeMap::from([(
+            OPERAND_LABEL.to_owned(),
+            def.short_name.clone(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Namespaced metadata in the operand namespace.
+pub fn ns_meta(def: &DriverDef, name: impl Into<String>) -> ObjectMeta {
+    meta(def, name, Some(&def.namespace))
+}
+
+/// A one-entry label map `app: <value>` for selectors.
+pub fn app_labels(value: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([("app".to_owned(), value.to_owned())])
+}

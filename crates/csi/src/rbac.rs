@@ -1,0 +1,403 @@
+//! ServiceAccounts and RBAC: one least-privilege grant per need (each sidecar, the SCCs of
+//! the two pods, kube-rbac-proxy's token reviews, the sidecars' leader-election leases,
+//! Prometheus discovery), named as OpenShift names them.
+//!
+//! The per-sidecar ClusterRoles (`openshift-csi-main-provisioner-role`, ...) are shared by
+//! every driver; on OpenShift cluster-storage-operator ships them. The driver only binds
+//! them. [`build_shared_sidecar_cluster_roles`] builds them for the operator that installs
+//! them (the storage operator, or `render` on plain Kubernetes).
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::def::{DriverDef, RuleDef, SidecarKind};
+use crate::inputs::Inputs;
+use crate::names;
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// The controller and node ServiceAccounts.
+pub fn build_service_accounts(def: &DriverDef) -> Vec<ServiceAccount> {
+    [names::controller_sa(def), names::node_sa(def)]
+        .into_iter()
+        .map(|name| ServiceAccount {
+            metadata: names::ns_meta(def, name),
+            ..ServiceAccount::default()
+        })
+        .collect()
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
+        resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
+        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+fn scc_rule(scc: &str) -> PolicyRule {
+    PolicyRule {
+        resource_names: Some(vec![scc.to_owned()]),
+        ..rule(
+            &["security.openshift.io"],
+            &["securitycontextconstraints"],
+            &["use"],
+        )
+    }
+}
+
+fn rule_from_def(r: &RuleDef) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(r.api_groups.clone()),
+        resources: Some(r.resources.clone()),
+        verbs: r.verbs.clone(),
+        resource_names: (!r.resource_names.is_empty()).then(|| r.resource_names.clone()),
+        ..PolicyRule::default()
+    }
+}
+
+fn sa_subject(def: &DriverDef, sa: String) -> Subject {
+    Subject {
+        kind: "ServiceAccount".to_owned(),
+        name: sa,
+        namespace: Some(def.namespace.clone()),
+        ..Subject::default()
+    }
+}
+
+fn cluster_role_binding(meta: ObjectMeta, role: &str, subject: Subject) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: Some(RBAC_GROUP.to_owned()),
+            kind: "ClusterRole".to_owned(),
+            name: role.to_owned(),
+        },
+        subjects: Some(vec![subject]),
+    }
+}
+
+fn role_binding(meta: ObjectMeta, role: &str, subject: Subject) -> RoleBinding {
+    RoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: Some(RBAC_GROUP.to_owned()),
+            kind: "Role".to_owned(),
+            name: role.to_owned(),
+        },
+        subjects: Some(vec![subject]),
+    }
+}
+
+fn has_metrics(def: &DriverDef) -> bool {
+    def.controller.driver.metrics.is_some()
+        || def.controller.sidecars.iter().any(|s| s.metrics.is_some())
+}
+
+fn names_prefixed(def: &DriverDef, suffix: &str) -> String {
+    format!("{}-{suffix}", def.cluster_role_prefix)
+}
+
+/// The driver's own ClusterRoles: SCC use for the node pod (`<p>-privileged-role`), for a
+/// host-network controller pod (`<p>-hostnetwork-role`), and token/access reviews for the
+/// metrics proxies (`<p>-kube-rbac-proxy-role`).
+pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
+    let mut roles = Vec::new();
+    if def.controller.host_network {
+        let mut rules = vec![scc_rule(&def.controller.required_scc)];
+        rules.extend(def.controller.extra_rules.iter().map(rule_from_def));
+        roles.push(ClusterRole {
+            metadata: names::meta(def, names_prefixed(def, "hostnetwork-role"), None),
+            rules: Some(rules),
+            ..ClusterRole::default()
+        });
+    }
+    if has_metrics(def) {
+        roles.push(ClusterRole {
+            metadata: names::meta(def, names_prefixed(def, "kube-rbac-proxy-role"), None),
+            // kube-rbac-proxy authenticates the scraper with a TokenReview and authorizes it
+            // with a SubjectAccessReview.
+            rules: Some(vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                    &["create"],
+                ),
+            ]),
+            ..ClusterRole::default()
+        });
+    }
+    let mut node_rules = vec![scc_rule("privileged")];
+    node_rules.extend(def.node.extra_rules.iter().map(rule_from_def));
+    roles.push(ClusterRole {
+        metadata: names::meta(def, names_prefixed(def, "privileged-role"), None),
+        rules: Some(node_rules),
+        ..ClusterRole::default()
+    });
+    roles
+}
+
+/// The shared per-sidecar ClusterRoles a sidecar's ServiceAccount is bound to, with the
+/// middle part of the binding name (`<p>-csi-<middle>-binding`).
+pub fn sidecar_role_refs(kind: SidecarKind) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        SidecarKind::Provisioner => &[
+            ("main-provisioner", "openshift-csi-main-provisioner-role"),
+            (
+                "volumesnapshot-reader-provisioner",
+                "openshift-csi-provisioner-volumesnapshot-reader-role",
+            ),
+            (
+                "volumeattributesclass-reader-provisioner",
+                "openshift-csi-provisioner-volumeattributesclass-reader-role",
+            ),
+        ],
+        SidecarKind::Attacher => &[("main-attacher", "openshift-csi-main-attacher-role")],
+        SidecarKind::Resizer => &[
+            ("main-resizer", "openshift-csi-main-resizer-role"),
+            (
+                "storageclass-reader-resizer",
+                "openshift-csi-resizer-storageclass-reader-role",
+            ),
+            (
+                "volumeattributesclass-reader-resizer",
+                "openshift-csi-resizer-volumeattributesclass-reader-role",
+            ),
+        ],
+        SidecarKind::Snapshotter => &[("main-snapshotter", "openshift-csi-main-snapshotter-role")],
+    }
+}
+
+/// The driver's ClusterRoleBindings: its own roles, then each sidecar's shared roles.
+pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
+    let controller = || sa_subject(def, names::controller_sa(def));
+    let mut bindings = Vec::new();
+    if def.controller.host_network {
+        bindings.push(cluster_role_binding(
+            names::meta(
+                def,
+                names_prefixed(def, "controller-hostnetwork-binding"),
+                None,
+            ),
+            &names_prefixed(def, "hostnetwork-role"),
+            controller(),
+        ));
+    }
+    if has_metrics(def) {
+        bindings.push(cluster_role_binding(
+            names::meta(def, names_prefixed(def, "kube-rbac-proxy-binding"), None),
+            &names_prefixed(def, "kube-rbac-proxy-role"),
+            controller(),
+        ));
+    }
+    bindings.push(cluster_role_binding(
+        names::meta(def, names_prefixed(def, "node-privileged-binding"), None),
+        &names_prefixed(def, "privileged-role"),
+        sa_subject(def, names::node_sa(def)),
+    ));
+    for sidecar in &def.controller.sidecars {
+        for (middle, role) in sidecar_role_refs(sidecar.kind) {
+            bindings.push(cluster_role_binding(
+                names::meta(
+                    def,
+                    format!("{}-csi-{middle}-binding", def.cluster_role_prefix),
+                    None,
+                ),
+                role,
+                controller(),
+            ));
+        }
+    }
+    bindings
+}
+
+fn lease_role_name(def: &DriverDef) -> String {
+    format!("{}-lease-leader-election", def.object_prefix)
+}
+
+fn prometheus_role_name(def: &DriverDef) -> String {
+    format!("{}-prometheus", def.object_prefix)
+}
+
+/// Whether the Prometheus discovery Role is built: cluster monitoring scrapes through a
+/// ServiceMonitor, so only with that CRD, on OpenShift, and when there is something to scrape.
+fn wants_prometheus_rbac(def: &DriverDef, inputs: &Inputs) -> bool {
+    has_metrics(def) && inputs.crds.service_monitor && inputs.topology.is_openshift()
+}
+
+/// Namespaced Roles: the sidecars' leader-election leases (only the verbs client-go's lease
+/// lock uses), and Prometheus service discovery.
+pub fn build_roles(def: &DriverDef, inputs: &Inputs) -> Vec<Role> {
+    let mut roles = vec![Role {
+        metadata: names::ns_meta(def, lease_role_name(def)),
+        rules: Some(vec![rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["get", "create", "update"],
+        )]),
+    }];
+    if wants_prometheus_rbac(def, inputs) {
+        roles.push(Role {
+            metadata: names::ns_meta(def, prometheus_role_name(def)),
+            rules: Some(vec![rule(
+                &[""],
+                &["services", "endpoints", "pods"],
+                &["get", "list", "watch"],
+            )]),
+        });
+    }
+    roles
+}
+
+/// The RoleBindings of [`build_roles`].
+pub fn build_role_bindings(def: &DriverDef, inputs: &Inputs) -> Vec<RoleBinding> {
+    let mut bindings = vec![role_binding(
+        names::ns_meta(def, lease_role_name(def)),
+        &lease_role_name(def),
+        sa_subject(def, names::controller_sa(def)),
+    )];
+    if wants_prometheus_rbac(def, inputs) {
+        let (ns, sa) = names::PROMETHEUS_SERVICE_ACCOUNT;
+        bindings.push(role_binding(
+            names::ns_meta(def, prometheus_role_name(def)),
+            &prometheus_role_name(def),
+            Subject {
+                kind: "ServiceAccount".to_owned(),
+                name: sa.to_owned(),
+                namespace: Some(ns.to_owned()),
+                ..Subject::default()
+            },
+        ));
+    }
+    bindings
+}
+
+fn shared_role(name: &str, rules: Vec<PolicyRule>) -> ClusterRole {
+    ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        rules: Some(rules),
+        ..ClusterRole::default()
+    }
+}
+
+/// The shared sidecar ClusterRoles every driver binds (see the module docs), each with only
+/// what that sidecar calls.
+pub fn build_shared_sidecar_cluster_roles() -> Vec<ClusterRole> {
+    const EVENTS: &[&str] = &["get", "list", "watch", "create", "update", "patch"];
+    const READ: &[&str] = &["get", "list", "watch"];
+    vec![
+        shared_role(
+            "openshift-csi-main-provisioner-role",
+            vec![
+                rule(
+                    &[""],
+                    &["persistentvolumes"],
+                    &["get", "list", "watch", "create", "patch", "delete"],
+                ),
+                rule(
+                    &[""],
+                    &["persistentvolumeclaims"],
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                rule(&["storage.k8s.io"], &["storageclasses"], READ),
+                rule(&[""], &["events"], EVENTS),
+                rule(&["storage.k8s.io"], &["csinodes"], READ),
+                rule(&[""], &["nodes"], READ),
+                rule(&["storage.k8s.io"], &["volumeattachments"], READ),
+            ],
+        ),
+        shared_role(
+            "openshift-csi-provisioner-volumesnapshot-reader-role",
+            vec![rule(
+                &["snapshot.storage.k8s.io"],
+                &["volumesnapshots", "volumesnapshotcontents"],
+                &["get", "list"],
+            )],
+        ),
+        shared_role(
+            "openshift-csi-provisioner-volumeattributesclass-reader-role",
+            vec![rule(
+                &["storage.k8s.io"],
+                &["volumeattributesclasses"],
+                READ,
+            )],
+        ),
+        shared_role(
+            "openshift-csi-main-attacher-role",
+            vec![
+                rule(
+                    &[""],
+                    &["persistentvolumes"],
+                    &["get", "list", "watch", "patch"],
+                ),
+                rule(&["storage.k8s.io"], &["csinodes"], READ),
+                rule(
+                    &["storage.k8s.io"],
+                    &["volumeattachments"],
+                    &["get", "list", "watch", "patch"],
+                ),
+                rule(
+                    &["storage.k8s.io"],
+                    &["volumeattachments/status"],
+                    &["patch"],
+                ),
+                rule(&[""], &["events"], EVENTS),
+            ],
+        ),
+        shared_role(
+            "openshift-csi-main-resizer-role",
+            vec![
+                rule(
+                    &[""],
+                    &["persistentvolumes"],
+                    &["get", "list", "watch", "patch"],
+                ),
+                rule(&[""], &["persistentvolumeclaims"], READ),
+                rule(&[""], &["persistentvolumeclaims/status"], &["patch"]),
+                rule(&[""], &["pods"], &["list", "watch"]),
+                rule(&[""], &["events"], EVENTS),
+            ],
+        ),
+        shared_role(
+            "openshift-csi-resizer-storageclass-reader-role",
+            vec![rule(&["storage.k8s.io"], &["storageclasses"], READ)],
+        ),
+        shared_role(
+            "openshift-csi-resizer-volumeattributesclass-reader-role",
+            vec![rule(
+                &["storage.k8s.io"],
+                &["volumeattributesclasses"],
+                READ,
+            )],
+        ),
+        shared_role(
+            "openshift-csi-main-snapshotter-role",
+            vec![
+                rule(&[""], &["events"], EVENTS),
+                rule(
+                    &["snapshot.storage.k8s.io"],
+                    &["volumesnapshotclasses"],
+                    READ,
+                ),
+                rule(
+                    &["snapshot.storage.k8s.io"],
+                    &["volumesnapshotcontents"],
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                rule(
+                    &["snapshot.storage.k8s.io"],
+                    &["volumesnapshotcontents/status"],
+                    &["update", "patch"],
+                ),
+            ],
+        ),
+    ]
+}

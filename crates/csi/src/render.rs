@@ -1,0 +1,183 @@
+//! Every operand of a driver, in a stable order: `render` is what `storage-operator render`
+//! prints and what the driver operator's controllers apply.
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use serde_json::{Value, json};
+
+use crate::def::DriverDef;
+use crate::inputs::Inputs;
+use crate::{metrics, names, rbac, storage, workloads};
+
+/// One desired operand. Kinds without a typed struct (ServiceMonitor, VolumeSnapshotClass,
+/// CredentialsRequest) are JSON values with `apiVersion` and `kind`.
+// A render is a few dozen objects built once per reconcile; variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operand {
+    /// A ServiceAccount.
+    ServiceAccount(ServiceAccount),
+    /// A ClusterRole.
+    ClusterRole(ClusterRole),
+    /// A ClusterRoleBinding.
+    ClusterRoleBinding(ClusterRoleBinding),
+    /// A Role.
+    Role(Role),
+    /// A RoleBinding.
+    RoleBinding(RoleBinding),
+    /// A ConfigMap.
+    ConfigMap(ConfigMap),
+    /// The CSIDriver.
+    CSIDriver(CSIDriver),
+    /// The metrics Service.
+    Service(Service),
+    /// The PodDisruptionBudget.
+    PodDisruptionBudget(PodDisruptionBudget),
+    /// The controller Deployment.
+    Deployment(Deployment),
+    /// The node DaemonSet.
+    DaemonSet(DaemonSet),
+    /// A StorageClass.
+    StorageClass(StorageClass),
+    /// An object of a kind without a typed struct.
+    Dynamic(Value),
+}
+
+impl Operand {
+    /// The object as JSON, with `apiVersion` and `kind`.
+    pub fn to_value(&self) -> Value {
+        let value = match self {
+            Self::ServiceAccount(o) => serde_json::to_value(o),
+            Self::ClusterRole(o) => serde_json::to_value(o),
+            Self::ClusterRoleBinding(o) => serde_json::to_value(o),
+            Self::Role(o) => serde_json::to_value(o),
+            Self::RoleBinding(o) => serde_json::to_value(o),
+            Self::ConfigMap(o) => serde_json::to_value(o),
+            Self::CSIDriver(o) => serde_json::to_value(o),
+            Self::Service(o) => serde_json::to_value(o),
+            Self::PodDisruptionBudget(o) => serde_json::to_value(o),
+            Self::Deployment(o) => serde_json::to_value(o),
+            Self::DaemonSet(o) => serde_json::to_value(o),
+            Self::StorageClass(o) => serde_json::to_value(o),
+            Self::Dynamic(v) => Ok(v.clone()),
+        };
+        // Serializing these types cannot fail: they hold only strings, numbers and maps with
+        // string keys.
+        value.unwrap_or(Value::Null)
+    }
+
+    /// `kind/[namespace/]name`, for logs and test messages.
+    pub fn key(&self) -> String {
+        let v = self.to_value();
+        let kind = v["kind"].as_str().unwrap_or_default();
+        let name = v["metadata"]["name"].as_str().unwrap_or_default();
+        match v["metadata"]["namespace"].as_str() {
+            Some(ns) => format!("{kind}/{ns}/{name}"),
+            None => format!("{kind}/{name}"),
+        }
+    }
+}
+
+/// The trusted CA bundle ConfigMap: empty, labelled so OpenShift's network operator fills in
+/// `ca-bundle.crt`. The workloads mount it only once it has that key.
+pub fn build_trusted_ca_bundle_config_map(def: &DriverDef) -> ConfigMap {
+    let mut metadata = names::ns_meta(def, names::trusted_ca_bundle(def));
+    if let Some(labels) = metadata.labels.as_mut() {
+        labels.insert(names::INJECT_TRUSTED_CA_LABEL.to_owned(), "true".to_owned());
+    }
+    ConfigMap {
+        metadata,
+        ..ConfigMap::default()
+    }
+}
+
+/// The CredentialsRequest (`cloudcredential.openshift.io/v1`), only when the driver has one
+/// and its CRD exists. The Secret is always written to the operand namespace.
+pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
+    let creds = def.credentials.as_ref()?;
+    let request = creds.credentials_request.as_ref()?;
+    if !inputs.crds.credentials_request {
+        return None;
+    }
+    Some(json!({
+        "apiVersion": "cloudcredential.openshift.io/v1",
+        "kind": "CredentialsRequest",
+        "metadata": {
+            "name": request.name,
+            "namespace": request.namespace,
+            "labels": { names::OPERAND_LABEL: def.short_name },
+        },
+        "spec": {
+            "serviceAccountNames": request.service_account_names,
+            "secretRef": { "name": creds.secret_name, "namespace": def.namespace },
+            "providerSpec": request.provider_spec,
+        },
+    }))
+}
+
+/// Every operand of the driver for these inputs, in a stable order: identities and RBAC,
+/// configuration, the CSIDriver, metrics, workloads, then classes and credentials.
+pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
+    let mut out = Vec::new();
+    out.extend(
+        rbac::build_service_accounts(def)
+            .into_iter()
+            .map(Operand::ServiceAccount),
+    );
+    out.extend(
+        rbac::build_cluster_roles(def)
+            .into_iter()
+            .map(Operand::ClusterRole),
+    );
+    out.extend(
+        rbac::build_cluster_role_bindings(def)
+            .into_iter()
+            .map(Operand::ClusterRoleBinding),
+    );
+    out.extend(
+        rbac::build_roles(def, inputs)
+            .into_iter()
+            .map(Operand::Role),
+    );
+    out.extend(
+        rbac::build_role_bindings(def, inputs)
+            .into_iter()
+            .map(Operand::RoleBinding),
+    );
+    out.push(Operand::ConfigMap(build_trusted_ca_bundle_config_map(def)));
+    out.push(Operand::CSIDriver(storage::build_csi_driver(def, inputs)));
+    out.extend(metrics::build_metrics_service(def, inputs).map(Operand::Service));
+    out.extend(metrics::build_service_monitor(def, inputs).map(Operand::Dynamic));
+    out.push(Operand::PodDisruptionBudget(
+        workloads::build_pod_disruption_budget(def),
+    ));
+    out.push(Operand::Deployment(workloads::build_controller_deployment(
+        def, inputs,
+    )));
+    out.push(Operand::DaemonSet(workloads::build_node_daemon_set(
+        def, inputs,
+    )));
+    out.extend(
+        storage::build_storage_classes(def, inputs)
+            .into_iter()
+            .map(Operand::StorageClass),
+    );
+    out.extend(
+        storage::build_volume_snapshot_classes(def, inputs)
+            .into_iter()
+            .map(Operand::Dynamic),
+    );
+    out.extend(build_credentials_request(def, inputs).map(Operand::Dynamic));
+    out
+}
+
+/// [`render_operands`] as JSON values.
+pub fn render(def: &DriverDef, inputs: &Inputs) -> Vec<Value> {
+    render_operands(def, inputs)
+        .iter()
+        .map(Operand::to_value)
+        .collect()
+}

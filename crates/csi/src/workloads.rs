@@ -1,0 +1,678 @@
+//! The controller Deployment, its PodDisruptionBudget, and the node DaemonSet.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, DeploymentSpec,
+    DeploymentStrategy, RollingUpdateDaemonSet, RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
+    HTTPGetAction, HostPathVolumeSource, Lifecycle, LifecycleHandler, ObjectFieldSelector,
+    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, ProjectedVolumeSource,
+    ResourceRequirements, SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection,
+    Toleration, Volume, VolumeMount, VolumeProjection, WeightedPodAffinityTerm,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::def::{
+    DriverContainerDef, DriverDef, MetricsDef, SidecarKind, VolumeDef, VolumeSourceDef,
+};
+use crate::hooks;
+use crate::inputs::Inputs;
+use crate::names;
+
+/// Requests of the driver and every CSI sidecar.
+const REQUEST_CPU: &str = "10m";
+const REQUEST_MEMORY: &str = "50Mi";
+/// Requests of each kube-rbac-proxy.
+const PROXY_REQUEST_MEMORY: &str = "20Mi";
+
+fn requests(memory: &str) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), Quantity(REQUEST_CPU.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])),
+        ..ResourceRequirements::default()
+    }
+}
+
+/// A container with the settings every operand container shares: pull policy, requests,
+/// read-only root file system, logs as termination message.
+fn container(name: &str, image: &str, args: Vec<String>, memory: &str) -> Container {
+    Container {
+        name: name.to_owned(),
+        image: Some(image.to_owned()),
+        image_pull_policy: Some("IfNotPresent".to_owned()),
+        args: Some(args),
+        resources: Some(requests(memory)),
+        security_context: Some(SecurityContext {
+            read_only_root_filesystem: Some(true),
+            ..SecurityContext::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        ..Container::default()
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        ..EnvVar::default()
+    }
+}
+
+fn port(name: &str, number: u16) -> ContainerPort {
+    ContainerPort {
+        name: Some(name.to_owned()),
+        container_port: i32::from(number),
+        protocol: Some("TCP".to_owned()),
+        ..ContainerPort::default()
+    }
+}
+
+/// An HTTP `/healthz` liveness probe on a named port; on the host network it targets the
+/// loopback address, where the health endpoints listen.
+fn healthz_probe(port_name: &str, host_network: bool) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            host: host_network.then(|| "127.0.0.1".to_owned()),
+            path: Some("/healthz".to_owned()),
+            port: IntOrString::String(port_name.to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        initial_delay_seconds: Some(10),
+        timeout_seconds: Some(3),
+        period_seconds: Some(10),
+        failure_threshold: Some(5),
+        ..Probe::default()
+    }
+}
+
+/// The address a health endpoint listens on: loopback on the host network (nothing else on
+/// the node needs it), every interface on the pod network (the kubelet probes the pod IP).
+fn health_endpoint(host_network: bool, port: u16) -> String {
+    if host_network {
+        format!("--http-endpoint=127.0.0.1:{port}")
+    } else {
+        format!("--http-endpoint=:{port}")
+    }
+}
+
+fn env_from_def(def: &DriverContainerDef) -> Vec<EnvVar> {
+    def.env
+        .iter()
+        .map(|e| EnvVar {
+            name: e.name.clone(),
+            value: e.value.clone(),
+            value_from: match (&e.value, &e.field_path) {
+                (None, Some(path)) => Some(EnvVarSource {
+                    field_ref: Some(ObjectFieldSelector {
+                        field_path: path.clone(),
+                        ..ObjectFieldSelector::default()
+                    }),
+                    ..EnvVarSource::default()
+                }),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+fn volume_from_def(v: &VolumeDef) -> Volume {
+    let mut volume = Volume {
+        name: v.name.clone(),
+        ..Volume::default()
+    };
+    match &v.source {
+        VolumeSourceDef::HostPath { path, type_ } => {
+            volume.host_path = Some(HostPathVolumeSource {
+                path: path.clone(),
+                type_: Some(type_.clone()),
+            });
+        }
+        VolumeSourceDef::Secret { secret_name } => {
+            volume.secret = Some(SecretVolumeSource {
+                secret_name: Some(secret_name.clone()),
+                ..SecretVolumeSource::default()
+            });
+        }
+        VolumeSourceDef::ServiceAccountToken { audience, path } => {
+            volume.projected = Some(ProjectedVolumeSource {
+                sources: Some(vec![VolumeProjection {
+                    service_account_token: Some(ServiceAccountTokenProjection {
+                        audience: Some(audience.clone()),
+                        path: path.clone(),
+                        ..ServiceAccountTokenProjection::default()
+                    }),
+                    ..VolumeProjection::default()
+                }]),
+                ..ProjectedVolumeSource::default()
+            });
+        }
+    }
+    volume
+}
+
+fn mount_from_def(v: &VolumeDef) -> VolumeMount {
+    VolumeMount {
+        name: v.name.clone(),
+        mount_path: v.mount_path.clone(),
+        read_only: v.read_only.then_some(true),
+        mount_propagation: v.mount_propagation.clone(),
+        ..VolumeMount::default()
+    }
+}
+
+/// The `csi-driver` container of either pod.
+fn driver_container(
+    def: &DriverContainerDef,
+    inputs: &Inputs,
+    endpoint: &str,
+    mut mounts: Vec<VolumeMount>,
+    host_network: bool,
+) -> Container {
+    let mut args = def.args.clone();
+    args.push(format!("--v={}", inputs.verbosity()));
+    let mut c = container(
+        names::DRIVER_CONTAINER,
+        &inputs.images.driver,
+        args,
+        REQUEST_MEMORY,
+    );
+    let mut vars = vec![env("CSI_ENDPOINT", endpoint)];
+    vars.extend(env_from_def(def));
+    c.env = Some(vars);
+    // The driver's plain-HTTP metrics, if any, stay on loopback; kube-rbac-proxy exposes them.
+    c.ports = Some(vec![port("healthz", def.healthz_port)]);
+    c.liveness_probe = Some(healthz_probe("healthz", host_network));
+    if def.privileged
+        && let Some(sc) = c.security_context.as_mut()
+    {
+        sc.privileged = Some(true);
+    }
+    mounts.extend(def.volumes.iter().map(mount_from_def));
+    c.volume_mounts = Some(mounts);
+    c
+}
+
+/// A kube-rbac-proxy serving `metrics` over TLS as port `<short>-m`.
+fn kube_rbac_proxy(short: &str, metrics: MetricsDef, inputs: &Inputs) -> Container {
+    let mut args = vec![
+        format!("--secure-listen-address=0.0.0.0:{}", metrics.exposed_port),
+        format!("--upstream=http://127.0.0.1:{}/", metrics.local_port),
+    ];
+    let service_ca = inputs.topology.is_openshift();
+    if service_ca {
+        args.push(format!(
+            "--tls-cert-file={}/tls.crt",
+            names::METRICS_CERT_DIR
+        ));
+        args.push(format!(
+            "--tls-private-key-file={}/tls.key",
+            names::METRICS_CERT_DIR
+        ));
+    }
+    if !inputs.tls.cipher_suites.is_empty() {
+        args.push(format!(
+            "--tls-cipher-suites={}",
+            inputs.tls.cipher_suites.join(",")
+        ));
+    }
+    if let Some(min) = &inputs.tls.min_version {
+        args.push(format!("--tls-min-version={min}"));
+    }
+    args.push("--logtostderr=true".to_owned());
+    let mut c = container(
+        &format!("{short}-kube-rbac-proxy"),
+        &inputs.images.kube_rbac_proxy,
+        args,
+        PROXY_REQUEST_MEMORY,
+    );
+    c.ports = Some(vec![port(
+        &names::metrics_port(short),
+        metrics.exposed_port,
+    )]);
+    if service_ca {
+        // Without OpenShift's service CA there is no certificate Secret; kube-rbac-proxy
+        // then serves a self-signed certificate.
+        c.volume_mounts = Some(vec![mount("metrics-serving-cert", names::METRICS_CERT_DIR)]);
+    }
+    c
+}
+
+fn sidecar_image(kind: SidecarKind, inputs: &Inputs) -> &str {
+    match kind {
+        SidecarKind::Provisioner => &inputs.images.provisioner,
+        SidecarKind::Attacher => &inputs.images.attacher,
+        SidecarKind::Resizer => &inputs.images.resizer,
+        SidecarKind::Snapshotter => &inputs.images.snapshotter,
+    }
+}
+
+/// The standard arguments of a controller sidecar: socket, metrics endpoint, leader
+/// election with OpenShift's timings, verbosity; then the driver's extra arguments.
+fn sidecar_args(
+    def: &DriverDef,
+    kind: SidecarKind,
+    metrics: Option<MetricsDef>,
+    extra: &[String],
+    inputs: &Inputs,
+) -> Vec<String> {
+    let mut args = vec![format!("--csi-address={}", names::CONTROLLER_SOCKET)];
+    if let Some(m) = metrics {
+        // csi-snapshotter is the one sidecar OpenShift still configures with --metrics-address.
+        let flag = if kind == SidecarKind::Snapshotter {
+            "--metrics-address"
+        } else {
+            "--http-endpoint"
+        };
+        args.push(format!("{flag}=localhost:{}", m.local_port));
+    }
+    args.extend([
+        "--leader-election".to_owned(),
+        format!(
+            "--leader-election-lease-duration={}",
+            names::LEADER_ELECTION_LEASE_DURATION
+        ),
+        format!(
+            "--leader-election-renew-deadline={}",
+            names::LEADER_ELECTION_RENEW_DEADLINE
+        ),
+        format!(
+            "--leader-election-retry-period={}",
+            names::LEADER_ELECTION_RETRY_PERIOD
+        ),
+        format!("--leader-election-namespace={}", def.namespace),
+        format!("--v={}", inputs.verbosity()),
+    ]);
+    args.extend(extra.iter().cloned());
+    args
+}
+
+fn has_metrics(def: &DriverDef) -> bool {
+    def.controller.driver.metrics.is_some()
+        || def.controller.sidecars.iter().any(|s| s.metrics.is_some())
+}
+
+fn workload_annotations() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            names::INJECT_PROXY_ANNOTATION.to_owned(),
+            names::DRIVER_CONTAINER.to_owned(),
+        ),
+        (
+            names::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
+            names::DRIVER_CONTAINER.to_owned(),
+        ),
+    ])
+}
+
+/// Where the controller pods run for a topology: nodeSelector, tolerations and a preferred
+/// spread across nodes.
+fn place_controller(spec: &mut PodSpec, app: &str, inputs: &Inputs) {
+    let label = inputs.topology.control_plane_node_label();
+    spec.node_selector = label.map(|l| BTreeMap::from([(l.to_owned(), String::new())]));
+    let mut tolerations = vec![Toleration {
+        key: Some("CriticalAddonsOnly".to_owned()),
+        operator: Some("Exists".to_owned()),
+        ..Toleration::default()
+    }];
+    if let Some(l) = label {
+        tolerations.push(Toleration {
+            key: Some(l.to_owned()),
+            operator: Some("Exists".to_owned()),
+            effect: Some("NoSchedule".to_owned()),
+            ..Toleration::default()
+        });
+    }
+    spec.tolerations = Some(tolerations);
+    spec.affinity = Some(Affinity {
+        pod_anti_affinity: Some(PodAntiAffinity {
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: PodAffinityTerm {
+                        label_selector: Some(LabelSelector {
+                            match_labels: Some(names::app_labels(app)),
+                            ..LabelSelector::default()
+                        }),
+                        topology_key: "kubernetes.io/hostname".to_owned(),
+                        ..PodAffinityTerm::default()
+                    },
+                },
+            ]),
+            ..PodAntiAffinity::default()
+        }),
+        ..Affinity::default()
+    });
+}
+
+/// The controller Deployment: driver, each sidecar followed by its kube-rbac-proxy, and the
+/// livenessprobe; sockets on an emptyDir; replicas and placement from the topology; a
+/// rollout that never needs an extra node (maxSurge 0).
+pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployment {
+    let app = names::controller(def);
+    let ctl = &def.controller;
+    let host_network = ctl.host_network;
+
+    let mut containers = vec![driver_container(
+        &ctl.driver,
+        inputs,
+        &format!("unix://{}", names::CONTROLLER_SOCKET),
+        vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)],
+        host_network,
+    )];
+    if let Some(m) = ctl.driver.metrics {
+        containers.push(kube_rbac_proxy("driver", m, inputs));
+    }
+    for sidecar in &ctl.sidecars {
+        let mut c = container(
+            &sidecar.kind.container_name(),
+            sidecar_image(sidecar.kind, inputs),
+            sidecar_args(
+                def,
+                sidecar.kind,
+                sidecar.metrics,
+                &sidecar.extra_args,
+                inputs,
+            ),
+            REQUEST_MEMORY,
+        );
+        c.volume_mounts = Some(vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)]);
+        containers.push(c);
+        if let Some(m) = sidecar.metrics {
+            containers.push(kube_rbac_proxy(sidecar.kind.short_name(), m, inputs));
+        }
+    }
+    let mut probe_args = vec![
+        "--csi-address=/csi/csi.sock".to_owned(),
+        health_endpoint(host_network, ctl.driver.healthz_port),
+        format!("--v={}", inputs.verbosity()),
+    ];
+    probe_args.extend(ctl.liveness_probe_args.iter().cloned());
+    let mut probe = container(
+        names::LIVENESS_PROBE_CONTAINER,
+        &inputs.images.liveness_probe,
+        probe_args,
+        REQUEST_MEMORY,
+    );
+    probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+    containers.push(probe);
+
+    let mut volumes = vec![Volume {
+        name: "socket-dir".to_owned(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Volume::default()
+    }];
+    if has_metrics(def) && inputs.topology.is_openshift() {
+        volumes.push(Volume {
+            name: "metrics-serving-cert".to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(names::metrics_serving_cert(def)),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
+    volumes.extend(ctl.driver.volumes.iter().map(volume_from_def));
+
+    let mut spec = PodSpec {
+        containers,
+        host_network: host_network.then_some(true),
+        priority_class_name: Some("system-cluster-critical".to_owned()),
+        service_account_name: Some(names::controller_sa(def)),
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    place_controller(&mut spec, &app, inputs);
+
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(names::app_labels(&app)),
+            annotations: Some(BTreeMap::from([
+                (
+                    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes".to_owned(),
+                    "socket-dir".to_owned(),
+                ),
+                (
+                    names::REQUIRED_SCC_ANNOTATION.to_owned(),
+                    ctl.required_scc.clone(),
+                ),
+                (
+                    names::WORKLOAD_MANAGEMENT_ANNOTATION.to_owned(),
+                    names::WORKLOAD_MANAGEMENT_VALUE.to_owned(),
+                ),
+            ])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(spec),
+    };
+    let mut metadata = names::ns_meta(def, app.clone());
+    metadata.annotations = Some(workload_annotations());
+
+    hooks::inject_proxy(&metadata, &mut template, inputs);
+    hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
+
+    let mut deployment = Deployment {
+        metadata,
+        spec: Some(DeploymentSpec {
+            replicas: Some(inputs.topology.controller_replicas()),
+            selector: LabelSelector {
+                match_labels: Some(names::app_labels(&app)),
+                ..LabelSelector::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".to_owned()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(0)),
+                    max_unavailable: Some(IntOrString::Int(1)),
+                }),
+            }),
+            template,
+            ..DeploymentSpec::default()
+        }),
+        ..Deployment::default()
+    };
+    for hook in &def.hooks.deployment {
+        hook(inputs, &mut deployment);
+    }
+    if let Some(spec) = deployment.spec.as_mut() {
+        hooks::annotate_input_hashes(def, &mut deployment.metadata, &mut spec.template, inputs);
+    }
+    deployment
+}
+
+/// The controller's PodDisruptionBudget: one pod may be down at a time, and an unhealthy pod
+/// never blocks a drain.
+pub fn build_pod_disruption_budget(def: &DriverDef) -> PodDisruptionBudget {
+    PodDisruptionBudget {
+        metadata: names::ns_meta(def, format!("{}-pdb", names::controller(def))),
+        spec: Some(PodDisruptionBudgetSpec {
+            max_unavailable: Some(IntOrString::Int(1)),
+            selector: Some(LabelSelector {
+                match_labels: Some(names::app_labels(&names::controller(def))),
+                ..LabelSelector::default()
+            }),
+            unhealthy_pod_eviction_policy: Some("AlwaysAllow".to_owned()),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        ..PodDisruptionBudget::default()
+    }
+}
+
+fn host_path(name: &str, path: &str, type_: &str) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: Some(type_.to_owned()),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// The node DaemonSet: driver (kubelet directory with Bidirectional propagation),
+/// node-driver-registrar and livenessprobe, on every Linux node whatever its taints, 10% of
+/// nodes updated at a time.
+pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
+    let app = names::node(def);
+    let node = &def.node;
+    let host_network = node.host_network;
+    let plugin_dir = format!("/var/lib/kubelet/plugins/{}/", def.name);
+
+    let kubelet_mount = VolumeMount {
+        mount_propagation: Some("Bidirectional".to_owned()),
+        ..mount("kubelet-dir", "/var/lib/kubelet")
+    };
+    let driver = driver_container(
+        &node.driver,
+        inputs,
+        "unix:/csi/csi.sock",
+        vec![kubelet_mount, mount("socket-dir", "/csi")],
+        host_network,
+    );
+
+    let mut registrar = container(
+        names::REGISTRAR_CONTAINER,
+        &inputs.images.node_driver_registrar,
+        vec![
+            "--csi-address=/csi/csi.sock".to_owned(),
+            format!("--kubelet-registration-path={plugin_dir}csi.sock"),
+            health_endpoint(host_network, node.registrar_healthz_port),
+            format!("--v={}", inputs.verbosity()),
+        ],
+        REQUEST_MEMORY,
+    );
+    registrar.ports = Some(vec![port("rhealthz", node.registrar_healthz_port)]);
+    registrar.liveness_probe = Some(healthz_probe("rhealthz", host_network));
+    registrar.lifecycle = Some(Lifecycle {
+        pre_stop: Some(LifecycleHandler {
+            exec: Some(ExecAction {
+                command: Some(vec![
+                    "/bin/sh".to_owned(),
+                    "-c".to_owned(),
+                    format!("rm -rf /registration/{}-reg.sock /csi/csi.sock", def.name),
+                ]),
+            }),
+            ..LifecycleHandler::default()
+        }),
+        ..Lifecycle::default()
+    });
+    if let Some(sc) = registrar.security_context.as_mut() {
+        // Writes its socket into the kubelet's registration directory on SELinux hosts.
+        sc.privileged = Some(true);
+    }
+    registrar.volume_mounts = Some(vec![
+        mount("socket-dir", "/csi"),
+        mount("registration-dir", "/registration"),
+    ]);
+
+    let mut probe_args = vec![
+        "--csi-address=/csi/csi.sock".to_owned(),
+        health_endpoint(host_network, node.driver.healthz_port),
+        format!("--v={}", inputs.verbosity()),
+    ];
+    probe_args.extend(node.liveness_probe_args.iter().cloned());
+    let mut probe = container(
+        names::LIVENESS_PROBE_CONTAINER,
+        &inputs.images.liveness_probe,
+        probe_args,
+        REQUEST_MEMORY,
+    );
+    probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+
+    let mut volumes = vec![
+        host_path("kubelet-dir", "/var/lib/kubelet", "Directory"),
+        host_path("socket-dir", &plugin_dir, "DirectoryOrCreate"),
+        host_path(
+            "registration-dir",
+            "/var/lib/kubelet/plugins_registry/",
+            "Directory",
+        ),
+    ];
+    volumes.extend(node.driver.volumes.iter().map(volume_from_def));
+
+    let spec = PodSpec {
+        containers: vec![driver, registrar, probe],
+        host_network: host_network.then_some(true),
+        node_selector: Some(BTreeMap::from([(
+            "kubernetes.io/os".to_owned(),
+            "linux".to_owned(),
+        )])),
+        priority_class_name: Some("system-node-critical".to_owned()),
+        service_account_name: Some(names::node_sa(def)),
+        tolerations: Some(vec![Toleration {
+            operator: Some("Exists".to_owned()),
+            ..Toleration::default()
+        }]),
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    let mut template = PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(names::app_labels(&app)),
+            annotations: Some(BTreeMap::from([
+                (
+                    "cluster-autoscaler.kubernetes.io/enable-ds-eviction".to_owned(),
+                    "false".to_owned(),
+                ),
+                (
+                    names::REQUIRED_SCC_ANNOTATION.to_owned(),
+                    "privileged".to_owned(),
+                ),
+                (
+                    names::WORKLOAD_MANAGEMENT_ANNOTATION.to_owned(),
+                    names::WORKLOAD_MANAGEMENT_VALUE.to_owned(),
+                ),
+            ])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(spec),
+    };
+    let mut metadata = names::ns_meta(def, app.clone());
+    metadata.annotations = Some(workload_annotations());
+
+    hooks::inject_proxy(&metadata, &mut template, inputs);
+    hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
+
+    let mut daemon_set = DaemonSet {
+        metadata,
+        spec: Some(DaemonSetSpec {
+            selector: LabelSelector {
+                match_labels: Some(names::app_labels(&app)),
+                ..LabelSelector::default()
+            },
+            template,
+            update_strategy: Some(DaemonSetUpdateStrategy {
+                type_: Some("RollingUpdate".to_owned()),
+                rolling_update: Some(RollingUpdateDaemonSet {
+                    max_surge: Some(IntOrString::Int(0)),
+                    max_unavailable: Some(IntOrString::String("10%".to_owned())),
+                }),
+            }),
+            ..DaemonSetSpec::default()
+        }),
+        ..DaemonSet::default()
+    };
+    for hook in &def.hooks.daemon_set {
+        hook(inputs, &mut daemon_set);
+    }
+    if let Some(spec) = daemon_set.spec.as_mut() {
+        hooks::annotate_input_hashes(def, &mut daemon_set.metadata, &mut spec.template, inputs);
+    }
+    daemon_set
+}

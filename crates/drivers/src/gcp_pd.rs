@@ -1,0 +1,70 @@
+//! GCP Persistent Disk (`pd.csi.storage.gke.io`): the table in `gcp_pd.yaml` plus two hooks,
+//! the cluster-ID volume label (so the installer can find and destroy the cluster's disks)
+//! and the KMS key of `driverConfig.gcp.kmsKey` as a StorageClass parameter.
+
+use csi::{DriverDef, Hooks, Inputs, names};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::storage::v1::StorageClass;
+
+use crate::DriverError;
+
+/// The short name.
+pub const SHORT_NAME: &str = "gcp-pd";
+/// The CSI driver name.
+pub const CSI_NAME: &str = "pd.csi.storage.gke.io";
+/// The StorageClass parameter naming the Cloud KMS key that encrypts new disks.
+pub const KMS_KEY_PARAMETER: &str = "disk-encryption-kms-key";
+
+const TABLE: &str = include_str!("gcp_pd.yaml");
+
+/// The GCP PD driver with its hooks.
+pub fn def() -> Result<DriverDef, DriverError> {
+    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    def.hooks = Hooks {
+        deployment: vec![with_cluster_id_label],
+        daemon_set: Vec::new(),
+        storage_class: vec![with_kms_key],
+    };
+    Ok(def)
+}
+
+/// The argument that labels every disk the controller creates with the cluster ID:
+/// `--extra-labels=kubernetes-io-cluster-<infrastructureName>=owned`.
+pub fn cluster_id_arg(cluster_id: &str) -> String {
+    format!("--extra-labels=kubernetes-io-cluster-{cluster_id}=owned")
+}
+
+/// Adds [`cluster_id_arg`] to the controller's driver container when the cluster ID is known.
+pub fn with_cluster_id_label(inputs: &Inputs, deployment: &mut Deployment) {
+    let Some(cluster_id) = inputs.cluster_id.as_deref().filter(|id| !id.is_empty()) else {
+        return;
+    };
+    let containers = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .map(|s| s.containers.iter_mut());
+    for container in containers.into_iter().flatten() {
+        if container.name == names::DRIVER_CONTAINER {
+            let args = container.args.get_or_insert_with(Vec::new);
+            args.retain(|a| !a.starts_with("--extra-labels="));
+            args.push(cluster_id_arg(cluster_id));
+        }
+    }
+}
+
+/// Sets `disk-encryption-kms-key` from `driverConfig.gcp.kmsKey` on every class, when set.
+pub fn with_kms_key(inputs: &Inputs, class: &mut StorageClass) {
+    let key = inputs
+        .spec
+        .driver_config
+        .as_ref()
+        .and_then(|c| c.gcp.as_ref())
+        .and_then(|g| g.kms_key.as_ref());
+    if let Some(key) = key {
+        class
+            .parameters
+            .get_or_insert_with(Default::default)
+            .insert(KMS_KEY_PARAMETER.to_owned(), key.resource_name());
+    }
+}
