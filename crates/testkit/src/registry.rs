@@ -323,6 +323,7 @@ impl Registry {
             let mut legacy = json!({
                 "name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
                 "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"],
+                "storageVersionHash": crate::util::storage_version_hash(&group, &version, &kind),
             });
             let mut aggregated = json!({
                 "resource": plural,

@@ -413,6 +413,15 @@ fn fault_error(code: u16) -> ApiError {
 async fn dispatch(inner: &Arc<Inner>, req: &Req) -> Response<Body> {
     let aggregated = req.accept.contains("as=APIGroupDiscoveryList");
     let mut st = lock(&inner.state);
+    // Establishing is asynchronous in a real server: a burst of CRD creations completes first.
+    let creating_crd = req.method == Method::POST
+        && req
+            .path
+            .trim_end_matches('/')
+            .ends_with("/customresourcedefinitions");
+    if !creating_crd {
+        establish_pending_crds(&mut st);
+    }
     let r = route(&st, &req.path);
     match r {
         Route::Version => json_response(200, &version()),
@@ -1091,7 +1100,28 @@ fn commit_create(st: &mut State, def: &ResourceDef, key: Key, obj: Value) -> Val
     }
     if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions" {
         st.register_crd(&stored);
-        // The apiserver's own controllers accept the names and mark the CRD Established.
+        // The apiserver's naming controller marks it Established just after the create, before
+        // the next request is served (asynchronous in a real server, so not in this response).
+        st.pending_crds.push(key.clone());
+    }
+    st.collect_garbage();
+    stored
+}
+
+/// Runs the apiserver's CRD naming/establishing controller for CRDs created since the last request.
+fn establish_pending_crds(st: &mut State) {
+    for key in std::mem::take(&mut st.pending_crds) {
+        let Some(stored) = st.objects.get(&key).cloned() else {
+            continue;
+        };
+        let Some(def) = st
+            .registry
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .cloned()
+        else {
+            continue;
+        };
+        let def = &def;
         let mut established = stored.clone();
         let names = stored["spec"]["names"].clone();
         let mut accepted = names.clone();
@@ -1120,8 +1150,6 @@ fn commit_create(st: &mut State, def: &ResourceDef, key: Key, obj: Value) -> Val
         fields::write_entries(&mut established, &entries);
         st.put(key, established);
     }
-    st.collect_garbage();
-    stored
 }
 
 fn strip_system_metadata(body: &mut Value) {

@@ -53,6 +53,8 @@ pub struct State {
     pub name_counter: u64,
     /// A fixed wall-clock time for every timestamp (deterministic replays), or the real clock.
     pub frozen_time: Option<String>,
+    /// CRDs created but not yet marked Established (done before the next request).
+    pub pending_crds: Vec<Key>,
 }
 
 pub fn now() -> String {
@@ -74,6 +76,7 @@ impl State {
             tx,
             name_counter: 0,
             frozen_time: None,
+            pending_crds: Vec::new(),
         }
     }
 

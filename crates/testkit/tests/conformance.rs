@@ -46,16 +46,6 @@ const EXPECTED_DIVERGENCES: &[(&str, usize, &str)] = &[
         7,
         "storage.k8s.io/v1 lists only served kinds",
     ),
-    (
-        "01-discovery",
-        17,
-        "CRD is Established synchronously at creation; the real controllers write status later (RV order)",
-    ),
-    (
-        "01-discovery",
-        19,
-        "no storageVersionHash for custom resources",
-    ),
     ("01-discovery", 20, "discovery lists only served groups"),
     (
         "01-discovery",
