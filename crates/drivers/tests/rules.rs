@@ -1,0 +1,869 @@
+#![allow(clippy::unwrap_used)]
+//! The pure rules of the kit, exercised through the GCP PD table: topology placement, log
+//! level, images, cluster ID, proxy, CA bundle, input hashes, default StorageClass,
+//! storageClassState, KMS key, optional CRDs.
+
+use std::collections::BTreeMap;
+
+use api::config_v1::{ProxyStatus, TopologyMode};
+use api::operator_v1::{
+    CSIDriverConfigSpec, CSIDriverType, GCPCSIDriverConfigSpec, GCPKMSKeyReference, LogLevel,
+    StorageClassStateName,
+};
+use csi::hash::{HashedKind, annotation_key};
+use csi::{DriverDef, ExistingStorageClass, Inputs, OptionalCrds, Topology};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use rstest::rstest;
+use serde_json::Value;
+
+const NS: &str = "openshift-cluster-csi-drivers";
+
+fn gcp_pd() -> DriverDef {
+    drivers::by_name("gcp-pd").unwrap()
+}
+
+fn inputs(def: &DriverDef, topology: Topology) -> Inputs {
+    Inputs::new(def, topology, &BTreeMap::new())
+}
+
+fn pod(d: &Deployment) -> &PodSpec {
+    d.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn ds_pod(d: &DaemonSet) -> &PodSpec {
+    d.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn container<'a>(spec: &'a PodSpec, name: &str) -> &'a Container {
+    spec.containers
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no container {name}"))
+}
+
+fn args(c: &Container) -> &[String] {
+    c.args.as_deref().unwrap_or_default()
+}
+
+fn env_names(c: &Container) -> Vec<&str> {
+    c.env.iter().flatten().map(|e| e.name.as_str()).collect()
+}
+
+fn kinds(objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Catalogue
+
+#[rstest]
+#[case("gcp-pd")]
+#[case("pd.csi.storage.gke.io")]
+fn by_name_accepts_the_short_and_the_csi_name(#[case] name: &str) {
+    let def = drivers::by_name(name).unwrap();
+    assert_eq!(def.name, "pd.csi.storage.gke.io");
+    assert_eq!(def.condition_prefix, "GCPPD");
+    assert_eq!(def.namespace, NS);
+    assert!(!def.removable);
+    assert_eq!(def.hooks.deployment.len(), 1);
+    assert_eq!(def.hooks.storage_class.len(), 1);
+}
+
+#[test]
+fn an_unknown_driver_is_an_error_naming_the_known_ones() {
+    let err = drivers::by_name("ebs").unwrap_err().to_string();
+    assert!(err.contains("\"ebs\"") && err.contains("gcp-pd"), "{err}");
+}
+
+#[test]
+fn the_table_is_data_a_json_round_trip_renders_the_same() {
+    let def = gcp_pd();
+    let json = serde_json::to_string(&def).unwrap();
+    let mut back: DriverDef = serde_json::from_str(&json).unwrap();
+    back.hooks = def.hooks.clone();
+    let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    assert_eq!(csi::render(&def, &i), csi::render(&back, &i));
+}
+
+#[test]
+fn a_table_with_an_unknown_field_is_refused() {
+    let def = gcp_pd();
+    let mut json = serde_json::to_value(&def).unwrap();
+    json["replicaCount"] = 3.into();
+    assert!(serde_json::from_value::<DriverDef>(json).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology
+
+#[rstest]
+#[case::ha(Topology::HighlyAvailable, 2, Some("node-role.kubernetes.io/master"))]
+#[case::sno(Topology::SingleReplica, 1, Some("node-role.kubernetes.io/master"))]
+#[case::hypershift(Topology::External, 1, None)]
+#[case::k8s(Topology::Kubernetes { control_plane_nodes: true }, 1, Some("node-role.kubernetes.io/control-plane"))]
+#[case::k8s_no_cp(Topology::Kubernetes { control_plane_nodes: false }, 1, None)]
+fn topology_decides_replicas_and_placement(
+    #[case] topology: Topology,
+    #[case] replicas: i32,
+    #[case] node_label: Option<&str>,
+) {
+    let def = gcp_pd();
+    let d = csi::build_controller_deployment(&def, &inputs(&def, topology));
+    let spec = d.spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(replicas));
+    let strategy = spec
+        .strategy
+        .as_ref()
+        .unwrap()
+        .rolling_update
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&strategy.max_surge).unwrap(),
+        0,
+        "a rollout never needs an extra node"
+    );
+    let pod = pod(&d);
+    let selector: Option<Vec<String>> = pod
+        .node_selector
+        .as_ref()
+        .map(|s| s.keys().cloned().collect());
+    assert_eq!(selector, node_label.map(|l| vec![l.to_owned()]));
+    if let Some(label) = node_label {
+        assert_eq!(pod.node_selector.as_ref().unwrap()[label], "");
+        assert!(
+            pod.tolerations
+                .iter()
+                .flatten()
+                .any(|t| t.key.as_deref() == Some(label)
+                    && t.effect.as_deref() == Some("NoSchedule")),
+            "tolerates the control-plane taint it selects"
+        );
+    }
+    let anti = pod
+        .affinity
+        .as_ref()
+        .unwrap()
+        .pod_anti_affinity
+        .as_ref()
+        .unwrap();
+    let term = &anti
+        .preferred_during_scheduling_ignored_during_execution
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(term.weight, 100);
+    assert_eq!(
+        term.pod_affinity_term.topology_key,
+        "kubernetes.io/hostname"
+    );
+    assert_eq!(
+        pod.priority_class_name.as_deref(),
+        Some("system-cluster-critical")
+    );
+}
+
+#[rstest]
+#[case(TopologyMode::HighlyAvailable, Topology::HighlyAvailable)]
+#[case(TopologyMode::SingleReplica, Topology::SingleReplica)]
+#[case(TopologyMode::External, Topology::External)]
+#[case(TopologyMode::HighlyAvailableArbiter, Topology::SingleReplica)]
+#[case(TopologyMode::DualReplica, Topology::SingleReplica)]
+#[case(TopologyMode::Other("Future".into()), Topology::SingleReplica)]
+fn openshift_topology_modes_map_as_library_go_does(
+    #[case] mode: TopologyMode,
+    #[case] want: Topology,
+) {
+    assert_eq!(Topology::from_openshift(&mode), want);
+}
+
+#[test]
+fn topology_names_round_trip_and_unknown_ones_are_refused() {
+    for t in Topology::ALL {
+        assert_eq!(t.as_str().parse::<Topology>().unwrap(), t);
+    }
+    assert_eq!(
+        "kubernetes".parse::<Topology>().unwrap(),
+        Topology::Kubernetes {
+            control_plane_nodes: true
+        }
+    );
+    assert!(
+        "Dual"
+            .parse::<Topology>()
+            .unwrap_err()
+            .to_string()
+            .contains("Dual")
+    );
+}
+
+#[rstest]
+fn every_container_has_requests_and_sidecars_elect_with_openshift_timings(
+    #[values(
+        Topology::HighlyAvailable,
+        Topology::SingleReplica,
+        Topology::External,
+        Topology::Kubernetes { control_plane_nodes: true },
+        Topology::Kubernetes { control_plane_nodes: false }
+    )]
+    topology: Topology,
+) {
+    let def = gcp_pd();
+    let i = inputs(&def, topology);
+    let d = csi::build_controller_deployment(&def, &i);
+    let n = csi::build_node_daemon_set(&def, &i);
+    for c in pod(&d).containers.iter().chain(&ds_pod(&n).containers) {
+        let requests = c
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .unwrap();
+        assert!(
+            requests.contains_key("cpu") && requests.contains_key("memory"),
+            "{}",
+            c.name
+        );
+    }
+    let sidecars = [
+        "csi-provisioner",
+        "csi-attacher",
+        "csi-resizer",
+        "csi-snapshotter",
+    ];
+    for name in sidecars {
+        let a = args(container(pod(&d), name));
+        for want in [
+            "--leader-election",
+            "--leader-election-lease-duration=137s",
+            "--leader-election-renew-deadline=107s",
+            "--leader-election-retry-period=26s",
+            "--leader-election-namespace=openshift-cluster-csi-drivers",
+            "--csi-address=/var/lib/csi/sockets/pluginproxy/csi.sock",
+        ] {
+            assert!(a.contains(&want.to_owned()), "{name} lacks {want}");
+        }
+    }
+    // One kube-rbac-proxy per metrics endpoint, and the socket on an emptyDir.
+    let proxies: Vec<_> = pod(&d)
+        .containers
+        .iter()
+        .filter(|c| c.name.ends_with("-kube-rbac-proxy"))
+        .collect();
+    assert_eq!(proxies.len(), 4);
+    let socket = pod(&d)
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "socket-dir")
+        .unwrap();
+    assert!(socket.empty_dir.is_some());
+}
+
+#[test]
+fn node_daemon_set_tolerates_everything_and_rolls_10_percent() {
+    let def = gcp_pd();
+    let n = csi::build_node_daemon_set(&def, &inputs(&def, Topology::HighlyAvailable));
+    let spec = n.spec.as_ref().unwrap();
+    let rolling = spec
+        .update_strategy
+        .as_ref()
+        .unwrap()
+        .rolling_update
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&rolling.max_unavailable).unwrap(),
+        "10%"
+    );
+    let pod = ds_pod(&n);
+    let tolerations = pod.tolerations.as_ref().unwrap();
+    assert_eq!(tolerations.len(), 1);
+    assert_eq!(tolerations[0].operator.as_deref(), Some("Exists"));
+    assert_eq!(tolerations[0].key, None);
+    let driver = container(pod, "csi-driver");
+    let kubelet = driver
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == "kubelet-dir")
+        .unwrap();
+    assert_eq!(kubelet.mount_propagation.as_deref(), Some("Bidirectional"));
+    assert_eq!(
+        driver.security_context.as_ref().unwrap().privileged,
+        Some(true)
+    );
+    let registrar = container(pod, "csi-node-driver-registrar");
+    assert!(
+        args(registrar).contains(
+            &"--kubelet-registration-path=/var/lib/kubelet/plugins/pd.csi.storage.gke.io/csi.sock"
+                .to_owned()
+        )
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Log level, images, cluster ID
+
+#[rstest]
+#[case(None, 2)]
+#[case(Some(LogLevel::Empty), 2)]
+#[case(Some(LogLevel::Normal), 2)]
+#[case(Some(LogLevel::Debug), 4)]
+#[case(Some(LogLevel::Trace), 6)]
+#[case(Some(LogLevel::TraceAll), 8)]
+fn log_level_sets_v_on_every_csi_container(#[case] level: Option<LogLevel>, #[case] v: u8) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.spec.operator.log_level = level;
+    let want = format!("--v={v}");
+    let d = csi::build_controller_deployment(&def, &i);
+    let n = csi::build_node_daemon_set(&def, &i);
+    let mut checked = 0;
+    for c in pod(&d).containers.iter().chain(&ds_pod(&n).containers) {
+        let vs: Vec<_> = args(c).iter().filter(|a| a.starts_with("--v=")).collect();
+        if c.name.ends_with("-kube-rbac-proxy") {
+            assert!(vs.is_empty(), "{} is not a klog binary", c.name);
+        } else {
+            assert_eq!(vs, vec![&want], "{}", c.name);
+            checked += 1;
+        }
+    }
+    assert_eq!(
+        checked,
+        6 + 3,
+        "driver, 4 sidecars, livenessprobe; driver, registrar, livenessprobe"
+    );
+}
+
+#[rstest]
+#[case::unset(None, "registry.k8s.io/sig-storage/csi-provisioner:v5.2.0")]
+#[case::empty(Some(""), "registry.k8s.io/sig-storage/csi-provisioner:v5.2.0")]
+#[case::set(
+    Some("quay.io/openshift/origin-csi-external-provisioner:4.21"),
+    "quay.io/openshift/origin-csi-external-provisioner:4.21"
+)]
+fn images_come_from_env_with_upstream_defaults(#[case] env: Option<&str>, #[case] want: &str) {
+    let def = gcp_pd();
+    let mut vars = BTreeMap::from([("DRIVER_IMAGE".to_owned(), "example.com/pd:1".to_owned())]);
+    if let Some(v) = env {
+        vars.insert("PROVISIONER_IMAGE".to_owned(), v.to_owned());
+    }
+    let i = Inputs::new(&def, Topology::HighlyAvailable, &vars);
+    let d = csi::build_controller_deployment(&def, &i);
+    assert_eq!(
+        container(pod(&d), "csi-provisioner").image.as_deref(),
+        Some(want)
+    );
+    assert_eq!(
+        container(pod(&d), "csi-driver").image.as_deref(),
+        Some("example.com/pd:1")
+    );
+    let n = csi::build_node_daemon_set(&def, &i);
+    assert_eq!(
+        container(ds_pod(&n), "csi-driver").image.as_deref(),
+        Some("example.com/pd:1")
+    );
+    assert_eq!(
+        container(ds_pod(&n), "csi-node-driver-registrar")
+            .image
+            .as_deref(),
+        Some("registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.13.0")
+    );
+}
+
+#[test]
+fn every_image_has_its_openshift_env_var() {
+    let i = &gcp_pd().images;
+    let envs = [
+        &i.driver.env,
+        &i.provisioner.env,
+        &i.attacher.env,
+        &i.resizer.env,
+        &i.snapshotter.env,
+        &i.node_driver_registrar.env,
+        &i.liveness_probe.env,
+        &i.kube_rbac_proxy.env,
+    ];
+    assert_eq!(
+        envs.map(String::as_str),
+        [
+            "DRIVER_IMAGE",
+            "PROVISIONER_IMAGE",
+            "ATTACHER_IMAGE",
+            "RESIZER_IMAGE",
+            "SNAPSHOTTER_IMAGE",
+            "NODE_DRIVER_REGISTRAR_IMAGE",
+            "LIVENESS_PROBE_IMAGE",
+            "KUBE_RBAC_PROXY_IMAGE"
+        ]
+    );
+}
+
+#[rstest]
+#[case(
+    Some("mycluster-x7k2p"),
+    Some("--extra-labels=kubernetes-io-cluster-mycluster-x7k2p=owned")
+)]
+#[case(Some(""), None)]
+#[case(None, None)]
+fn cluster_id_becomes_the_volume_label_argument(
+    #[case] id: Option<&str>,
+    #[case] want: Option<&str>,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.cluster_id = id.map(str::to_owned);
+    let d = csi::build_controller_deployment(&def, &i);
+    let labels: Vec<_> = args(container(pod(&d), "csi-driver"))
+        .iter()
+        .filter(|a| a.starts_with("--extra-labels="))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(labels, want.into_iter().collect::<Vec<_>>());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proxy, CA bundle, hashes
+
+#[rstest]
+#[case::all(Some("http://p:3128"), Some("https://p:3129"), Some(".cluster.local"), vec!["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"])]
+#[case::empty_values_skipped(Some("http://p:3128"), Some(""), None, vec!["HTTP_PROXY"])]
+#[case::none(None, None, None, vec![])]
+fn proxy_env_goes_to_the_driver_containers_only(
+    #[case] http: Option<&str>,
+    #[case] https: Option<&str>,
+    #[case] no: Option<&str>,
+    #[case] want: Vec<&str>,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.proxy = ProxyStatus {
+        http_proxy: http.map(str::to_owned),
+        https_proxy: https.map(str::to_owned),
+        no_proxy: no.map(str::to_owned),
+    };
+    let d = csi::build_controller_deployment(&def, &i);
+    let n = csi::build_node_daemon_set(&def, &i);
+    for spec in [pod(&d), ds_pod(&n)] {
+        for c in &spec.containers {
+            let proxy: Vec<_> = env_names(c)
+                .into_iter()
+                .filter(|e| e.ends_with("_PROXY"))
+                .collect();
+            if c.name == "csi-driver" {
+                assert_eq!(proxy, want);
+            } else {
+                assert!(proxy.is_empty(), "{}", c.name);
+            }
+        }
+    }
+    let http_value = container(pod(&d), "csi-driver")
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "HTTP_PROXY")
+        .and_then(|e| e.value.clone());
+    assert_eq!(http_value.as_deref(), http);
+}
+
+#[rstest]
+#[case(false)]
+#[case(true)]
+fn trusted_ca_bundle_is_mounted_only_when_it_has_the_key(#[case] has_key: bool) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.trusted_ca_bundle = has_key;
+    i.config_map_hashes.insert(
+        "gcp-pd-csi-driver-trusted-ca-bundle".to_owned(),
+        "QUJDRA==".to_owned(),
+    );
+    let key = annotation_key(
+        NS,
+        "gcp-pd-csi-driver-trusted-ca-bundle",
+        HashedKind::ConfigMap,
+    );
+    let d = csi::build_controller_deployment(&def, &i);
+    let n = csi::build_node_daemon_set(&def, &i);
+    for (spec, template_annotations) in [
+        (
+            pod(&d),
+            d.spec
+                .as_ref()
+                .unwrap()
+                .template
+                .metadata
+                .as_ref()
+                .unwrap()
+                .annotations
+                .clone(),
+        ),
+        (
+            ds_pod(&n),
+            n.spec
+                .as_ref()
+                .unwrap()
+                .template
+                .metadata
+                .as_ref()
+                .unwrap()
+                .annotations
+                .clone(),
+        ),
+    ] {
+        let volume = spec
+            .volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == "non-standard-root-system-trust-ca-bundle");
+        assert_eq!(volume.is_some(), has_key);
+        if let Some(v) = volume {
+            let cm = v.config_map.as_ref().unwrap();
+            assert_eq!(cm.name, "gcp-pd-csi-driver-trusted-ca-bundle");
+            let item = &cm.items.as_ref().unwrap()[0];
+            assert_eq!(
+                (item.key.as_str(), item.path.as_str()),
+                ("ca-bundle.crt", "tls-ca-bundle.pem")
+            );
+        }
+        for c in &spec.containers {
+            let mounted = c.volume_mounts.iter().flatten().any(|m| {
+                m.name == "non-standard-root-system-trust-ca-bundle"
+                    && m.mount_path == "/etc/pki/ca-trust/extracted/pem"
+                    && m.read_only == Some(true)
+            });
+            assert_eq!(mounted, has_key && c.name == "csi-driver", "{}", c.name);
+        }
+        let hashed = template_annotations.unwrap_or_default().get(&key).cloned();
+        assert_eq!(
+            hashed,
+            has_key.then(|| "QUJDRA==".to_owned()),
+            "the CA hash rolls pods only when mounted"
+        );
+    }
+}
+
+#[rstest]
+#[case::known("gcp-pd-cloud-credentials", true)]
+#[case::metrics_cert("gcp-pd-csi-driver-controller-metrics-serving-cert", true)]
+#[case::not_mounted("some-other-secret", false)]
+fn a_mounted_secret_hash_is_on_the_deployment_and_its_pods(
+    #[case] secret: &str,
+    #[case] annotated: bool,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.secret_hashes
+        .insert(secret.to_owned(), "v1hash==".to_owned());
+    let key = annotation_key(NS, secret, HashedKind::Secret);
+    let d = csi::build_controller_deployment(&def, &i);
+    let on_pods = d
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap()
+        .get(&key);
+    let on_deployment = d.metadata.annotations.as_ref().unwrap().get(&key);
+    assert_eq!(on_pods.is_some(), annotated);
+    assert_eq!(on_deployment.is_some(), annotated);
+    // The node pods do not mount the credentials: no restart there on rotation.
+    let n = csi::build_node_daemon_set(&def, &i);
+    let node_annotations = n
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .clone()
+        .unwrap();
+    assert!(!node_annotations.contains_key(&key));
+}
+
+#[test]
+fn rotating_the_credentials_changes_the_pod_template() {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.secret_hashes
+        .insert("gcp-pd-cloud-credentials".to_owned(), "aaaa".to_owned());
+    let before = csi::build_controller_deployment(&def, &i);
+    i.secret_hashes
+        .insert("gcp-pd-cloud-credentials".to_owned(), "bbbb".to_owned());
+    let after = csi::build_controller_deployment(&def, &i);
+    assert_ne!(
+        before.spec.as_ref().unwrap().template,
+        after.spec.as_ref().unwrap().template
+    );
+    assert_eq!(
+        before.spec.as_ref().unwrap().selector,
+        after.spec.as_ref().unwrap().selector
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// StorageClasses
+
+fn sc(name: &str, default: Option<&str>) -> ExistingStorageClass {
+    ExistingStorageClass {
+        name: name.to_owned(),
+        default_annotation: default.map(str::to_owned),
+    }
+}
+
+#[rstest]
+#[case::empty_cluster(vec![], "true")]
+#[case::other_default(vec![sc("gp3", Some("true"))], "false")]
+#[case::other_not_default(vec![sc("gp3", Some("false"))], "true")]
+#[case::other_without_annotation(vec![sc("gp3", None)], "true")]
+#[case::admin_unset_ours(vec![sc("standard-csi", Some("false"))], "false")]
+#[case::admin_emptied_ours(vec![sc("standard-csi", Some(""))], "")]
+#[case::admin_choice_wins_over_other_default(vec![sc("standard-csi", Some("true")), sc("gp3", Some("true"))], "true")]
+#[case::admin_removed_annotation_and_no_other_default(vec![sc("standard-csi", None)], "true")]
+#[case::our_own_other_class_is_not_default(vec![sc("ssd-csi", None), sc("standard-csi", Some("true"))], "true")]
+fn default_class_rule(#[case] existing: Vec<ExistingStorageClass>, #[case] want: &str) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.storage_classes = existing;
+    let classes = csi::build_storage_classes(&def, &i);
+    let annotation = |name: &str| {
+        classes
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .unwrap()
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| {
+                a.get("storageclass.kubernetes.io/is-default-class")
+                    .cloned()
+            })
+    };
+    assert_eq!(annotation("standard-csi").as_deref(), Some(want));
+    assert_eq!(
+        annotation("ssd-csi"),
+        None,
+        "only one class is proposed as default"
+    );
+}
+
+#[rstest]
+#[case(None, 2)]
+#[case(Some(StorageClassStateName::Empty), 2)]
+#[case(Some(StorageClassStateName::Managed), 2)]
+#[case(Some(StorageClassStateName::Unmanaged), 0)]
+#[case(Some(StorageClassStateName::Removed), 0)]
+fn storage_class_state_decides_whether_classes_are_desired(
+    #[case] state: Option<StorageClassStateName>,
+    #[case] count: usize,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.spec.storage_class_state = state;
+    assert_eq!(csi::build_storage_classes(&def, &i).len(), count);
+    let rendered = kinds(&csi::render(&def, &i));
+    assert_eq!(
+        rendered
+            .iter()
+            .filter(|k| k.starts_with("StorageClass/"))
+            .count(),
+        count
+    );
+}
+
+#[rstest]
+#[case::with_location(
+    Some("us-east1"),
+    "projects/my-project-1/locations/us-east1/keyRings/ring/cryptoKeys/key"
+)]
+#[case::global(
+    None,
+    "projects/my-project-1/locations/global/keyRings/ring/cryptoKeys/key"
+)]
+fn kms_key_becomes_a_parameter_of_every_class(#[case] location: Option<&str>, #[case] want: &str) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.spec.driver_config = Some(CSIDriverConfigSpec {
+        driver_type: CSIDriverType::GCP,
+        aws: None,
+        azure: None,
+        gcp: Some(GCPCSIDriverConfigSpec {
+            kms_key: Some(GCPKMSKeyReference {
+                name: "key".into(),
+                key_ring: "ring".into(),
+                project_id: "my-project-1".into(),
+                location: location.map(str::to_owned),
+            }),
+        }),
+        ibmcloud: None,
+        vsphere: None,
+        secrets_store: None,
+    });
+    for class in csi::build_storage_classes(&def, &i) {
+        let params = class.parameters.unwrap();
+        assert_eq!(params["disk-encryption-kms-key"], want);
+        assert_eq!(
+            params["replication-type"], "none",
+            "table parameters are kept"
+        );
+    }
+}
+
+#[test]
+fn without_a_kms_key_there_is_no_kms_parameter() {
+    let def = gcp_pd();
+    for class in csi::build_storage_classes(&def, &inputs(&def, Topology::HighlyAvailable)) {
+        assert!(
+            !class
+                .parameters
+                .unwrap()
+                .contains_key("disk-encryption-kms-key")
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSIDriver
+
+#[rstest]
+#[case(None, None)]
+#[case(Some("restricted"), Some("restricted"))]
+fn an_admins_ephemeral_profile_label_is_kept(
+    #[case] admin: Option<&str>,
+    #[case] want: Option<&str>,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.csi_driver_ephemeral_profile = admin.map(str::to_owned);
+    let driver = csi::build_csi_driver(&def, &i);
+    let label = driver
+        .metadata
+        .labels
+        .as_ref()
+        .unwrap()
+        .get("security.openshift.io/csi-ephemeral-volume-profile")
+        .map(String::as_str);
+    assert_eq!(label, want);
+    let spec = driver.spec;
+    assert_eq!(spec.attach_required, Some(true));
+    assert_eq!(spec.fs_group_policy.as_deref(), Some("File"));
+    assert_eq!(spec.se_linux_mount, Some(true));
+    assert_eq!(
+        spec.volume_lifecycle_modes,
+        Some(vec!["Persistent".to_owned()])
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optional CRDs
+
+#[rstest]
+fn optional_kinds_are_built_only_when_their_crd_exists(
+    #[values(false, true)] vsc: bool,
+    #[values(false, true)] monitor: bool,
+    #[values(false, true)] credentials: bool,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.crds = OptionalCrds {
+        volume_snapshot_class: vsc,
+        service_monitor: monitor,
+        credentials_request: credentials,
+    };
+    let rendered = kinds(&csi::render(&def, &i));
+    let has = |k: &str| rendered.iter().any(|r| r == k);
+    assert_eq!(has("VolumeSnapshotClass/csi-gce-pd-vsc"), vsc);
+    assert_eq!(has("VolumeSnapshotClass/csi-gce-pd-vsc-images"), vsc);
+    assert_eq!(
+        has("ServiceMonitor/gcp-pd-csi-driver-controller-monitor"),
+        monitor
+    );
+    assert_eq!(has("Role/gcp-pd-csi-driver-prometheus"), monitor);
+    assert_eq!(has("RoleBinding/gcp-pd-csi-driver-prometheus"), monitor);
+    assert_eq!(
+        has("CredentialsRequest/openshift-gcp-pd-csi-driver-operator"),
+        credentials
+    );
+    // The Service is what makes the service CA issue the proxies' certificate: always there.
+    assert!(has("Service/gcp-pd-csi-driver-controller-metrics"));
+}
+
+#[test]
+fn render_is_stable_and_has_no_duplicates() {
+    let def = gcp_pd();
+    let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let first = kinds(&csi::render(&def, &i));
+    assert_eq!(first, kinds(&csi::render(&def, &i)));
+    let mut unique = first.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), first.len());
+    assert_eq!(first.len(), 32);
+}
+
+#[test]
+fn every_bound_cluster_role_exists() {
+    let def = gcp_pd();
+    let own: Vec<String> = csi::build_cluster_roles(&def)
+        .into_iter()
+        .chain(csi::build_shared_sidecar_cluster_roles())
+        .map(|r| r.metadata.name.unwrap())
+        .collect();
+    for binding in csi::build_cluster_role_bindings(&def) {
+        assert!(
+            own.contains(&binding.role_ref.name),
+            "{} is not built",
+            binding.role_ref.name
+        );
+    }
+    let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let roles: Vec<String> = csi::build_roles(&def, &i)
+        .into_iter()
+        .map(|r| r.metadata.name.unwrap())
+        .collect();
+    for binding in csi::build_role_bindings(&def, &i) {
+        assert!(roles.contains(&binding.role_ref.name));
+    }
+}
+
+#[test]
+fn plain_kubernetes_has_no_service_ca_so_proxies_self_sign() {
+    let def = gcp_pd();
+    let topology = Topology::Kubernetes {
+        control_plane_nodes: true,
+    };
+    let mut i = inputs(&def, topology);
+    i.crds.service_monitor = true;
+    let d = csi::build_controller_deployment(&def, &i);
+    let proxy = container(pod(&d), "provisioner-kube-rbac-proxy");
+    assert!(!args(proxy).iter().any(|a| a.starts_with("--tls-cert-file")));
+    assert!(
+        !pod(&d)
+            .volumes
+            .iter()
+            .flatten()
+            .any(|v| v.name == "metrics-serving-cert")
+    );
+    let monitor = csi::build_service_monitor(&def, &i).unwrap();
+    assert_eq!(
+        monitor["spec"]["endpoints"][0]["tlsConfig"]["insecureSkipVerify"],
+        true
+    );
+    let service = csi::build_metrics_service(&def, &i).unwrap();
+    assert!(service.metadata.annotations.is_none());
+}
