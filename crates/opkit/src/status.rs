@@ -5,10 +5,16 @@
 //! do); a condition a controller stops applying is removed because it owned it alone.
 //!
 //! Transition times are kept from the observed object while a condition's status is unchanged,
-//! and nothing is sent when the observed status already says everything.
+//! and nothing is sent when the observed status already says everything. "Everything" includes
+//! what a controller no longer says: the observed object's `managedFields` tell which conditions
+//! this controller owns, so one it dropped is noticed and removed.
 
-use api::operator_v1::{GenerationStatus, OperatorCondition, OperatorStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeSet;
+
+use api::operator_v1::{
+    ClusterCSIDriver, GenerationStatus, OperatorCondition, OperatorStatus, Storage,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Patch, PatchParams};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
@@ -28,11 +34,52 @@ pub struct StatusPart {
     pub ready_replicas: Option<i32>,
 }
 
-/// The status body to apply for `part`, or `None` when `observed` already says all of it.
-/// Transition times come from `observed` when a condition's status is unchanged, else `now`.
+/// An operator CR whose status is the shared `OperatorStatus`.
+pub trait OperatorResource: Resource<DynamicType = ()> {
+    /// The status, if it has one yet.
+    fn operator_status(&self) -> Option<&OperatorStatus>;
+}
+
+impl OperatorResource for ClusterCSIDriver {
+    fn operator_status(&self) -> Option<&OperatorStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl OperatorResource for Storage {
+    fn operator_status(&self) -> Option<&OperatorStatus> {
+        self.status.as_ref()
+    }
+}
+
+/// The condition types `field_manager` owns in the status of an object, read from its
+/// `managedFields` (`f:status` / `f:conditions` / `k:{"type":"..."}`).
+pub fn owned_condition_types(meta: &ObjectMeta, field_manager: &str) -> BTreeSet<String> {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| entry.manager.as_deref() == Some(field_manager))
+        .filter_map(|entry| entry.fields_v1.as_ref())
+        .filter_map(|fields| {
+            fields
+                .0
+                .pointer("/f:status/f:conditions")
+                .and_then(Value::as_object)
+        })
+        .flat_map(|conditions| conditions.keys())
+        .filter_map(|key| key.strip_prefix("k:"))
+        .filter_map(|key| serde_json::from_str::<Value>(key).ok())
+        .filter_map(|key| key.get("type").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// The status body to apply for `part`, or `None` when `observed` already says all of it and
+/// holds no condition in `owned` that `part` no longer has. Transition times come from
+/// `observed` when a condition's status is unchanged, else `now`.
 pub fn plan_status(
     part: &StatusPart,
     observed: Option<&OperatorStatus>,
+    owned: &BTreeSet<String>,
     now: &Time,
 ) -> Option<Value> {
     let empty = OperatorStatus::default();
@@ -65,7 +112,10 @@ pub fn plan_status(
     let same_ready = part
         .ready_replicas
         .is_none_or(|r| r == observed.ready_replicas);
-    if same_conditions && same_generations && same_observed && same_ready {
+    let nothing_dropped = owned.iter().all(|type_| {
+        part.conditions.iter().any(|c| &c.type_ == type_) || observed.condition(type_).is_none()
+    });
+    if same_conditions && same_generations && same_observed && same_ready && nothing_dropped {
         return None;
     }
     let mut status = json!({ "conditions": conditions });
@@ -82,19 +132,21 @@ pub fn plan_status(
 }
 
 /// Applies `part` to the status of the cluster-scoped operator CR `name` of kind `K`, as
-/// `storage-operator/<controller>`. Returns whether a request was sent.
-pub async fn apply_status<K>(
+/// `storage-operator/<controller>`, given the object as last observed (from a cache). Returns
+/// whether a request was sent.
+pub async fn apply_status<K: OperatorResource>(
     client: &Client,
     controller: &str,
     name: &str,
     part: &StatusPart,
-    observed: Option<&OperatorStatus>,
+    observed: Option<&K>,
     now: &Time,
-) -> Result<bool, ApplyError>
-where
-    K: Resource<DynamicType = ()>,
-{
-    let Some(status) = plan_status(part, observed, now) else {
+) -> Result<bool, ApplyError> {
+    let field_manager = format!("{FIELD_MANAGER_PREFIX}/{controller}");
+    let owned = observed
+        .map(|o| owned_condition_types(o.meta(), &field_manager))
+        .unwrap_or_default();
+    let Some(status) = plan_status(part, observed.and_then(K::operator_status), &owned, now) else {
         return Ok(false);
     };
     let body = json!({
@@ -103,7 +155,7 @@ where
         "metadata": { "name": name },
         "status": status,
     });
-    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}/{controller}")).force();
+    let params = PatchParams::apply(&field_manager).force();
     let error = |source| ApplyError {
         kind: K::kind(&()).into_owned(),
         object: name.to_owned(),
@@ -143,28 +195,39 @@ mod tests {
         }
     }
 
+    fn none() -> BTreeSet<String> {
+        BTreeSet::new()
+    }
+
     fn observed_after(body: &Value) -> OperatorStatus {
         serde_json::from_value(body.clone()).unwrap()
     }
 
     #[test]
     fn first_write_stamps_now_and_a_repeat_sends_nothing() {
-        let body = plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap();
+        let body = plan_status(&part(ConditionStatus::True, "ok"), None, &none(), &at(0)).unwrap();
         assert_eq!(body["conditions"][0]["lastTransitionTime"], json!(at(0)));
         let observed = observed_after(&body);
         assert_eq!(
-            plan_status(&part(ConditionStatus::True, "ok"), Some(&observed), &at(50)),
+            plan_status(
+                &part(ConditionStatus::True, "ok"),
+                Some(&observed),
+                &none(),
+                &at(50)
+            ),
             None
         );
     }
 
     #[test]
     fn message_changes_keep_the_transition_time_and_status_changes_move_it() {
-        let observed =
-            observed_after(&plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap());
+        let observed = observed_after(
+            &plan_status(&part(ConditionStatus::True, "ok"), None, &none(), &at(0)).unwrap(),
+        );
         let body = plan_status(
             &part(ConditionStatus::True, "still ok"),
             Some(&observed),
+            &none(),
             &at(50),
         )
         .unwrap();
@@ -172,6 +235,7 @@ mod tests {
         let body = plan_status(
             &part(ConditionStatus::False, "down"),
             Some(&observed),
+            &none(),
             &at(60),
         )
         .unwrap();
@@ -180,31 +244,69 @@ mod tests {
 
     #[test]
     fn other_controllers_conditions_do_not_count_as_differences() {
-        let mut observed =
-            observed_after(&plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap());
+        let mut observed = observed_after(
+            &plan_status(&part(ConditionStatus::True, "ok"), None, &none(), &at(0)).unwrap(),
+        );
         observed.conditions.push(OperatorCondition {
             last_transition_time: Some(at(1)),
             ..condition("YDegraded", ConditionStatus::True, "Boom", "")
         });
         assert_eq!(
-            plan_status(&part(ConditionStatus::True, "ok"), Some(&observed), &at(50)),
+            plan_status(
+                &part(ConditionStatus::True, "ok"),
+                Some(&observed),
+                &none(),
+                &at(50)
+            ),
             None
         );
     }
 
     #[test]
+    fn a_dropped_condition_this_controller_owns_is_written_away() {
+        let observed = observed_after(
+            &plan_status(&part(ConditionStatus::True, "ok"), None, &none(), &at(0)).unwrap(),
+        );
+        let owned: BTreeSet<String> = ["XAvailable".to_owned()].into();
+        let body = plan_status(&StatusPart::default(), Some(&observed), &owned, &at(1)).unwrap();
+        assert_eq!(body["conditions"], json!([]));
+        // Someone else's condition of that type is not ours to drop.
+        assert_eq!(
+            plan_status(&StatusPart::default(), Some(&observed), &none(), &at(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn owned_conditions_are_read_from_managed_fields() {
+        let meta: ObjectMeta = serde_json::from_value(json!({"managedFields": [
+            {"manager": "storage-operator/a", "operation": "Apply", "subresource": "status", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"AAvailable\"}": {".": {}, "f:status": {}}}}}},
+            {"manager": "storage-operator/b", "operation": "Apply", "subresource": "status", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"BDegraded\"}": {}}}}}
+        ]}))
+        .unwrap();
+        assert_eq!(
+            owned_condition_types(&meta, "storage-operator/a"),
+            ["AAvailable".to_owned()].into()
+        );
+        assert!(owned_condition_types(&meta, "storage-operator/c").is_empty());
+    }
+
+    #[test]
     fn generation_and_readiness_changes_are_written() {
-        let observed =
-            observed_after(&plan_status(&part(ConditionStatus::True, "ok"), None, &at(0)).unwrap());
+        let observed = observed_after(
+            &plan_status(&part(ConditionStatus::True, "ok"), None, &none(), &at(0)).unwrap(),
+        );
         let mut newer = part(ConditionStatus::True, "ok");
         newer.generations[0].last_generation = 4;
-        assert!(plan_status(&newer, Some(&observed), &at(1)).is_some());
+        assert!(plan_status(&newer, Some(&observed), &none(), &at(1)).is_some());
         let ready = StatusPart {
             ready_replicas: Some(2),
             ..part(ConditionStatus::True, "ok")
         };
         assert_eq!(
-            plan_status(&ready, Some(&observed), &at(1)).unwrap()["readyReplicas"],
+            plan_status(&ready, Some(&observed), &none(), &at(1)).unwrap()["readyReplicas"],
             2
         );
     }
