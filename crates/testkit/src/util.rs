@@ -484,7 +484,7 @@ pub fn sha256(data: &[u8]) -> [u8; 32] {
 pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     let digest = sha256(format!("{group}/{version}/{kind}").as_bytes());
     let mut s = b64_encode(&digest[..8]);
-    while s.len() % 4 != 0 {
+    while !s.len().is_multiple_of(4) {
         s.push('=');
     }
     s
