@@ -1,0 +1,319 @@
+#![allow(clippy::unwrap_used)]
+//! The kit on a driver unlike GCP PD: pod network, driver metrics, no attacher metrics,
+//! inline volumes, no credentials, no snapshot classes, plus a driver hook. Shows what is
+//! generic and what comes from the table.
+
+use std::collections::BTreeMap;
+
+use csi::{DriverDef, Inputs, OptionalCrds, Topology};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, PodSpec, SecretVolumeSource, Volume};
+use serde_json::{Value, json};
+
+fn example() -> DriverDef {
+    let image = |env: &str, default: &str| json!({"env": env, "default": default});
+    serde_json::from_value(json!({
+        "name": "example.csi.k8s.io",
+        "shortName": "example",
+        "conditionPrefix": "Example",
+        "objectPrefix": "example-csi-driver",
+        "clusterRolePrefix": "example",
+        "removable": true,
+        "images": {
+            "driver": image("DRIVER_IMAGE", "example.com/driver:v1"),
+            "provisioner": image("PROVISIONER_IMAGE", "example.com/provisioner:v1"),
+            "attacher": image("ATTACHER_IMAGE", "example.com/attacher:v1"),
+            "resizer": image("RESIZER_IMAGE", "example.com/resizer:v1"),
+            "snapshotter": image("SNAPSHOTTER_IMAGE", "example.com/snapshotter:v1"),
+            "nodeDriverRegistrar": image("NODE_DRIVER_REGISTRAR_IMAGE", "example.com/registrar:v1"),
+            "livenessProbe": image("LIVENESS_PROBE_IMAGE", "example.com/probe:v1"),
+            "kubeRbacProxy": image("KUBE_RBAC_PROXY_IMAGE", "example.com/proxy:v1"),
+        },
+        "controller": {
+            "requiredScc": "restricted-v2",
+            "driver": {
+                "args": ["--endpoint=$(CSI_ENDPOINT)"],
+                "healthzPort": 10401,
+                "metrics": {"localPort": 8401, "exposedPort": 9401},
+            },
+            "sidecars": [
+                {"kind": "Provisioner", "metrics": {"localPort": 8402, "exposedPort": 9402}},
+                {"kind": "Attacher"},
+            ],
+        },
+        "node": {
+            "hostNetwork": false,
+            "driver": {"args": ["--endpoint=$(CSI_ENDPOINT)"], "healthzPort": 10400, "privileged": true},
+            "registrarHealthzPort": 10403,
+        },
+        "csiDriver": {
+            "attachRequired": false,
+            "podInfoOnMount": true,
+            "fsGroupPolicy": "None",
+            "volumeLifecycleModes": ["Persistent", "Ephemeral"],
+            "tokenRequestAudiences": ["example-audience"],
+            "ephemeralVolumeProfile": "privileged",
+        },
+        "storageClasses": [{"name": "example", "volumeBindingMode": "Immediate"}],
+    }))
+    .unwrap()
+}
+
+fn pod(d: &Deployment) -> &PodSpec {
+    d.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn container<'a>(spec: &'a PodSpec, name: &str) -> &'a Container {
+    spec.containers.iter().find(|c| c.name == name).unwrap()
+}
+
+fn names(objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn defaults_fill_in_what_the_table_leaves_out() {
+    let def = example();
+    assert_eq!(def.namespace, "openshift-cluster-csi-drivers");
+    assert!(def.storage_classes[0].allow_volume_expansion);
+    assert_eq!(def.storage_classes[0].reclaim_policy, "Delete");
+    assert!(def.hooks.deployment.is_empty());
+}
+
+#[test]
+fn pod_network_health_endpoints_listen_on_the_pod_address() {
+    let def = example();
+    let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let d = csi::build_controller_deployment(&def, &i);
+    assert_eq!(pod(&d).host_network, None);
+    let probe = container(pod(&d), "csi-liveness-probe");
+    assert!(
+        probe
+            .args
+            .as_ref()
+            .unwrap()
+            .contains(&"--http-endpoint=:10401".to_owned())
+    );
+    let driver = container(pod(&d), "csi-driver");
+    let http = driver
+        .liveness_probe
+        .as_ref()
+        .unwrap()
+        .http_get
+        .as_ref()
+        .unwrap();
+    assert_eq!(http.host, None, "the kubelet probes the pod IP");
+    let annotations = d
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .annotations
+        .as_ref()
+        .unwrap();
+    assert_eq!(annotations["openshift.io/required-scc"], "restricted-v2");
+}
+
+#[test]
+fn driver_metrics_get_their_own_proxy_and_the_first_service_port() {
+    let def = example();
+    let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let d = csi::build_controller_deployment(&def, &i);
+    let order: Vec<&str> = pod(&d).containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "csi-driver",
+            "driver-kube-rbac-proxy",
+            "csi-provisioner",
+            "provisioner-kube-rbac-proxy",
+            "csi-attacher",
+            "csi-liveness-probe"
+        ]
+    );
+    let attacher = container(pod(&d), "csi-attacher").args.as_ref().unwrap();
+    assert!(
+        !attacher.iter().any(|a| a.starts_with("--http-endpoint")),
+        "no metrics, no endpoint"
+    );
+    let service = csi::build_metrics_service(&def, &i).unwrap();
+    let ports: Vec<(String, i32)> = service
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.name.unwrap(), p.port))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            ("driver-m".to_owned(), 443),
+            ("provisioner-m".to_owned(), 444)
+        ]
+    );
+}
+
+#[test]
+fn tls_profile_reaches_every_proxy() {
+    let def = example();
+    let mut i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    i.tls.min_version = Some("VersionTLS13".to_owned());
+    i.tls.cipher_suites = vec![
+        "TLS_AES_128_GCM_SHA256".to_owned(),
+        "TLS_AES_256_GCM_SHA384".to_owned(),
+    ];
+    let d = csi::build_controller_deployment(&def, &i);
+    for c in pod(&d)
+        .containers
+        .iter()
+        .filter(|c| c.name.ends_with("-kube-rbac-proxy"))
+    {
+        let args = c.args.as_ref().unwrap();
+        assert!(args.contains(&"--tls-min-version=VersionTLS13".to_owned()));
+        assert!(args.contains(
+            &"--tls-cipher-suites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384".to_owned()
+        ));
+    }
+}
+
+#[test]
+fn rbac_follows_the_table() {
+    let def = example();
+    let roles: Vec<String> = csi::build_cluster_roles(&def)
+        .into_iter()
+        .map(|r| r.metadata.name.unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["example-kube-rbac-proxy-role", "example-privileged-role"],
+        "no host network, no hostnetwork role"
+    );
+    let bindings: Vec<String> = csi::build_cluster_role_bindings(&def)
+        .into_iter()
+        .map(|b| b.metadata.name.unwrap())
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            "example-kube-rbac-proxy-binding",
+            "example-node-privileged-binding",
+            "example-csi-main-provisioner-binding",
+            "example-csi-volumesnapshot-reader-provisioner-binding",
+            "example-csi-volumeattributesclass-reader-provisioner-binding",
+            "example-csi-main-attacher-binding",
+        ]
+    );
+}
+
+#[test]
+fn csi_driver_fields_and_default_ephemeral_profile() {
+    let def = example();
+    let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let driver = csi::build_csi_driver(&def, &i);
+    assert_eq!(
+        driver.metadata.labels.as_ref().unwrap()["security.openshift.io/csi-ephemeral-volume-profile"],
+        "privileged"
+    );
+    assert_eq!(driver.spec.attach_required, Some(false));
+    assert_eq!(driver.spec.pod_info_on_mount, Some(true));
+    assert_eq!(
+        driver.spec.token_requests.unwrap()[0].audience,
+        "example-audience"
+    );
+}
+
+fn add_secret_volume(_: &Inputs, d: &mut Deployment) {
+    let spec = d.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: "extra".to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some("added-by-hook".to_owned()),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
+}
+
+#[test]
+fn driver_hooks_run_before_input_hashes() {
+    let mut def = example();
+    def.hooks.deployment.push(add_secret_volume);
+    let mut i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    i.secret_hashes
+        .insert("added-by-hook".to_owned(), "h1".to_owned());
+    let d = csi::build_controller_deployment(&def, &i);
+    let key = csi::hash::annotation_key(
+        &def.namespace,
+        "added-by-hook",
+        csi::hash::HashedKind::Secret,
+    );
+    assert_eq!(
+        d.metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .get(&key)
+            .map(String::as_str),
+        Some("h1")
+    );
+}
+
+#[test]
+fn nothing_optional_without_crds_or_data() {
+    let def = example();
+    let mut i = Inputs::new(
+        &def,
+        Topology::Kubernetes {
+            control_plane_nodes: false,
+        },
+        &BTreeMap::new(),
+    );
+    i.crds = OptionalCrds::all();
+    let rendered = names(&csi::render(&def, &i));
+    assert!(
+        !rendered
+            .iter()
+            .any(|n| n.starts_with("VolumeSnapshotClass/")),
+        "the table has none"
+    );
+    assert!(
+        !rendered
+            .iter()
+            .any(|n| n.starts_with("CredentialsRequest/")),
+        "the table has none"
+    );
+    assert!(rendered.contains(&"ServiceMonitor/example-csi-driver-controller-monitor".to_owned()));
+    assert!(
+        !rendered.contains(&"Role/example-csi-driver-prometheus".to_owned()),
+        "OpenShift's prometheus-k8s does not exist on plain Kubernetes"
+    );
+}
+
+#[test]
+fn shared_sidecar_roles_never_grant_wildcards_or_secrets() {
+    for role in csi::build_shared_sidecar_cluster_roles() {
+        for rule in role.rules.unwrap() {
+            assert!(!rule.verbs.contains(&"*".to_owned()));
+            let resources = rule.resources.unwrap();
+            assert!(!resources.contains(&"*".to_owned()));
+            assert!(
+                !resources.contains(&"secrets".to_owned()),
+                "{:?}",
+                role.metadata.name
+            );
+        }
+    }
+}
