@@ -6,6 +6,7 @@ pub mod admin;
 pub mod apply;
 pub mod cluster_operator;
 pub mod conditions;
+pub mod leader;
 pub mod management;
 pub mod metrics;
 pub mod status;

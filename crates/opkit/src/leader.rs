@@ -1,0 +1,131 @@
+//! Leader election with a `coordination.k8s.io` Lease, so an operator can run two replicas and
+//! only one writes. Built on kube-lease-manager (server-side apply on the Lease).
+//!
+//! OpenShift's operators hold a 137 s lease, give up after failing to renew for 107 s and retry
+//! every 26 s, which renews the Lease about twice a minute. We keep the 137 s lease and the 107 s
+//! deadline but renew once, at 107 s, leaving the remaining 30 s for retries: the same safety
+//! with a quarter of the idle writes.
+
+use std::time::Duration;
+
+use kube::Client;
+use kube_lease_manager::{LeaseCreateMode, LeaseManager, LeaseManagerError, LeaseParams};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How long a lease is valid after its last renewal (OpenShift's LeaseDuration).
+pub const LEASE_DURATION: Duration = Duration::from_secs(137);
+/// When the holder renews, counted from its last renewal (OpenShift's RenewDeadline).
+pub const RENEW_AFTER: Duration = Duration::from_secs(107);
+
+/// Where the lease lives and who is asking.
+#[derive(Clone, Debug)]
+pub struct LeaderConfig {
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// Name of the Lease, e.g. `cluster-storage-operator-lock`.
+    pub lease_name: String,
+    /// This replica's identity, usually the pod name.
+    pub identity: String,
+    /// Lease validity.
+    pub lease_duration: Duration,
+    /// Renew this long after the last renewal; must be shorter than `lease_duration`.
+    pub renew_after: Duration,
+}
+
+impl LeaderConfig {
+    /// OpenShift's timings for the given lease and identity.
+    pub fn new(
+        namespace: impl Into<String>,
+        lease_name: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            lease_name: lease_name.into(),
+            identity: identity.into(),
+            lease_duration: LEASE_DURATION,
+            renew_after: RENEW_AFTER,
+        }
+    }
+}
+
+/// Leader election failed to start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaderError {
+    /// The timings cannot work.
+    #[error(
+        "invalid leader election timings for lease {lease}: the lease duration ({duration:?}) must be a whole number of seconds longer than the renewal interval ({renew:?}), both at least 1s"
+    )]
+    InvalidTimings {
+        /// The lease.
+        lease: String,
+        /// The duration asked for.
+        duration: Duration,
+        /// The renewal interval asked for.
+        renew: Duration,
+    },
+    /// The Lease could not be read or written.
+    #[error("leader election on lease {lease}: {source}")]
+    Lease {
+        /// The lease.
+        lease: String,
+        /// What went wrong.
+        #[source]
+        source: LeaseManagerError,
+    },
+}
+
+/// Starts competing for the lease. The receiver says whether this replica leads; it changes as
+/// leadership is won or lost. Dropping every receiver releases the lease (a clean hand-over on
+/// shutdown).
+pub async fn elect(
+    client: Client,
+    config: &LeaderConfig,
+) -> Result<
+    (
+        watch::Receiver<bool>,
+        JoinHandle<Result<LeaseManager, LeaseManagerError>>,
+    ),
+    LeaderError,
+> {
+    let duration = config.lease_duration.as_secs();
+    let renew = config.renew_after.as_secs();
+    if renew == 0 || renew >= duration {
+        return Err(LeaderError::InvalidTimings {
+            lease: config.lease_name.clone(),
+            duration: config.lease_duration,
+            renew: config.renew_after,
+        });
+    }
+    // kube-lease-manager's "grace" is how long before expiry the holder renews.
+    let params =
+        LeaseParams::new(config.identity.clone(), duration, duration - renew).with_field_manager(
+            format!("{}/leader-election", crate::apply::FIELD_MANAGER_PREFIX),
+        );
+    let manager = LeaseManager::new(
+        client,
+        config.lease_name.clone(),
+        config.namespace.clone(),
+        params,
+        LeaseCreateMode::AutoCreate,
+    )
+    .await
+    .map_err(|source| LeaderError::Lease {
+        lease: config.lease_name.clone(),
+        source,
+    })?;
+    Ok(manager.watch().await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openshift_timings_are_the_default() {
+        let config = LeaderConfig::new("ns", "lock", "me");
+        assert_eq!(config.lease_duration, Duration::from_secs(137));
+        assert_eq!(config.renew_after, Duration::from_secs(107));
+    }
+}
