@@ -45,7 +45,7 @@
 //!   in schema") knows custom resources' schemas but only the top level and `metadata` of
 //!   built-in kinds; nested unknown fields of built-ins are kept.
 //! - Only the `status` subresource is served (no `scale`, `exec`, `log`, ...).
-//! - A core/v1 Event and an events.k8s.io/v1 Event are separate objects (no cross-version view).
+//! - Version conversion exists only for Events (core/v1 <-> events.k8s.io/v1, one stored object).
 //! - Table renderings (`as=Table`) are not served; `PartialObjectMetadata(List)` is.
 //! - The streaming-list failure of the recorded etcd (`RequestWatchProgress is disabled`) is not
 //!   imitated: `sendInitialEvents=true` works, as on a current etcd.
@@ -57,6 +57,7 @@
 //! The authoritative list is `EXPECTED_DIVERGENCES` in `tests/conformance.rs`; the test fails
 //! if the list is stale in either direction.
 
+mod convert;
 mod defaults;
 mod faults;
 mod fields;

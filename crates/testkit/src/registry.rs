@@ -48,6 +48,15 @@ impl ResourceDef {
         }
     }
 
+    /// The group objects are stored under: events.k8s.io Events share core Events' storage.
+    pub fn storage_group(&self) -> &str {
+        if self.group == "events.k8s.io" && self.plural == "events" {
+            ""
+        } else {
+            &self.group
+        }
+    }
+
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
     }

@@ -16,6 +16,7 @@ use hyper::body::Frame;
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use crate::convert::{to_storage, to_view};
 use crate::faults::{FaultAction, Faults};
 use crate::fields;
 use crate::log::{RequestLog, RequestRecord};
@@ -664,6 +665,7 @@ fn get(
         .objects
         .get(&key)
         .cloned()
+        .map(|o| to_view(&t.def, o))
         .ok_or_else(|| ApiError::not_found(&t.def.plural, &t.def.group, name))?;
     if req.accept.contains("as=PartialObjectMetadata;")
         || req.accept.ends_with("as=PartialObjectMetadata")
@@ -756,7 +758,7 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
         }
         list_rv = rv;
         Some(
-            st.snapshot_at(&t.def.group, &t.def.plural, rv)
+            st.snapshot_at(t.def.storage_group(), &t.def.plural, rv)
                 .ok_or_else(|| {
                     ApiError::new(
                         410,
@@ -766,7 +768,7 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
                 })?,
         )
     } else if start.is_some() && list_rv < st.rv {
-        st.snapshot_at(&t.def.group, &t.def.plural, list_rv)
+        st.snapshot_at(t.def.storage_group(), &t.def.plural, list_rv)
     } else {
         None
     };
@@ -776,13 +778,13 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
             st.objects
                 .range(
                     (
-                        t.def.group.clone(),
+                        t.def.storage_group().to_string(),
                         t.def.plural.clone(),
                         String::new(),
                         String::new(),
                     )..,
                 )
-                .take_while(|(k, _)| k.0 == t.def.group && k.1 == t.def.plural),
+                .take_while(|(k, _)| k.0 == t.def.storage_group() && k.1 == t.def.plural),
         ),
     };
     let ns = t.ns.clone();
@@ -790,12 +792,20 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
     let mut items = Vec::new();
     let mut last_key: Option<String> = None;
     let mut more = 0usize;
+    let converted = t.def.storage_group() != t.def.group;
     for (k, v) in source {
         if let Some(n) = &ns
             && &k.2 != n
         {
             continue;
         }
+        let view;
+        let v = if converted {
+            view = to_view(&t.def, v.clone());
+            &view
+        } else {
+            v
+        };
         let pos = if k.2.is_empty() {
             k.3.clone()
         } else {
@@ -1081,7 +1091,7 @@ fn prepare_create(
 }
 
 fn commit_create(st: &mut State, def: &ResourceDef, key: Key, obj: Value) -> Value {
-    let stored = st.put(key.clone(), obj);
+    let stored = to_view(def, st.put(key.clone(), to_storage(def, obj)));
     if def.group.is_empty() && def.plural == "namespaces" {
         // The service-account controller gives every new namespace its `default` ServiceAccount.
         let ns = key.3.clone();
@@ -1328,7 +1338,7 @@ fn finish_write(
         st.collect_garbage();
         return Ok((200, resp));
     }
-    let stored = st.put(key, new);
+    let stored = to_view(def, st.put(key, to_storage(def, new)));
     st.collect_garbage();
     Ok((200, stored))
 }
@@ -1408,7 +1418,7 @@ fn update(
     // Decoding (MicroTime precision) fails before any precondition is looked at.
     validate::micro_times(&t.def, &mut body)?;
     let key = State::key(&t.def, ns, name);
-    let Some(old) = st.objects.get(&key).cloned() else {
+    let Some(old) = st.objects.get(&key).cloned().map(|o| to_view(&t.def, o)) else {
         return Err(ApiError::not_found(&t.def.plural, &t.def.group, name));
     };
     if let Some(rv) = body["metadata"]["resourceVersion"].as_str()
@@ -1465,7 +1475,7 @@ fn patch_req(
         _ => return Err(unsupported(!t.def.custom)),
     }
     let key = State::key(&t.def, ns, name);
-    let Some(old) = st.objects.get(&key).cloned() else {
+    let Some(old) = st.objects.get(&key).cloned().map(|o| to_view(&t.def, o)) else {
         return Err(ApiError::not_found(&t.def.plural, &t.def.group, name));
     };
     let body = serde_json::from_slice::<Value>(&req.body)
@@ -1635,7 +1645,7 @@ fn apply(
     }
     let force = req.flag("force");
     let key = State::key(&t.def, ns, name);
-    let existing = st.objects.get(&key).cloned();
+    let existing = st.objects.get(&key).cloned().map(|o| to_view(&t.def, o));
     let now = st.now();
     let sub = t.sub.as_deref();
     match existing {
@@ -1709,7 +1719,7 @@ fn delete(
     req: &Req,
 ) -> Result<(u16, Value), ApiError> {
     let key = State::key(&t.def, ns, name);
-    let Some(obj) = st.objects.get(&key).cloned() else {
+    let Some(obj) = st.objects.get(&key).cloned().map(|o| to_view(&t.def, o)) else {
         return Err(ApiError::not_found(&t.def.plural, &t.def.group, name));
     };
     let opts = delete_options(req);
@@ -1745,7 +1755,10 @@ fn delete(
         return Ok((200, obj));
     }
     let policy = opts["propagationPolicy"].as_str().map(str::to_string);
-    let Some((last, gone)) = st.delete_object(&key, policy.as_deref()) else {
+    let Some((last, gone)) = st
+        .delete_object(&key, policy.as_deref())
+        .map(|(o, g)| (to_view(&t.def, o), g))
+    else {
         return Err(ApiError::not_found(&t.def.plural, &t.def.group, name));
     };
     st.collect_garbage();
@@ -1768,7 +1781,7 @@ fn delete_collection(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Valu
         .objects
         .iter()
         .filter(|(k, v)| {
-            k.0 == t.def.group
+            k.0 == t.def.storage_group()
                 && k.1 == t.def.plural
                 && t.ns.as_ref().is_none_or(|n| &k.2 == n)
                 && sel.matches(v)
@@ -1783,7 +1796,7 @@ fn delete_collection(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Valu
     for k in keys {
         let before = st.objects.get(&k).cloned();
         if let Some((after, gone)) = st.delete_object(&k, policy.as_deref()) {
-            let mut last = if gone { before.unwrap_or(after) } else { after };
+            let mut last = to_view(&t.def, if gone { before.unwrap_or(after) } else { after });
             if !t.def.custom
                 && let Some(m) = last.as_object_mut()
             {
@@ -1864,16 +1877,17 @@ fn prepare_watch(st: &mut State, t: &Target, req: &Req) -> Result<PreparedWatch,
         if synthetic {
             for (k, v) in st.objects.range(
                 (
-                    t.def.group.clone(),
+                    t.def.storage_group().to_string(),
                     t.def.plural.clone(),
                     String::new(),
                     String::new(),
                 )..,
             ) {
-                if k.0 != t.def.group || k.1 != t.def.plural {
+                if k.0 != t.def.storage_group() || k.1 != t.def.plural {
                     break;
                 }
-                if matching(v) {
+                let v = to_view(&t.def, v.clone());
+                if matching(&v) {
                     initial.push(json!({"type": "ADDED", "object": v}));
                 }
             }
@@ -1930,7 +1944,7 @@ fn prepare_watch(st: &mut State, t: &Target, req: &Req) -> Result<PreparedWatch,
 /// Maps a stored event to what a watcher with these filters sees: selector transitions become
 /// ADDED/DELETED, and a DELETED for an object leaving the selector carries its old labels.
 fn filter_event(def: &ResourceDef, ns: Option<&str>, sel: &Selectors, ev: &Event) -> Option<Value> {
-    if ev.group != def.group || ev.plural != def.plural {
+    if ev.group != def.storage_group() || ev.plural != def.plural {
         return None;
     }
     if let Some(n) = ns
@@ -1938,19 +1952,18 @@ fn filter_event(def: &ResourceDef, ns: Option<&str>, sel: &Selectors, ev: &Event
     {
         return None;
     }
-    let new_match = sel.matches(&ev.object);
-    let old_match = ev.old.as_ref().is_some_and(|o| sel.matches(o));
+    let object = to_view(def, ev.object.clone());
+    let old = ev.old.clone().map(|o| to_view(def, o));
+    let new_match = sel.matches(&object);
+    let old_match = old.as_ref().is_some_and(|o| sel.matches(o));
     let (ty, obj) = match ev.kind {
-        EventType::Added => (new_match.then_some("ADDED"), ev.object.clone()),
-        EventType::Deleted => (
-            (new_match || old_match).then_some("DELETED"),
-            ev.object.clone(),
-        ),
+        EventType::Added => (new_match.then_some("ADDED"), object),
+        EventType::Deleted => ((new_match || old_match).then_some("DELETED"), object),
         EventType::Modified => match (old_match, new_match) {
-            (true, true) => (Some("MODIFIED"), ev.object.clone()),
-            (false, true) => (Some("ADDED"), ev.object.clone()),
+            (true, true) => (Some("MODIFIED"), object),
+            (false, true) => (Some("ADDED"), object),
             (true, false) => {
-                let mut o = ev.old.clone().unwrap_or(Value::Null);
+                let mut o = old.unwrap_or(Value::Null);
                 o["metadata"]["resourceVersion"] = json!(ev.rv.to_string());
                 (Some("DELETED"), o)
             }

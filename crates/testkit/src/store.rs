@@ -97,7 +97,7 @@ impl State {
 
     pub fn key(def: &ResourceDef, ns: &str, name: &str) -> Key {
         (
-            def.group.clone(),
+            def.storage_group().to_string(),
             def.plural.clone(),
             if def.namespaced {
                 ns.to_string()

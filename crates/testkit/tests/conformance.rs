@@ -118,21 +118,6 @@ const EXPECTED_DIVERGENCES: &[(&str, usize, &str)] = &[
         "Table rendering (as=Table) not served",
     ),
     (
-        "15-events",
-        4,
-        "core/v1 and events.k8s.io/v1 Events are stored separately",
-    ),
-    (
-        "15-events",
-        5,
-        "core/v1 and events.k8s.io/v1 Events are stored separately",
-    ),
-    (
-        "15-events",
-        7,
-        "core/v1 and events.k8s.io/v1 Events are stored separately",
-    ),
-    (
         "16-leases",
         2,
         "recording artifact: request body mutated after sending (server got renewTime .5Z)",
