@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod apply;
+pub mod backoff;
 pub mod cluster_operator;
 pub mod conditions;
 pub mod leader;
