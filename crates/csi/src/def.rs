@@ -414,3 +414,144 @@ pub struct CredentialsRequestDef {
     /// The provider-specific spec, verbatim.
     pub provider_spec: serde_json::Value,
 }
+
+/// A driver table that parses but cannot work: every problem found, so one fix round is
+/// enough.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid table of CSI driver {driver:?}: {}", problems.join("; "))]
+pub struct InvalidDef {
+    /// The driver's name.
+    pub driver: String,
+    /// What is wrong, one entry per problem.
+    pub problems: Vec<String>,
+}
+
+/// Volume names the kit itself uses in the pods.
+const RESERVED_VOLUMES: &[&str] = &[
+    "socket-dir",
+    "metrics-serving-cert",
+    "kubelet-dir",
+    "registration-dir",
+    "non-standard-root-system-trust-ca-bundle",
+];
+
+fn duplicates<T: Ord + Clone + std::fmt::Display>(
+    items: impl IntoIterator<Item = T>,
+) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut dups = std::collections::BTreeSet::new();
+    for item in items {
+        if !seen.insert(item.clone()) {
+            dups.insert(item);
+        }
+    }
+    dups.into_iter().map(|d| d.to_string()).collect()
+}
+
+impl DriverDef {
+    /// Checks what serde cannot: names set, ports and volume names unique within a pod, at most
+    /// one default class of each kind, a profile for inline volumes, images with defaults.
+    pub fn validate(&self) -> Result<(), InvalidDef> {
+        let mut problems = Vec::new();
+        for (field, value) in [
+            ("name", &self.name),
+            ("shortName", &self.short_name),
+            ("conditionPrefix", &self.condition_prefix),
+            ("namespace", &self.namespace),
+            ("objectPrefix", &self.object_prefix),
+            ("clusterRolePrefix", &self.cluster_role_prefix),
+        ] {
+            if value.trim().is_empty() {
+                problems.push(format!("{field} is empty"));
+            }
+        }
+        let i = &self.images;
+        for (role, image) in [
+            ("driver", &i.driver),
+            ("provisioner", &i.provisioner),
+            ("attacher", &i.attacher),
+            ("resizer", &i.resizer),
+            ("snapshotter", &i.snapshotter),
+            ("nodeDriverRegistrar", &i.node_driver_registrar),
+            ("livenessProbe", &i.liveness_probe),
+            ("kubeRbacProxy", &i.kube_rbac_proxy),
+        ] {
+            if image.env.trim().is_empty() || image.default.trim().is_empty() {
+                problems.push(format!("image {role} needs both env and default"));
+            }
+        }
+
+        let ctl = &self.controller;
+        let mut controller_ports = vec![ctl.driver.healthz_port];
+        let metrics = ctl
+            .driver
+            .metrics
+            .iter()
+            .chain(ctl.sidecars.iter().filter_map(|s| s.metrics.as_ref()));
+        for m in metrics {
+            controller_ports.extend([m.local_port, m.exposed_port]);
+        }
+        for port in duplicates(controller_ports) {
+            problems.push(format!("controller port {port} is used twice"));
+        }
+        for kind in duplicates(ctl.sidecars.iter().map(|s| s.kind.short_name())) {
+            problems.push(format!("sidecar {kind} is listed twice"));
+        }
+        for port in duplicates([
+            self.node.driver.healthz_port,
+            self.node.registrar_healthz_port,
+        ]) {
+            problems.push(format!("node port {port} is used twice"));
+        }
+        for (pod, volumes) in [
+            ("controller", &ctl.driver.volumes),
+            ("node", &self.node.driver.volumes),
+        ] {
+            for name in duplicates(volumes.iter().map(|v| v.name.as_str())) {
+                problems.push(format!("{pod} volume {name} is listed twice"));
+            }
+            for v in volumes
+                .iter()
+                .filter(|v| RESERVED_VOLUMES.contains(&v.name.as_str()))
+            {
+                problems.push(format!("{pod} volume {} is reserved by the kit", v.name));
+            }
+        }
+
+        for name in duplicates(self.storage_classes.iter().map(|c| c.name.as_str())) {
+            problems.push(format!("StorageClass {name} is listed twice"));
+        }
+        if self.storage_classes.iter().filter(|c| c.default).count() > 1 {
+            problems.push("more than one StorageClass is marked default".to_owned());
+        }
+        for name in duplicates(self.volume_snapshot_classes.iter().map(|c| c.name.as_str())) {
+            problems.push(format!("VolumeSnapshotClass {name} is listed twice"));
+        }
+        if self
+            .volume_snapshot_classes
+            .iter()
+            .filter(|c| c.default)
+            .count()
+            > 1
+        {
+            problems.push("more than one VolumeSnapshotClass is marked default".to_owned());
+        }
+        let d = &self.csi_driver;
+        if d.volume_lifecycle_modes.iter().any(|m| m == "Ephemeral")
+            && d.ephemeral_volume_profile.is_none()
+        {
+            problems.push(
+                "csiDriver supports Ephemeral volumes but has no ephemeralVolumeProfile".to_owned(),
+            );
+        }
+
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(InvalidDef {
+                driver: self.name.clone(),
+                problems,
+            })
+        }
+    }
+}

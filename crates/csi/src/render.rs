@@ -119,7 +119,8 @@ pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Val
 }
 
 /// Every operand of the driver for these inputs, in a stable order: identities and RBAC,
-/// configuration, the CSIDriver, metrics, workloads, then classes and credentials.
+/// configuration, the CSIDriver, metrics, workloads, then classes and credentials. On plain
+/// Kubernetes this includes the shared sidecar ClusterRoles (see [`rbac`]).
 pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
     let mut out = Vec::new();
     out.extend(
@@ -132,6 +133,15 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .into_iter()
             .map(Operand::ClusterRole),
     );
+    if !inputs.topology.is_openshift() {
+        // On OpenShift cluster-storage-operator ships the shared sidecar roles; elsewhere
+        // nobody does, so the driver brings them (identical for every driver).
+        out.extend(
+            rbac::build_shared_sidecar_cluster_roles()
+                .into_iter()
+                .map(Operand::ClusterRole),
+        );
+    }
     out.extend(
         rbac::build_cluster_role_bindings(def)
             .into_iter()

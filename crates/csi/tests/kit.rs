@@ -317,3 +317,67 @@ fn shared_sidecar_roles_never_grant_wildcards_or_secrets() {
         }
     }
 }
+
+#[test]
+fn a_sound_table_validates() {
+    example().validate().unwrap();
+}
+
+#[test]
+fn validation_lists_every_problem() {
+    let mut def = example();
+    def.short_name = " ".to_owned();
+    def.controller.sidecars[0].metrics = def.controller.driver.metrics;
+    def.node.registrar_healthz_port = def.node.driver.healthz_port;
+    def.storage_classes.push(def.storage_classes[0].clone());
+    def.storage_classes[0].default = true;
+    def.storage_classes[1].default = true;
+    def.csi_driver.ephemeral_volume_profile = None;
+    def.node.driver.volumes.push(serde_json::from_value(json!({
+        "name": "socket-dir", "mountPath": "/x", "source": {"hostPath": {"path": "/x", "type": "Directory"}}
+    })).unwrap());
+    let err = def.validate().unwrap_err();
+    assert_eq!(
+        err.problems,
+        [
+            "shortName is empty",
+            "controller port 8401 is used twice",
+            "controller port 9401 is used twice",
+            "node port 10400 is used twice",
+            "node volume socket-dir is reserved by the kit",
+            "StorageClass example is listed twice",
+            "more than one StorageClass is marked default",
+            "csiDriver supports Ephemeral volumes but has no ephemeralVolumeProfile",
+        ]
+    );
+    assert!(
+        err.to_string().starts_with(
+            "invalid table of CSI driver \"example.csi.k8s.io\": shortName is empty; "
+        )
+    );
+}
+
+#[test]
+fn plain_kubernetes_renders_bring_the_shared_sidecar_roles() {
+    let def = example();
+    let shared = csi::build_shared_sidecar_cluster_roles().len();
+    let count = |t: Topology| {
+        let i = Inputs::new(&def, t, &BTreeMap::new());
+        names(&csi::render(&def, &i))
+            .iter()
+            .filter(|n| n.starts_with("ClusterRole/openshift-csi-"))
+            .count()
+    };
+    assert_eq!(
+        count(Topology::HighlyAvailable),
+        0,
+        "cluster-storage-operator ships them on OpenShift"
+    );
+    assert_eq!(
+        count(Topology::Kubernetes {
+            control_plane_nodes: true
+        }),
+        shared
+    );
+    assert_eq!(shared, 8);
+}

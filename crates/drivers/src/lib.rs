@@ -26,6 +26,9 @@ pub enum DriverError {
         #[source]
         source: Box<serde_saphyr::Error>,
     },
+    /// The embedded table parses but does not validate (a bug caught by this crate's tests).
+    #[error(transparent)]
+    Invalid(#[from] csi::def::InvalidDef),
 }
 
 /// One catalogue entry.
@@ -58,10 +61,13 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
     (entry.def)()
 }
 
-/// Parses an embedded driver table.
+/// Parses and validates an embedded driver table.
 fn parse_table(driver: &'static str, yaml: &str) -> Result<DriverDef, DriverError> {
-    serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {
-        driver,
-        source: Box::new(source),
-    })
+    let def: DriverDef =
+        serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {
+            driver,
+            source: Box::new(source),
+        })?;
+    def.validate()?;
+    Ok(def)
 }
