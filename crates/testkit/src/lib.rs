@@ -128,7 +128,7 @@ impl Cluster {
             inner: Inner::new(config),
             sim: Arc::new(Mutex::new(None)),
         };
-        c.seed_namespace("default");
+        c.seed_namespace("default").await;
         c
     }
 
@@ -141,7 +141,7 @@ impl Cluster {
         }
     }
 
-    fn seed_namespace(&self, name: &str) {
+    async fn seed_namespace(&self, name: &str) {
         let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         let req = Req {
             method: http::Method::POST,
@@ -153,12 +153,7 @@ impl Cluster {
             body: Bytes::from(body.to_string()),
             warnings: Default::default(),
         };
-        // Namespace creation never awaits, so polling once completes it.
-        let fut = server::handle(self.inner.clone(), req);
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        let mut fut = Box::pin(fut);
-        let _ = fut.as_mut().poll(&mut cx);
+        server::handle(self.inner.clone(), req).await;
     }
 
     /// A `kube::Client` talking to this server in memory.

@@ -370,6 +370,58 @@ async fn watcher_recovers_from_dropped_streams_and_outages() {
     handle.abort();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_relists_after_its_resource_version_is_compacted() {
+    let cluster = Cluster::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    let (store, writer) = reflector::store::<ConfigMap>();
+    let stream = reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default()).default_backoff(),
+    )
+    .applied_objects()
+    .for_each(|_| async {});
+    let handle = tokio::spawn(stream);
+    api.create(&PostParams::default(), &cm("first", &[]))
+        .await
+        .expect("create");
+    eventually("the first object", || async {
+        (store.state().len() == 1).then_some(())
+    })
+    .await;
+    let lists_before = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list")
+        .count();
+
+    // Keep the watcher away while writes happen and the history is compacted past its RV.
+    cluster.inject(FaultRule::status(Some("watch"), Some("configmaps"), 503));
+    cluster.drop_watches();
+    for i in 0..3 {
+        api.create(&PostParams::default(), &cm(&format!("missed-{i}"), &[]))
+            .await
+            .expect("create while the watch is down");
+    }
+    cluster.compact();
+    cluster.clear_faults();
+
+    eventually("the watcher to relist and see every object", || async {
+        (store.state().len() == 4).then_some(())
+    })
+    .await;
+    let lists_after = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "list")
+        .count();
+    assert!(
+        lists_after > lists_before,
+        "a 410 Expired watch forces a new list ({lists_before} -> {lists_after})"
+    );
+    handle.abort();
+}
+
 /// Compare-before-write, as our controllers do: read, and apply only when something differs.
 async fn ensure(api: &Api<ConfigMap>, desired: &ConfigMap) -> kube::Result<bool> {
     let name = desired.name_any();
