@@ -13,6 +13,7 @@
 //! - [`workloads`]: controller Deployment, PodDisruptionBudget, node DaemonSet.
 //! - [`hooks`]: the generic hooks (proxy, CA bundle, input hashes).
 //! - [`storage`]: CSIDriver, StorageClasses, VolumeSnapshotClasses.
+//! - [`status`]: condition names and workload conditions from observed objects.
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
 //! - [`render`](mod@render): everything, in order.
@@ -37,6 +38,7 @@ pub mod metrics;
 pub mod names;
 pub mod rbac;
 pub mod render;
+pub mod status;
 pub mod storage;
 pub mod workloads;
 
