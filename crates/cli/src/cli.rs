@@ -53,8 +53,24 @@ pub enum Command {
     },
 
     /// Print, offline, every object that would be installed for a platform or driver, as
-    /// multi-document YAML.
-    Render,
+    /// multi-document YAML. Images come from the OpenShift image env vars (DRIVER_IMAGE,
+    /// PROVISIONER_IMAGE, ...) when set, else the upstream defaults.
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["driver", "platform"])))]
+    Render {
+        /// One driver: a short name such as `gcp-pd` or its CSI name.
+        #[arg(long, value_name = "NAME")]
+        driver: Option<String>,
+
+        /// Every driver the cluster storage operator starts on this platform, named as in
+        /// Infrastructure's `platformStatus.type` (AWS, GCP, Azure, OpenStack, VSphere, ...).
+        #[arg(long, value_name = "PLATFORM")]
+        platform: Option<String>,
+
+        /// Cluster layout: HighlyAvailable, SingleReplica, External (OpenShift), Kubernetes or
+        /// KubernetesWithoutControlPlane (plain Kubernetes).
+        #[arg(long, value_name = "TOPOLOGY", default_value = "HighlyAvailable")]
+        topology: csi::Topology,
+    },
 
     /// Print the CustomResourceDefinitions this project defines, as multi-document YAML.
     Crds {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::Command;
+use crate::render;
 
 /// Runs one subcommand.
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -15,7 +16,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             &format!("driver {name}"),
             "the CSI driver operators (issues #4 and #6)",
         ),
-        Command::Render => not_implemented("render", "offline rendering of drivers (issue #4)"),
+        Command::Render {
+            driver: Some(name),
+            topology,
+            ..
+        } => render::driver(&name, topology),
+        Command::Render {
+            platform: Some(platform),
+            topology,
+            ..
+        } => render::platform(&platform, topology),
+        Command::Render { .. } => anyhow::bail!("render needs --driver or --platform"),
         Command::Crds {
             out_dir: Some(dir), ..
         } => write_crds(&dir),

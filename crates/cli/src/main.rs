@@ -7,6 +7,7 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod logging;
+mod render;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

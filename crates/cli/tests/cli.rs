@@ -118,7 +118,7 @@ fn crds_check_passes_on_the_committed_files_and_names_stale_ones() {
 
 #[test]
 fn unfinished_subcommands_say_so_and_fail() {
-    for args in [&["run"][..], &["driver", "gcp-pd"], &["render"]] {
+    for args in [&["run"][..], &["driver", "gcp-pd"]] {
         let output = storage_operator(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(
@@ -159,4 +159,88 @@ fn json_logs_are_json_lines() {
         let entry: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(entry["fields"]["message"], "wrote CRD");
     }
+}
+
+fn documents(yaml: &str) -> Vec<serde_json::Value> {
+    yaml.split("\n---\n")
+        .map(|doc| serde_saphyr::from_str(doc).unwrap())
+        .collect()
+}
+
+fn find<'a>(docs: &'a [serde_json::Value], kind: &str, name: &str) -> &'a serde_json::Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+#[test]
+fn render_platform_prints_every_operand_of_its_drivers() {
+    let output = storage_operator(&["render", "--platform", "GCP"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let docs = documents(&stdout(&output));
+    let controller = find(&docs, "Deployment", "gcp-pd-csi-driver-controller");
+    assert_eq!(
+        controller["spec"]["replicas"], 2,
+        "HighlyAvailable is the default topology"
+    );
+    find(&docs, "DaemonSet", "gcp-pd-csi-driver-node");
+    find(&docs, "CSIDriver", "pd.csi.storage.gke.io");
+    assert!(docs.iter().any(|d| d["kind"] == "StorageClass"));
+    assert!(
+        docs.iter()
+            .all(|d| d["apiVersion"].is_string() && d["metadata"]["name"].is_string())
+    );
+}
+
+#[test]
+fn render_driver_follows_topology_and_image_env() {
+    let output = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "render",
+            "--driver",
+            "pd.csi.storage.gke.io",
+            "--topology",
+            "SingleReplica",
+        ])
+        .env("DRIVER_IMAGE", "registry.example.com/gcp-pd-driver:v9")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let docs = documents(&stdout(&output));
+    let controller = find(&docs, "Deployment", "gcp-pd-csi-driver-controller");
+    assert_eq!(controller["spec"]["replicas"], 1);
+    let images: Vec<&str> = controller["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["image"].as_str().unwrap())
+        .collect();
+    assert!(
+        images.contains(&"registry.example.com/gcp-pd-driver:v9"),
+        "{images:?}"
+    );
+}
+
+#[test]
+fn render_explains_what_it_cannot_render() {
+    let missing = storage_operator(&["render", "--platform", "AWS"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("aws-ebs"), "{}", stderr(&missing));
+    assert!(stdout(&missing).is_empty(), "nothing half-rendered");
+
+    let none = storage_operator(&["render", "--platform", "None"]);
+    assert!(none.status.success());
+    assert!(stdout(&none).is_empty());
+    assert!(stderr(&none).contains("no CSI driver is installed on platform None"));
+
+    let unknown = storage_operator(&["render", "--platform", "Mars"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        stderr(&unknown).contains("unknown platform \"Mars\""),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let neither = storage_operator(&["render"]);
+    assert_eq!(neither.status.code(), Some(2), "clap usage error");
 }

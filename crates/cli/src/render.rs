@@ -1,0 +1,97 @@
+//! `storage-operator render`: what would be installed, offline, as multi-document YAML.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use api::config_v1::{PlatformType, TopologyMode};
+use csi::{Inputs, Topology};
+use storage_operator::platform::{ClusterPlatform, Source};
+use storage_operator::registry::{ClusterDrivers, Decision, select};
+
+/// Renders one driver's operands.
+pub fn driver(name: &str, topology: Topology) -> anyhow::Result<ExitCode> {
+    let def = drivers::by_name(name)?;
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let objects = csi::render(&def, &Inputs::offline(&def, topology, &env));
+    print!("{}", to_yaml(&objects)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Renders the operands of every driver the cluster storage operator starts on `platform`.
+pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> {
+    let platform_type = PlatformType::KNOWN
+        .iter()
+        .find(|known| !known.is_empty() && known.eq_ignore_ascii_case(platform))
+        .map(|known| PlatformType::from(*known))
+        .with_context(|| {
+            let known: Vec<&str> = PlatformType::KNOWN
+                .iter()
+                .copied()
+                .filter(|p| !p.is_empty())
+                .collect();
+            format!(
+                "unknown platform {platform:?}: expected one of {}",
+                known.join(", ")
+            )
+        })?;
+    let cluster = ClusterPlatform {
+        platform: platform_type.clone(),
+        control_plane_topology: match topology {
+            Topology::HighlyAvailable
+            | Topology::Kubernetes {
+                control_plane_nodes: true,
+            } => TopologyMode::HighlyAvailable,
+            Topology::SingleReplica => TopologyMode::SingleReplica,
+            Topology::External
+            | Topology::Kubernetes {
+                control_plane_nodes: false,
+            } => TopologyMode::External,
+        },
+        azure_stack_hub: false,
+        infrastructure_name: None,
+        source: Source::Infrastructure,
+        problem: None,
+    };
+    let selected: Vec<_> = select(&cluster, &ClusterDrivers::default())
+        .into_iter()
+        .filter(|(_, decision)| *decision == Decision::Start)
+        .map(|(entry, _)| entry)
+        .collect();
+    if selected.is_empty() {
+        eprintln!(
+            "no CSI driver is installed on platform {platform_type} with topology {topology}"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let missing: Vec<&str> = selected
+        .iter()
+        .filter(|entry| drivers::by_name(entry.short_name).is_err())
+        .map(|entry| entry.short_name)
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "error: platform {platform_type} needs driver(s) {} which the catalogue does not define yet \
+             (they arrive with issue #6); drivers available now: {}",
+            missing.join(", "),
+            drivers::short_names().join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut objects = Vec::new();
+    for entry in &selected {
+        let def = drivers::by_name(entry.short_name)?;
+        objects.extend(csi::render(&def, &Inputs::offline(&def, topology, &env)));
+    }
+    print!("{}", to_yaml(&objects)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn to_yaml(objects: &[serde_json::Value]) -> anyhow::Result<String> {
+    let documents = objects
+        .iter()
+        .map(|object| serde_saphyr::to_string(object).context("rendering an object as YAML"))
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    Ok(documents.join("---\n"))
+}
