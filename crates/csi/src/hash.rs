@@ -64,6 +64,23 @@ pub fn secret_data_hash(data: &BTreeMap<String, Vec<u8>>) -> String {
     hash_json(&serde_json::to_vec(&encoded).unwrap_or_default())
 }
 
+/// The hash of a Secret's data, for [`Inputs::secret_hashes`](crate::Inputs::secret_hashes).
+pub fn secret_hash(secret: &k8s_openapi::api::core::v1::Secret) -> String {
+    let data: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect();
+    secret_data_hash(&data)
+}
+
+/// The hash of a ConfigMap's data, for
+/// [`Inputs::config_map_hashes`](crate::Inputs::config_map_hashes).
+pub fn config_map_hash(config_map: &k8s_openapi::api::core::v1::ConfigMap) -> String {
+    config_map_data_hash(&config_map.data.clone().unwrap_or_default())
+}
+
 fn hash_json(json: &[u8]) -> String {
     base64(&fnv1_32(json).to_be_bytes(), URL_ALPHABET)
 }

@@ -381,3 +381,168 @@ fn plain_kubernetes_renders_bring_the_shared_sidecar_roles() {
     );
     assert_eq!(shared, 8);
 }
+
+mod observe_helpers {
+    use std::collections::BTreeMap;
+
+    use csi::inputs::from_objects;
+    use csi::{ServingTls, Topology};
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use serde_json::json;
+
+    fn meta(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> ObjectMeta {
+        let map = |kv: &[(&str, &str)]| {
+            (!kv.is_empty()).then(|| {
+                kv.iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect()
+            })
+        };
+        ObjectMeta {
+            name: Some("x".to_owned()),
+            labels: map(labels),
+            annotations: map(annotations),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn existing_storage_class_keeps_an_empty_annotation_value() {
+        let class = |annotations: &[(&str, &str)]| StorageClass {
+            metadata: meta(&[], annotations),
+            ..StorageClass::default()
+        };
+        let key = "storageclass.kubernetes.io/is-default-class";
+        assert_eq!(
+            from_objects::existing_storage_class(&class(&[(key, "")]))
+                .default_annotation
+                .as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            from_objects::existing_storage_class(&class(&[])).default_annotation,
+            None
+        );
+    }
+
+    #[test]
+    fn ca_bundle_counts_only_with_its_key() {
+        let cm = |data: Option<&[(&str, &str)]>| ConfigMap {
+            data: data.map(|d| {
+                d.iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect()
+            }),
+            ..ConfigMap::default()
+        };
+        assert!(!from_objects::has_ca_bundle(&cm(None)));
+        assert!(!from_objects::has_ca_bundle(&cm(Some(&[("other", "x")]))));
+        assert!(from_objects::has_ca_bundle(&cm(Some(&[(
+            "ca-bundle.crt",
+            "pem"
+        )]))));
+    }
+
+    #[test]
+    fn ephemeral_profile_comes_from_the_label() {
+        let driver = CSIDriver {
+            metadata: meta(
+                &[(
+                    "security.openshift.io/csi-ephemeral-volume-profile",
+                    "baseline",
+                )],
+                &[],
+            ),
+            ..CSIDriver::default()
+        };
+        assert_eq!(
+            from_objects::ephemeral_profile(&driver).as_deref(),
+            Some("baseline")
+        );
+        assert_eq!(from_objects::ephemeral_profile(&CSIDriver::default()), None);
+    }
+
+    #[test]
+    fn serving_tls_from_observed_config() {
+        let config = json!({"targetcsiconfig": {"servingInfo": {
+            "minTLSVersion": "VersionTLS12",
+            "cipherSuites": ["TLS_AES_128_GCM_SHA256"],
+        }}});
+        assert_eq!(
+            from_objects::serving_tls(Some(&config)),
+            ServingTls {
+                min_version: Some("VersionTLS12".to_owned()),
+                cipher_suites: vec!["TLS_AES_128_GCM_SHA256".to_owned()],
+            }
+        );
+        assert_eq!(from_objects::serving_tls(None), ServingTls::default());
+        assert_eq!(
+            from_objects::serving_tls(Some(&json!({"targetcsiconfig": {}}))),
+            ServingTls::default()
+        );
+    }
+
+    #[test]
+    fn kubernetes_topology_from_node_labels() {
+        let node = |labels: &[(&str, &str)]| Node {
+            metadata: meta(labels, &[]),
+            ..Node::default()
+        };
+        let workers = [node(&[("node-role.kubernetes.io/worker", "")]), node(&[])];
+        assert_eq!(
+            from_objects::kubernetes_topology(&workers),
+            Topology::Kubernetes {
+                control_plane_nodes: false
+            }
+        );
+        let with_cp = [
+            node(&[]),
+            node(&[("node-role.kubernetes.io/control-plane", "")]),
+        ];
+        assert_eq!(
+            from_objects::kubernetes_topology(&with_cp),
+            Topology::Kubernetes {
+                control_plane_nodes: true
+            }
+        );
+        assert_eq!(
+            from_objects::kubernetes_topology(&[node(&[("node-role.kubernetes.io/master", "")])]),
+            Topology::Kubernetes {
+                control_plane_nodes: true
+            }
+        );
+    }
+
+    #[test]
+    fn secret_and_config_map_hashes_track_their_data() {
+        let secret = |v: &[u8]| Secret {
+            data: Some(BTreeMap::from([(
+                "service_account.json".to_owned(),
+                ByteString(v.to_vec()),
+            )])),
+            ..Secret::default()
+        };
+        assert_eq!(
+            csi::hash::secret_hash(&secret(b"a")),
+            csi::hash::secret_hash(&secret(b"a"))
+        );
+        assert_ne!(
+            csi::hash::secret_hash(&secret(b"a")),
+            csi::hash::secret_hash(&secret(b"b"))
+        );
+        let cm = ConfigMap {
+            data: Some(BTreeMap::from([(
+                "ca-bundle.crt".to_owned(),
+                "pem".to_owned(),
+            )])),
+            ..ConfigMap::default()
+        };
+        assert_ne!(
+            csi::hash::config_map_hash(&cm),
+            csi::hash::config_map_hash(&ConfigMap::default())
+        );
+    }
+}
