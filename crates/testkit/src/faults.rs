@@ -116,3 +116,55 @@ impl Faults {
         FaultAction::None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcomes(seed: u64) -> Vec<bool> {
+        let mut f = Faults::new(seed);
+        f.rules
+            .push(FaultRule::status(Some("get"), Some("configmaps"), 500).with_rate(0.5));
+        (0..64)
+            .map(|_| {
+                matches!(
+                    f.decide("get", "configmaps", Duration::ZERO),
+                    FaultAction::Fail(500)
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decisions_are_deterministic_per_seed() {
+        assert_eq!(outcomes(42), outcomes(42));
+        assert_ne!(outcomes(42), outcomes(43));
+        let hits = outcomes(42).iter().filter(|h| **h).count();
+        assert!(
+            hits > 10 && hits < 54,
+            "a 0.5 rate fails some, not all: {hits}"
+        );
+    }
+
+    #[test]
+    fn rules_match_verb_and_resource_and_stop_after_max_hits() {
+        let mut f = Faults::new(1);
+        f.rules
+            .push(FaultRule::status(Some("list"), Some("pods"), 429).with_max_hits(2));
+        let d = |f: &mut Faults, v, r| f.decide(v, r, Duration::ZERO);
+        assert!(matches!(d(&mut f, "get", "pods"), FaultAction::None));
+        assert!(matches!(d(&mut f, "list", "configmaps"), FaultAction::None));
+        assert!(matches!(d(&mut f, "list", "pods"), FaultAction::Fail(429)));
+        assert!(matches!(d(&mut f, "list", "pods"), FaultAction::Fail(429)));
+        assert!(matches!(d(&mut f, "list", "pods"), FaultAction::None));
+        f.unavailable_until = Some(Duration::from_secs(5));
+        assert!(matches!(
+            f.decide("get", "pods", Duration::from_secs(1)),
+            FaultAction::Fail(503)
+        ));
+        assert!(matches!(
+            f.decide("get", "pods", Duration::from_secs(6)),
+            FaultAction::None
+        ));
+    }
+}

@@ -422,6 +422,47 @@ async fn watcher_relists_after_its_resource_version_is_compacted() {
     handle.abort();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_http_listener_serves_a_kube_client() {
+    let cluster = Cluster::start().await;
+    let addr = cluster.serve_http().await.expect("bind loopback");
+    assert!(addr.ip().is_loopback());
+    let url: http::Uri = format!("http://{addr}").parse().expect("uri");
+    let client = kube::Client::try_from(kube::Config::new(url)).expect("client");
+    let api: Api<ConfigMap> = Api::namespaced(client, NS);
+    api.create(&PostParams::default(), &cm("over-tcp", &[("k", "v")]))
+        .await
+        .expect("create over HTTP");
+    // The in-memory client sees what the TCP client wrote: one server behind both.
+    let mem: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    let got = mem.get("over-tcp").await.expect("get in memory");
+    assert_eq!(
+        got.data.and_then(|d| d.get("k").cloned()).as_deref(),
+        Some("v")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_requests_outlast_a_client_timeout() {
+    let cluster = Cluster::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    cluster.inject(FaultRule::hang(
+        Some("get"),
+        Some("configmaps"),
+        Duration::from_secs(120),
+    ));
+    let res = tokio::time::timeout(Duration::from_millis(300), api.get_opt("anything")).await;
+    assert!(res.is_err(), "the request hangs past the client's timeout");
+    cluster.clear_faults();
+    // Other verbs and later requests are unaffected.
+    assert!(api.get_opt("anything").await.expect("get").is_none());
+    assert_eq!(
+        cluster.fault_hits(),
+        0,
+        "clear_faults dropped the rule and its count"
+    );
+}
+
 /// Compare-before-write, as our controllers do: read, and apply only when something differs.
 async fn ensure(api: &Api<ConfigMap>, desired: &ConfigMap) -> kube::Result<bool> {
     let name = desired.name_any();
