@@ -1,6 +1,7 @@
-//! GCP Persistent Disk (`pd.csi.storage.gke.io`): the table in `gcp_pd.yaml` plus two hooks,
-//! the cluster-ID volume label (so the installer can find and destroy the cluster's disks)
-//! and the KMS key of `driverConfig.gcp.kmsKey` as a StorageClass parameter.
+//! GCP Persistent Disk (`pd.csi.storage.gke.io`): the table in `gcp_pd.yaml` plus three hooks:
+//! the cluster-ID volume label (so the installer can find and destroy the cluster's disks),
+//! ambient credentials on plain Kubernetes when no credentials Secret exists, and the KMS key
+//! of `driverConfig.gcp.kmsKey` as a StorageClass parameter.
 
 use csi::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -21,7 +22,7 @@ const TABLE: &str = include_str!("gcp_pd.yaml");
 pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
-        deployment: vec![with_cluster_id_label],
+        deployment: vec![with_cluster_id_label, with_ambient_credentials],
         daemon_set: Vec::new(),
         storage_class: vec![with_kms_key],
     };
@@ -49,6 +50,39 @@ pub fn with_cluster_id_label(inputs: &Inputs, deployment: &mut Deployment) {
             let args = container.args.get_or_insert_with(Vec::new);
             args.retain(|a| !a.starts_with("--extra-labels="));
             args.push(cluster_id_arg(cluster_id));
+        }
+    }
+}
+
+/// The credentials Secret the controller mounts.
+pub const CREDENTIALS_SECRET: &str = "gcp-pd-cloud-credentials";
+const CREDENTIALS_VOLUME: &str = "cloud-sa-volume";
+const CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
+
+/// On plain Kubernetes, when the credentials Secret does not exist (the observe step found no
+/// hash for it), drops its volume and `GOOGLE_APPLICATION_CREDENTIALS` so the driver uses the
+/// node's service account from the metadata server instead of waiting forever for a Secret
+/// that nobody will create. On OpenShift the pods wait for cloud-credential-operator.
+pub fn with_ambient_credentials(inputs: &Inputs, deployment: &mut Deployment) {
+    if inputs.topology.is_openshift() || inputs.secret_hashes.contains_key(CREDENTIALS_SECRET) {
+        return;
+    }
+    let Some(spec) = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    else {
+        return;
+    };
+    if let Some(volumes) = spec.volumes.as_mut() {
+        volumes.retain(|v| v.name != CREDENTIALS_VOLUME);
+    }
+    for container in &mut spec.containers {
+        if let Some(mounts) = container.volume_mounts.as_mut() {
+            mounts.retain(|m| m.name != CREDENTIALS_VOLUME);
+        }
+        if let Some(env) = container.env.as_mut() {
+            env.retain(|e| e.name != CREDENTIALS_ENV);
         }
     }
 }

@@ -75,7 +75,7 @@ fn by_name_accepts_the_short_and_the_csi_name(#[case] name: &str) {
     assert_eq!(def.condition_prefix, "GCPPD");
     assert_eq!(def.namespace, NS);
     assert!(!def.removable);
-    assert_eq!(def.hooks.deployment.len(), 1);
+    assert_eq!(def.hooks.deployment.len(), 2);
     assert_eq!(def.hooks.storage_class.len(), 1);
 }
 
@@ -866,4 +866,39 @@ fn plain_kubernetes_has_no_service_ca_so_proxies_self_sign() {
     );
     let service = csi::build_metrics_service(&def, &i).unwrap();
     assert!(service.metadata.annotations.is_none());
+}
+
+#[rstest]
+#[case::openshift_waits_for_cco(Topology::HighlyAvailable, false, true)]
+#[case::openshift_with_secret(Topology::SingleReplica, true, true)]
+#[case::kubernetes_without_secret(Topology::Kubernetes { control_plane_nodes: true }, false, false)]
+#[case::kubernetes_with_secret(Topology::Kubernetes { control_plane_nodes: false }, true, true)]
+fn credentials_secret_is_mounted_unless_kubernetes_has_none(
+    #[case] topology: Topology,
+    #[case] secret_exists: bool,
+    #[case] mounted: bool,
+) {
+    let def = gcp_pd();
+    let mut i = inputs(&def, topology);
+    if secret_exists {
+        i.secret_hashes
+            .insert("gcp-pd-cloud-credentials".to_owned(), "h".to_owned());
+    }
+    let d = csi::build_controller_deployment(&def, &i);
+    let has_volume = pod(&d)
+        .volumes
+        .iter()
+        .flatten()
+        .any(|v| v.name == "cloud-sa-volume");
+    let driver = container(pod(&d), "csi-driver");
+    let has_mount = driver
+        .volume_mounts
+        .iter()
+        .flatten()
+        .any(|m| m.name == "cloud-sa-volume");
+    let has_env = env_names(driver).contains(&"GOOGLE_APPLICATION_CREDENTIALS");
+    assert_eq!(
+        (has_volume, has_mount, has_env),
+        (mounted, mounted, mounted)
+    );
 }
