@@ -55,6 +55,9 @@ pub struct State {
     pub frozen_time: Option<String>,
     /// CRDs created but not yet marked Established (done before the next request).
     pub pending_crds: Vec<Key>,
+    /// Something the garbage collector cares about changed since it last ran (a removal, an
+    /// object with owners or a deletionTimestamp): without it, writes skip the O(n) scan.
+    gc_dirty: bool,
 }
 
 pub fn now() -> String {
@@ -77,6 +80,7 @@ impl State {
             name_counter: 0,
             frozen_time: None,
             pending_crds: Vec::new(),
+            gc_dirty: false,
         }
     }
 
@@ -139,6 +143,10 @@ impl State {
     pub fn put(&mut self, key: Key, mut obj: Value) -> Value {
         let rv = self.next_rv();
         obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let meta = &obj["metadata"];
+        if meta.get("deletionTimestamp").is_some() || meta.get("ownerReferences").is_some() {
+            self.gc_dirty = true;
+        }
         let old = self.objects.insert(key.clone(), obj.clone());
         let kind = if old.is_some() {
             EventType::Modified
@@ -152,6 +160,7 @@ impl State {
     /// Removes an object at a fresh RV and emits DELETED; returns the final state.
     pub fn remove(&mut self, key: &Key) -> Option<Value> {
         let old = self.objects.remove(key)?;
+        self.gc_dirty = true;
         let rv = self.next_rv();
         let mut last = old.clone();
         last["metadata"]["resourceVersion"] = json!(rv.to_string());
@@ -228,11 +237,15 @@ impl State {
     /// cascades (background, foreground, orphan), dangling dependents, objects whose finalizers
     /// are all gone, and terminating namespaces once empty.
     pub fn collect_garbage(&mut self) {
-        for _ in 0..1000 {
+        if !self.gc_dirty {
+            return;
+        }
+        for _ in 0..10_000 {
             if !self.gc_step() {
-                return;
+                break;
             }
         }
+        self.gc_dirty = false;
     }
 
     fn gc_step(&mut self) -> bool {
