@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use api::config_v1::{ProxyStatus, TopologyMode};
+use api::config_v1::{PlatformStatus, ProxyStatus, TopologyMode};
 use api::operator_v1::{ClusterCSIDriverSpec, LogLevel};
 
 use crate::def::{DriverDef, ImageDef, Images};
@@ -214,6 +214,9 @@ pub struct Inputs {
     pub topology: Topology,
     /// `Infrastructure.status.infrastructureName`, the cluster ID volumes are tagged with.
     pub cluster_id: Option<String>,
+    /// `Infrastructure.status.platformStatus`, for driver hooks that read their platform's
+    /// details (e.g. GCP resource labels).
+    pub platform_status: Option<PlatformStatus>,
     /// `Proxy.status` of the cluster-wide proxy.
     pub proxy: ProxyStatus,
     /// Whether the trusted CA bundle ConfigMap has a `ca-bundle.crt` key (it is mounted only
@@ -245,6 +248,7 @@ impl Inputs {
             spec: ClusterCSIDriverSpec::default(),
             topology,
             cluster_id: None,
+            platform_status: None,
             proxy: ProxyStatus::default(),
             trusted_ca_bundle: false,
             secret_hashes: BTreeMap::new(),

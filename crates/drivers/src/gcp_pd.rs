@@ -29,15 +29,30 @@ pub fn def() -> Result<DriverDef, DriverError> {
     Ok(def)
 }
 
-/// The argument that labels every disk the controller creates with the cluster ID:
-/// `--extra-labels=kubernetes-io-cluster-<infrastructureName>=owned`.
-pub fn cluster_id_arg(cluster_id: &str) -> String {
-    format!("--extra-labels=kubernetes-io-cluster-{cluster_id}=owned")
+/// The argument that labels every disk the controller creates: the cluster's GCP resource
+/// labels (`Infrastructure.status.platformStatus.gcp.resourceLabels`), then
+/// `kubernetes-io-cluster-<infrastructureName>=owned` so the installer can find and destroy
+/// them. `None` when there is nothing to label with.
+pub fn extra_labels_arg(inputs: &Inputs) -> Option<String> {
+    let resource_labels = inputs
+        .platform_status
+        .as_ref()
+        .and_then(|p| p.gcp.as_ref())
+        .map(|g| g.resource_labels.as_slice())
+        .unwrap_or_default();
+    let mut labels: Vec<String> = resource_labels
+        .iter()
+        .map(|l| format!("{}={}", l.key, l.value))
+        .collect();
+    if let Some(id) = inputs.cluster_id.as_deref().filter(|id| !id.is_empty()) {
+        labels.push(format!("kubernetes-io-cluster-{id}=owned"));
+    }
+    (!labels.is_empty()).then(|| format!("--extra-labels={}", labels.join(",")))
 }
 
-/// Adds [`cluster_id_arg`] to the controller's driver container when the cluster ID is known.
+/// Adds [`extra_labels_arg`] to the controller's driver container.
 pub fn with_cluster_id_label(inputs: &Inputs, deployment: &mut Deployment) {
-    let Some(cluster_id) = inputs.cluster_id.as_deref().filter(|id| !id.is_empty()) else {
+    let Some(arg) = extra_labels_arg(inputs) else {
         return;
     };
     let containers = deployment
@@ -49,7 +64,7 @@ pub fn with_cluster_id_label(inputs: &Inputs, deployment: &mut Deployment) {
         if container.name == names::DRIVER_CONTAINER {
             let args = container.args.get_or_insert_with(Vec::new);
             args.retain(|a| !a.starts_with("--extra-labels="));
-            args.push(cluster_id_arg(cluster_id));
+            args.push(arg.clone());
         }
     }
 }

@@ -902,3 +902,39 @@ fn credentials_secret_is_mounted_unless_kubernetes_has_none(
         (mounted, mounted, mounted)
     );
 }
+
+#[rstest]
+#[case::labels_then_cluster(Some("c-1"), vec![("team", "storage"), ("env", "prod")], Some("--extra-labels=team=storage,env=prod,kubernetes-io-cluster-c-1=owned"))]
+#[case::labels_only(None, vec![("team", "storage")], Some("--extra-labels=team=storage"))]
+#[case::nothing(None, vec![], None)]
+fn gcp_resource_labels_join_the_cluster_label(
+    #[case] id: Option<&str>,
+    #[case] labels: Vec<(&str, &str)>,
+    #[case] want: Option<&str>,
+) {
+    use api::config_v1::{GCPPlatformStatus, PlatformStatus, ResourceTag};
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.cluster_id = id.map(str::to_owned);
+    i.platform_status = Some(PlatformStatus {
+        gcp: Some(GCPPlatformStatus {
+            resource_labels: labels
+                .iter()
+                .map(|(k, v)| ResourceTag {
+                    key: (*k).to_owned(),
+                    value: (*v).to_owned(),
+                })
+                .collect(),
+            ..GCPPlatformStatus::default()
+        }),
+        ..PlatformStatus::default()
+    });
+    assert_eq!(drivers::gcp_pd::extra_labels_arg(&i).as_deref(), want);
+    let d = csi::build_controller_deployment(&def, &i);
+    let got: Vec<_> = args(container(pod(&d), "csi-driver"))
+        .iter()
+        .filter(|a| a.starts_with("--extra-labels="))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+}
