@@ -60,7 +60,10 @@ pub use rbac::{
 pub use render::{
     Operand, build_credentials_request, build_trusted_ca_bundle_config_map, render, render_operands,
 };
-pub use storage::{build_csi_driver, build_storage_classes, build_volume_snapshot_classes};
+pub use storage::{
+    build_csi_driver, build_storage_classes, build_volume_snapshot_classes,
+    storage_classes_to_delete,
+};
 pub use workloads::{
     build_controller_deployment, build_node_daemon_set, build_pod_disruption_budget,
 };

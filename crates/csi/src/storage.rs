@@ -105,6 +105,18 @@ pub fn build_storage_classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageCla
         .collect()
 }
 
+/// The StorageClasses the operator must delete: all of the driver's classes when
+/// `storageClassState` is Removed, none otherwise (Unmanaged leaves them alone).
+pub fn storage_classes_to_delete(def: &DriverDef, inputs: &Inputs) -> Vec<String> {
+    if inputs.spec.storage_class_state() != StorageClassStateName::Removed {
+        return Vec::new();
+    }
+    def.storage_classes
+        .iter()
+        .map(|sc| sc.name.clone())
+        .collect()
+}
+
 /// The VolumeSnapshotClasses (`snapshot.storage.k8s.io/v1`, no typed struct), only when
 /// their CRD exists.
 pub fn build_volume_snapshot_classes(def: &DriverDef, inputs: &Inputs) -> Vec<Value> {

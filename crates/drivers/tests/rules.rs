@@ -674,8 +674,17 @@ fn storage_class_state_decides_whether_classes_are_desired(
 ) {
     let def = gcp_pd();
     let mut i = inputs(&def, Topology::HighlyAvailable);
-    i.spec.storage_class_state = state;
+    i.spec.storage_class_state = state.clone();
     assert_eq!(csi::build_storage_classes(&def, &i).len(), count);
+    let deleted = csi::storage_classes_to_delete(&def, &i);
+    if state == Some(StorageClassStateName::Removed) {
+        assert_eq!(deleted, ["standard-csi", "ssd-csi"]);
+    } else {
+        assert!(
+            deleted.is_empty(),
+            "Managed applies, Unmanaged leaves alone"
+        );
+    }
     let rendered = kinds(&csi::render(&def, &i));
     assert_eq!(
         rendered
