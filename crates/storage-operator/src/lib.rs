@@ -6,3 +6,4 @@
 pub mod driver_status;
 pub mod platform;
 pub mod registry;
+pub mod starter;

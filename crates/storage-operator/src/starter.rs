@@ -1,0 +1,707 @@
+//! What the cluster storage operator installs to start one driver operator: its namespace,
+//! ServiceAccount, RBAC, Deployment (this same binary running `driver <name>`), and the
+//! ClusterCSIDriver it then manages. Pure builders; the starter controller applies them.
+//!
+//! The driver operator's RBAC is derived, not hand-written: it may write exactly the kinds its
+//! driver renders; it holds every permission of the roles it creates for its operands (the API
+//! server requires that, short of the cluster-admin-like `escalate` verb); and for the shared
+//! sidecar ClusterRoles this operator installs, it may only `bind` those roles by name.
+//! OpenShift binds its storage operator to cluster-admin; ours needs none.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use api::config_v1::ProxyStatus;
+use api::operator_v1::{
+    ClusterCSIDriver, ClusterCSIDriverSpec, LogLevel, ManagementState, OperatorSpec,
+};
+use csi::{DriverDef, Inputs, Operand, OptionalCrds, Topology};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, EnvVarSource, Namespace, ObjectFieldSelector, PodSecurityContext, PodSpec,
+    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, ServiceAccount,
+    Toleration,
+};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
+use crate::registry::{DRIVER_NAMESPACE, DriverEntry, SIDECAR_IMAGE_ENVS};
+
+/// Label on everything the starter creates, naming the driver.
+pub const STARTER_LABEL: &str = "storage.openshift.io/driver-operator";
+/// The env var naming this operator's own image, which driver operators run too.
+pub const OPERATOR_IMAGE_ENV: &str = "OPERATOR_IMAGE";
+
+/// What the starter needs to know besides the driver.
+#[derive(Clone, Debug)]
+pub struct StarterInputs {
+    /// Cluster layout (decides where the driver operator runs).
+    pub topology: Topology,
+    /// `Storage.spec.logLevel`, passed to the driver operator and its first ClusterCSIDriver.
+    pub log_level: LogLevel,
+    /// The cluster-wide proxy, passed to the driver operator.
+    pub proxy: ProxyStatus,
+    /// The cluster storage operator's own environment (image env vars are passed through).
+    pub env: BTreeMap<String, String>,
+    /// The image of this binary.
+    pub operator_image: String,
+}
+
+/// The namespace of driver operators and their operands, labelled for privileged CSI pods and
+/// for cluster monitoring.
+pub fn build_namespace() -> Namespace {
+    let labels = [
+        ("pod-security.kubernetes.io/enforce", "privileged"),
+        ("pod-security.kubernetes.io/audit", "privileged"),
+        ("pod-security.kubernetes.io/warn", "privileged"),
+        ("openshift.io/cluster-monitoring", "true"),
+        ("security.openshift.io/scc.podSecurityLabelSync", "false"),
+    ];
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(DRIVER_NAMESPACE.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            annotations: Some([("openshift.io/node-selector".to_owned(), String::new())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn meta(entry: &DriverEntry, name: String, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: namespace.map(Into::into),
+        labels: Some([(STARTER_LABEL.to_owned(), entry.short_name.to_owned())].into()),
+        ..Default::default()
+    }
+}
+
+/// The driver operator's ServiceAccount.
+pub fn build_service_account(entry: &DriverEntry) -> ServiceAccount {
+    ServiceAccount {
+        metadata: meta(
+            entry,
+            entry.operator_deployment.into(),
+            Some(DRIVER_NAMESPACE),
+        ),
+        ..Default::default()
+    }
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    let strings = |items: &[&str]| Some(items.iter().map(|s| (*s).to_owned()).collect());
+    PolicyRule {
+        api_groups: strings(groups),
+        resources: strings(resources),
+        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
+        ..Default::default()
+    }
+}
+
+const READ: &[&str] = &["get", "list", "watch"];
+const MANAGE: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// The API group and resource of a kind the driver operator renders.
+fn resource_of(operand: &Operand) -> Option<(String, String, bool)> {
+    let value = operand.to_value();
+    let api_version = value["apiVersion"].as_str()?;
+    let group = api_version
+        .rsplit_once('/')
+        .map_or("", |(g, _)| g)
+        .to_owned();
+    let kind = value["kind"].as_str()?;
+    let namespaced = value["metadata"]["namespace"].is_string();
+    let resource = match kind {
+        "ServiceAccount" => "serviceaccounts",
+        "ClusterRole" => "clusterroles",
+        "ClusterRoleBinding" => "clusterrolebindings",
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
+        "ConfigMap" => "configmaps",
+        "CSIDriver" => "csidrivers",
+        "Service" => "services",
+        "PodDisruptionBudget" => "poddisruptionbudgets",
+        "Deployment" => "deployments",
+        "DaemonSet" => "daemonsets",
+        "StorageClass" => "storageclasses",
+        "VolumeSnapshotClass" => "volumesnapshotclasses",
+        "ServiceMonitor" => "servicemonitors",
+        "CredentialsRequest" => "credentialsrequests",
+        other => return Some((group, format!("{}s", other.to_lowercase()), namespaced)),
+    };
+    Some((group, resource.to_owned(), namespaced))
+}
+
+/// Everything the driver of `def` may render: the maximal operand set (every optional CRD
+/// present), so the operator is allowed whatever a later cluster state asks of it.
+fn maximal_operands(
+    def: &DriverDef,
+    topology: Topology,
+    env: &BTreeMap<String, String>,
+) -> Vec<Operand> {
+    let mut inputs = Inputs::offline(def, topology, env);
+    inputs.crds = OptionalCrds::all();
+    inputs.trusted_ca_bundle = true;
+    csi::render_operands(def, &inputs)
+}
+
+/// The driver operator's ClusterRole and the Role in its namespace.
+pub fn build_rbac(
+    entry: &DriverEntry,
+    def: &DriverDef,
+    inputs: &StarterInputs,
+) -> (ClusterRole, Role) {
+    let operands = maximal_operands(def, inputs.topology, &inputs.env);
+
+    // What it reads and reports on, cluster-wide.
+    let mut cluster_rules = vec![
+        rule(
+            &["operator.openshift.io"],
+            &["clustercsidrivers"],
+            &["get", "list", "watch", "update", "patch"],
+        ),
+        rule(
+            &["operator.openshift.io"],
+            &["clustercsidrivers/status", "clustercsidrivers/finalizers"],
+            &["get", "update", "patch"],
+        ),
+        rule(
+            &["config.openshift.io"],
+            &["infrastructures", "proxies", "featuregates", "apiservers"],
+            READ,
+        ),
+        rule(
+            &["apiextensions.k8s.io"],
+            &["customresourcedefinitions"],
+            READ,
+        ),
+        rule(&[""], &["nodes", "persistentvolumes"], READ),
+        rule(&["storage.k8s.io"], &["csinodes"], READ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+    ];
+    // What it writes: exactly the kinds it renders.
+    let mut cluster_written = BTreeSet::new();
+    let mut namespaced_written = BTreeSet::new();
+    for (group, resource, namespaced) in operands.iter().filter_map(resource_of) {
+        if namespaced {
+            namespaced_written.insert((group, resource));
+        } else {
+            cluster_written.insert((group, resource));
+        }
+    }
+    for (group, resource) in &cluster_written {
+        cluster_rules.push(rule(&[group], &[resource], MANAGE));
+    }
+    // The roles it creates for its operands, it must hold itself.
+    let mut rendered_roles = BTreeSet::new();
+    for operand in &operands {
+        if let Operand::ClusterRole(role) = operand {
+            cluster_rules.extend(role.rules.iter().flatten().cloned());
+            rendered_roles.extend(role.metadata.name.clone());
+        }
+    }
+    // Roles it binds but does not create (the shared sidecar roles): `bind`, by name only.
+    let bound: BTreeSet<String> = operands
+        .iter()
+        .filter_map(|operand| match operand {
+            Operand::ClusterRoleBinding(b) => Some(&b.role_ref),
+            Operand::RoleBinding(b) => Some(&b.role_ref),
+            _ => None,
+        })
+        .filter(|role_ref| {
+            role_ref.kind == "ClusterRole" && !rendered_roles.contains(&role_ref.name)
+        })
+        .map(|role_ref| role_ref.name.clone())
+        .collect();
+    if !bound.is_empty() {
+        cluster_rules.push(PolicyRule {
+            resource_names: Some(bound.into_iter().collect()),
+            ..rule(&["rbac.authorization.k8s.io"], &["clusterroles"], &["bind"])
+        });
+    }
+    dedupe(&mut cluster_rules);
+
+    let mut namespace_rules = vec![
+        rule(&[""], &["secrets", "pods"], READ),
+        rule(&["coordination.k8s.io"], &["leases"], MANAGE),
+    ];
+    for (group, resource) in &namespaced_written {
+        namespace_rules.push(rule(&[group], &[resource], MANAGE));
+    }
+    for operand in &operands {
+        if let Operand::Role(role) = operand {
+            namespace_rules.extend(role.rules.iter().flatten().cloned());
+        }
+    }
+    dedupe(&mut namespace_rules);
+
+    let name = entry.operator_deployment;
+    (
+        ClusterRole {
+            metadata: meta(entry, format!("{name}-clusterrole"), None),
+            rules: Some(cluster_rules),
+            ..Default::default()
+        },
+        Role {
+            metadata: meta(entry, format!("{name}-role"), Some(DRIVER_NAMESPACE)),
+            rules: Some(namespace_rules),
+        },
+    )
+}
+
+fn dedupe(rules: &mut Vec<PolicyRule>) {
+    let mut seen = Vec::new();
+    rules.retain(|r| {
+        if seen.contains(r) {
+            false
+        } else {
+            seen.push(r.clone());
+            true
+        }
+    });
+}
+
+/// The bindings of the driver operator's ClusterRole and Role to its ServiceAccount.
+pub fn build_bindings(entry: &DriverEntry) -> (ClusterRoleBinding, RoleBinding) {
+    let name = entry.operator_deployment;
+    let subject = Subject {
+        kind: "ServiceAccount".into(),
+        name: name.into(),
+        namespace: Some(DRIVER_NAMESPACE.into()),
+        ..Default::default()
+    };
+    let role_ref = |kind: &str, role: String| RoleRef {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: kind.into(),
+        name: role,
+    };
+    (
+        ClusterRoleBinding {
+            metadata: meta(entry, format!("{name}-clusterrolebinding"), None),
+            role_ref: role_ref("ClusterRole", format!("{name}-clusterrole")),
+            subjects: Some(vec![subject.clone()]),
+        },
+        RoleBinding {
+            metadata: meta(entry, format!("{name}-rolebinding"), Some(DRIVER_NAMESPACE)),
+            role_ref: role_ref("Role", format!("{name}-role")),
+            subjects: Some(vec![subject]),
+        },
+    )
+}
+
+/// The tracing filter for a driver operator at `level`.
+fn log_filter(level: &LogLevel) -> &'static str {
+    match level.klog_verbosity() {
+        0..=3 => "info",
+        4..=5 => "debug",
+        _ => "trace",
+    }
+}
+
+fn env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    }
+}
+
+/// The driver operator's Deployment: this binary running `driver <short name>`, one replica,
+/// on control-plane nodes when the cluster has them, with the images, log level and proxy
+/// passed through its environment.
+pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployment {
+    let labels: BTreeMap<String, String> =
+        [("name".to_owned(), entry.operator_deployment.to_owned())].into();
+    let mut env_vars = vec![
+        EnvVar {
+            name: "POD_NAME".into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "metadata.name".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        env("LOG_LEVEL", log_filter(&inputs.log_level)),
+    ];
+    // The driver's image under the name the driver operator reads, then the shared sidecars.
+    // Unset ones are left out: the driver operator falls back to upstream images.
+    let passed = std::iter::once((entry.driver_image_env, "DRIVER_IMAGE"))
+        .chain(entry.extra_image_envs.iter().map(|e| (*e, *e)))
+        .chain(SIDECAR_IMAGE_ENVS.iter().map(|e| (*e, *e)));
+    for (from, to) in passed {
+        if let Some(value) = inputs.env.get(from).filter(|v| !v.is_empty()) {
+            env_vars.push(env(to, value));
+        }
+    }
+    env_vars.extend(
+        inputs
+            .proxy
+            .env()
+            .into_iter()
+            .map(|(name, value)| env(name, value)),
+    );
+
+    let control_plane = inputs.topology.control_plane_node_label();
+    let requests: BTreeMap<String, Quantity> = [
+        ("cpu".to_owned(), Quantity("10m".into())),
+        ("memory".to_owned(), Quantity("50Mi".into())),
+    ]
+    .into();
+    let container = Container {
+        name: "operator".into(),
+        image: Some(inputs.operator_image.clone()),
+        args: Some(vec!["driver".into(), entry.short_name.into()]),
+        env: Some(env_vars),
+        resources: Some(ResourceRequirements {
+            requests: Some(requests),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            capabilities: Some(k8s_openapi::api::core::v1::Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        ..Default::default()
+    };
+    let tolerations = control_plane.map(|label| {
+        vec![Toleration {
+            key: Some(label.into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        }]
+    });
+    Deployment {
+        metadata: meta(
+            entry,
+            entry.operator_deployment.into(),
+            Some(DRIVER_NAMESPACE),
+        ),
+        spec: Some(DeploymentSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            // One replica that holds a lease: stop the old pod before starting the new one.
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".into()),
+                ..Default::default()
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    service_account_name: Some(entry.operator_deployment.into()),
+                    priority_class_name: inputs
+                        .topology
+                        .is_openshift()
+                        .then(|| "system-cluster-critical".into()),
+                    node_selector: control_plane
+                        .map(|label| [(label.to_owned(), String::new())].into()),
+                    tolerations,
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    containers: vec![container],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The ClusterCSIDriver as first created (never updated afterwards: an admin's edits win).
+pub fn build_cluster_csi_driver(entry: &DriverEntry, inputs: &StarterInputs) -> ClusterCSIDriver {
+    let level = match &inputs.log_level {
+        LogLevel::Empty | LogLevel::Other(_) => LogLevel::Normal,
+        known => known.clone(),
+    };
+    let mut driver = ClusterCSIDriver::new(
+        entry.csi_driver_name,
+        ClusterCSIDriverSpec {
+            operator: OperatorSpec {
+                management_state: ManagementState::Managed,
+                log_level: Some(level.clone()),
+                operator_log_level: Some(level),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    driver.metadata.labels = Some([(STARTER_LABEL.to_owned(), entry.short_name.to_owned())].into());
+    driver
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+    use crate::registry::find;
+
+    fn inputs(topology: Topology) -> StarterInputs {
+        StarterInputs {
+            topology,
+            log_level: LogLevel::Debug,
+            proxy: ProxyStatus {
+                https_proxy: Some("http://proxy:3128".into()),
+                ..Default::default()
+            },
+            env: [
+                (
+                    "GCP_PD_DRIVER_IMAGE".to_owned(),
+                    "example.com/pd:1".to_owned(),
+                ),
+                (
+                    "PROVISIONER_IMAGE".to_owned(),
+                    "example.com/provisioner:1".to_owned(),
+                ),
+                ("ATTACHER_IMAGE".to_owned(), String::new()),
+            ]
+            .into(),
+            operator_image: "example.com/storage-operator:1".into(),
+        }
+    }
+
+    fn gcp() -> (DriverEntry, DriverDef) {
+        (find("gcp-pd").unwrap(), drivers::by_name("gcp-pd").unwrap())
+    }
+
+    #[test]
+    fn the_deployment_runs_this_binary_for_the_driver_with_its_images() {
+        let (entry, _) = gcp();
+        let deployment = build_deployment(&entry, &inputs(Topology::HighlyAvailable));
+        let pod = deployment.spec.unwrap().template.spec.unwrap();
+        let container = &pod.containers[0];
+        assert_eq!(
+            container.image.as_deref(),
+            Some("example.com/storage-operator:1")
+        );
+        assert_eq!(
+            container.args.as_deref(),
+            Some(&["driver".to_owned(), "gcp-pd".to_owned()][..])
+        );
+        let env: BTreeMap<_, _> = container
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|e| Some((e.name.as_str(), e.value.as_deref()?)))
+            .collect();
+        assert_eq!(
+            env["DRIVER_IMAGE"], "example.com/pd:1",
+            "renamed for the driver operator"
+        );
+        assert_eq!(env["PROVISIONER_IMAGE"], "example.com/provisioner:1");
+        assert!(
+            !env.contains_key("ATTACHER_IMAGE"),
+            "empty values fall back to upstream images"
+        );
+        assert_eq!(env["LOG_LEVEL"], "debug");
+        assert_eq!(env["HTTPS_PROXY"], "http://proxy:3128");
+        assert!(container.resources.as_ref().unwrap().requests.is_some());
+        assert_eq!(
+            pod.service_account_name.as_deref(),
+            Some("gcp-pd-csi-driver-operator")
+        );
+    }
+
+    #[rstest]
+    #[case(
+        Topology::HighlyAvailable,
+        Some("node-role.kubernetes.io/master"),
+        true
+    )]
+    #[case(Topology::SingleReplica, Some("node-role.kubernetes.io/master"), true)]
+    #[case(Topology::External, None, true)]
+    #[case(Topology::Kubernetes { control_plane_nodes: true }, Some("node-role.kubernetes.io/control-plane"), false)]
+    #[case(Topology::Kubernetes { control_plane_nodes: false }, None, false)]
+    fn placement_follows_the_topology(
+        #[case] topology: Topology,
+        #[case] node_label: Option<&str>,
+        #[case] critical: bool,
+    ) {
+        let (entry, _) = gcp();
+        let pod = build_deployment(&entry, &inputs(topology))
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap();
+        assert_eq!(
+            pod.node_selector
+                .as_ref()
+                .and_then(|s| s.keys().next().cloned())
+                .as_deref(),
+            node_label
+        );
+        assert_eq!(pod.tolerations.is_some(), node_label.is_some());
+        assert_eq!(pod.priority_class_name.is_some(), critical);
+    }
+
+    #[test]
+    fn rbac_lets_the_driver_operator_write_what_it_renders_and_grant_what_it_holds() {
+        let (entry, def) = gcp();
+        let (cluster_role, role) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+        let cluster_rules = cluster_role.rules.unwrap();
+        let allows = |rules: &[PolicyRule], group: &str, resource: &str, verb: &str| {
+            rules.iter().any(|r| {
+                r.api_groups
+                    .iter()
+                    .flatten()
+                    .any(|g| g == group || g == "*")
+                    && r.resources
+                        .iter()
+                        .flatten()
+                        .any(|x| x == resource || x == "*")
+                    && r.verbs.iter().any(|v| v == verb || v == "*")
+            })
+        };
+        for (group, resource) in [
+            ("storage.k8s.io", "csidrivers"),
+            ("storage.k8s.io", "storageclasses"),
+            ("rbac.authorization.k8s.io", "clusterroles"),
+            ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ] {
+            assert!(
+                allows(&cluster_rules, group, resource, "patch"),
+                "{group}/{resource}"
+            );
+        }
+        assert!(allows(
+            &cluster_rules,
+            "operator.openshift.io",
+            "clustercsidrivers/status",
+            "patch"
+        ));
+        // The node plugin's role (created by the driver operator) grants SCC use: held.
+        assert!(allows(
+            &cluster_rules,
+            "security.openshift.io",
+            "securitycontextconstraints",
+            "use"
+        ));
+        // The provisioner binds the shared sidecar role: bind by name, without holding PV create.
+        let bind = cluster_rules
+            .iter()
+            .find(|r| r.verbs == ["bind"])
+            .expect("a bind rule");
+        assert!(
+            bind.resource_names
+                .as_ref()
+                .unwrap()
+                .contains(&"openshift-csi-main-provisioner-role".to_owned())
+        );
+        assert!(!allows(&cluster_rules, "", "persistentvolumes", "create"));
+        // Nothing cluster-admin-like.
+        assert!(
+            !cluster_rules
+                .iter()
+                .any(|r| r.verbs.iter().any(|v| v == "*" || v == "escalate"))
+        );
+        assert!(
+            cluster_rules
+                .iter()
+                .filter(|r| r.verbs.iter().any(|v| v == "bind"))
+                .all(|r| r.resource_names.is_some())
+        );
+        assert!(
+            !allows(&cluster_rules, "", "secrets", "get"),
+            "secrets are read in its namespace only"
+        );
+
+        let role_rules = role.rules.unwrap();
+        for resource in ["deployments", "daemonsets"] {
+            assert!(allows(&role_rules, "apps", resource, "patch"), "{resource}");
+        }
+        assert!(allows(&role_rules, "", "secrets", "get"));
+        assert!(allows(
+            &role_rules,
+            "coordination.k8s.io",
+            "leases",
+            "update"
+        ));
+        assert_eq!(role.metadata.namespace.as_deref(), Some(DRIVER_NAMESPACE));
+    }
+
+    #[test]
+    fn bindings_point_at_the_roles_and_the_service_account() {
+        let (entry, def) = gcp();
+        let (cluster_role, role) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+        let (crb, rb) = build_bindings(&entry);
+        assert_eq!(crb.role_ref.name, cluster_role.metadata.name.unwrap());
+        assert_eq!(rb.role_ref.name, role.metadata.name.unwrap());
+        let sa = build_service_account(&entry);
+        for subject in crb.subjects.iter().chain(rb.subjects.iter()).flatten() {
+            assert_eq!(Some(&subject.name), sa.metadata.name.as_ref());
+            assert_eq!(subject.namespace, sa.metadata.namespace);
+        }
+    }
+
+    #[test]
+    fn the_first_cluster_csi_driver_carries_the_storage_log_level() {
+        let (entry, _) = gcp();
+        let driver = build_cluster_csi_driver(&entry, &inputs(Topology::HighlyAvailable));
+        assert_eq!(
+            driver.metadata.name.as_deref(),
+            Some("pd.csi.storage.gke.io")
+        );
+        assert_eq!(
+            driver.spec.operator.management_state,
+            ManagementState::Managed
+        );
+        assert_eq!(driver.spec.operator.log_level, Some(LogLevel::Debug));
+        assert_eq!(
+            driver.spec.operator.operator_log_level,
+            Some(LogLevel::Debug)
+        );
+        let unset = StarterInputs {
+            log_level: LogLevel::Empty,
+            ..inputs(Topology::HighlyAvailable)
+        };
+        assert_eq!(
+            build_cluster_csi_driver(&entry, &unset)
+                .spec
+                .operator
+                .log_level,
+            Some(LogLevel::Normal)
+        );
+    }
+
+    #[test]
+    fn the_namespace_admits_privileged_csi_pods() {
+        let labels = build_namespace().metadata.labels.unwrap();
+        assert_eq!(labels["pod-security.kubernetes.io/enforce"], "privileged");
+    }
+}
