@@ -67,7 +67,8 @@
 //!   built-in kinds; nested unknown fields of built-ins are kept.
 //! - Only the `status` subresource is served (no `scale`, `exec`, `log`, ...).
 //! - Version conversion exists only for Events (core/v1 <-> events.k8s.io/v1, one stored object).
-//! - Table renderings (`as=Table`) are not served; `PartialObjectMetadata(List)` is.
+//! - Table renderings (`as=Table`) have the default Name/Age columns (plus ConfigMaps' Data),
+//!   not the per-kind printer columns.
 //! - The streaming-list failure of the recorded etcd (`RequestWatchProgress is disabled`) is not
 //!   imitated: `sendInitialEvents=true` works, as on a current etcd.
 //! - MicroTime precision is not validated.
@@ -97,7 +98,6 @@
 //! - `07-watch-expired-streaming` step 22: streaming list works; recorded etcd failed it (RequestWatchProgress disabled)
 //! - `08-crud` step 9: recording artifact: the request body was mutated after sending (shows v3, server got v2)
 //! - `09-validation` step 15: Strict patch 422 message (embeds the patched object as Go JSON) not reproduced
-//! - `14-lists-selectors-paging` step 34: Table rendering (as=Table) not served
 //! - `16-leases` step 2: recording artifact: request body mutated after sending (server got renewTime .5Z)
 //! - `16-leases` step 3: recording artifact: request body mutated after sending (server got holder pod-a)
 //! - `16-leases` step 6: follows from the step-2/3 recording artifact (stale resourceVersion)
@@ -114,6 +114,7 @@ mod schema;
 mod server;
 mod sim;
 mod store;
+mod table;
 mod util;
 mod validate;
 

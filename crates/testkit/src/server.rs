@@ -788,7 +788,9 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
         ),
     };
     let ns = t.ns.clone();
+    let table = req.accept.contains("as=Table");
     let partial = req.accept.contains("as=PartialObjectMetadataList");
+    let now = st.now();
     let mut items = Vec::new();
     let mut last_key: Option<String> = None;
     let mut more = 0usize;
@@ -824,7 +826,9 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
             continue;
         }
         last_key = Some(pos);
-        items.push(if partial {
+        items.push(if table {
+            crate::table::row(&t.def, v, &now)
+        } else if partial {
             partial_metadata(v)
         } else if t.def.custom {
             v.clone()
@@ -849,6 +853,9 @@ fn list(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Value), ApiError>
         }
     } else if t.def.custom {
         meta["continue"] = json!("");
+    }
+    if table {
+        return Ok((200, crate::table::render(&t.def, meta, items)));
     }
     if partial {
         return Ok((

@@ -113,11 +113,6 @@ const EXPECTED_DIVERGENCES: &[(&str, usize, &str)] = &[
         "Strict patch 422 message (embeds the patched object as Go JSON) not reproduced",
     ),
     (
-        "14-lists-selectors-paging",
-        34,
-        "Table rendering (as=Table) not served",
-    ),
-    (
         "16-leases",
         2,
         "recording artifact: request body mutated after sending (server got renewTime .5Z)",
