@@ -27,8 +27,13 @@
 //!   kube-rbac-proxy role can also create SubjectAccessReviews, which kube-rbac-proxy needs to
 //!   authorize scrapers.
 //! - Plain Kubernetes is a topology of its own: control-plane nodes are selected by
-//!   `node-role.kubernetes.io/control-plane`, and without OpenShift's service CA the metrics
-//!   proxies serve self-signed certificates.
+//!   `node-role.kubernetes.io/control-plane`, without OpenShift's service CA the metrics
+//!   proxies serve self-signed certificates, and the render brings the shared sidecar
+//!   ClusterRoles that cluster-storage-operator ships on OpenShift.
+//! - The metrics Service is built even without the ServiceMonitor CRD: on OpenShift its
+//!   annotation is what makes the service CA issue the certificate the proxies mount.
+//! - Every operand carries the label [`names::OPERAND_LABEL`] (metadata only, never pod
+//!   templates) so controllers can watch their operands by label.
 
 pub mod def;
 pub mod hash;

@@ -947,3 +947,36 @@ fn gcp_resource_labels_join_the_cluster_label(
         .collect();
     assert_eq!(got, want.into_iter().collect::<Vec<_>>());
 }
+
+#[rstest]
+fn rendered_objects_are_complete_and_labelled(
+    #[values(
+        Topology::HighlyAvailable,
+        Topology::SingleReplica,
+        Topology::External,
+        Topology::Kubernetes { control_plane_nodes: true },
+        Topology::Kubernetes { control_plane_nodes: false }
+    )]
+    topology: Topology,
+) {
+    let def = gcp_pd();
+    let i = Inputs::offline(&def, topology, &BTreeMap::new());
+    for object in csi::render(&def, &i) {
+        let text = object.to_string();
+        assert!(!text.contains("${"), "a placeholder leaked: {text}");
+        let meta = &object["metadata"];
+        let name = meta["name"].as_str().unwrap();
+        assert!(!name.is_empty() && name.len() <= 253);
+        if let Some(ns) = meta["namespace"].as_str() {
+            let cco = object["kind"] == "CredentialsRequest"
+                && ns == "openshift-cloud-credential-operator";
+            assert!(ns == NS || cco, "{name} in {ns}");
+        }
+        let shared = name.starts_with("openshift-csi-");
+        assert_eq!(
+            meta["labels"]["csi.storage.openshift.io/driver"].as_str(),
+            (!shared).then_some("gcp-pd"),
+            "{name}"
+        );
+    }
+}
