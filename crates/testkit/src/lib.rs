@@ -50,13 +50,25 @@
 //!   references garbage-collected in background (default), foreground and orphan modes, dangling
 //!   owners; which kinds answer DELETE with the object and which with a `Status`.
 //! - `metadata.generation` rules for kinds with and without a status subresource.
+//! - Decoding: `fieldValidation` (unknown and duplicate fields: `Warning: 299` headers by default,
+//!   400 `strict decoding error` with `Strict`, silently dropped with `Ignore`), MicroTime fields
+//!   (Lease, Event) needing exactly 6 fractional digits and normalised to UTC, 415 for unknown
+//!   content types, malformed JSON and kind-mismatch 400s.
+//! - Events: core/v1 and events.k8s.io/v1 are one object seen through either API.
+//! - Discovery entries (legacy and aggregated, with `storageVersionHash`) of served kinds, CRD
+//!   groups appearing when their CRD is created and text `404 page not found` before.
 //! - Lists: label selectors (all operators), `metadata.name`/`metadata.namespace` field selectors
 //!   (and the kind-specific ones of events, pods, secrets), `limit`/`continue`/
 //!   `remainingItemCount`, `resourceVersionMatch=Exact` served from history.
 //!
 //! # Simplified
-//! - Everything is synchronous: the garbage collector and the namespace controller run inside
+//! - Controllers are synchronous: the garbage collector and the namespace controller run inside
 //!   the request that triggers them, so dependents are gone by the time the response is sent.
+//!   CRDs become Established just before the next request that is not another CRD creation.
+//!   New namespaces get their `default` ServiceAccount at once. There are no other background
+//!   writers (no leases, no events), so resourceVersions only move on the caller's writes.
+//! - The event history is bounded ([`ServerConfig::history_limit`], 10,000 by default); a
+//!   resourceVersion older than it, or older than a custom resource's CRD, gets `410 Expired`.
 //! - Defaulting covers the kinds our operators use (Deployment/DaemonSet/pod template, Service,
 //!   StorageClass, CSIDriver, Namespace, Event); other kinds are stored as sent.
 //! - Validation covers names, ConfigMap keys, finalizers, owner references, Deployment selectors,
@@ -71,7 +83,8 @@
 //!   not the per-kind printer columns.
 //! - The streaming-list failure of the recorded etcd (`RequestWatchProgress is disabled`) is not
 //!   imitated: `sendInitialEvents=true` works, as on a current etcd.
-//! - MicroTime precision is not validated.
+//! - Error messages that embed a whole object as Go-ordered JSON (strict-decoding errors of
+//!   patches) are not reproduced; code, reason and causes are.
 //! - Continue tokens are not tied to an etcd revision: pages after the first reflect the state
 //!   at the token's resourceVersion only while the history still covers it.
 //!
