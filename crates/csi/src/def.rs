@@ -449,6 +449,13 @@ fn duplicates<T: Ord + Clone + std::fmt::Display>(
 }
 
 impl DriverDef {
+    /// Whether the controller has any metrics endpoint (and so kube-rbac-proxies, a metrics
+    /// Service and their RBAC).
+    pub fn has_metrics(&self) -> bool {
+        self.controller.driver.metrics.is_some()
+            || self.controller.sidecars.iter().any(|s| s.metrics.is_some())
+    }
+
     /// Checks what serde cannot: names set, ports and volume names unique within a pod, at most
     /// one default class of each kind, a profile for inline volumes, images with defaults.
     pub fn validate(&self) -> Result<(), InvalidDef> {

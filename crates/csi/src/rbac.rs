@@ -93,11 +93,6 @@ fn role_binding(meta: ObjectMeta, role: &str, subject: Subject) -> RoleBinding {
     }
 }
 
-fn has_metrics(def: &DriverDef) -> bool {
-    def.controller.driver.metrics.is_some()
-        || def.controller.sidecars.iter().any(|s| s.metrics.is_some())
-}
-
 fn names_prefixed(def: &DriverDef, suffix: &str) -> String {
     format!("{}-{suffix}", def.cluster_role_prefix)
 }
@@ -116,7 +111,7 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
             ..ClusterRole::default()
         });
     }
-    if has_metrics(def) {
+    if def.has_metrics() {
         roles.push(ClusterRole {
             metadata: names::meta(def, names_prefixed(def, "kube-rbac-proxy-role"), None),
             // kube-rbac-proxy authenticates the scraper with a TokenReview and authorizes it
@@ -188,7 +183,7 @@ pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
             controller(),
         ));
     }
-    if has_metrics(def) {
+    if def.has_metrics() {
         bindings.push(cluster_role_binding(
             names::meta(def, names_prefixed(def, "kube-rbac-proxy-binding"), None),
             &names_prefixed(def, "kube-rbac-proxy-role"),
@@ -227,7 +222,7 @@ fn prometheus_role_name(def: &DriverDef) -> String {
 /// Whether the Prometheus discovery Role is built: cluster monitoring scrapes through a
 /// ServiceMonitor, so only with that CRD, on OpenShift, and when there is something to scrape.
 fn wants_prometheus_rbac(def: &DriverDef, inputs: &Inputs) -> bool {
-    has_metrics(def) && inputs.crds.service_monitor && inputs.topology.is_openshift()
+    def.has_metrics() && inputs.crds.service_monitor && inputs.topology.is_openshift()
 }
 
 /// Namespaced Roles: the sidecars' leader-election leases (only the verbs client-go's lease

@@ -303,11 +303,6 @@ fn sidecar_args(
     args
 }
 
-fn has_metrics(def: &DriverDef) -> bool {
-    def.controller.driver.metrics.is_some()
-        || def.controller.sidecars.iter().any(|s| s.metrics.is_some())
-}
-
 fn workload_annotations() -> BTreeMap<String, String> {
     BTreeMap::from([
         (
@@ -418,7 +413,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Volume::default()
     }];
-    if has_metrics(def) && inputs.topology.is_openshift() {
+    if def.has_metrics() && inputs.topology.is_openshift() {
         volumes.push(Volume {
             name: "metrics-serving-cert".to_owned(),
             secret: Some(SecretVolumeSource {
