@@ -10,4 +10,5 @@ pub mod conditions;
 pub mod leader;
 pub mod management;
 pub mod metrics;
+pub mod runtime;
 pub mod status;

@@ -1,0 +1,197 @@
+//! The reconcile loop against the in-process API server: changes trigger reconciles, an idle
+//! cluster triggers none, failures are retried with backoff.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::PostParams;
+use kube::runtime::watcher;
+use opkit::metrics::Metrics;
+use opkit::runtime::{Informers, LoopConfig, ReconcileError, run};
+use tokio::sync::oneshot;
+
+#[derive(Debug)]
+struct Failed;
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed on purpose")
+    }
+}
+
+impl ReconcileError for Failed {
+    fn category(&self) -> &'static str {
+        "test"
+    }
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    serde_json::from_value(
+        serde_json::json!({"metadata": {"name": name, "labels": {"watched": "yes"}}}),
+    )
+    .unwrap()
+}
+
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..600 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn changes_trigger_reconciles_and_idle_costs_nothing() {
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    let mut informers = Informers::new();
+    let store = informers.watch(
+        "configmaps",
+        Api::<ConfigMap>::namespaced(client.clone(), "default"),
+        watcher::Config::default().labels("watched=yes"),
+    );
+    informers
+        .wait_synced(Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = {
+        let (runs, seen, store) = (runs.clone(), seen.clone(), store.clone());
+        tokio::spawn(run(
+            "test",
+            informers.trigger(),
+            LoopConfig::default(),
+            Metrics::new(),
+            move || {
+                runs.fetch_add(1, Ordering::SeqCst);
+                seen.store(store.state().len(), Ordering::SeqCst);
+                async { Ok::<_, Failed>(None) }
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ))
+    };
+    eventually("the first reconcile", || runs.load(Ordering::SeqCst) >= 1).await;
+
+    let api = Api::<ConfigMap>::namespaced(cluster.client(), "default");
+    api.create(&PostParams::default(), &config_map("a"))
+        .await
+        .unwrap();
+    eventually("a reconcile that sees the new ConfigMap", || {
+        seen.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    // Idle: no reconcile and no request for a while.
+    let settled = runs.load(Ordering::SeqCst);
+    cluster.clear_requests();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        settled,
+        "no reconcile without a change"
+    );
+    assert_eq!(cluster.count_writes("operator"), 0);
+    let reads: Vec<_> = cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.from_client("operator") && r.is_read() && r.verb != "watch")
+        .collect();
+    assert!(reads.is_empty(), "no polling: {reads:?}");
+
+    // An object outside the label selector does not trigger anything.
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(serde_json::json!({"metadata": {"name": "other"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runs.load(Ordering::SeqCst), settled);
+
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn failures_are_retried_with_backoff_and_requeues_honoured() {
+    let cluster = testkit::Cluster::start().await;
+    let informers = Informers::new();
+    let _ = &cluster;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let metrics = Metrics::new();
+    let task = {
+        let runs = runs.clone();
+        tokio::spawn(run(
+            "flaky",
+            informers.trigger(),
+            LoopConfig {
+                retry_base: Duration::from_millis(20),
+                retry_cap: Duration::from_millis(40),
+            },
+            metrics.clone(),
+            move || {
+                let n = runs.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    match n {
+                        0..=2 => Err(Failed),
+                        // Then succeed, asking to run again soon, once.
+                        3 => Ok(Some(Duration::from_millis(20))),
+                        _ => Ok(None),
+                    }
+                }
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ))
+    };
+    eventually("three retries and a requeue", || {
+        runs.load(Ordering::SeqCst) >= 5
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        5,
+        "nothing after the last success without a requeue"
+    );
+    let text = metrics.encode();
+    assert!(
+        text.contains(
+            r#"storage_operator_reconcile_errors_total{controller="flaky",category="test"} 3"#
+        ),
+        "{text}"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cache_of_a_missing_api_is_reported_not_synced() {
+    let cluster = testkit::Cluster::start().await;
+    let mut informers = Informers::new();
+    let api: Api<api::config_v1::Infrastructure> = Api::all(cluster.client());
+    let _store = informers.watch("infrastructures", api, watcher::Config::default());
+    let error = informers
+        .wait_synced(Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert_eq!(error.pending, "infrastructures");
+    assert!(
+        error.to_string().contains("check that these APIs exist"),
+        "{error}"
+    );
+}
