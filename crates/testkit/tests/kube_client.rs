@@ -465,6 +465,41 @@ async fn hung_requests_outlast_a_client_timeout() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_list_watchers_sync_and_follow() {
+    let cluster = Cluster::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), NS);
+    for i in 0..3 {
+        api.create(&PostParams::default(), &cm(&format!("pre-{i}"), &[]))
+            .await
+            .expect("create");
+    }
+    let (store, writer) = reflector::store::<ConfigMap>();
+    let stream = reflector(
+        writer,
+        watcher(api.clone(), watcher::Config::default().streaming_lists()).default_backoff(),
+    )
+    .applied_objects()
+    .for_each(|_| async {});
+    let handle = tokio::spawn(stream);
+    store.wait_until_ready().await.expect("initial events end");
+    assert_eq!(
+        store.state().len(),
+        3,
+        "initial events are the existing objects"
+    );
+    api.create(&PostParams::default(), &cm("post", &[]))
+        .await
+        .expect("create");
+    eventually("the new object", || async {
+        (store.state().len() == 4).then_some(())
+    })
+    .await;
+    // A streaming list is one watch request: no list was needed.
+    assert!(cluster.requests().iter().all(|r| r.verb != "list"));
+    handle.abort();
+}
+
 /// Compare-before-write, as our controllers do: read, and apply only when something differs.
 async fn ensure(api: &Api<ConfigMap>, desired: &ConfigMap) -> kube::Result<bool> {
     let name = desired.name_any();
