@@ -84,7 +84,13 @@ pub struct Hooks {
     pub daemon_set: Vec<DaemonSetHook>,
     /// Hooks on every StorageClass.
     pub storage_class: Vec<StorageClassHook>,
+    /// Which of the table's StorageClasses this cluster gets, when not all of them (e.g. GCP
+    /// Dedicated regions support only Hyperdisk). Each selection may have its own default.
+    pub storage_class_filter: Option<StorageClassFilter>,
 }
+
+/// Chooses whether a StorageClass of the table is built for these inputs.
+pub type StorageClassFilter = fn(&Inputs, &StorageClassDef) -> bool;
 
 /// Where an image comes from: an environment variable of the operator (as OpenShift's release
 /// payload sets them), or the upstream default when it is unset or empty.
@@ -528,7 +534,10 @@ impl DriverDef {
         for name in duplicates(self.storage_classes.iter().map(|c| c.name.as_str())) {
             problems.push(format!("StorageClass {name} is listed twice"));
         }
-        if self.storage_classes.iter().filter(|c| c.default).count() > 1 {
+        // With a filter, the classes that can be selected together are the driver's business.
+        if self.hooks.storage_class_filter.is_none()
+            && self.storage_classes.iter().filter(|c| c.default).count() > 1
+        {
             problems.push("more than one StorageClass is marked default".to_owned());
         }
         for name in duplicates(self.volume_snapshot_classes.iter().map(|c| c.name.as_str())) {

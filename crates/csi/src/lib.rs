@@ -50,8 +50,8 @@ pub mod workloads;
 pub use def::{
     CSIDriverDef, ControllerDef, CredentialsDef, CredentialsRequestDef, DaemonSetHook,
     DeploymentHook, DriverContainerDef, DriverDef, EnvDef, Hooks, ImageDef, Images, MetricsDef,
-    NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassHook, VolumeDef,
-    VolumeSnapshotClassDef, VolumeSourceDef,
+    NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
+    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
 };
 pub use inputs::{
     ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, ServingTls, Topology,

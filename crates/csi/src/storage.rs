@@ -93,26 +93,39 @@ fn build_storage_class(def: &DriverDef, sc: &StorageClassDef, inputs: &Inputs) -
     class
 }
 
-/// The StorageClasses to apply: all of them when `storageClassState` is Managed (or unset),
-/// none when it is Unmanaged (left alone) or Removed (the controller deletes them).
+/// The StorageClasses to apply: those the driver's filter selects (all, without one) when
+/// `storageClassState` is Managed (or unset), none when it is Unmanaged (left alone) or Removed
+/// (the controller deletes them).
 pub fn build_storage_classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageClass> {
     if inputs.spec.storage_class_state() != StorageClassStateName::Managed {
         return Vec::new();
     }
     def.storage_classes
         .iter()
+        .filter(|sc| {
+            def.hooks
+                .storage_class_filter
+                .is_none_or(|keep| keep(inputs, sc))
+        })
         .map(|sc| build_storage_class(def, sc, inputs))
         .collect()
 }
 
-/// The StorageClasses the operator must delete: all of the driver's classes when
-/// `storageClassState` is Removed, none otherwise (Unmanaged leaves them alone).
+/// The StorageClasses the operator must delete: the driver's classes (as its filter selects
+/// them) when `storageClassState` is Removed, none otherwise (Unmanaged leaves them alone).
 pub fn storage_classes_to_delete(def: &DriverDef, inputs: &Inputs) -> Vec<String> {
     if inputs.spec.storage_class_state() != StorageClassStateName::Removed {
         return Vec::new();
     }
+    // Only the classes this cluster would get: a class of the same name outside the selection
+    // is somebody else's.
     def.storage_classes
         .iter()
+        .filter(|sc| {
+            def.hooks
+                .storage_class_filter
+                .is_none_or(|keep| keep(inputs, sc))
+        })
         .map(|sc| sc.name.clone())
         .collect()
 }

@@ -1,7 +1,8 @@
-//! GCP Persistent Disk (`pd.csi.storage.gke.io`): the table in `gcp_pd.yaml` plus three hooks:
+//! GCP Persistent Disk (`pd.csi.storage.gke.io`): the table in `gcp_pd.yaml` plus a few hooks:
 //! the cluster-ID volume label (so the installer can find and destroy the cluster's disks),
-//! ambient credentials on plain Kubernetes when no credentials Secret exists, and the KMS key
-//! of `driverConfig.gcp.kmsKey` as a StorageClass parameter.
+//! ambient credentials on plain Kubernetes when no credentials Secret exists, the KMS key of
+//! `driverConfig.gcp.kmsKey` as a StorageClass parameter, and the StorageClasses of GCP
+//! Dedicated regions (Hyperdisk only).
 
 use csi::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -25,6 +26,7 @@ pub fn def() -> Result<DriverDef, DriverError> {
         deployment: vec![with_cluster_id_label, with_ambient_credentials],
         daemon_set: Vec::new(),
         storage_class: vec![with_kms_key],
+        storage_class_filter: Some(storage_classes_for_region),
     };
     Ok(def)
 }
@@ -100,6 +102,26 @@ pub fn with_ambient_credentials(inputs: &Inputs, deployment: &mut Deployment) {
             env.retain(|e| e.name != CREDENTIALS_ENV);
         }
     }
+}
+
+/// GCP Dedicated regions (`u-...`, e.g. `u-germany-northeast1`) support only Hyperdisk.
+pub const DEDICATED_REGION_PREFIX: &str = "u-";
+/// The StorageClass used on GCP Dedicated.
+pub const HYPERDISK_CLASS: &str = "hyperdisk-balanced";
+
+/// Whether the cluster runs in a GCP Dedicated region (from `Infrastructure.status`).
+pub fn is_dedicated(inputs: &Inputs) -> bool {
+    inputs
+        .platform_status
+        .as_ref()
+        .and_then(|p| p.gcp.as_ref())
+        .and_then(|g| g.region.as_deref())
+        .is_some_and(|r| r.starts_with(DEDICATED_REGION_PREFIX))
+}
+
+/// GCP Dedicated gets only `hyperdisk-balanced`; every other cluster gets every other class.
+pub fn storage_classes_for_region(inputs: &Inputs, class: &csi::StorageClassDef) -> bool {
+    (class.name == HYPERDISK_CLASS) == is_dedicated(inputs)
 }
 
 /// Sets `disk-encryption-kms-key` from `driverConfig.gcp.kmsKey` on every class, when set.

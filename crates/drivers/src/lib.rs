@@ -58,16 +58,15 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
             name: name.to_owned(),
             known: short_names().join(", "),
         })?;
-    (entry.def)()
-}
-
-/// Parses and validates an embedded driver table.
-fn parse_table(driver: &'static str, yaml: &str) -> Result<DriverDef, DriverError> {
-    let def: DriverDef =
-        serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {
-            driver,
-            source: Box::new(source),
-        })?;
+    let def = (entry.def)()?;
     def.validate()?;
     Ok(def)
+}
+
+/// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).
+fn parse_table(driver: &'static str, yaml: &str) -> Result<DriverDef, DriverError> {
+    serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {
+        driver,
+        source: Box::new(source),
+    })
 }

@@ -980,3 +980,55 @@ fn rendered_objects_are_complete_and_labelled(
         );
     }
 }
+
+#[rstest]
+#[case::regular(Some("us-central1"), vec!["standard-csi", "ssd-csi"])]
+#[case::no_platform_status(None, vec!["standard-csi", "ssd-csi"])]
+#[case::dedicated(Some("u-germany-northeast1"), vec!["hyperdisk-balanced"])]
+fn gcp_dedicated_regions_get_only_hyperdisk(#[case] region: Option<&str>, #[case] want: Vec<&str>) {
+    use api::config_v1::{GCPPlatformStatus, PlatformStatus};
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.platform_status = region.map(|r| PlatformStatus {
+        gcp: Some(GCPPlatformStatus {
+            region: Some(r.to_owned()),
+            ..GCPPlatformStatus::default()
+        }),
+        ..PlatformStatus::default()
+    });
+    let classes = csi::build_storage_classes(&def, &i);
+    let names: Vec<&str> = classes
+        .iter()
+        .map(|c| c.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(names, want);
+    let defaults: Vec<&str> = classes
+        .iter()
+        .filter(|c| {
+            c.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("storageclass.kubernetes.io/is-default-class"))
+                == Some(&"true".to_owned())
+        })
+        .map(|c| c.metadata.name.as_deref().unwrap())
+        .collect();
+    assert_eq!(defaults, want[..1], "exactly one default either way");
+    i.spec.storage_class_state = Some(StorageClassStateName::Removed);
+    assert_eq!(
+        csi::storage_classes_to_delete(&def, &i),
+        want,
+        "never deletes a class it would not create"
+    );
+}
+
+#[test]
+fn without_a_filter_two_default_classes_are_refused() {
+    let mut def = gcp_pd();
+    def.hooks.storage_class_filter = None;
+    let err = def.validate().unwrap_err();
+    assert_eq!(
+        err.problems,
+        ["more than one StorageClass is marked default"]
+    );
+}
