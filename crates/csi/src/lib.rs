@@ -67,7 +67,7 @@ pub use render::{
 };
 pub use storage::{
     build_csi_driver, build_storage_classes, build_volume_snapshot_classes,
-    storage_classes_to_delete,
+    storage_classes_to_delete, validate_storage_class_state,
 };
 pub use workloads::{
     build_controller_deployment, build_node_daemon_set, build_pod_disruption_budget,

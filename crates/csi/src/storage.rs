@@ -161,3 +161,15 @@ pub fn build_volume_snapshot_classes(def: &DriverDef, inputs: &Inputs) -> Vec<Va
         })
         .collect()
 }
+
+/// The StorageClass controller's validation of the ClusterCSIDriver: an unknown
+/// `storageClassState` is an error (reported as `StorageClassControllerDegraded`, and nothing is
+/// applied or deleted until it changes).
+pub fn validate_storage_class_state(inputs: &Inputs) -> Result<(), String> {
+    match inputs.spec.storage_class_state() {
+        StorageClassStateName::Other(value) => Err(format!(
+            "invalid storageClassState {value:?} in the ClusterCSIDriver: use Managed, Unmanaged or Removed"
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1032,3 +1032,15 @@ fn without_a_filter_two_default_classes_are_refused() {
         ["more than one StorageClass is marked default"]
     );
 }
+
+#[test]
+fn an_unknown_storage_class_state_is_reported_and_nothing_happens() {
+    let def = gcp_pd();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    csi::validate_storage_class_state(&i).unwrap();
+    i.spec.storage_class_state = Some(StorageClassStateName::Other("Sometimes".into()));
+    let err = csi::validate_storage_class_state(&i).unwrap_err();
+    assert!(err.contains("\"Sometimes\""), "{err}");
+    assert!(csi::build_storage_classes(&def, &i).is_empty());
+    assert!(csi::storage_classes_to_delete(&def, &i).is_empty());
+}
