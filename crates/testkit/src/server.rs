@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub seed: u64,
     /// Use this RFC 3339 time for every timestamp instead of the real clock.
     pub frozen_time: Option<String>,
+    /// The resourceVersion of the empty store (a fresh real cluster is in the hundreds).
+    pub initial_resource_version: u64,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +55,7 @@ impl Default for ServerConfig {
             history_limit: 10_000,
             seed: 0x5eed,
             frozen_time: None,
+            initial_resource_version: 1,
         }
     }
 }
@@ -76,6 +79,7 @@ impl Inner {
         let (tx, _) = broadcast::channel(65_536);
         let mut state = State::new(config.seed, config.history_limit, tx);
         state.frozen_time = config.frozen_time.clone();
+        state.rv = config.initial_resource_version;
         let (drop_watches, _) = tokio::sync::watch::channel(0);
         Arc::new(Inner {
             state: Mutex::new(state),

@@ -345,7 +345,7 @@ fn mask_everywhere(v: &mut Value, path: &[String]) {
     }
 }
 
-/// Replaces uids (`8-4-4-4-12` hex) and then digit runs, which embed volatile values.
+/// Replaces uids (`8-4-4-4-12` hex) and runs of 3+ digits, which embed volatile values.
 fn normalise_message(s: &str) -> String {
     let mut s = s.to_string();
     let b: Vec<char> = s.chars().collect();
@@ -372,18 +372,25 @@ fn normalise_message(s: &str) -> String {
     }
     s = cleaned;
     let mut out = String::new();
-    let mut in_num = false;
+    let mut run = String::new();
+    // Runs of 3+ digits are resourceVersions and the like; shorter numbers (counts, `v1`) stay.
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= 3 {
+            out.push('#');
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
     for c in s.chars() {
         if c.is_ascii_digit() {
-            if !in_num {
-                out.push('#');
-            }
-            in_num = true;
+            run.push(c);
         } else {
-            in_num = false;
+            flush(&mut run, &mut out);
             out.push(c);
         }
     }
+    flush(&mut run, &mut out);
     out
 }
 
@@ -690,6 +697,8 @@ async fn replay(name: &str, crds: &[Value]) -> BTreeMap<usize, String> {
         .unwrap_or("record-conformance/1.0");
     let cluster = Cluster::start_empty(ServerConfig {
         frozen_time: Some("2026-11-22T21:41:43Z".into()),
+        // Like a fresh real server, so resourceVersions in messages are 3+ digit numbers.
+        initial_resource_version: 200,
         max_watch_timeout: Duration::from_millis(300),
         bookmark_interval: Duration::from_secs(3600),
         ..ServerConfig::default()
