@@ -53,7 +53,8 @@
 //! - Decoding: `fieldValidation` (unknown and duplicate fields: `Warning: 299` headers by default,
 //!   400 `strict decoding error` with `Strict`, silently dropped with `Ignore`), MicroTime fields
 //!   (Lease, Event) needing exactly 6 fractional digits and normalised to UTC, 415 for unknown
-//!   content types, malformed JSON and kind-mismatch 400s.
+//!   content types, malformed JSON and kind-mismatch 400s, YAML apply bodies read as YAML 1.1
+//!   (`n:` is the key `"false"`, as with `sigs.k8s.io/yaml`).
 //! - Events: core/v1 and events.k8s.io/v1 are one object seen through either API.
 //! - Discovery entries (legacy and aggregated, with `storageVersionHash`) of served kinds, CRD
 //!   groups appearing when their CRD is created and text `404 page not found` before.
@@ -99,7 +100,6 @@
 //! - `01-discovery` step 7: storage.k8s.io/v1 lists only served kinds
 //! - `01-discovery` step 20: discovery lists only served groups
 //! - `01-discovery` step 21: aggregated discovery lists only served groups
-//! - `02-ssa-basic` step 14: YAML 1.2 parser: key `n` stays a string (YAML 1.1 reads it as false)
 //! - `05-watch-basic` step 7: list RV: the recorded cluster had background writes, testkit has none
 //! - `06-watch-bookmarks-selector` step 5: watch with bookmarks and no RV works; recorded etcd failed it (RequestWatchProgress disabled)
 //! - `07-watch-expired-streaming` step 13: list RV: recorded cluster had background writes
@@ -130,6 +130,7 @@ mod store;
 mod table;
 mod util;
 mod validate;
+mod yaml;
 
 use std::convert::Infallible;
 use std::future::Future;

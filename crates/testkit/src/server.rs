@@ -887,7 +887,7 @@ fn decode_body(def: &ResourceDef, req: &Req) -> Result<Value, ApiError> {
     }
     if ct == "application/yaml" {
         let text = String::from_utf8_lossy(&req.body);
-        return serde_saphyr::from_str::<Value>(&text)
+        return crate::yaml::parse(&text)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")));
     }
     serde_json::from_slice::<Value>(&req.body).map_err(|e| {
@@ -939,7 +939,7 @@ fn parse_body(req: &Req, yaml_ok: bool) -> Result<Value, ApiError> {
     }
     if yaml_ok
         && let Ok(s) = std::str::from_utf8(&req.body)
-        && let Ok(v) = serde_saphyr::from_str::<Value>(s)
+        && let Ok(v) = crate::yaml::parse(s)
     {
         return Ok(v);
     }

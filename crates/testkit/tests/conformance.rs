@@ -53,11 +53,6 @@ const EXPECTED_DIVERGENCES: &[(&str, usize, &str)] = &[
         "aggregated discovery lists only served groups",
     ),
     (
-        "02-ssa-basic",
-        14,
-        "YAML 1.2 parser: key `n` stays a string (YAML 1.1 reads it as false)",
-    ),
-    (
         "05-watch-basic",
         7,
         "list RV: the recorded cluster had background writes, testkit has none",
