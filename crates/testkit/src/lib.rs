@@ -76,8 +76,8 @@
 //!   StorageClass immutability, events.k8s.io `eventTime` and CRD structural schemas (type,
 //!   required, enum, min/max). No admission, no authorization, no quota.
 //! - Unknown-field detection (`fieldValidation`, `Warning` headers, apply's "field not declared
-//!   in schema") knows custom resources' schemas but only the top level and `metadata` of
-//!   built-in kinds; nested unknown fields of built-ins are kept.
+//!   in schema") uses CRD schemas and k8s-openapi's schemas of built-in kinds; list items are
+//!   named by index (`containers[0]`) in apply's error, where the apiserver names them by key.
 //! - Only the `status` subresource is served (no `scale`, `exec`, `log`, ...).
 //! - Version conversion exists only for Events (core/v1 <-> events.k8s.io/v1, one stored object).
 //! - Table renderings (`as=Table`) have the default Name/Age columns (plus ConfigMaps' Data),

@@ -3,8 +3,9 @@
 //! ObjectMeta), and duplicate-key detection in JSON bodies. Unknown fields are dropped with a
 //! `Warning` (default), dropped silently (`Ignore`) or rejected (`Strict`), like the apiserver.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -91,12 +92,133 @@ fn builtin_top_level(def: &ResourceDef) -> Option<&'static [&'static str]> {
     })
 }
 
+fn generate<T: schemars::JsonSchema>() -> Value {
+    // Inlined subschemas make the walk simple; recursive types keep a `$ref`, which the walk
+    // treats as opaque.
+    let generator = schemars::generate::SchemaSettings::default()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null)
+}
+
+/// Structural schemas of the served built-in kinds, from k8s-openapi (generated once).
+fn builtin_schema(def: &ResourceDef) -> Option<&'static Value> {
+    use k8s_openapi::api::{
+        apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events,
+        policy::v1 as policy, rbac::v1 as rbac, storage::v1 as storage,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    static SCHEMAS: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
+    let all = SCHEMAS.get_or_init(|| {
+        let mut m = BTreeMap::new();
+        m.insert("/namespaces".to_string(), generate::<core::Namespace>());
+        m.insert("/configmaps".to_string(), generate::<core::ConfigMap>());
+        m.insert("/secrets".to_string(), generate::<core::Secret>());
+        m.insert(
+            "/serviceaccounts".to_string(),
+            generate::<core::ServiceAccount>(),
+        );
+        m.insert("/services".to_string(), generate::<core::Service>());
+        m.insert("/nodes".to_string(), generate::<core::Node>());
+        m.insert("/pods".to_string(), generate::<core::Pod>());
+        m.insert(
+            "/persistentvolumes".to_string(),
+            generate::<core::PersistentVolume>(),
+        );
+        m.insert(
+            "/persistentvolumeclaims".to_string(),
+            generate::<core::PersistentVolumeClaim>(),
+        );
+        m.insert("/events".to_string(), generate::<core::Event>());
+        m.insert(
+            "apps/deployments".to_string(),
+            generate::<apps::Deployment>(),
+        );
+        m.insert("apps/daemonsets".to_string(), generate::<apps::DaemonSet>());
+        m.insert(
+            "apps/statefulsets".to_string(),
+            generate::<apps::StatefulSet>(),
+        );
+        m.insert(
+            "apps/replicasets".to_string(),
+            generate::<apps::ReplicaSet>(),
+        );
+        m.insert(
+            "storage.k8s.io/storageclasses".to_string(),
+            generate::<storage::StorageClass>(),
+        );
+        m.insert(
+            "storage.k8s.io/csidrivers".to_string(),
+            generate::<storage::CSIDriver>(),
+        );
+        m.insert(
+            "storage.k8s.io/csinodes".to_string(),
+            generate::<storage::CSINode>(),
+        );
+        m.insert(
+            "storage.k8s.io/volumeattachments".to_string(),
+            generate::<storage::VolumeAttachment>(),
+        );
+        m.insert(
+            "rbac.authorization.k8s.io/roles".to_string(),
+            generate::<rbac::Role>(),
+        );
+        m.insert(
+            "rbac.authorization.k8s.io/rolebindings".to_string(),
+            generate::<rbac::RoleBinding>(),
+        );
+        m.insert(
+            "rbac.authorization.k8s.io/clusterroles".to_string(),
+            generate::<rbac::ClusterRole>(),
+        );
+        m.insert(
+            "rbac.authorization.k8s.io/clusterrolebindings".to_string(),
+            generate::<rbac::ClusterRoleBinding>(),
+        );
+        m.insert(
+            "coordination.k8s.io/leases".to_string(),
+            generate::<coordination::Lease>(),
+        );
+        m.insert(
+            "events.k8s.io/events".to_string(),
+            generate::<events::Event>(),
+        );
+        m.insert(
+            "policy/poddisruptionbudgets".to_string(),
+            generate::<policy::PodDisruptionBudget>(),
+        );
+        m.insert(
+            "apiextensions.k8s.io/customresourcedefinitions".to_string(),
+            generate::<apiext::CustomResourceDefinition>(),
+        );
+        m
+    });
+    all.get(&format!("{}/{}", def.group, def.plural))
+        .filter(|s| s.get("properties").is_some())
+}
+
 /// Unknown field paths of `obj` (dotted, sorted), as the apiserver names them in warnings.
 pub fn unknown_fields(def: &ResourceDef, obj: &Value) -> Vec<String> {
     let mut out = BTreeSet::new();
     let Some(m) = obj.as_object() else {
         return Vec::new();
     };
+    if !def.custom
+        && let Some(schema) = builtin_schema(def)
+    {
+        for (k, v) in m {
+            if matches!(k.as_str(), "apiVersion" | "kind") {
+                continue;
+            }
+            match schema["properties"].get(k) {
+                Some(s) => walk_schema(s, v, k, &mut out),
+                None => {
+                    out.insert(k.clone());
+                }
+            }
+        }
+        return out.into_iter().collect();
+    }
     if let Some(meta) = m.get("metadata").and_then(Value::as_object) {
         for k in meta.keys() {
             if !OBJECT_META.contains(&k.as_str()) {

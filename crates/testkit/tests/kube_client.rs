@@ -497,6 +497,58 @@ async fn streaming_list_watchers_sync_and_follow() {
     handle.abort();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undeclared_fields_in_built_in_kinds_are_caught_at_any_depth() {
+    let cluster = Cluster::start().await;
+    let api: Api<Deployment> = Api::namespaced(cluster.client(), NS);
+    let with_typo = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typo"},
+        "spec": {"selector": {"matchLabels": {"app": "t"}},
+                 "template": {"metadata": {"labels": {"app": "t"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox:1", "imagePullPolice": "Always"}]}}}
+    });
+    // Server-side apply refuses what the schema does not declare, like the apiserver (500).
+    match api
+        .patch(
+            "typo",
+            &PatchParams::apply("typo-ctl"),
+            &Patch::Apply(&with_typo),
+        )
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 500);
+            assert!(
+                s.message
+                    .contains("imagePullPolice: field not declared in schema"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("expected a 500, got {other:?}"),
+    }
+    // A create drops it (with a warning) and defaults the real field.
+    let d: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typo"},
+        "spec": {"selector": {"matchLabels": {"app": "t"}},
+                 "template": {"metadata": {"labels": {"app": "t"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}}}
+    }))
+    .expect("deployment");
+    let created = api
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let c = &created
+        .spec
+        .expect("spec")
+        .template
+        .spec
+        .expect("pod spec")
+        .containers[0];
+    assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
+}
+
 /// Compare-before-write, as our controllers do: read, and apply only when something differs.
 async fn ensure(api: &Api<ConfigMap>, desired: &ConfigMap) -> kube::Result<bool> {
     let name = desired.name_any();
