@@ -4,6 +4,9 @@
 //! the cluster and apply them arrive with issue #5.
 
 pub mod driver_status;
+pub mod observe;
+pub mod operator;
+pub mod plan;
 pub mod platform;
 pub mod registry;
 pub mod starter;

@@ -1,0 +1,231 @@
+//! What the cluster storage operator watches, and the snapshot of it each reconcile reads.
+//! Every cache is scoped: our namespace, our labels, or the singletons by name; nodes are
+//! watched only where there is no Infrastructure API to read the platform from.
+
+use std::time::Duration;
+
+use api::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
+use api::operator_v1::{ClusterCSIDriver, Storage};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::storage::v1::CSIDriver;
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher::Config;
+use kube::{Api, Client, Resource};
+use opkit::runtime::{Informers, NotSynced};
+use serde::de::DeserializeOwned;
+
+use crate::registry::DRIVER_NAMESPACE;
+use crate::starter::STARTER_LABEL;
+
+/// Which optional APIs the cluster serves (OpenShift's config.openshift.io kinds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Apis {
+    /// `infrastructures.config.openshift.io`.
+    pub infrastructure: bool,
+    /// `featuregates.config.openshift.io`.
+    pub feature_gate: bool,
+    /// `proxies.config.openshift.io`.
+    pub proxy: bool,
+    /// `clusteroperators.config.openshift.io`.
+    pub cluster_operator: bool,
+}
+
+impl Apis {
+    /// Asks the API server which of the optional kinds it serves.
+    pub async fn discover(client: &Client) -> Result<Self, kube::Error> {
+        let resources = match client
+            .list_api_group_resources("config.openshift.io/v1")
+            .await
+        {
+            Ok(list) => list.resources,
+            Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+            Err(error) => return Err(error),
+        };
+        let has = |plural: &str| resources.iter().any(|r| r.name == plural);
+        Ok(Self {
+            infrastructure: has("infrastructures"),
+            feature_gate: has("featuregates"),
+            proxy: has("proxies"),
+            cluster_operator: has("clusteroperators"),
+        })
+    }
+}
+
+/// Everything the reconcile reads, as of one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// Optional APIs served.
+    pub apis: Apis,
+    /// `Storage/cluster`.
+    pub storage: Option<Storage>,
+    /// `Infrastructure/cluster`.
+    pub infrastructure: Option<Infrastructure>,
+    /// Nodes, only without the Infrastructure API.
+    pub nodes: Vec<Node>,
+    /// `FeatureGate/cluster`.
+    pub feature_gate: Option<FeatureGate>,
+    /// `Proxy/cluster`.
+    pub proxy: Option<Proxy>,
+    /// `ClusterOperator/storage`.
+    pub cluster_operator: Option<ClusterOperator>,
+    /// Every ClusterCSIDriver.
+    pub cluster_csi_drivers: Vec<ClusterCSIDriver>,
+    /// Every CSIDriver.
+    pub csi_drivers: Vec<CSIDriver>,
+    /// The driver namespace.
+    pub namespaces: Vec<Namespace>,
+    /// Our ServiceAccounts in the driver namespace.
+    pub service_accounts: Vec<ServiceAccount>,
+    /// Our Roles in the driver namespace.
+    pub roles: Vec<Role>,
+    /// Our RoleBindings in the driver namespace.
+    pub role_bindings: Vec<RoleBinding>,
+    /// Our driver operator Deployments.
+    pub deployments: Vec<Deployment>,
+    /// Our ClusterRoles.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// Our ClusterRoleBindings.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+}
+
+/// The caches behind [`Observed`].
+#[derive(Clone)]
+pub struct Caches {
+    apis: Apis,
+    storage: Store<Storage>,
+    infrastructure: Option<Store<Infrastructure>>,
+    nodes: Option<Store<Node>>,
+    feature_gate: Option<Store<FeatureGate>>,
+    proxy: Option<Store<Proxy>>,
+    cluster_operator: Option<Store<ClusterOperator>>,
+    cluster_csi_drivers: Store<ClusterCSIDriver>,
+    csi_drivers: Store<CSIDriver>,
+    namespaces: Store<Namespace>,
+    service_accounts: Store<ServiceAccount>,
+    roles: Store<Role>,
+    role_bindings: Store<RoleBinding>,
+    deployments: Store<Deployment>,
+    cluster_roles: Store<ClusterRole>,
+    cluster_role_bindings: Store<ClusterRoleBinding>,
+}
+
+impl std::fmt::Debug for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caches")
+            .field("apis", &self.apis)
+            .finish_non_exhaustive()
+    }
+}
+
+fn snapshot<K: Resource + Clone>(store: &Store<K>) -> Vec<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().iter().map(|o| o.as_ref().clone()).collect()
+}
+
+fn single<K: Resource + Clone>(store: &Store<K>) -> Option<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().first().map(|o| o.as_ref().clone())
+}
+
+impl Caches {
+    /// Starts every watch; the caller waits for [`Informers::wait_synced`].
+    pub fn start(client: &Client, apis: Apis, informers: &mut Informers) -> Self {
+        let named = |name: &str| Config::default().fields(&format!("metadata.name={name}"));
+        let ours = || Config::default().labels(STARTER_LABEL);
+        fn all<K>(client: &Client) -> Api<K>
+        where
+            K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+                + DeserializeOwned,
+        {
+            Api::all(client.clone())
+        }
+        let ns = |client: &Client| client.clone();
+        Self {
+            apis,
+            storage: informers.watch("storages", all(client), named("cluster")),
+            infrastructure: apis
+                .infrastructure
+                .then(|| informers.watch("infrastructures", all(client), named("cluster"))),
+            nodes: (!apis.infrastructure)
+                .then(|| informers.watch("nodes", all(client), Config::default())),
+            feature_gate: apis
+                .feature_gate
+                .then(|| informers.watch("featuregates", all(client), named("cluster"))),
+            proxy: apis
+                .proxy
+                .then(|| informers.watch("proxies", all(client), named("cluster"))),
+            cluster_operator: apis
+                .cluster_operator
+                .then(|| informers.watch("clusteroperators", all(client), named("storage"))),
+            cluster_csi_drivers: informers.watch(
+                "clustercsidrivers",
+                all(client),
+                Config::default(),
+            ),
+            csi_drivers: informers.watch("csidrivers", all(client), Config::default()),
+            namespaces: informers.watch("namespaces", all(client), named(DRIVER_NAMESPACE)),
+            service_accounts: informers.watch(
+                "serviceaccounts",
+                Api::namespaced(ns(client), DRIVER_NAMESPACE),
+                ours(),
+            ),
+            roles: informers.watch(
+                "roles",
+                Api::namespaced(ns(client), DRIVER_NAMESPACE),
+                ours(),
+            ),
+            role_bindings: informers.watch(
+                "rolebindings",
+                Api::namespaced(ns(client), DRIVER_NAMESPACE),
+                ours(),
+            ),
+            deployments: informers.watch(
+                "deployments",
+                Api::namespaced(ns(client), DRIVER_NAMESPACE),
+                ours(),
+            ),
+            cluster_roles: informers.watch("clusterroles", all(client), ours()),
+            cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
+        }
+    }
+
+    /// The current state of every cache.
+    pub fn observe(&self) -> Observed {
+        Observed {
+            apis: self.apis,
+            storage: single(&self.storage),
+            infrastructure: self.infrastructure.as_ref().and_then(single),
+            nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
+            feature_gate: self.feature_gate.as_ref().and_then(single),
+            proxy: self.proxy.as_ref().and_then(single),
+            cluster_operator: self.cluster_operator.as_ref().and_then(single),
+            cluster_csi_drivers: snapshot(&self.cluster_csi_drivers),
+            csi_drivers: snapshot(&self.csi_drivers),
+            namespaces: snapshot(&self.namespaces),
+            service_accounts: snapshot(&self.service_accounts),
+            roles: snapshot(&self.roles),
+            role_bindings: snapshot(&self.role_bindings),
+            deployments: snapshot(&self.deployments),
+            cluster_roles: snapshot(&self.cluster_roles),
+            cluster_role_bindings: snapshot(&self.cluster_role_bindings),
+        }
+    }
+}
+
+/// Starts the caches and waits for them to sync.
+pub async fn start_caches(
+    client: &Client,
+    apis: Apis,
+    timeout: Duration,
+) -> Result<(Caches, Informers), NotSynced> {
+    let mut informers = Informers::new();
+    let caches = Caches::start(client, apis, &mut informers);
+    informers.wait_synced(timeout).await?;
+    Ok((caches, informers))
+}

@@ -1,0 +1,253 @@
+//! `storage-operator run`: the controller that executes [`plan`](crate::plan::plan) against the
+//! API server: discover the optional APIs, fill the caches, then reconcile on every change.
+
+use std::future::Future;
+use std::time::Duration;
+
+use api::config_v1::{ClusterOperator, ClusterOperatorSpec, ClusterOperatorStatus};
+use api::operator_v1::Storage;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client, Resource, ResourceExt};
+use opkit::admin::Readiness;
+use opkit::apply::{Applier, ApplyError, FIELD_MANAGER_PREFIX, Outcome};
+use opkit::metrics::Metrics;
+use opkit::runtime::{LoopConfig, NotSynced, ReconcileError};
+use opkit::status::apply_status;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::observe::{Apis, Caches, Observed, start_caches};
+use crate::plan::{CLUSTER_OPERATOR, Desired, STARTER, Settings, plan};
+
+/// How long the caches may take to fill at start.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The operator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// API discovery failed.
+    #[error("discovering the config.openshift.io API: {0}")]
+    Discovery(#[source] kube::Error),
+    /// The caches did not fill.
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
+}
+
+/// A reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Applying an object failed.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    /// Creating an object failed.
+    #[error("creating {kind} {name}: {source}")]
+    Create {
+        /// Its kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// What the API server said.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl ReconcileError for Failure {
+    fn category(&self) -> &'static str {
+        match self {
+            Self::Apply(error) => error.category(),
+            Self::Create { .. } => "create",
+        }
+    }
+}
+
+/// Runs the cluster storage operator until `shutdown` completes.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let apis = Apis::discover(&client)
+        .await
+        .map_err(StartError::Discovery)?;
+    tracing::info!(?apis, "discovered optional APIs");
+    let (caches, informers) = start_caches(&client, apis, SYNC_TIMEOUT).await?;
+    readiness.set(true);
+    tracing::info!("caches synced; reconciling");
+    let context = Context {
+        applier: Applier::new(client.clone(), STARTER),
+        client,
+        caches,
+        settings,
+        metrics: metrics.clone(),
+    };
+    opkit::runtime::run(
+        STARTER,
+        informers.trigger(),
+        LoopConfig::default(),
+        metrics,
+        || reconcile(&context),
+        shutdown,
+    )
+    .await;
+    Ok(())
+}
+
+struct Context {
+    client: Client,
+    applier: Applier,
+    caches: Caches,
+    settings: Settings,
+    metrics: Metrics,
+}
+
+async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
+    let observed = context.caches.observe();
+    let now = Time(Timestamp::now());
+    let plan = plan(&observed, &context.settings, &now);
+    tracing::debug!(
+        objects = plan.objects.len(),
+        create_storage = plan.create_storage.is_some(),
+        "planned"
+    );
+
+    if let Some(storage) = &plan.create_storage {
+        create(&context.client, storage).await?;
+        context.metrics.wrote(STARTER, "Storage");
+        return Ok(None);
+    }
+    for desired in &plan.objects {
+        let (kind, outcome) = apply(&context.applier, desired, &observed).await?;
+        if outcome.wrote() {
+            context.metrics.wrote(STARTER, kind);
+            tracing::info!(kind, ?outcome, "applied");
+        }
+    }
+    for driver in &plan.create_cluster_csi_drivers {
+        create(&context.client, driver).await?;
+        context.metrics.wrote(STARTER, "ClusterCSIDriver");
+        tracing::info!(driver = driver.name_any(), "created ClusterCSIDriver");
+    }
+    if let Some(part) = &plan.storage_status
+        && apply_status::<Storage>(
+            &context.client,
+            STARTER,
+            "cluster",
+            part,
+            observed.storage.as_ref(),
+            &now,
+        )
+        .await?
+    {
+        context.metrics.wrote(STARTER, "Storage/status");
+    }
+    if let Some(status) = &plan.cluster_operator {
+        write_cluster_operator(&context.client, observed.cluster_operator.is_none(), status)
+            .await?;
+        context.metrics.wrote(STARTER, "ClusterOperator/status");
+    }
+    Ok(plan.requeue)
+}
+
+/// Creates `object`; one that already exists is fine (another replica or an earlier pass made it).
+async fn create<K>(client: &Client, object: &K) -> Result<(), Failure>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    match Api::<K>::all(client.clone())
+        .create(&PostParams::default(), object)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(source) => Err(Failure::Create {
+            kind: K::kind(&()).into_owned(),
+            name: object.name_any(),
+            source,
+        }),
+    }
+}
+
+fn find<'a, K: Resource + 'a>(objects: &'a [K], object: &K) -> Option<&'a K> {
+    objects.iter().find(|o| {
+        o.meta().name == object.meta().name && o.meta().namespace == object.meta().namespace
+    })
+}
+
+async fn apply(
+    applier: &Applier,
+    desired: &Desired,
+    observed: &Observed,
+) -> Result<(&'static str, Outcome), ApplyError> {
+    Ok(match desired {
+        Desired::Namespace(o) => (
+            "Namespace",
+            applier.apply(o, find(&observed.namespaces, o)).await?,
+        ),
+        Desired::ServiceAccount(o) => (
+            "ServiceAccount",
+            applier
+                .apply(o, find(&observed.service_accounts, o))
+                .await?,
+        ),
+        Desired::ClusterRole(o) => (
+            "ClusterRole",
+            applier.apply(o, find(&observed.cluster_roles, o)).await?,
+        ),
+        Desired::ClusterRoleBinding(o) => (
+            "ClusterRoleBinding",
+            applier
+                .apply(o, find(&observed.cluster_role_bindings, o))
+                .await?,
+        ),
+        Desired::Role(o) => ("Role", applier.apply(o, find(&observed.roles, o)).await?),
+        Desired::RoleBinding(o) => (
+            "RoleBinding",
+            applier.apply(o, find(&observed.role_bindings, o)).await?,
+        ),
+        Desired::Deployment(o) => (
+            "Deployment",
+            applier.apply(o, find(&observed.deployments, o)).await?,
+        ),
+    })
+}
+
+async fn write_cluster_operator(
+    client: &Client,
+    missing: bool,
+    status: &ClusterOperatorStatus,
+) -> Result<(), Failure> {
+    let api: Api<ClusterOperator> = Api::all(client.clone());
+    if missing {
+        create(
+            client,
+            &ClusterOperator::new(CLUSTER_OPERATOR, ClusterOperatorSpec {}),
+        )
+        .await?;
+    }
+    let body = serde_json::json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "ClusterOperator",
+        "metadata": {"name": CLUSTER_OPERATOR},
+        "status": status,
+    });
+    let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}/status")).force();
+    api.patch_status(CLUSTER_OPERATOR, &params, &Patch::Apply(&body))
+        .await
+        .map_err(|source| {
+            Failure::Apply(ApplyError {
+                kind: "ClusterOperator".into(),
+                object: CLUSTER_OPERATOR.into(),
+                source,
+            })
+        })?;
+    Ok(())
+}

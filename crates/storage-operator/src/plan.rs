@@ -1,0 +1,411 @@
+//! The cluster storage operator's decisions, as a pure function of what it observed: which
+//! objects to apply, which ClusterCSIDrivers to create, and what Storage and ClusterOperator
+//! status should say. The controller executes the plan; tests call [`plan`] directly.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use api::config_v1::{ClusterOperatorStatus, ObjectReference, OperandVersion};
+use api::operator_v1::{
+    ClusterCSIDriver, ConditionStatus, GenerationStatus, OperatorCondition, Storage, StorageSpec,
+};
+use csi::Topology;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
+use opkit::conditions::condition;
+use opkit::management::{self, Mode};
+use opkit::status::StatusPart;
+
+use crate::driver_status::storage_conditions;
+use crate::observe::Observed;
+use crate::platform::{self, ClusterPlatform, Source};
+use crate::registry::{
+    ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, MANAGED_CSIDRIVER_ANNOTATION, select,
+};
+use crate::starter::{self, STARTER_LABEL, StarterInputs};
+
+/// The namespace this operator runs in.
+pub const OPERATOR_NAMESPACE: &str = "openshift-cluster-storage-operator";
+/// The ClusterOperator this operator reports to.
+pub const CLUSTER_OPERATOR: &str = "storage";
+/// The condition type prefix of this controller.
+pub const STARTER: &str = "CSIDriverStarter";
+
+/// What the operator was configured with at start.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// This binary's image, run by the driver operators too.
+    pub operator_image: String,
+    /// The operator's environment (image env vars pass through to driver operators).
+    pub env: std::collections::BTreeMap<String, String>,
+    /// The version reported in ClusterOperator `versions` (OPERATOR_IMAGE_VERSION).
+    pub version: String,
+}
+
+/// One object to apply.
+// Built once per reconcile; variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Desired {
+    /// The driver namespace.
+    Namespace(Namespace),
+    /// A driver operator's ServiceAccount.
+    ServiceAccount(ServiceAccount),
+    /// A driver operator's or shared sidecar ClusterRole.
+    ClusterRole(ClusterRole),
+    /// A driver operator's ClusterRoleBinding.
+    ClusterRoleBinding(ClusterRoleBinding),
+    /// A driver operator's Role.
+    Role(Role),
+    /// A driver operator's RoleBinding.
+    RoleBinding(RoleBinding),
+    /// A driver operator's Deployment.
+    Deployment(Deployment),
+}
+
+/// Everything one reconcile does.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// `Storage/cluster` to create, when it does not exist (plain Kubernetes).
+    pub create_storage: Option<Storage>,
+    /// Objects to apply, in order.
+    pub objects: Vec<Desired>,
+    /// ClusterCSIDrivers to create (never updated afterwards).
+    pub create_cluster_csi_drivers: Vec<ClusterCSIDriver>,
+    /// This controller's part of Storage status.
+    pub storage_status: Option<StatusPart>,
+    /// The whole ClusterOperator status, when the API exists and it changed.
+    pub cluster_operator: Option<ClusterOperatorStatus>,
+    /// Run again after this long (for Degraded's inertia).
+    pub requeue: Option<Duration>,
+}
+
+fn topology(platform: &ClusterPlatform) -> Topology {
+    match platform.source {
+        Source::Infrastructure => Topology::from_openshift(&platform.control_plane_topology),
+        Source::Nodes { .. } => Topology::Kubernetes {
+            control_plane_nodes: platform.control_plane_topology
+                != api::config_v1::TopologyMode::External,
+        },
+    }
+}
+
+/// The decisions for `observed` at `now`.
+pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
+    let Some(storage) = &observed.storage else {
+        let mut storage = Storage::new("cluster", StorageSpec::default());
+        storage.metadata.annotations = Some(
+            [(
+                "release.openshift.io/create-only".to_owned(),
+                "true".to_owned(),
+            )]
+            .into(),
+        );
+        return Plan {
+            create_storage: Some(storage),
+            ..Default::default()
+        };
+    };
+    let mode = management::mode(&storage.spec.operator.management_state, false);
+    let mut conditions = vec![management::management_state_degraded(&mode, "storage")];
+    let mut plan = Plan::default();
+    let mut related = vec![
+        reference("", "namespaces", None, OPERATOR_NAMESPACE),
+        reference("", "namespaces", None, DRIVER_NAMESPACE),
+        reference("operator.openshift.io", "storages", None, "cluster"),
+    ];
+    let mut generations = Vec::new();
+
+    if mode == Mode::Manage {
+        let platform = match (&observed.infrastructure, observed.apis.infrastructure) {
+            (Some(infrastructure), _) => platform::from_infrastructure(infrastructure),
+            (None, true) => ClusterPlatform {
+                problem: Some("Infrastructure/cluster does not exist yet".into()),
+                ..platform::infer_from_nodes(&[])
+            },
+            (None, false) => platform::infer_from_nodes(&observed.nodes),
+        };
+        let cluster = cluster_drivers(observed, settings);
+        let inputs = StarterInputs {
+            topology: topology(&platform),
+            log_level: storage.spec.operator.log_level(),
+            proxy: observed
+                .proxy
+                .as_ref()
+                .and_then(|p| p.status.clone())
+                .unwrap_or_default(),
+            env: settings.env.clone(),
+            operator_image: settings.operator_image.clone(),
+        };
+        let mut started = Vec::new();
+        let mut blocked = Vec::new();
+        for (entry, decision) in select(&platform, &cluster) {
+            match decision {
+                Decision::Start => match drivers::by_name(entry.short_name) {
+                    Ok(def) => started.push((entry, def)),
+                    Err(_) => blocked.push(format!(
+                        "{}: this operator's catalogue has no definition of the {} driver yet",
+                        entry.csi_driver_name, entry.short_name
+                    )),
+                },
+                Decision::Blocked(message) => blocked.push(message),
+                Decision::Skip(reason) => {
+                    tracing::debug!(driver = entry.short_name, reason, "not starting")
+                }
+            }
+        }
+        if !started.is_empty() {
+            plan.objects
+                .push(Desired::Namespace(starter::build_namespace()));
+            for mut role in csi::build_shared_sidecar_cluster_roles() {
+                role.metadata
+                    .labels
+                    .get_or_insert_default()
+                    .insert(STARTER_LABEL.into(), "shared".into());
+                plan.objects.push(Desired::ClusterRole(role));
+            }
+        }
+        for (entry, def) in &started {
+            plan.objects.extend(start_driver(entry, def, &inputs));
+            if !observed
+                .cluster_csi_drivers
+                .iter()
+                .any(|d| d.name_any() == entry.csi_driver_name)
+            {
+                plan.create_cluster_csi_drivers
+                    .push(starter::build_cluster_csi_driver(entry, &inputs));
+            }
+            let cr = observed
+                .cluster_csi_drivers
+                .iter()
+                .find(|d| d.name_any() == entry.csi_driver_name);
+            conditions.extend(storage_conditions(
+                entry,
+                cr.and_then(|c| c.status.as_ref()),
+                now.0,
+            ));
+            related.push(reference(
+                "operator.openshift.io",
+                "clustercsidrivers",
+                None,
+                entry.csi_driver_name,
+            ));
+            related.push(reference(
+                "apps",
+                "deployments",
+                Some(DRIVER_NAMESPACE),
+                entry.operator_deployment,
+            ));
+            if let Some(cr) = cr {
+                generations.push(generation(
+                    "operator.openshift.io",
+                    "clustercsidrivers",
+                    "",
+                    entry.csi_driver_name,
+                    cr.metadata.generation,
+                ));
+            }
+            if let Some(deployment) = observed
+                .deployments
+                .iter()
+                .find(|d| d.name_any() == entry.operator_deployment)
+            {
+                generations.push(generation(
+                    "apps",
+                    "deployments",
+                    DRIVER_NAMESPACE,
+                    entry.operator_deployment,
+                    deployment.metadata.generation,
+                ));
+            }
+        }
+        let names: Vec<&str> = started.iter().map(|(e, _)| e.short_name).collect();
+        let mut message = format!("platform {}", platform.describe());
+        message.push_str(&if names.is_empty() {
+            "; no CSI driver to install".to_owned()
+        } else {
+            format!("; CSI driver operators started: {}", names.join(", "))
+        });
+        if let Some(problem) = &platform.problem {
+            message.push_str(&format!("; {problem}"));
+        }
+        conditions.push(condition(
+            format!("{STARTER}Available"),
+            ConditionStatus::True,
+            "AsExpected",
+            message,
+        ));
+        let disagreement = matches!(platform.source, Source::Nodes { .. })
+            && platform.problem.is_some()
+            && !observed.nodes.is_empty();
+        if disagreement {
+            blocked.extend(platform.problem.clone());
+        }
+        conditions.push(if blocked.is_empty() {
+            condition(
+                format!("{STARTER}Degraded"),
+                ConditionStatus::False,
+                "AsExpected",
+                "",
+            )
+        } else {
+            condition(
+                format!("{STARTER}Degraded"),
+                ConditionStatus::True,
+                "SyncError",
+                blocked.join("\n"),
+            )
+        });
+    }
+
+    if mode != Mode::Pause {
+        plan.storage_status = Some(StatusPart {
+            conditions: conditions.clone(),
+            generations,
+            ..Default::default()
+        });
+    }
+
+    // The ClusterOperator sees every Storage condition: ours as just computed, others' as observed.
+    let storage_status = storage.status.clone().unwrap_or_default();
+    let mut all_conditions: Vec<OperatorCondition> = storage_status
+        .conditions
+        .iter()
+        .filter(|c| !conditions.iter().any(|ours| ours.type_ == c.type_))
+        .cloned()
+        .collect();
+    for ours in &conditions {
+        let kept = storage_status
+            .condition(&ours.type_)
+            .filter(|o| o.status == ours.status)
+            .and_then(|o| o.last_transition_time.clone());
+        all_conditions.push(OperatorCondition {
+            last_transition_time: kept.or_else(|| Some(now.clone())),
+            ..ours.clone()
+        });
+    }
+    plan.requeue = young_degraded(&all_conditions, now);
+    if observed.apis.cluster_operator {
+        let mut status = observed
+            .cluster_operator
+            .as_ref()
+            .and_then(|co| co.status.clone())
+            .unwrap_or_default();
+        let mut changed = merge(
+            &mut status.conditions,
+            desired_conditions(&all_conditions, &mode, now),
+            now,
+        );
+        let available = status
+            .condition("Available")
+            .is_some_and(|c| c.status == ConditionStatus::True);
+        let versions = if available {
+            vec![OperandVersion {
+                name: "operator".into(),
+                version: settings.version.clone(),
+            }]
+        } else {
+            status.versions.clone()
+        };
+        if versions != status.versions {
+            status.versions = versions;
+            changed = true;
+        }
+        if related != status.related_objects {
+            status.related_objects = related;
+            changed = true;
+        }
+        if changed || observed.cluster_operator.is_none() {
+            plan.cluster_operator = Some(status);
+        }
+    }
+    plan
+}
+
+fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInputs) -> Vec<Desired> {
+    let (cluster_role, role) = starter::build_rbac(entry, def, inputs);
+    let (cluster_binding, binding) = starter::build_bindings(entry);
+    vec![
+        Desired::ServiceAccount(starter::build_service_account(entry)),
+        Desired::ClusterRole(cluster_role),
+        Desired::ClusterRoleBinding(cluster_binding),
+        Desired::Role(role),
+        Desired::RoleBinding(binding),
+        Desired::Deployment(starter::build_deployment(entry, inputs)),
+    ]
+}
+
+fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
+    let ours = |d: &k8s_openapi::api::storage::v1::CSIDriver| {
+        d.annotations().contains_key(MANAGED_CSIDRIVER_ANNOTATION)
+            || d.labels().contains_key(csi::names::OPERAND_LABEL)
+    };
+    // The gates in force for this operator's version, as library-go's FeatureGateAccess reads them.
+    let enabled_gates = observed
+        .feature_gate
+        .iter()
+        .flat_map(|gates| gates.status.iter().flat_map(|s| s.feature_gates.iter()))
+        .filter(|details| details.version == settings.version)
+        .flat_map(|details| details.enabled.iter().map(|g| g.name.clone()))
+        .collect::<BTreeSet<_>>();
+    ClusterDrivers {
+        installed: observed
+            .cluster_csi_drivers
+            .iter()
+            .map(|d| d.name_any())
+            .collect(),
+        foreign_csidrivers: observed
+            .csi_drivers
+            .iter()
+            .filter(|d| !ours(d))
+            .map(|d| d.name_any())
+            .collect(),
+        enabled_gates,
+    }
+}
+
+fn reference(group: &str, resource: &str, namespace: Option<&str>, name: &str) -> ObjectReference {
+    ObjectReference {
+        group: group.into(),
+        resource: resource.into(),
+        namespace: namespace.map(Into::into),
+        name: name.into(),
+    }
+}
+
+fn generation(
+    group: &str,
+    resource: &str,
+    namespace: &str,
+    name: &str,
+    generation: Option<i64>,
+) -> GenerationStatus {
+    GenerationStatus {
+        group: group.into(),
+        resource: resource.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+        last_generation: generation.unwrap_or_default(),
+        hash: String::new(),
+    }
+}
+
+/// When a bad Degraded condition will outlive the ClusterOperator's inertia, so the roll-up is
+/// recomputed then rather than at the next unrelated change.
+fn young_degraded(conditions: &[OperatorCondition], now: &Time) -> Option<Duration> {
+    conditions
+        .iter()
+        .filter(|c| c.type_.ends_with("Degraded") && c.status != ConditionStatus::False)
+        .filter_map(|c| c.last_transition_time.as_ref())
+        .filter_map(|since| {
+            let age = now.0.duration_since(since.0).unsigned_abs();
+            DEGRADED_INERTIA
+                .checked_sub(age)
+                .map(|left| left + Duration::from_secs(1))
+        })
+        .min()
+}

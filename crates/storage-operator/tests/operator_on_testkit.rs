@@ -1,0 +1,427 @@
+//! `storage-operator run` against the in-process API server: on OpenShift (Infrastructure,
+//! ClusterOperator) and on plain Kubernetes (platform from node provider IDs).
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::time::Duration;
+
+use api::config_v1::ClusterOperator;
+use api::operator_v1::{ClusterCSIDriver, Storage};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::storage::v1::CSIDriver;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use opkit::admin::Readiness;
+use opkit::metrics::Metrics;
+use serde_json::{Value, json};
+use storage_operator::plan::Settings;
+use tokio::sync::oneshot;
+
+const NS: &str = "openshift-cluster-csi-drivers";
+
+async fn install_crds(client: &Client, kinds: &[&str]) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in api::crds::all() {
+        if kinds.contains(&crd.spec.names.kind.as_str()) {
+            api.create(&PostParams::default(), &crd).await.unwrap();
+        }
+    }
+}
+
+async fn create<K>(client: &Client, value: Value)
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(value).unwrap();
+    Api::<K>::all(client.clone())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+fn settings() -> Settings {
+    Settings {
+        operator_image: "example.com/storage-operator:1".into(),
+        env: [(
+            "GCP_PD_DRIVER_IMAGE".to_owned(),
+            "example.com/pd:1".to_owned(),
+        )]
+        .into(),
+        version: "4.20.0".into(),
+    }
+}
+
+struct Running {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        self.stop.take().unwrap().send(()).unwrap();
+        self.task.await.unwrap();
+    }
+}
+
+fn start(client: Client) -> Running {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        storage_operator::operator::run(
+            client,
+            settings(),
+            Metrics::new(),
+            Readiness::default(),
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    Running {
+        stop: Some(stop),
+        task,
+    }
+}
+
+/// Polls `check` until it returns Some, for up to a minute (the machines are slow and shared).
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..1200 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn storage_condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
+    let storage = Api::<Storage>::all(client.clone())
+        .get_opt("cluster")
+        .await
+        .unwrap()?;
+    let condition = storage.status?.condition(type_)?.clone();
+    Some((
+        condition.status.to_string(),
+        condition.reason.unwrap_or_default(),
+        condition.message.unwrap_or_default(),
+    ))
+}
+
+async fn co_condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
+    let co = Api::<ClusterOperator>::all(client.clone())
+        .get_opt("storage")
+        .await
+        .unwrap()?;
+    let condition = co.status?.condition(type_)?.clone();
+    Some((
+        condition.status.to_string(),
+        condition.reason.unwrap_or_default(),
+        condition.message.unwrap_or_default(),
+    ))
+}
+
+#[tokio::test]
+async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("info")
+        .with_test_writer()
+        .try_init();
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(
+        &admin,
+        &[
+            "ClusterCSIDriver",
+            "Storage",
+            "ClusterOperator",
+            "Infrastructure",
+            "FeatureGate",
+            "Proxy",
+        ],
+    )
+    .await;
+    // Status is a subresource: set it as the installer does, after creating the object.
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+                   "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
+    });
+    create::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
+    Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+    create::<Storage>(&admin, json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
+        "spec": {"managementState": "Managed", "logLevel": "Debug"}
+    }))
+    .await;
+
+    let operator = cluster.client_with_agent("storage-operator");
+    let running = start(operator);
+
+    // The driver operator's Deployment runs this binary for gcp-pd with the GCP PD image.
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let deployment = eventually("the driver operator Deployment", async || {
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+    })
+    .await;
+    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    assert_eq!(container.args.as_deref().unwrap(), ["driver", "gcp-pd"]);
+    assert!(
+        container
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == "DRIVER_IMAGE" && e.value.as_deref() == Some("example.com/pd:1"))
+    );
+
+    // The ClusterCSIDriver is created with the Storage log level.
+    let drivers: Api<ClusterCSIDriver> = Api::all(admin.clone());
+    let driver = eventually("the ClusterCSIDriver", async || {
+        drivers.get_opt("pd.csi.storage.gke.io").await.unwrap()
+    })
+    .await;
+    assert_eq!(
+        driver.spec.operator.log_level,
+        Some(api::operator_v1::LogLevel::Debug)
+    );
+
+    // Until the driver operator reports, Storage and the ClusterOperator wait for it.
+    let available = eventually("Storage waiting for the driver", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorCRAvailable").await
+    })
+    .await;
+    assert_eq!(available.0, "False");
+    assert_eq!(available.1, "WaitForOperator");
+    let co = eventually("ClusterOperator Available", async || {
+        co_condition(&admin, "Available").await
+    })
+    .await;
+    assert_eq!(co.0, "False");
+    assert_eq!(co.1, "GCPPDCSIDriverOperatorCR_WaitForOperator");
+    assert!(
+        co.2.contains(
+            "GCPPDCSIDriverOperatorCRAvailable: Waiting for GCPPD operator to report status"
+        ),
+        "{}",
+        co.2
+    );
+
+    // The driver operator reports Available: the ClusterOperator follows and reports its version.
+    drivers
+        .patch_status(
+            "pd.csi.storage.gke.io",
+            &PatchParams::apply("driver-operator").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+                "metadata": {"name": "pd.csi.storage.gke.io"},
+                "status": {"conditions": [
+                    {"type": "GCPPDDriverControllerServiceControllerAvailable", "status": "True", "reason": "AsExpected",
+                     "lastTransitionTime": "2026-11-22T10:00:00Z"},
+                    {"type": "GCPPDDriverNodeServiceControllerAvailable", "status": "True", "reason": "AsExpected",
+                     "lastTransitionTime": "2026-11-22T10:00:00Z"},
+                    {"type": "GCPPDDriverControllerServiceControllerProgressing", "status": "False", "reason": "AsExpected",
+                     "lastTransitionTime": "2026-11-22T10:00:00Z"}
+                ]}
+            })),
+        )
+        .await
+        .unwrap();
+    eventually("ClusterOperator Available=True", async || {
+        co_condition(&admin, "Available")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    let co = Api::<ClusterOperator>::all(admin.clone())
+        .get("storage")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(co.versions[0].name, "operator");
+    assert_eq!(co.versions[0].version, "4.20.0");
+    assert!(
+        co.related_objects
+            .iter()
+            .any(|r| r.resource == "clustercsidrivers" && r.name == "pd.csi.storage.gke.io")
+    );
+    assert_eq!(
+        co.condition("Degraded").unwrap().status.to_string(),
+        "False"
+    );
+
+    // Idle: nothing is written.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.clear_requests();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let writes: Vec<_> = cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.from_client("storage-operator") && r.is_write())
+        .collect();
+    assert!(writes.is_empty(), "an idle operator wrote: {writes:#?}");
+
+    // An admin's edit to the ClusterCSIDriver is kept; a deleted one is recreated.
+    drivers
+        .patch(
+            "pd.csi.storage.gke.io",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"logLevel": "TraceAll"}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        drivers
+            .get("pd.csi.storage.gke.io")
+            .await
+            .unwrap()
+            .spec
+            .operator
+            .log_level,
+        Some(api::operator_v1::LogLevel::TraceAll)
+    );
+    drivers
+        .delete("pd.csi.storage.gke.io", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the ClusterCSIDriver recreated", async || {
+        drivers.get_opt("pd.csi.storage.gke.io").await.unwrap()
+    })
+    .await;
+
+    // Drift: an admin scales the driver operator to zero; it comes back.
+    deployments
+        .patch(
+            "gcp-pd-csi-driver-operator",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 0}})),
+        )
+        .await
+        .unwrap();
+    eventually("the driver operator scaled back", async || {
+        let replicas = deployments
+            .get("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas;
+        (replicas == Some(1)).then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn on_plain_kubernetes_it_infers_the_platform_from_nodes() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage"]).await;
+    for (name, control_plane) in [("cp-1", true), ("worker-1", false)] {
+        let mut node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                              "spec": {"providerID": format!("gce://my-project/europe-west4-a/{name}")}});
+        if control_plane {
+            node["metadata"]["labels"] = json!({"node-role.kubernetes.io/control-plane": ""});
+        }
+        create::<Node>(&admin, node).await;
+    }
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    // Storage/cluster is created when missing, and says how the platform was found.
+    let starter = eventually("the starter's Available condition", async || {
+        storage_condition(&admin, "CSIDriverStarterAvailable").await
+    })
+    .await;
+    assert_eq!(starter.0, "True");
+    assert!(
+        starter
+            .2
+            .contains("GCP (inferred from the provider ID of 2 of 2 nodes"),
+        "{}",
+        starter.2
+    );
+    assert!(
+        starter.2.contains("CSI driver operators started: gcp-pd"),
+        "{}",
+        starter.2
+    );
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let deployment = eventually("the driver operator Deployment", async || {
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+    })
+    .await;
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(
+        pod.node_selector.unwrap().keys().collect::<Vec<_>>(),
+        ["node-role.kubernetes.io/control-plane"],
+        "control-plane nodes exist: the operator runs there"
+    );
+    assert!(
+        pod.priority_class_name.is_none(),
+        "no OpenShift priority class on plain Kubernetes"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_foreign_csi_driver_blocks_ours_and_says_what_to_remove() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage"]).await;
+    create::<Node>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+                                  "spec": {"providerID": "gce://p/z/n"}}),
+    )
+    .await;
+    create::<CSIDriver>(
+        &admin,
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                                       "metadata": {"name": "pd.csi.storage.gke.io"}, "spec": {}}),
+    )
+    .await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    let degraded = eventually("CSIDriverStarterDegraded", async || {
+        storage_condition(&admin, "CSIDriverStarterDegraded")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert!(
+        degraded
+            .2
+            .contains("remove CSIDriver pd.csi.storage.gke.io"),
+        "{}",
+        degraded.2
+    );
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    assert!(
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    running.stop().await;
+}
