@@ -39,11 +39,44 @@ pub enum LogFormat {
     Json,
 }
 
+/// Options of a long-running operator process.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The image of this binary, which the driver operators run too.
+    #[arg(long, env = "OPERATOR_IMAGE")]
+    pub operator_image: String,
+
+    /// The version reported in ClusterOperator status (the release version on OpenShift).
+    #[arg(long, env = "OPERATOR_IMAGE_VERSION", default_value = env!("CARGO_PKG_VERSION"))]
+    pub operator_version: String,
+
+    /// Where /healthz, /readyz and /metrics are served.
+    #[arg(long, env = "ADMIN_ADDRESS", default_value = "0.0.0.0:8080")]
+    pub admin_address: std::net::SocketAddr,
+
+    /// Namespace of the leader election Lease.
+    #[arg(
+        long,
+        env = "POD_NAMESPACE",
+        default_value = "openshift-cluster-storage-operator"
+    )]
+    pub namespace: String,
+
+    /// This replica's identity in leader election.
+    #[arg(long, env = "POD_NAME", default_value = "storage-operator")]
+    pub identity: String,
+
+    /// Run without leader election (only one replica may run).
+    #[arg(long)]
+    pub no_leader_election: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the cluster storage operator: detect the platform, start its CSI driver operators and
-    /// report status in Storage/cluster and ClusterOperator/storage.
-    Run,
+    /// report status in Storage/cluster and ClusterOperator/storage. Connects with the
+    /// in-cluster service account, or KUBECONFIG outside a cluster.
+    Run(RunArgs),
 
     /// Run the operator of one CSI driver (as the cluster storage operator starts it).
     Driver {

@@ -11,7 +11,7 @@ use crate::render;
 /// Runs one subcommand.
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Run => not_implemented("run", "the cluster storage operator (issue #5)"),
+        Command::Run(args) => crate::run::run(args),
         Command::Driver { name } => not_implemented(
             &format!("driver {name}"),
             "the CSI driver operators (issues #4 and #6)",

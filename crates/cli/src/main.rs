@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod logging;
 mod render;
+mod run;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

@@ -118,7 +118,7 @@ fn crds_check_passes_on_the_committed_files_and_names_stale_ones() {
 
 #[test]
 fn unfinished_subcommands_say_so_and_fail() {
-    for args in [&["run"][..], &["driver", "gcp-pd"]] {
+    for args in [&["driver", "gcp-pd"][..]] {
         let output = storage_operator(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(
@@ -243,4 +243,38 @@ fn render_explains_what_it_cannot_render() {
 
     let neither = storage_operator(&["render"]);
     assert_eq!(neither.status.code(), Some(2), "clap usage error");
+}
+
+#[test]
+fn run_says_what_it_needs_to_start() {
+    let no_image = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .arg("run")
+        .env_remove("OPERATOR_IMAGE")
+        .output()
+        .unwrap();
+    assert_eq!(no_image.status.code(), Some(2));
+    assert!(
+        stderr(&no_image).contains("--operator-image"),
+        "{}",
+        stderr(&no_image)
+    );
+
+    let no_cluster = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "run",
+            "--operator-image",
+            "example.com/so:1",
+            "--admin-address",
+            "127.0.0.1:0",
+        ])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(no_cluster.status.code(), Some(1));
+    assert!(
+        stderr(&no_cluster).contains("connecting to the Kubernetes API"),
+        "{}",
+        stderr(&no_cluster)
+    );
 }

@@ -1,0 +1,109 @@
+//! `storage-operator run`: the cluster storage operator as a process: admin server, leader
+//! election, the controller, and a clean stop on SIGTERM.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use opkit::admin::{AdminServer, Readiness};
+use opkit::leader::{LeaderConfig, elect};
+use opkit::metrics::Metrics;
+use storage_operator::plan::Settings;
+
+use crate::cli::RunArgs;
+
+/// The Lease the cluster storage operator's replicas compete for.
+const LEASE: &str = "cluster-storage-operator-lock";
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
+    let metrics = Metrics::new();
+    let readiness = Readiness::default();
+    let admin = AdminServer::bind(args.admin_address, readiness.clone(), metrics.clone())
+        .await
+        .with_context(|| format!("binding the admin server to {}", args.admin_address))?;
+    tokio::spawn(admin.serve());
+
+    // Only the leader reconciles; losing the lease stops the process so it restarts clean.
+    let mut leading = if args.no_leader_election {
+        None
+    } else {
+        let config = LeaderConfig::new(&args.namespace, LEASE, &args.identity);
+        let (mut receiver, _task) = elect(client.clone(), &config).await?;
+        tracing::info!(
+            lease = LEASE,
+            identity = args.identity,
+            "waiting for leadership"
+        );
+        receiver
+            .wait_for(|leading| *leading)
+            .await
+            .context("leader election stopped")?;
+        tracing::info!("leading");
+        Some(receiver)
+    };
+    let lost = async {
+        match leading.as_mut() {
+            Some(receiver) => {
+                let _ = receiver.wait_for(|leading| !*leading).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let settings = Settings {
+        operator_image: args.operator_image,
+        env: std::env::vars().collect(),
+        version: args.operator_version,
+    };
+    let mut lost_leadership = false;
+    let shutdown = async {
+        tokio::select! {
+            () = terminated() => tracing::info!("stopping"),
+            () = lost => {
+                tracing::error!("lost leadership; exiting");
+                lost_leadership = true;
+            }
+        }
+    };
+    storage_operator::operator::run(client, settings, metrics, readiness, shutdown).await?;
+    Ok(if lost_leadership {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        ) {
+            Ok(signal) => signal,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops the operator");
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
