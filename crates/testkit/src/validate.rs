@@ -393,7 +393,9 @@ fn parse_micro(s: &str) -> Result<String, String> {
     if b.len() < 19 {
         return Err(format!("cannot parse \"{s}\" as \"2006\""));
     }
-    let (base, rest) = s.split_at(19);
+    let (Some(base), Some(rest)) = (s.get(..19), s.get(19..)) else {
+        return Err(format!("cannot parse \"{s}\" as \"2006\""));
+    };
     let Some(frac) = rest.strip_prefix('.') else {
         return Err(format!("cannot parse \"{rest}\" as \".000000\""));
     };
@@ -482,4 +484,31 @@ fn go_owner_refs(refs: &[Value]) -> String {
         })
         .collect();
     format!("[{}]", items.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micro_time_needs_six_digits_and_is_stored_in_utc() {
+        // Inputs and decoder messages from the recorded apiserver (16-leases).
+        assert_eq!(
+            parse_micro("2026-01-02T03:05:00.000000+02:00").as_deref(),
+            Ok("2026-01-02T01:05:00.000000Z")
+        );
+        assert_eq!(
+            parse_micro("2026-01-02T03:04:15.5Z"),
+            Err("cannot parse \".5Z\" as \".000000\"".to_string())
+        );
+        assert_eq!(
+            parse_micro("2026-01-02T03:05:00Z"),
+            Err("cannot parse \"Z\" as \".000000\"".to_string())
+        );
+        assert_eq!(
+            parse_micro("2026-01-02T03:05:10.123456789Z"),
+            Err("cannot parse \"789Z\" as \"Z07:00\"".to_string())
+        );
+        assert!(parse_micro("2026-01-02T03:0é").is_err());
+    }
 }

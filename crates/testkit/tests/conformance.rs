@@ -470,7 +470,7 @@ fn first_diff(a: &Value, b: &Value, path: &str) -> Option<String> {
 fn trunc(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 300 {
-        format!("{}...", &s[..300])
+        format!("{}...", s.chars().take(300).collect::<String>())
     } else {
         s
     }
