@@ -549,6 +549,70 @@ async fn undeclared_fields_in_built_in_kinds_are_caught_at_any_depth() {
     assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_event_recorder_publishes_and_both_event_apis_see_it() {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    use k8s_openapi::api::events::v1::Event as NewEvent;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+    let cluster = Cluster::start().await;
+    let client = cluster.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let subject = cms
+        .create(&PostParams::default(), &cm("subject", &[]))
+        .await
+        .expect("create");
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "testkit-ctl".into(),
+            instance: Some("pod-1".into()),
+        },
+    );
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "Synced".into(),
+        note: Some("all good".into()),
+        action: "Sync".into(),
+        secondary: None,
+    };
+    let reference = subject.object_ref(&());
+    recorder
+        .publish(&ev, &reference)
+        .await
+        .expect("first publish");
+    recorder
+        .publish(&ev, &reference)
+        .await
+        .expect("repeat publish");
+
+    let new_api: Api<NewEvent> = Api::namespaced(client.clone(), NS);
+    let list = new_api
+        .list(&ListParams::default())
+        .await
+        .expect("list events.k8s.io");
+    assert_eq!(
+        list.items.len(),
+        1,
+        "a repeat is a series, not a second event"
+    );
+    let e = &list.items[0];
+    assert_eq!(e.series.as_ref().map(|s| s.count), Some(2));
+    assert_eq!(e.reporting_controller.as_deref(), Some("testkit-ctl"));
+
+    let core_api: Api<CoreEvent> = Api::namespaced(client, NS);
+    let core = core_api
+        .list(&ListParams::default().fields("involvedObject.name=subject"))
+        .await
+        .expect("list core events");
+    assert_eq!(core.items.len(), 1);
+    assert_eq!(core.items[0].message.as_deref(), Some("all good"));
+    assert_eq!(
+        core.items[0].reporting_component.as_deref(),
+        Some("testkit-ctl")
+    );
+}
+
 /// Compare-before-write, as our controllers do: read, and apply only when something differs.
 async fn ensure(api: &Api<ConfigMap>, desired: &ConfigMap) -> kube::Result<bool> {
     let name = desired.name_any();
