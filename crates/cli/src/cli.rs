@@ -12,6 +12,10 @@ const VERSION: &str = concat!(
     ")"
 );
 
+/// The image the committed install manifests deploy: a locally built image, until the project
+/// publishes one (`kubectl set image` or `manifests --image` to use another).
+pub const DEFAULT_IMAGE: &str = "localhost/storage-operator:latest";
+
 /// Installs the right CSI driver for the platform a Kubernetes or OpenShift cluster runs on,
 /// keeps it healthy and reports its status.
 #[derive(Debug, Parser)]
@@ -103,6 +107,23 @@ pub enum Command {
         /// KubernetesWithoutControlPlane (plain Kubernetes).
         #[arg(long, value_name = "TOPOLOGY", default_value = "HighlyAvailable")]
         topology: csi::Topology,
+    },
+
+    /// Write (or check) every generated file under deploy/: the CRDs and this operator's
+    /// install manifests for plain Kubernetes and for OpenShift.
+    Manifests {
+        /// Write the files under this directory (normally `deploy`).
+        #[arg(long, value_name = "DIR", conflicts_with = "check")]
+        out_dir: Option<PathBuf>,
+
+        /// Compare the files under this directory with what would be generated and fail,
+        /// naming the stale files, when they differ.
+        #[arg(long, value_name = "DIR")]
+        check: Option<PathBuf>,
+
+        /// The operator image the manifests deploy.
+        #[arg(long, default_value = DEFAULT_IMAGE)]
+        image: String,
     },
 
     /// Print the CustomResourceDefinitions this project defines, as multi-document YAML.

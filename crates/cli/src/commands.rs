@@ -34,6 +34,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             check: Some(dir), ..
         } => check_crds(&dir),
         Command::Crds { .. } => print_crds(),
+        Command::Manifests {
+            out_dir: Some(dir),
+            image,
+            ..
+        } => write_manifests(&dir, &image),
+        Command::Manifests {
+            check: Some(dir),
+            image,
+            ..
+        } => check_manifests(&dir, &image),
+        Command::Manifests { .. } => anyhow::bail!("manifests needs --out-dir or --check"),
     }
 }
 
@@ -52,23 +63,87 @@ fn print_crds() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn crd_files() -> anyhow::Result<Vec<(String, String)>> {
+    api::crds::rendered().context("rendering the CRDs as YAML")
+}
+
 fn write_crds(dir: &Path) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, yaml) in api::crds::rendered().context("rendering the CRDs as YAML")? {
-        let path = dir.join(&name);
-        std::fs::write(&path, yaml).with_context(|| format!("writing {}", path.display()))?;
-        tracing::info!(file = %path.display(), "wrote CRD");
+    write_files(dir, &crd_files()?)
+}
+
+fn check_crds(dir: &Path) -> anyhow::Result<ExitCode> {
+    check_files(
+        dir,
+        &crd_files()?,
+        &format!("storage-operator crds --out-dir {}", dir.display()),
+    )
+}
+
+/// Every generated file under `deploy/`: the CRDs and the operator's install manifests for
+/// each flavour.
+fn manifest_files(image: &str) -> anyhow::Result<Vec<(String, String)>> {
+    use storage_operator::manifests::{Flavour, build};
+    let mut files: Vec<(String, String)> = crd_files()?
+        .into_iter()
+        .map(|(name, yaml)| (format!("crds/{name}"), yaml))
+        .collect();
+    for flavour in [Flavour::Kubernetes, Flavour::OpenShift] {
+        let documents = build(flavour, image)
+            .iter()
+            .map(|object| serde_saphyr::to_string(object).context("rendering a manifest as YAML"))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        files.push((
+            format!("{}/storage-operator.yaml", flavour.dir()),
+            format!(
+                "{}{}",
+                api::crds::GENERATED_HEADER
+                    .replace("crds --out-dir deploy/crds", "manifests --out-dir deploy"),
+                documents.join("---\n")
+            ),
+        ));
+    }
+    Ok(files)
+}
+
+pub fn write_manifests(dir: &Path, image: &str) -> anyhow::Result<ExitCode> {
+    write_files(dir, &manifest_files(image)?)
+}
+
+pub fn check_manifests(dir: &Path, image: &str) -> anyhow::Result<ExitCode> {
+    check_files(
+        dir,
+        &manifest_files(image)?,
+        &format!("storage-operator manifests --out-dir {}", dir.display()),
+    )
+}
+
+fn write_files(dir: &Path, files: &[(String, String)]) -> anyhow::Result<ExitCode> {
+    for (name, content) in files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, content).with_context(|| format!("writing {}", path.display()))?;
+        tracing::info!(file = %path.display(), "wrote generated file");
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_crds(dir: &Path) -> anyhow::Result<ExitCode> {
+fn check_files(
+    dir: &Path,
+    files: &[(String, String)],
+    regenerate: &str,
+) -> anyhow::Result<ExitCode> {
     let mut stale = Vec::new();
-    for (name, yaml) in api::crds::rendered().context("rendering the CRDs as YAML")? {
-        let path = dir.join(&name);
+    for (name, content) in files {
+        let path = dir.join(name);
         match std::fs::read_to_string(&path) {
-            Ok(committed) if committed == yaml => {}
-            Ok(_) => stale.push(format!("{} differs from the generated CRD", path.display())),
+            Ok(committed) if committed == *content => {}
+            Ok(_) => stale.push(format!(
+                "{} differs from the generated file",
+                path.display()
+            )),
             Err(error) => stale.push(format!("{} cannot be read: {error}", path.display())),
         }
     }
@@ -79,8 +154,7 @@ fn check_crds(dir: &Path) -> anyhow::Result<ExitCode> {
         eprintln!("stale: {line}");
     }
     eprintln!(
-        "error: the committed CRDs are stale; run `storage-operator crds --out-dir {}` and commit the result",
-        dir.display()
+        "error: committed generated files are stale; run `{regenerate}` and commit the result"
     );
     Ok(ExitCode::FAILURE)
 }

@@ -276,3 +276,10 @@ fn run_says_what_it_needs_to_start() {
         stderr(&no_cluster)
     );
 }
+
+#[test]
+fn committed_install_manifests_are_fresh() {
+    let deploy = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy"));
+    let output = storage_operator(&["manifests", "--check", deploy.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}

@@ -4,6 +4,7 @@
 //! the cluster and apply them arrive with issue #5.
 
 pub mod driver_status;
+pub mod manifests;
 pub mod observe;
 pub mod operator;
 pub mod plan;

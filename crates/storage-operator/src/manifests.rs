@@ -1,0 +1,452 @@
+//! The install manifests of the cluster storage operator itself, for OpenShift and for plain
+//! Kubernetes, generated from the code so they cannot drift from it: the namespace, the
+//! ServiceAccount, RBAC, the Deployment, and (on plain Kubernetes) the CRDs it serves.
+//!
+//! Its ClusterRole is derived like the driver operators': what it reads, what it writes, and
+//! every permission of the roles it creates (the driver operators' roles and the shared sidecar
+//! roles), over every driver in the catalogue and every topology. No cluster-admin.
+
+use std::collections::BTreeMap;
+
+use csi::Topology;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
+    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecurityContext, ServiceAccount, Toleration,
+};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
+
+use crate::plan::OPERATOR_NAMESPACE;
+use crate::registry::{DRIVER_NAMESPACE, registry};
+use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
+
+/// The name of the operator's Deployment, ServiceAccount and RBAC objects.
+pub const NAME: &str = "cluster-storage-operator";
+
+/// Which cluster the manifests are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    /// OpenShift: the CRDs and config objects exist; control-plane placement and priority.
+    OpenShift,
+    /// Plain Kubernetes: ships the CRDs it serves.
+    Kubernetes,
+}
+
+impl Flavour {
+    /// The directory under `deploy/`.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Self::OpenShift => "openshift",
+            Self::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(Into::into),
+        labels: Some([("app.kubernetes.io/name".to_owned(), NAME.to_owned())].into()),
+        ..Default::default()
+    }
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    let strings = |items: &[&str]| Some(items.iter().map(|s| (*s).to_owned()).collect());
+    PolicyRule {
+        api_groups: strings(groups),
+        resources: strings(resources),
+        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
+        ..Default::default()
+    }
+}
+
+const READ: &[&str] = &["get", "list", "watch"];
+const MANAGE: &[&str] = &[
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// The operator's ClusterRole and the Role in the driver namespace.
+pub fn build_rbac() -> (ClusterRole, Role) {
+    let mut cluster_rules = vec![
+        rule(
+            &["operator.openshift.io"],
+            &["storages", "clustercsidrivers"],
+            &["get", "list", "watch", "create"],
+        ),
+        rule(
+            &["operator.openshift.io"],
+            &["storages/status"],
+            &["get", "update", "patch"],
+        ),
+        rule(
+            &["config.openshift.io"],
+            &["clusteroperators"],
+            &["get", "list", "watch", "create"],
+        ),
+        rule(
+            &["config.openshift.io"],
+            &["clusteroperators/status"],
+            &["get", "update", "patch"],
+        ),
+        rule(
+            &["config.openshift.io"],
+            &["infrastructures", "featuregates", "proxies"],
+            READ,
+        ),
+        rule(&[""], &["nodes"], READ),
+        rule(&["storage.k8s.io"], &["csidrivers"], READ),
+        rule(
+            &[""],
+            &["namespaces"],
+            &["get", "list", "watch", "create", "update", "patch"],
+        ),
+        rule(
+            &["rbac.authorization.k8s.io"],
+            &["clusterroles", "clusterrolebindings"],
+            MANAGE,
+        ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+    ];
+    let mut namespace_rules = vec![rule(
+        &["", "apps", "rbac.authorization.k8s.io"],
+        &["serviceaccounts", "deployments", "roles", "rolebindings"],
+        MANAGE,
+    )];
+    // Every permission of the roles it creates.
+    for role in csi::build_shared_sidecar_cluster_roles() {
+        cluster_rules.extend(role.rules.into_iter().flatten());
+    }
+    for entry in registry() {
+        let Ok(def) = drivers::by_name(entry.short_name) else {
+            continue;
+        };
+        for topology in Topology::ALL {
+            let inputs = StarterInputs {
+                topology,
+                log_level: api::operator_v1::LogLevel::Normal,
+                proxy: Default::default(),
+                env: BTreeMap::new(),
+                operator_image: String::new(),
+            };
+            let (cluster_role, role) = starter::build_rbac(&entry, &def, &inputs);
+            cluster_rules.extend(cluster_role.rules.into_iter().flatten());
+            namespace_rules.extend(role.rules.into_iter().flatten());
+        }
+    }
+    dedupe(&mut cluster_rules);
+    dedupe(&mut namespace_rules);
+    (
+        ClusterRole {
+            metadata: meta(NAME, None),
+            rules: Some(cluster_rules),
+            ..Default::default()
+        },
+        Role {
+            metadata: meta(NAME, Some(DRIVER_NAMESPACE)),
+            rules: Some(namespace_rules),
+        },
+    )
+}
+
+fn dedupe(rules: &mut Vec<PolicyRule>) {
+    let mut seen = Vec::new();
+    rules.retain(|r| {
+        let new = !seen.contains(r);
+        if new {
+            seen.push(r.clone());
+        }
+        new
+    });
+}
+
+fn subject() -> Subject {
+    Subject {
+        kind: "ServiceAccount".into(),
+        name: NAME.into(),
+        namespace: Some(OPERATOR_NAMESPACE.into()),
+        ..Default::default()
+    }
+}
+
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: kind.into(),
+        name: name.into(),
+    }
+}
+
+/// The operator's Deployment.
+pub fn build_deployment(flavour: Flavour, image: &str) -> Deployment {
+    let labels: BTreeMap<String, String> = [("name".to_owned(), NAME.to_owned())].into();
+    let env = |name: &str, value: &str| EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..Default::default()
+    };
+    let from_field = |name: &str, path: &str| EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let probe = |path: &str| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(8080),
+            ..Default::default()
+        }),
+        period_seconds: Some(10),
+        ..Default::default()
+    };
+    let openshift = flavour == Flavour::OpenShift;
+    let control_plane = if openshift {
+        "node-role.kubernetes.io/master"
+    } else {
+        "node-role.kubernetes.io/control-plane"
+    };
+    let requests: BTreeMap<String, Quantity> = [
+        ("cpu".to_owned(), Quantity("10m".into())),
+        ("memory".to_owned(), Quantity("30Mi".into())),
+    ]
+    .into();
+    Deployment {
+        metadata: meta(NAME, Some(OPERATOR_NAMESPACE)),
+        spec: Some(DeploymentSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".into()),
+                ..Default::default()
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    service_account_name: Some(NAME.into()),
+                    priority_class_name: openshift.then(|| "system-cluster-critical".into()),
+                    // On plain Kubernetes the control plane may be managed and invisible: prefer
+                    // it through the toleration, never require it.
+                    node_selector: openshift
+                        .then(|| [(control_plane.to_owned(), String::new())].into()),
+                    tolerations: Some(vec![Toleration {
+                        key: Some(control_plane.into()),
+                        operator: Some("Exists".into()),
+                        effect: Some("NoSchedule".into()),
+                        ..Default::default()
+                    }]),
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    containers: vec![Container {
+                        name: "operator".into(),
+                        image: Some(image.into()),
+                        args: Some(vec!["run".into()]),
+                        env: Some(vec![
+                            env(OPERATOR_IMAGE_ENV, image),
+                            from_field("POD_NAME", "metadata.name"),
+                            from_field("POD_NAMESPACE", "metadata.namespace"),
+                        ]),
+                        ports: Some(vec![ContainerPort {
+                            name: Some("admin".into()),
+                            container_port: 8080,
+                            ..Default::default()
+                        }]),
+                        liveness_probe: Some(probe("/healthz")),
+                        readiness_probe: Some(probe("/readyz")),
+                        resources: Some(ResourceRequirements {
+                            requests: Some(requests),
+                            ..Default::default()
+                        }),
+                        security_context: Some(SecurityContext {
+                            allow_privilege_escalation: Some(false),
+                            read_only_root_filesystem: Some(true),
+                            capabilities: Some(Capabilities {
+                                drop: Some(vec!["ALL".into()]),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }),
+                        termination_message_policy: Some("FallbackToLogsOnError".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Every object of one flavour, in apply order, as JSON.
+pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
+    let mut objects = Vec::new();
+    let mut push = |value: Result<Value, serde_json::Error>| objects.extend(value.ok());
+    if flavour == Flavour::Kubernetes {
+        for crd in [
+            api::crds::cluster_csi_driver(),
+            <api::operator_v1::Storage as kube::CustomResourceExt>::crd(),
+        ] {
+            push(serde_json::to_value(crd));
+        }
+    }
+    push(serde_json::to_value(Namespace {
+        metadata: meta(OPERATOR_NAMESPACE, None),
+        ..Default::default()
+    }));
+    push(serde_json::to_value(starter::build_namespace()));
+    push(serde_json::to_value(ServiceAccount {
+        metadata: meta(NAME, Some(OPERATOR_NAMESPACE)),
+        ..Default::default()
+    }));
+    let (cluster_role, role) = build_rbac();
+    push(serde_json::to_value(cluster_role));
+    push(serde_json::to_value(ClusterRoleBinding {
+        metadata: meta(NAME, None),
+        role_ref: role_ref("ClusterRole", NAME),
+        subjects: Some(vec![subject()]),
+    }));
+    push(serde_json::to_value(role));
+    push(serde_json::to_value(RoleBinding {
+        metadata: meta(NAME, Some(DRIVER_NAMESPACE)),
+        role_ref: role_ref("Role", NAME),
+        subjects: Some(vec![subject()]),
+    }));
+    push(serde_json::to_value(Role {
+        metadata: meta(&format!("{NAME}-lease"), Some(OPERATOR_NAMESPACE)),
+        rules: Some(vec![rule(&["coordination.k8s.io"], &["leases"], MANAGE)]),
+    }));
+    push(serde_json::to_value(RoleBinding {
+        metadata: meta(&format!("{NAME}-lease"), Some(OPERATOR_NAMESPACE)),
+        role_ref: role_ref("Role", &format!("{NAME}-lease")),
+        subjects: Some(vec![subject()]),
+    }));
+    push(serde_json::to_value(build_deployment(flavour, image)));
+    objects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allows(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> bool {
+        rules.iter().any(|r| {
+            r.api_groups.iter().flatten().any(|g| g == group)
+                && r.resources.iter().flatten().any(|x| x == resource)
+                && r.verbs.iter().any(|v| v == verb)
+        })
+    }
+
+    #[test]
+    fn the_operator_holds_what_it_grants_and_no_wildcards() {
+        let (cluster_role, role) = build_rbac();
+        let rules = cluster_role.rules.unwrap();
+        // It creates the shared provisioner role, so it holds PV creation itself.
+        assert!(allows(&rules, "", "persistentvolumes", "create"));
+        // It creates driver-operator roles that may write CSIDrivers and StorageClasses.
+        assert!(allows(&rules, "storage.k8s.io", "storageclasses", "patch"));
+        assert!(allows(
+            &rules,
+            "config.openshift.io",
+            "clusteroperators/status",
+            "patch"
+        ));
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.verbs.iter().any(|v| v == "*" || v == "escalate"))
+        );
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.resources.iter().flatten().any(|x| x == "*"))
+        );
+        // Every role the starter builds for a driver operator is covered.
+        let entry = crate::registry::find("gcp-pd").unwrap();
+        let def = drivers::by_name("gcp-pd").unwrap();
+        for topology in Topology::ALL {
+            let inputs = StarterInputs {
+                topology,
+                log_level: api::operator_v1::LogLevel::Normal,
+                proxy: Default::default(),
+                env: BTreeMap::new(),
+                operator_image: String::new(),
+            };
+            let (driver_role, driver_ns_role) = starter::build_rbac(&entry, &def, &inputs);
+            for r in driver_role.rules.unwrap() {
+                assert!(rules.contains(&r), "{topology}: missing {r:?}");
+            }
+            for r in driver_ns_role.rules.unwrap() {
+                assert!(
+                    role.rules.as_ref().unwrap().contains(&r),
+                    "{topology}: missing namespaced {r:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn flavours_differ_where_the_platforms_do() {
+        let kubernetes = build(Flavour::Kubernetes, "example.com/so:1");
+        let openshift = build(Flavour::OpenShift, "example.com/so:1");
+        let kinds = |objects: &[Value]| {
+            objects
+                .iter()
+                .map(|o| o["kind"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            kinds(&kubernetes)
+                .iter()
+                .filter(|k| *k == "CustomResourceDefinition")
+                .count(),
+            2
+        );
+        assert!(!kinds(&openshift).contains(&"CustomResourceDefinition".to_owned()));
+        let deployment = |objects: &[Value]| {
+            objects
+                .iter()
+                .find(|o| o["kind"] == "Deployment")
+                .unwrap()
+                .clone()
+        };
+        let os = deployment(&openshift);
+        assert_eq!(
+            os["spec"]["template"]["spec"]["priorityClassName"],
+            "system-cluster-critical"
+        );
+        assert!(deployment(&kubernetes)["spec"]["template"]["spec"]["nodeSelector"].is_null());
+        assert_eq!(
+            os["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"],
+            "example.com/so:1"
+        );
+    }
+}
