@@ -155,7 +155,7 @@ fn json_logs_are_json_lines() {
     assert!(!logs.is_empty());
     for line in logs.lines() {
         let entry: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(entry["fields"]["message"], "wrote CRD");
+        assert_eq!(entry["fields"]["message"], "wrote generated file");
     }
 }
 
