@@ -17,6 +17,7 @@
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
 //! - [`render`](mod@render): everything, in order.
+//! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
 //! Where this differs from library-go on purpose:
 //! - Placeholders never leak: an unset image uses the upstream default, an unknown TLS profile
@@ -41,6 +42,7 @@ pub mod hooks;
 pub mod inputs;
 pub mod metrics;
 pub mod names;
+pub mod operator;
 pub mod rbac;
 pub mod render;
 pub mod status;

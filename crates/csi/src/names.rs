@@ -16,6 +16,9 @@ pub const DEFAULT_STORAGE_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/i
 /// The default-VolumeSnapshotClass annotation.
 pub const DEFAULT_SNAPSHOT_CLASS_ANNOTATION: &str =
     "snapshot.storage.kubernetes.io/is-default-class";
+/// The CSIDriver annotation that marks it as installed by an OpenShift driver operator;
+/// cluster-storage-operator tells ours from a foreign CSIDriver of the same name by it.
+pub const MANAGED_CSIDRIVER_ANNOTATION: &str = "csi.openshift.io/managed";
 /// The CSIDriver label that says which pod security level may use inline volumes.
 pub const EPHEMERAL_PROFILE_LABEL: &str = "security.openshift.io/csi-ephemeral-volume-profile";
 /// Deployment/DaemonSet annotation naming the containers that get the cluster proxy.

@@ -12,10 +12,15 @@ use crate::inputs::Inputs;
 use crate::names;
 
 /// The CSIDriver object. The `security.openshift.io/csi-ephemeral-volume-profile` label keeps
-/// an admin's value; otherwise it is the driver's default, if it has one.
+/// an admin's value; otherwise it is the driver's default, if it has one. It always carries
+/// `csi.openshift.io/managed: "true"` (see [`names::MANAGED_CSIDRIVER_ANNOTATION`]).
 pub fn build_csi_driver(def: &DriverDef, inputs: &Inputs) -> CSIDriver {
     let d = &def.csi_driver;
     let mut metadata = names::meta(def, def.name.clone(), None);
+    metadata.annotations = Some(BTreeMap::from([(
+        names::MANAGED_CSIDRIVER_ANNOTATION.to_owned(),
+        "true".to_owned(),
+    )]));
     let profile = inputs
         .csi_driver_ephemeral_profile
         .clone()

@@ -1,0 +1,453 @@
+//! The driver operator (`storage-operator driver <name>`): the controllers of one CSI driver.
+//! Discover the optional OpenShift APIs, fill scoped caches ([`observe`]), then on every change
+//! compute a [`plan`](plan::plan) from them and execute it: apply each operand with server-side
+//! apply under its logical controller's field manager (drift restored, an Event naming the
+//! object), delete what must go, and write each controller's part of the ClusterCSIDriver
+//! status. An idle cluster costs no requests: nothing is written when nothing changed and there
+//! is no periodic resync (time-based transitions use the loop's requeue).
+
+pub mod observe;
+pub mod plan;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use api::operator_v1::ClusterCSIDriver;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Api, Client, Resource, ResourceExt};
+use opkit::admin::Readiness;
+use opkit::apply::{Applier, ApplyError, Outcome};
+use opkit::metrics::Metrics;
+use opkit::runtime::{LoopConfig, NotSynced, ReconcileError};
+use opkit::status::apply_status;
+
+use crate::def::DriverDef;
+use crate::render::Operand;
+use observe::{Apis, Caches, Observed, OptionalKind, start_caches};
+use plan::{DeleteKind, Deletion, Group, Step};
+
+/// How long the caches may take to fill at start.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the driver operator was configured with at start.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// The process environment: the image variables (`DRIVER_IMAGE`, `PROVISIONER_IMAGE`, ...)
+    /// are read from it; unset or empty ones use the driver's upstream defaults.
+    pub env: BTreeMap<String, String>,
+    /// This pod's name, reported as the Events' reporting instance (`POD_NAME`); the host name
+    /// when unset.
+    pub instance: Option<String>,
+}
+
+/// The operator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// API discovery failed.
+    #[error("discovering the config.openshift.io API: {0}")]
+    Discovery(#[source] kube::Error),
+    /// The caches did not fill.
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
+}
+
+/// A reconcile failed; the loop retries with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Some operands or status parts could not be written; each line names one.
+    #[error("syncing the {driver} driver failed: {}", .messages.join("; "))]
+    Sync {
+        /// The driver's short name.
+        driver: String,
+        /// What failed.
+        messages: Vec<String>,
+        /// The category of the first failure.
+        category: &'static str,
+    },
+}
+
+impl ReconcileError for Failure {
+    fn category(&self) -> &'static str {
+        match self {
+            Self::Sync { category, .. } => category,
+        }
+    }
+}
+
+/// The name of this driver operator, as the loop, metrics and Events report it.
+pub fn operator_name(def: &DriverDef) -> String {
+    format!("{}-csi-driver-operator", def.short_name)
+}
+
+/// Runs the driver operator of `def` until `shutdown` completes.
+pub async fn run(
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let apis = Apis::discover(&client)
+        .await
+        .map_err(StartError::Discovery)?;
+    tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
+    let (caches, informers) = start_caches(&client, &def, apis, SYNC_TIMEOUT).await?;
+    readiness.set(true);
+    tracing::info!(driver = %def.short_name, "caches synced; reconciling");
+    let name = operator_name(&def);
+    let appliers = Group::ALL
+        .into_iter()
+        .map(|g| (g, Applier::new(client.clone(), &g.controller(&def))))
+        .collect();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: name.clone(),
+            instance: settings.instance.clone(),
+        },
+    );
+    let context = Context {
+        client,
+        def,
+        settings,
+        caches,
+        appliers,
+        recorder,
+        metrics: metrics.clone(),
+        applied: Mutex::default(),
+        name: name.clone(),
+    };
+    opkit::runtime::run(
+        &name,
+        informers.trigger(),
+        LoopConfig::default(),
+        metrics,
+        || reconcile(&context),
+        shutdown,
+    )
+    .await;
+    Ok(())
+}
+
+struct Context {
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    caches: Caches,
+    appliers: BTreeMap<Group, Applier>,
+    recorder: Recorder,
+    metrics: Metrics,
+    /// Operands this process has applied, so a later create is reported as a recreation.
+    applied: Mutex<BTreeSet<String>>,
+    name: String,
+}
+
+async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
+    let def = &context.def;
+    let observed = context.caches.observe();
+    let now = Time(Timestamp::now());
+    let mut plan = plan::plan(def, &context.settings.env, &observed, &now);
+    if let Some(waiting) = &plan.waiting {
+        tracing::debug!(driver = %def.short_name, "{waiting}");
+        return Ok(None);
+    }
+    let mut failures: Vec<(Option<Group>, &'static str, String)> = Vec::new();
+
+    for step in &plan.steps {
+        match apply_step(context, step, &observed).await {
+            Ok(outcome) => {
+                if outcome.wrote() {
+                    context.metrics.wrote(&context.name, kind_of(&step.operand));
+                    tracing::info!(object = %step.operand.key(), ?outcome, "applied");
+                }
+                report(context, &step.operand, outcome, step.recreate).await;
+            }
+            Err(error)
+                if step.group == Group::ServiceMonitor && error.category() == "not-found" =>
+            {
+                // The CRD went away after we saw it: nothing to monitor with.
+                tracing::debug!(%error, "ServiceMonitor not applied");
+            }
+            Err(error) => {
+                failures.push((Some(step.group), error.category(), error.to_string()));
+            }
+        }
+    }
+    for deletion in &plan.deletions {
+        if let Err((category, message)) = delete(context, deletion).await {
+            failures.push((Some(deletion.group), category, message));
+        } else {
+            context.metrics.wrote(&context.name, "delete");
+        }
+    }
+    if let Some(finalizers) = &plan.finalizers
+        && let Err(error) = set_finalizers(context, &observed, finalizers).await
+    {
+        failures.push((None, "api", error));
+    }
+
+    for (group, _, message) in &failures {
+        if let Some(group) = group {
+            plan::set_degraded(&mut plan.status, def, *group, message);
+        }
+    }
+    for part in &plan.status {
+        match apply_status::<ClusterCSIDriver>(
+            &context.client,
+            &part.controller,
+            &def.name,
+            &part.part,
+            observed.cluster_csi_driver.as_ref(),
+            &now,
+        )
+        .await
+        {
+            Ok(true) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/status"),
+            Ok(false) => {}
+            Err(error) => failures.push((None, error.category(), error.to_string())),
+        }
+    }
+    if let Some((_, category, _)) = failures.first() {
+        return Err(Failure::Sync {
+            driver: def.short_name.clone(),
+            category,
+            messages: failures.into_iter().map(|(_, _, m)| m).collect(),
+        });
+    }
+    Ok(plan.requeue)
+}
+
+fn kind_of(operand: &Operand) -> &'static str {
+    match operand {
+        Operand::ServiceAccount(_) => "ServiceAccount",
+        Operand::ClusterRole(_) => "ClusterRole",
+        Operand::ClusterRoleBinding(_) => "ClusterRoleBinding",
+        Operand::Role(_) => "Role",
+        Operand::RoleBinding(_) => "RoleBinding",
+        Operand::ConfigMap(_) => "ConfigMap",
+        Operand::CSIDriver(_) => "CSIDriver",
+        Operand::Service(_) => "Service",
+        Operand::PodDisruptionBudget(_) => "PodDisruptionBudget",
+        Operand::Deployment(_) => "Deployment",
+        Operand::DaemonSet(_) => "DaemonSet",
+        Operand::StorageClass(_) => "StorageClass",
+        Operand::Dynamic(v) => v["kind"]
+            .as_str()
+            .and_then(OptionalKind::of_kind)
+            .map_or("Dynamic", OptionalKind::kind),
+    }
+}
+
+fn find<'a, K: Resource + 'a>(objects: &'a [K], object: &K) -> Option<&'a K> {
+    objects.iter().find(|o| {
+        o.meta().name == object.meta().name && o.meta().namespace == object.meta().namespace
+    })
+}
+
+async fn apply_step(
+    context: &Context,
+    step: &Step,
+    observed: &Observed,
+) -> Result<Outcome, ApplyError> {
+    let Some(applier) = context.appliers.get(&step.group) else {
+        return Ok(Outcome::Unchanged);
+    };
+    match &step.operand {
+        Operand::ServiceAccount(o) => applier.apply(o, find(&observed.service_accounts, o)).await,
+        Operand::ClusterRole(o) => applier.apply(o, find(&observed.cluster_roles, o)).await,
+        Operand::ClusterRoleBinding(o) => {
+            applier
+                .apply(o, find(&observed.cluster_role_bindings, o))
+                .await
+        }
+        Operand::Role(o) => applier.apply(o, find(&observed.roles, o)).await,
+        Operand::RoleBinding(o) => applier.apply(o, find(&observed.role_bindings, o)).await,
+        Operand::ConfigMap(o) => applier.apply(o, find(&observed.config_maps, o)).await,
+        Operand::CSIDriver(o) => {
+            if step.recreate {
+                // The spec of a CSIDriver is immutable: delete and create it anew.
+                delete_object::<CSIDriver>(Api::all(context.client.clone()), &o.name_any())
+                    .await
+                    .map_err(|source| ApplyError {
+                        kind: "CSIDriver".into(),
+                        object: o.name_any(),
+                        source,
+                    })?;
+                applier.apply(o, None).await
+            } else {
+                applier.apply(o, observed.csi_driver.as_ref()).await
+            }
+        }
+        Operand::Service(o) => applier.apply(o, find(&observed.services, o)).await,
+        Operand::PodDisruptionBudget(o) => {
+            applier
+                .apply(o, find(&observed.pod_disruption_budgets, o))
+                .await
+        }
+        Operand::Deployment(o) => applier.apply(o, find(&observed.deployments, o)).await,
+        Operand::DaemonSet(o) => applier.apply(o, find(&observed.daemon_sets, o)).await,
+        Operand::StorageClass(o) => {
+            let existing = find(&observed.storage_classes, o);
+            match applier.apply(o, existing).await {
+                // Parameters, provisioner and binding mode are immutable: recreate the class.
+                Err(error) if existing.is_some() && error.category() == "invalid" => {
+                    tracing::info!(class = %o.name_any(), %error, "recreating StorageClass");
+                    delete_object::<StorageClass>(Api::all(context.client.clone()), &o.name_any())
+                        .await
+                        .map_err(|source| ApplyError {
+                            kind: "StorageClass".into(),
+                            object: o.name_any(),
+                            source,
+                        })?;
+                    applier.apply(o, None).await
+                }
+                other => other,
+            }
+        }
+        Operand::Dynamic(value) => {
+            let error = |source| ApplyError {
+                kind: value["kind"].as_str().unwrap_or_default().to_owned(),
+                object: step.operand.key(),
+                source,
+            };
+            let Some(kind) = value["kind"].as_str().and_then(OptionalKind::of_kind) else {
+                return Ok(Outcome::Unchanged);
+            };
+            let desired: DynamicObject = serde_json::from_value(value.clone())
+                .map_err(|e| error(kube::Error::SerdeError(e)))?;
+            let existing = observed
+                .optional
+                .get(&kind)
+                .and_then(|o| o.objects.as_ref())
+                .and_then(|objects| {
+                    objects.iter().find(|o| {
+                        o.metadata.name == desired.metadata.name
+                            && o.metadata.namespace == desired.metadata.namespace
+                    })
+                });
+            applier
+                .apply_dynamic(&kind.api_resource(), &desired, existing)
+                .await
+        }
+    }
+}
+
+/// Records an Event for a restored operand: fields someone else changed, or an object someone
+/// deleted. A failure to record is logged, never fatal.
+async fn report(context: &Context, operand: &Operand, outcome: Outcome, recreated: bool) {
+    let key = operand.key();
+    let previously_applied = {
+        let Ok(mut applied) = context.applied.lock() else {
+            return;
+        };
+        !applied.insert(key.clone())
+    };
+    let (reason, note) = match outcome {
+        Outcome::DriftRestored => (
+            "OperandDriftRestored",
+            format!(
+                "{key}: fields managed by the operator were changed by someone else and have been restored"
+            ),
+        ),
+        Outcome::Created if previously_applied || recreated => (
+            "OperandRecreated",
+            format!("{key}: the object was missing or had to be replaced and has been recreated"),
+        ),
+        _ => return,
+    };
+    let value = operand.to_value();
+    let reference = ObjectReference {
+        api_version: value["apiVersion"].as_str().map(str::to_owned),
+        kind: value["kind"].as_str().map(str::to_owned),
+        name: value["metadata"]["name"].as_str().map(str::to_owned),
+        namespace: value["metadata"]["namespace"].as_str().map(str::to_owned),
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: "Apply".to_owned(),
+        secondary: None,
+    };
+    tracing::info!(object = %key, reason, "restored operand");
+    if let Err(error) = context.recorder.publish(&event, &reference).await {
+        tracing::warn!(object = %key, %error, "recording an Event failed");
+    }
+}
+
+async fn delete_object<K>(api: Api<K>, name: &str) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+async fn delete(context: &Context, deletion: &Deletion) -> Result<(), (&'static str, String)> {
+    let ns = context.def.namespace.as_str();
+    let client = context.client.clone();
+    let name = deletion.name.as_str();
+    let result = match deletion.kind {
+        DeleteKind::StorageClass => delete_object::<StorageClass>(Api::all(client), name).await,
+        DeleteKind::CSIDriver => delete_object::<CSIDriver>(Api::all(client), name).await,
+        DeleteKind::Deployment => {
+            delete_object::<Deployment>(Api::namespaced(client, ns), name).await
+        }
+        DeleteKind::DaemonSet => {
+            delete_object::<DaemonSet>(Api::namespaced(client, ns), name).await
+        }
+    };
+    tracing::info!(kind = ?deletion.kind, name, ok = result.is_ok(), "deleted");
+    result.map_err(|error| {
+        (
+            "api",
+            format!("deleting {:?} {name}: {error}", deletion.kind),
+        )
+    })
+}
+
+async fn set_finalizers(
+    context: &Context,
+    observed: &Observed,
+    finalizers: &[String],
+) -> Result<(), String> {
+    let Some(driver) = &observed.cluster_csi_driver else {
+        return Ok(());
+    };
+    // The resourceVersion makes this a compare-and-swap: a stale cache gets a 409 and a retry.
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": driver.metadata.resource_version,
+        }
+    });
+    Api::<ClusterCSIDriver>::all(context.client.clone())
+        .patch(
+            &context.def.name,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|error| {
+            format!(
+                "setting the finalizers of ClusterCSIDriver {}: {error}",
+                context.def.name
+            )
+        })
+}

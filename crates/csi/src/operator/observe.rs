@@ -1,0 +1,398 @@
+//! What a driver operator watches, and the snapshot of it each reconcile reads. Every cache is
+//! scoped: the ClusterCSIDriver, the CSIDriver, Infrastructure, Proxy, the credentials Secret
+//! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
+//! default-class rule must see other classes); nodes only on plain Kubernetes. Kinds whose CRD
+//! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
+//! their CRD exists.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::config_v1::{Infrastructure, Proxy};
+use api::operator_v1::ClusterCSIDriver;
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher::{self, Config};
+use kube::runtime::{WatchStreamExt, reflector::store::Writer};
+use kube::{Api, Client, Resource};
+use opkit::runtime::{Informers, NotSynced};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+use crate::def::DriverDef;
+use crate::names;
+
+/// Which optional APIs the cluster serves (OpenShift's config.openshift.io kinds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Apis {
+    /// `infrastructures.config.openshift.io`.
+    pub infrastructure: bool,
+    /// `proxies.config.openshift.io`.
+    pub proxy: bool,
+}
+
+impl Apis {
+    /// Asks the API server which of the optional kinds it serves.
+    pub async fn discover(client: &Client) -> Result<Self, kube::Error> {
+        let resources = match client
+            .list_api_group_resources("config.openshift.io/v1")
+            .await
+        {
+            Ok(list) => list.resources,
+            Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+            Err(error) => return Err(error),
+        };
+        let has = |plural: &str| resources.iter().any(|r| r.name == plural);
+        Ok(Self {
+            infrastructure: has("infrastructures"),
+            proxy: has("proxies"),
+        })
+    }
+}
+
+/// An operand kind without a typed struct, whose CRD may be missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OptionalKind {
+    /// `servicemonitors.monitoring.coreos.com`.
+    ServiceMonitor,
+    /// `volumesnapshotclasses.snapshot.storage.k8s.io`.
+    VolumeSnapshotClass,
+    /// `credentialsrequests.cloudcredential.openshift.io`.
+    CredentialsRequest,
+}
+
+impl OptionalKind {
+    /// Every optional kind.
+    pub const ALL: [OptionalKind; 3] = [
+        Self::ServiceMonitor,
+        Self::VolumeSnapshotClass,
+        Self::CredentialsRequest,
+    ];
+
+    /// The CRD's name.
+    pub fn crd_name(self) -> &'static str {
+        match self {
+            Self::ServiceMonitor => "servicemonitors.monitoring.coreos.com",
+            Self::VolumeSnapshotClass => "volumesnapshotclasses.snapshot.storage.k8s.io",
+            Self::CredentialsRequest => "credentialsrequests.cloudcredential.openshift.io",
+        }
+    }
+
+    /// The kind as rendered (`kind` of the operand).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::ServiceMonitor => "ServiceMonitor",
+            Self::VolumeSnapshotClass => "VolumeSnapshotClass",
+            Self::CredentialsRequest => "CredentialsRequest",
+        }
+    }
+
+    /// The kind of a rendered dynamic operand.
+    pub fn of_kind(kind: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.kind() == kind)
+    }
+
+    /// The API resource.
+    pub fn api_resource(self) -> ApiResource {
+        let (group, version, plural) = match self {
+            Self::ServiceMonitor => ("monitoring.coreos.com", "v1", "servicemonitors"),
+            Self::VolumeSnapshotClass => ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses"),
+            Self::CredentialsRequest => {
+                ("cloudcredential.openshift.io", "v1", "credentialsrequests")
+            }
+        };
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, self.kind()),
+            plural,
+        )
+    }
+
+    fn namespaced(self) -> bool {
+        !matches!(self, Self::VolumeSnapshotClass)
+    }
+}
+
+/// The operand objects of one optional kind, once its CRD exists and its cache has filled.
+#[derive(Clone, Debug, Default)]
+pub struct OptionalObjects {
+    /// Whether the CRD exists.
+    pub crd: bool,
+    /// The cached objects, or `None` while the cache is filling (apply waits: without the
+    /// observed object every pass would write).
+    pub objects: Option<Vec<DynamicObject>>,
+}
+
+/// Everything a reconcile reads, as of one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// Optional APIs served.
+    pub apis: Apis,
+    /// The ClusterCSIDriver.
+    pub cluster_csi_driver: Option<ClusterCSIDriver>,
+    /// `Infrastructure/cluster`.
+    pub infrastructure: Option<Infrastructure>,
+    /// `Proxy/cluster`.
+    pub proxy: Option<Proxy>,
+    /// Nodes, only without the Infrastructure API.
+    pub nodes: Vec<Node>,
+    /// The credentials Secret, if the driver has one and it exists.
+    pub credentials_secret: Option<Secret>,
+    /// The CSIDriver of this driver.
+    pub csi_driver: Option<CSIDriver>,
+    /// Every StorageClass.
+    pub storage_classes: Vec<StorageClass>,
+    /// Operands in the driver namespace.
+    pub service_accounts: Vec<ServiceAccount>,
+    /// Operand Roles.
+    pub roles: Vec<Role>,
+    /// Operand RoleBindings.
+    pub role_bindings: Vec<RoleBinding>,
+    /// Operand ConfigMaps (the trusted CA bundle).
+    pub config_maps: Vec<ConfigMap>,
+    /// Operand Services.
+    pub services: Vec<Service>,
+    /// Operand PodDisruptionBudgets.
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    /// Operand Deployments.
+    pub deployments: Vec<Deployment>,
+    /// Operand DaemonSets.
+    pub daemon_sets: Vec<DaemonSet>,
+    /// Operand ClusterRoles.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// Operand ClusterRoleBindings.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// Optional kinds.
+    pub optional: BTreeMap<OptionalKind, OptionalObjects>,
+}
+
+type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
+
+/// The caches behind [`Observed`].
+#[derive(Clone)]
+pub struct Caches {
+    apis: Apis,
+    client: Client,
+    namespace: String,
+    label: String,
+    trigger: Arc<Notify>,
+    cluster_csi_driver: Store<ClusterCSIDriver>,
+    infrastructure: Option<Store<Infrastructure>>,
+    proxy: Option<Store<Proxy>>,
+    nodes: Option<Store<Node>>,
+    credentials_secret: Option<Store<Secret>>,
+    csi_driver: Store<CSIDriver>,
+    storage_classes: Store<StorageClass>,
+    service_accounts: Store<ServiceAccount>,
+    roles: Store<Role>,
+    role_bindings: Store<RoleBinding>,
+    config_maps: Store<ConfigMap>,
+    services: Store<Service>,
+    pod_disruption_budgets: Store<PodDisruptionBudget>,
+    deployments: Store<Deployment>,
+    daemon_sets: Store<DaemonSet>,
+    cluster_roles: Store<ClusterRole>,
+    cluster_role_bindings: Store<ClusterRoleBinding>,
+    crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
+    dynamic: DynamicCaches,
+    dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
+}
+
+impl std::fmt::Debug for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caches")
+            .field("apis", &self.apis)
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+fn snapshot<K: Resource + Clone>(store: &Store<K>) -> Vec<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().iter().map(|o| o.as_ref().clone()).collect()
+}
+
+fn single<K: Resource + Clone>(store: &Store<K>) -> Option<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.state().first().map(|o| o.as_ref().clone())
+}
+
+fn named(name: &str) -> Config {
+    Config::default().fields(&format!("metadata.name={name}"))
+}
+
+impl Caches {
+    /// Starts every watch; the caller waits for [`Informers::wait_synced`].
+    pub fn start(client: &Client, def: &DriverDef, apis: Apis, informers: &mut Informers) -> Self {
+        let label = format!("{}={}", names::OPERAND_LABEL, def.short_name);
+        let ours = || Config::default().labels(&label);
+        let ns = def.namespace.as_str();
+        let c = || client.clone();
+        let crds = OptionalKind::ALL
+            .into_iter()
+            .map(|kind| {
+                (
+                    kind,
+                    informers.watch(
+                        &format!("customresourcedefinitions/{}", kind.crd_name()),
+                        Api::all(c()),
+                        named(kind.crd_name()),
+                    ),
+                )
+            })
+            .collect();
+        Self {
+            apis,
+            client: client.clone(),
+            namespace: def.namespace.clone(),
+            label: label.clone(),
+            trigger: informers.trigger(),
+            cluster_csi_driver: informers.watch(
+                "clustercsidrivers",
+                Api::all(c()),
+                named(&def.name),
+            ),
+            infrastructure: apis
+                .infrastructure
+                .then(|| informers.watch("infrastructures", Api::all(c()), named("cluster"))),
+            proxy: apis
+                .proxy
+                .then(|| informers.watch("proxies", Api::all(c()), named("cluster"))),
+            nodes: (!apis.infrastructure)
+                .then(|| informers.watch("nodes", Api::all(c()), Config::default())),
+            credentials_secret: def.credentials.as_ref().map(|creds| {
+                informers.watch(
+                    "secrets",
+                    Api::namespaced(c(), ns),
+                    named(&creds.secret_name),
+                )
+            }),
+            csi_driver: informers.watch("csidrivers", Api::all(c()), named(&def.name)),
+            storage_classes: informers.watch("storageclasses", Api::all(c()), Config::default()),
+            service_accounts: informers.watch("serviceaccounts", Api::namespaced(c(), ns), ours()),
+            roles: informers.watch("roles", Api::namespaced(c(), ns), ours()),
+            role_bindings: informers.watch("rolebindings", Api::namespaced(c(), ns), ours()),
+            config_maps: informers.watch("configmaps", Api::namespaced(c(), ns), ours()),
+            services: informers.watch("services", Api::namespaced(c(), ns), ours()),
+            pod_disruption_budgets: informers.watch(
+                "poddisruptionbudgets",
+                Api::namespaced(c(), ns),
+                ours(),
+            ),
+            deployments: informers.watch("deployments", Api::namespaced(c(), ns), ours()),
+            daemon_sets: informers.watch("daemonsets", Api::namespaced(c(), ns), ours()),
+            cluster_roles: informers.watch("clusterroles", Api::all(c()), ours()),
+            cluster_role_bindings: informers.watch("clusterrolebindings", Api::all(c()), ours()),
+            crds,
+            dynamic: Arc::default(),
+            dynamic_tasks: Arc::default(),
+        }
+    }
+
+    /// Starts the cache of an optional kind whose CRD now exists (once). Its changes pull the
+    /// same trigger as every other cache.
+    fn start_dynamic(&self, kind: OptionalKind) -> Option<Store<DynamicObject>> {
+        let mut caches = self.dynamic.lock().ok()?;
+        if let Some(store) = caches.get(&kind) {
+            return Some(store.clone());
+        }
+        let resource = kind.api_resource();
+        let api: Api<DynamicObject> = if kind.namespaced() {
+            Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
+        } else {
+            Api::all_with(self.client.clone(), &resource)
+        };
+        let writer = Writer::new(resource);
+        let store = writer.as_reader();
+        let trigger = self.trigger.clone();
+        let config = Config::default().labels(&self.label);
+        let mut tasks = self.dynamic_tasks.lock().ok()?;
+        tasks.spawn(async move {
+            let mut events = std::pin::pin!(
+                watcher::watcher(api, config)
+                    .default_backoff()
+                    .reflect(writer)
+            );
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(_) => trigger.notify_one(),
+                    Err(error) => {
+                        tracing::warn!(watch = kind.kind(), %error, "watch failed; retrying")
+                    }
+                }
+            }
+        });
+        caches.insert(kind, store.clone());
+        Some(store)
+    }
+
+    /// The current state of every cache.
+    pub fn observe(&self) -> Observed {
+        let optional = OptionalKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let crd = self
+                    .crds
+                    .get(&kind)
+                    .is_some_and(|store| !store.state().is_empty());
+                let objects = if crd {
+                    self.start_dynamic(kind).and_then(|store| {
+                        store
+                            .wait_until_ready()
+                            .now_or_never()
+                            .and_then(Result::ok)
+                            .map(|()| snapshot(&store))
+                    })
+                } else {
+                    None
+                };
+                (kind, OptionalObjects { crd, objects })
+            })
+            .collect();
+        Observed {
+            apis: self.apis,
+            cluster_csi_driver: single(&self.cluster_csi_driver),
+            infrastructure: self.infrastructure.as_ref().and_then(single),
+            proxy: self.proxy.as_ref().and_then(single),
+            nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
+            credentials_secret: self.credentials_secret.as_ref().and_then(single),
+            csi_driver: single(&self.csi_driver),
+            storage_classes: snapshot(&self.storage_classes),
+            service_accounts: snapshot(&self.service_accounts),
+            roles: snapshot(&self.roles),
+            role_bindings: snapshot(&self.role_bindings),
+            config_maps: snapshot(&self.config_maps),
+            services: snapshot(&self.services),
+            pod_disruption_budgets: snapshot(&self.pod_disruption_budgets),
+            deployments: snapshot(&self.deployments),
+            daemon_sets: snapshot(&self.daemon_sets),
+            cluster_roles: snapshot(&self.cluster_roles),
+            cluster_role_bindings: snapshot(&self.cluster_role_bindings),
+            optional,
+        }
+    }
+}
+
+/// Starts the caches and waits for them to sync.
+pub async fn start_caches(
+    client: &Client,
+    def: &DriverDef,
+    apis: Apis,
+    timeout: Duration,
+) -> Result<(Caches, Informers), NotSynced> {
+    let mut informers = Informers::new();
+    let caches = Caches::start(client, def, apis, &mut informers);
+    informers.wait_synced(timeout).await?;
+    Ok((caches, informers))
+}

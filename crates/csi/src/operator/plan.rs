@@ -1,0 +1,591 @@
+//! The pure half of a driver operator's reconcile: from what was observed, the operands to
+//! apply (each with the logical controller that owns it), the objects to delete, the finalizers
+//! and each controller's part of the ClusterCSIDriver status. No I/O: the unit tests call it
+//! directly and `execute` only carries it out.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use api::operator_v1::{ConditionStatus, GenerationStatus, OperatorCondition};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use opkit::conditions::condition;
+use opkit::management::{self, MANAGEMENT_STATE_DEGRADED, Mode};
+use opkit::status::StatusPart;
+use serde_json::Value;
+
+use super::observe::{Observed, OptionalKind};
+use crate::def::DriverDef;
+use crate::inputs::{Inputs, ResolvedImages, Topology, from_objects};
+use crate::render::{Operand, render_operands};
+use crate::{hash, names, status, storage};
+
+/// The controller that owns the management-state condition.
+pub const MANAGEMENT_STATE_CONTROLLER: &str = "ManagementState";
+/// The StorageClass controller (fixed name, as in library-go).
+pub const STORAGE_CLASS_CONTROLLER: &str = "StorageClassController";
+/// Reason of a Degraded condition caused by a failed sync.
+pub const REASON_SYNC_ERROR: &str = "SyncError";
+
+/// The logical controllers of a driver operator; each applies its operands and writes its
+/// conditions under its own field manager.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Group {
+    /// RBAC, ServiceAccounts, ConfigMap, CSIDriver, Service, PDB, snapshot classes, credentials.
+    Static,
+    /// The controller Deployment.
+    ControllerService,
+    /// The node DaemonSet.
+    NodeService,
+    /// StorageClasses.
+    StorageClass,
+    /// The ServiceMonitor (a missing CRD is not an error).
+    ServiceMonitor,
+}
+
+impl Group {
+    /// Every group.
+    pub const ALL: [Group; 5] = [
+        Self::Static,
+        Self::ControllerService,
+        Self::NodeService,
+        Self::StorageClass,
+        Self::ServiceMonitor,
+    ];
+
+    /// The controller name: field manager suffix and condition type prefix.
+    pub fn controller(self, def: &DriverDef) -> String {
+        let prefix = &def.condition_prefix;
+        match self {
+            Self::Static => status::static_resources_controller(prefix),
+            Self::ControllerService => status::controller_service_controller(prefix),
+            Self::NodeService => status::node_service_controller(prefix),
+            Self::StorageClass => STORAGE_CLASS_CONTROLLER.to_owned(),
+            Self::ServiceMonitor => status::service_monitor_controller(prefix),
+        }
+    }
+
+    /// `<controller>Degraded`.
+    pub fn degraded_type(self, def: &DriverDef) -> String {
+        format!("{}Degraded", self.controller(def))
+    }
+
+    /// The controller owning an operand.
+    pub fn of(operand: &Operand) -> Self {
+        match operand {
+            Operand::Deployment(_) => Self::ControllerService,
+            Operand::DaemonSet(_) => Self::NodeService,
+            Operand::StorageClass(_) => Self::StorageClass,
+            Operand::Dynamic(v) if v["kind"] == "ServiceMonitor" => Self::ServiceMonitor,
+            _ => Self::Static,
+        }
+    }
+}
+
+/// One operand to apply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// Its controller.
+    pub group: Group,
+    /// The desired object.
+    pub operand: Operand,
+    /// Delete the existing object first (a CSIDriver's spec is immutable).
+    pub recreate: bool,
+}
+
+/// A kind the operator may delete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteKind {
+    /// A StorageClass.
+    StorageClass,
+    /// The controller Deployment.
+    Deployment,
+    /// The node DaemonSet.
+    DaemonSet,
+    /// The CSIDriver.
+    CSIDriver,
+}
+
+/// One object to delete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    /// Its controller.
+    pub group: Group,
+    /// Its kind.
+    pub kind: DeleteKind,
+    /// Its name (namespaced kinds are in the driver namespace).
+    pub name: String,
+}
+
+/// One controller's status part.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControllerStatus {
+    /// The group whose errors turn its Degraded condition True (none for management state).
+    pub group: Option<Group>,
+    /// The controller name (field manager `storage-operator/<controller>`).
+    pub controller: String,
+    /// What it says.
+    pub part: StatusPart,
+}
+
+/// Everything one reconcile does.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// Objects to apply, in order.
+    pub steps: Vec<Step>,
+    /// Objects to delete.
+    pub deletions: Vec<Deletion>,
+    /// The ClusterCSIDriver's new finalizer list, when it must change.
+    pub finalizers: Option<Vec<String>>,
+    /// Status parts to write, one per controller.
+    pub status: Vec<ControllerStatus>,
+    /// Run again after this long (the 15-minute progressing limit).
+    pub requeue: Option<Duration>,
+    /// Why nothing is done, for the log (no ClusterCSIDriver yet).
+    pub waiting: Option<String>,
+}
+
+/// The finalizers a removable driver puts on its ClusterCSIDriver (library-go's: one per
+/// workload controller).
+pub fn finalizers(def: &DriverDef) -> [String; 2] {
+    [
+        status::controller_service_controller(&def.condition_prefix),
+        status::node_service_controller(&def.condition_prefix),
+    ]
+}
+
+/// The inputs of the builders, from the caches. An error says what is missing.
+pub fn inputs(
+    def: &DriverDef,
+    env: &BTreeMap<String, String>,
+    observed: &Observed,
+) -> Result<Inputs, String> {
+    let topology = if observed.apis.infrastructure {
+        let infrastructure = observed.infrastructure.as_ref().ok_or_else(|| {
+            "Infrastructure/cluster does not exist yet: the cluster topology and ID are unknown"
+                .to_owned()
+        })?;
+        Topology::from_openshift(&infrastructure.control_plane_topology())
+    } else {
+        from_objects::kubernetes_topology(&observed.nodes)
+    };
+    let mut inputs = Inputs::new(def, topology, env);
+    if let Some(driver) = &observed.cluster_csi_driver {
+        inputs.spec = driver.spec.clone();
+        inputs.tls = from_objects::serving_tls(driver.spec.operator.observed_config.as_ref());
+    }
+    if let Some(status) = observed
+        .infrastructure
+        .as_ref()
+        .and_then(|i| i.status.as_ref())
+    {
+        inputs.cluster_id = status.infrastructure_name.clone().filter(|n| !n.is_empty());
+        inputs.platform_status = status.platform_status.clone();
+    }
+    if let Some(status) = observed.proxy.as_ref().and_then(|p| p.status.as_ref()) {
+        inputs.proxy = status.clone();
+    }
+    let ca_name = names::trusted_ca_bundle(def);
+    if let Some(ca) = observed
+        .config_maps
+        .iter()
+        .find(|c| c.name_any() == ca_name)
+    {
+        inputs.trusted_ca_bundle = from_objects::has_ca_bundle(ca);
+        if inputs.trusted_ca_bundle {
+            inputs
+                .config_map_hashes
+                .insert(ca_name.clone(), hash::config_map_hash(ca));
+        }
+    }
+    if let Some(secret) = &observed.credentials_secret {
+        inputs
+            .secret_hashes
+            .insert(secret.name_any(), hash::secret_hash(secret));
+    }
+    inputs.images = ResolvedImages::from_env(&def.images, env);
+    let crd = |kind| observed.optional.get(&kind).is_some_and(|o| o.crd);
+    inputs.crds.service_monitor = crd(OptionalKind::ServiceMonitor);
+    inputs.crds.volume_snapshot_class = crd(OptionalKind::VolumeSnapshotClass);
+    inputs.crds.credentials_request = crd(OptionalKind::CredentialsRequest);
+    inputs.storage_classes = observed
+        .storage_classes
+        .iter()
+        .map(from_objects::existing_storage_class)
+        .collect();
+    inputs.csi_driver_ephemeral_profile = observed
+        .csi_driver
+        .as_ref()
+        .and_then(from_objects::ephemeral_profile);
+    Ok(inputs)
+}
+
+fn is_ours(labels: &BTreeMap<String, String>, def: &DriverDef) -> bool {
+    labels.get(names::OPERAND_LABEL) == Some(&def.short_name)
+}
+
+fn generation(
+    resource: &str,
+    def: &DriverDef,
+    name: &str,
+    generation: Option<i64>,
+) -> GenerationStatus {
+    GenerationStatus {
+        group: "apps".into(),
+        resource: resource.into(),
+        namespace: def.namespace.clone(),
+        name: name.into(),
+        last_generation: generation.unwrap_or_default(),
+        hash: String::new(),
+    }
+}
+
+fn degraded(def: &DriverDef, group: Group, error: Option<&str>) -> OperatorCondition {
+    match error {
+        None => condition(
+            group.degraded_type(def),
+            ConditionStatus::False,
+            status::REASON_AS_EXPECTED,
+            "",
+        ),
+        Some(message) => condition(
+            group.degraded_type(def),
+            ConditionStatus::True,
+            REASON_SYNC_ERROR,
+            message,
+        ),
+    }
+}
+
+/// Marks `group`'s Degraded condition True with `message` in `parts` (for failures found while
+/// executing the plan).
+pub fn set_degraded(parts: &mut [ControllerStatus], def: &DriverDef, group: Group, message: &str) {
+    let type_ = group.degraded_type(def);
+    for part in parts.iter_mut().filter(|p| p.group == Some(group)) {
+        for c in part.part.conditions.iter_mut().filter(|c| c.type_ == type_) {
+            *c = degraded(def, group, Some(message));
+        }
+    }
+}
+
+/// When a progressing workload reaches the 15-minute limit, given its last written condition.
+fn progressing_deadline(
+    now: &Time,
+    conditions: &status::WorkloadConditions,
+    previous: Option<&OperatorCondition>,
+) -> Option<Duration> {
+    if !conditions.is_progressing() {
+        return None;
+    }
+    let since = previous
+        .filter(|p| p.status == ConditionStatus::True)
+        .and_then(|p| p.last_transition_time.as_ref())
+        .map_or(now.0, |t| t.0);
+    let deadline = since + status::PROGRESSING_TIMEOUT;
+    let left = now.0.duration_until(deadline);
+    Some(Duration::try_from(left).unwrap_or(Duration::ZERO) + Duration::from_secs(1))
+}
+
+fn min_requeue(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The decisions for `observed` at `now`.
+pub fn plan(
+    def: &DriverDef,
+    env: &BTreeMap<String, String>,
+    observed: &Observed,
+    now: &Time,
+) -> Plan {
+    let Some(driver) = &observed.cluster_csi_driver else {
+        return Plan {
+            waiting: Some(format!(
+                "ClusterCSIDriver {} does not exist; nothing to do until it does",
+                def.name
+            )),
+            ..Plan::default()
+        };
+    };
+    let deleting = driver.metadata.deletion_timestamp.is_some();
+    let mut mode = management::mode(&driver.spec.operator.management_state, def.removable);
+    if deleting && def.removable {
+        mode = Mode::Remove;
+    }
+    let mut plan = Plan::default();
+    let mut management_condition =
+        management::management_state_degraded(&mode, &def.condition_prefix);
+    if mode == Mode::Pause {
+        management_condition.reason = Some("Unmanaged".into());
+        management_condition.message = Some(
+            "spec.managementState is Unmanaged: the operands are left as they are and their conditions are not updated"
+                .into(),
+        );
+    }
+    plan.status.push(ControllerStatus {
+        group: None,
+        controller: MANAGEMENT_STATE_CONTROLLER.to_owned(),
+        part: StatusPart {
+            conditions: vec![management_condition],
+            observed_generation: driver.metadata.generation,
+            ..StatusPart::default()
+        },
+    });
+    let current_finalizers = driver.metadata.finalizers.clone().unwrap_or_default();
+    match mode {
+        Mode::Manage => {}
+        Mode::Remove => {
+            plan.deletions = removal(def, observed);
+            let kept: Vec<String> = current_finalizers
+                .iter()
+                .filter(|f| !finalizers(def).contains(f))
+                .cloned()
+                .collect();
+            if kept != current_finalizers {
+                plan.finalizers = Some(kept);
+            }
+            return plan;
+        }
+        Mode::Pause | Mode::RefuseRemoval | Mode::Unsupported(_) => return plan,
+    }
+    if deleting {
+        // Not removable: the ClusterCSIDriver goes, the operands stay.
+        return plan;
+    }
+    if def.removable {
+        let mut wanted = current_finalizers.clone();
+        for f in finalizers(def) {
+            if !wanted.contains(&f) {
+                wanted.push(f);
+            }
+        }
+        if wanted != current_finalizers {
+            plan.finalizers = Some(wanted);
+        }
+    }
+
+    let inputs = match inputs(def, env, observed) {
+        Ok(inputs) => inputs,
+        Err(message) => {
+            plan.status.push(ControllerStatus {
+                group: Some(Group::Static),
+                controller: Group::Static.controller(def),
+                part: StatusPart {
+                    conditions: vec![degraded(def, Group::Static, Some(&message))],
+                    ..StatusPart::default()
+                },
+            });
+            return plan;
+        }
+    };
+    let storage_class_error = storage::validate_storage_class_state(&inputs).err();
+
+    for operand in render_operands(def, &inputs) {
+        let group = Group::of(&operand);
+        let mut recreate = false;
+        let operand = match operand {
+            Operand::DaemonSet(mut ds) => {
+                let observed_ds = observed
+                    .daemon_sets
+                    .iter()
+                    .find(|o| o.name_any() == ds.name_any());
+                status::with_stable_generation(&mut ds, observed_ds);
+                Operand::DaemonSet(ds)
+            }
+            Operand::CSIDriver(csi) => {
+                if let Some(existing) = &observed.csi_driver {
+                    let want = serde_json::to_value(&csi.spec).unwrap_or(Value::Null);
+                    let have = serde_json::to_value(&existing.spec).unwrap_or(Value::Null);
+                    recreate = !opkit::apply::is_subset(&want, &have);
+                }
+                Operand::CSIDriver(csi)
+            }
+            Operand::Dynamic(value) => {
+                let kind = value["kind"].as_str().and_then(OptionalKind::of_kind);
+                let ready = kind.is_none_or(|k| {
+                    observed
+                        .optional
+                        .get(&k)
+                        .is_some_and(|o| o.objects.is_some())
+                });
+                if !ready {
+                    // Its cache is filling; its first event triggers the next pass.
+                    continue;
+                }
+                Operand::Dynamic(value)
+            }
+            other => other,
+        };
+        if group == Group::StorageClass && storage_class_error.is_some() {
+            continue;
+        }
+        plan.steps.push(Step {
+            group,
+            operand,
+            recreate,
+        });
+    }
+    if storage_class_error.is_none() {
+        for name in storage::storage_classes_to_delete(def, &inputs) {
+            let ours = observed
+                .storage_classes
+                .iter()
+                .find(|sc| sc.name_any() == name)
+                .is_some_and(|sc| is_ours(sc.labels(), def));
+            if ours {
+                plan.deletions.push(Deletion {
+                    group: Group::StorageClass,
+                    kind: DeleteKind::StorageClass,
+                    name,
+                });
+            }
+        }
+    }
+
+    // Workload status from the observed objects.
+    let previous = driver.status.as_ref();
+    let deployment_name = names::controller(def);
+    let deployment = observed
+        .deployments
+        .iter()
+        .find(|d| d.name_any() == deployment_name);
+    let deployment_conditions = status::deployment_conditions(
+        &def.condition_prefix,
+        deployment.unwrap_or(&Deployment::default()),
+    );
+    let progressing_type = deployment_conditions.progressing.type_.clone();
+    let previous_progressing = previous.and_then(|s| s.condition(&progressing_type));
+    let too_long = status::progressing_too_long(now, &deployment_conditions, previous_progressing);
+    plan.requeue = min_requeue(
+        plan.requeue,
+        progressing_deadline(now, &deployment_conditions, previous_progressing)
+            .filter(|_| !too_long),
+    );
+    let mut controller_part = StatusPart {
+        conditions: vec![
+            deployment_conditions.available.clone(),
+            deployment_conditions.progressing.clone(),
+            degraded(
+                def,
+                Group::ControllerService,
+                too_long.then_some("Deployment was progressing too long"),
+            ),
+        ],
+        ready_replicas: Some(
+            deployment
+                .and_then(|d| d.status.as_ref())
+                .and_then(|s| s.ready_replicas)
+                .unwrap_or_default(),
+        ),
+        ..StatusPart::default()
+    };
+    if let Some(d) = deployment {
+        controller_part.generations.push(generation(
+            "deployments",
+            def,
+            &deployment_name,
+            d.metadata.generation,
+        ));
+    }
+    let node_name = names::node(def);
+    let daemon_set = observed
+        .daemon_sets
+        .iter()
+        .find(|d| d.name_any() == node_name);
+    let node_conditions = status::daemon_set_conditions(
+        &def.condition_prefix,
+        daemon_set.unwrap_or(&DaemonSet::default()),
+    );
+    let mut node_part = StatusPart {
+        conditions: vec![
+            node_conditions.available,
+            node_conditions.progressing,
+            degraded(def, Group::NodeService, None),
+        ],
+        ..StatusPart::default()
+    };
+    if let Some(ds) = daemon_set {
+        node_part.generations.push(generation(
+            "daemonsets",
+            def,
+            &node_name,
+            ds.metadata.generation,
+        ));
+    }
+    for (group, part) in [
+        (
+            Group::Static,
+            StatusPart {
+                conditions: vec![degraded(def, Group::Static, None)],
+                ..StatusPart::default()
+            },
+        ),
+        (Group::ControllerService, controller_part),
+        (Group::NodeService, node_part),
+        (
+            Group::StorageClass,
+            StatusPart {
+                conditions: vec![degraded(
+                    def,
+                    Group::StorageClass,
+                    storage_class_error.as_deref(),
+                )],
+                ..StatusPart::default()
+            },
+        ),
+        (
+            Group::ServiceMonitor,
+            StatusPart {
+                conditions: vec![degraded(def, Group::ServiceMonitor, None)],
+                ..StatusPart::default()
+            },
+        ),
+    ] {
+        plan.status.push(ControllerStatus {
+            group: Some(group),
+            controller: group.controller(def),
+            part,
+        });
+    }
+    plan
+}
+
+/// What `Removed` deletes: the workloads and the CSIDriver (StorageClasses and snapshot classes
+/// stay, as in library-go: volumes may still use them).
+fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
+    let mut out = Vec::new();
+    for d in &observed.deployments {
+        out.push(Deletion {
+            group: Group::ControllerService,
+            kind: DeleteKind::Deployment,
+            name: d.name_any(),
+        });
+    }
+    for d in &observed.daemon_sets {
+        out.push(Deletion {
+            group: Group::NodeService,
+            kind: DeleteKind::DaemonSet,
+            name: d.name_any(),
+        });
+    }
+    if let Some(csi) = observed
+        .csi_driver
+        .as_ref()
+        .filter(|c| is_ours(c.labels(), def))
+    {
+        out.push(Deletion {
+            group: Group::Static,
+            kind: DeleteKind::CSIDriver,
+            name: csi.name_any(),
+        });
+    }
+    out
+}
+
+/// Whether `condition` is the management-state one (for tests and logs).
+pub fn is_management_condition(condition: &OperatorCondition) -> bool {
+    condition.type_ == MANAGEMENT_STATE_DEGRADED
+}
