@@ -5,9 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use api::config_v1::{PlatformType, TopologyMode};
+use api::operator_v1::LogLevel;
 use csi::{Inputs, Topology};
+use storage_operator::plan::{decide, starter_objects};
 use storage_operator::platform::{ClusterPlatform, Source};
-use storage_operator::registry::{ClusterDrivers, Decision, select};
+use storage_operator::registry::ClusterDrivers;
+use storage_operator::starter::{OPERATOR_IMAGE_ENV, StarterInputs, build_cluster_csi_driver};
+
+use crate::cli::DEFAULT_IMAGE;
 
 /// Renders one driver's operands.
 pub fn driver(name: &str, topology: Topology) -> anyhow::Result<ExitCode> {
@@ -53,36 +58,40 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
         source: Source::Infrastructure,
         problem: None,
     };
-    let selected: Vec<_> = select(&cluster, &ClusterDrivers::default())
-        .into_iter()
-        .filter(|(_, decision)| *decision == Decision::Start)
-        .map(|(entry, _)| entry)
-        .collect();
-    if selected.is_empty() {
+    let (started, blocked) = decide(&cluster, &ClusterDrivers::default());
+    if !blocked.is_empty() {
+        eprintln!(
+            "error: platform {platform_type} cannot be rendered completely:\n  {}\ndrivers available now: {}",
+            blocked.join("\n  "),
+            drivers::short_names().join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if started.is_empty() {
         eprintln!(
             "no CSI driver is installed on platform {platform_type} with topology {topology}"
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let missing: Vec<&str> = selected
-        .iter()
-        .filter(|entry| drivers::by_name(entry.short_name).is_err())
-        .map(|entry| entry.short_name)
-        .collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "error: platform {platform_type} needs driver(s) {} which the catalogue does not define yet \
-             (they arrive with issue #6); drivers available now: {}",
-            missing.join(", "),
-            drivers::short_names().join(", ")
-        );
-        return Ok(ExitCode::from(2));
-    }
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let mut objects = Vec::new();
-    for entry in &selected {
-        let def = drivers::by_name(entry.short_name)?;
-        objects.extend(csi::render(&def, &Inputs::offline(&def, topology, &env)));
+    let inputs = StarterInputs {
+        topology,
+        log_level: LogLevel::Normal,
+        proxy: Default::default(),
+        env: env.clone(),
+        operator_image: env
+            .get(OPERATOR_IMAGE_ENV)
+            .cloned()
+            .unwrap_or_else(|| DEFAULT_IMAGE.to_owned()),
+    };
+    // What the cluster storage operator creates, then what each driver operator creates.
+    let mut objects: Vec<serde_json::Value> = starter_objects(&started, &inputs)
+        .iter()
+        .map(|o| o.to_value())
+        .collect();
+    for (entry, def) in &started {
+        objects.extend(serde_json::to_value(build_cluster_csi_driver(entry, &inputs)).ok());
+        objects.extend(csi::render(def, &Inputs::offline(def, topology, &env)));
     }
     print!("{}", to_yaml(&objects)?);
     Ok(ExitCode::SUCCESS)

@@ -184,6 +184,15 @@ fn render_platform_prints_every_operand_of_its_drivers() {
     find(&docs, "DaemonSet", "gcp-pd-csi-driver-node");
     find(&docs, "CSIDriver", "pd.csi.storage.gke.io");
     assert!(docs.iter().any(|d| d["kind"] == "StorageClass"));
+    // What the cluster storage operator itself creates comes first.
+    let operator = find(&docs, "Deployment", "gcp-pd-csi-driver-operator");
+    assert_eq!(
+        operator["spec"]["template"]["spec"]["containers"][0]["args"],
+        serde_json::json!(["driver", "gcp-pd"])
+    );
+    find(&docs, "ClusterCSIDriver", "pd.csi.storage.gke.io");
+    find(&docs, "ClusterRole", "openshift-csi-main-provisioner-role");
+    assert_eq!(docs[0]["kind"], "Namespace");
     assert!(
         docs.iter()
             .all(|d| d["apiVersion"].is_string() && d["metadata"]["name"].is_string())

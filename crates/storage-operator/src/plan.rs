@@ -141,36 +141,9 @@ pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
             env: settings.env.clone(),
             operator_image: settings.operator_image.clone(),
         };
-        let mut started = Vec::new();
-        let mut blocked = Vec::new();
-        for (entry, decision) in select(&platform, &cluster) {
-            match decision {
-                Decision::Start => match drivers::by_name(entry.short_name) {
-                    Ok(def) => started.push((entry, def)),
-                    Err(_) => blocked.push(format!(
-                        "{}: this operator's catalogue has no definition of the {} driver yet",
-                        entry.csi_driver_name, entry.short_name
-                    )),
-                },
-                Decision::Blocked(message) => blocked.push(message),
-                Decision::Skip(reason) => {
-                    tracing::debug!(driver = entry.short_name, reason, "not starting")
-                }
-            }
-        }
-        if !started.is_empty() {
-            plan.objects
-                .push(Desired::Namespace(starter::build_namespace()));
-            for mut role in csi::build_shared_sidecar_cluster_roles() {
-                role.metadata
-                    .labels
-                    .get_or_insert_default()
-                    .insert(STARTER_LABEL.into(), "shared".into());
-                plan.objects.push(Desired::ClusterRole(role));
-            }
-        }
-        for (entry, def) in &started {
-            plan.objects.extend(start_driver(entry, def, &inputs));
+        let (started, mut blocked) = decide(&platform, &cluster);
+        plan.objects.extend(starter_objects(&started, &inputs));
+        for (entry, _) in &started {
             if !observed
                 .cluster_csi_drivers
                 .iter()
@@ -324,6 +297,72 @@ pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
         }
     }
     plan
+}
+
+/// The drivers to start on `platform`, and why the ones that should run cannot.
+pub fn decide(
+    platform: &ClusterPlatform,
+    cluster: &ClusterDrivers,
+) -> (Vec<(DriverEntry, csi::DriverDef)>, Vec<String>) {
+    let mut started = Vec::new();
+    let mut blocked = Vec::new();
+    for (entry, decision) in select(platform, cluster) {
+        match decision {
+            Decision::Start => match drivers::by_name(entry.short_name) {
+                Ok(def) => started.push((entry, def)),
+                Err(_) => blocked.push(format!(
+                    "{}: this operator's catalogue has no definition of the {} driver yet",
+                    entry.csi_driver_name, entry.short_name
+                )),
+            },
+            Decision::Blocked(message) => blocked.push(message),
+            Decision::Skip(reason) => {
+                tracing::debug!(driver = entry.short_name, reason, "not starting")
+            }
+        }
+    }
+    (started, blocked)
+}
+
+/// Everything the starter applies for `started` drivers: the driver namespace and the shared
+/// sidecar ClusterRoles once, then each driver operator's ServiceAccount, RBAC and Deployment.
+pub fn starter_objects(
+    started: &[(DriverEntry, csi::DriverDef)],
+    inputs: &StarterInputs,
+) -> Vec<Desired> {
+    let mut objects = Vec::new();
+    if started.is_empty() {
+        return objects;
+    }
+    objects.push(Desired::Namespace(starter::build_namespace()));
+    for mut role in csi::build_shared_sidecar_cluster_roles() {
+        role.metadata
+            .labels
+            .get_or_insert_default()
+            .insert(STARTER_LABEL.into(), "shared".into());
+        objects.push(Desired::ClusterRole(role));
+    }
+    for (entry, def) in started {
+        objects.extend(start_driver(entry, def, inputs));
+    }
+    objects
+}
+
+impl Desired {
+    /// The object as JSON, with `apiVersion` and `kind`.
+    pub fn to_value(&self) -> serde_json::Value {
+        let value = match self {
+            Self::Namespace(o) => serde_json::to_value(o),
+            Self::ServiceAccount(o) => serde_json::to_value(o),
+            Self::ClusterRole(o) => serde_json::to_value(o),
+            Self::ClusterRoleBinding(o) => serde_json::to_value(o),
+            Self::Role(o) => serde_json::to_value(o),
+            Self::RoleBinding(o) => serde_json::to_value(o),
+            Self::Deployment(o) => serde_json::to_value(o),
+        };
+        // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
+        value.unwrap_or_default()
+    }
 }
 
 fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInputs) -> Vec<Desired> {
