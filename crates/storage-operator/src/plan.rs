@@ -182,6 +182,11 @@ pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
                     cr.metadata.generation,
                 ));
             }
+            let deployment = observed
+                .deployments
+                .iter()
+                .find(|d| d.name_any() == entry.operator_deployment);
+            conditions.extend(starter::operator_deployment_conditions(entry, deployment));
             if let Some(deployment) = observed
                 .deployments
                 .iter()

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use api::config_v1::ProxyStatus;
 use api::operator_v1::{
-    ClusterCSIDriver, ClusterCSIDriverSpec, LogLevel, ManagementState, OperatorSpec,
+    ClusterCSIDriver, ClusterCSIDriverSpec, ConditionStatus, LogLevel, ManagementState,
+    OperatorCondition, OperatorSpec,
 };
 use csi::{DriverDef, Inputs, Operand, OptionalCrds, Topology};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
@@ -26,6 +27,7 @@ use k8s_openapi::api::rbac::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use opkit::conditions::condition;
 
 use crate::registry::{DRIVER_NAMESPACE, DriverEntry, SIDECAR_IMAGE_ENVS};
 
@@ -442,6 +444,117 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
     }
 }
 
+/// `<Prefix>CSIDriverOperatorDeployment{Progressing,Degraded}` from the driver operator
+/// Deployment as observed. Deliberately no Available: a single-replica operator being drained
+/// must not make the cluster look unavailable (OpenShift learned this the hard way), and a
+/// pod rescheduled after a node reboot is not a rollout, so it does not make it Progressing.
+pub fn operator_deployment_conditions(
+    entry: &DriverEntry,
+    observed: Option<&Deployment>,
+) -> Vec<OperatorCondition> {
+    let prefix = format!("{}CSIDriverOperatorDeployment", entry.condition_prefix);
+    let Some(deployment) = observed else {
+        return vec![
+            condition(
+                format!("{prefix}Progressing"),
+                ConditionStatus::True,
+                "Deploying",
+                "Waiting for the Deployment to be created",
+            ),
+            condition(
+                format!("{prefix}Degraded"),
+                ConditionStatus::False,
+                "AsExpected",
+                "",
+            ),
+        ];
+    };
+    let status = deployment.status.clone().unwrap_or_default();
+    let wanted = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let acted = status.observed_generation.is_some()
+        && status.observed_generation >= deployment.metadata.generation;
+    let progressing = if !acted {
+        Some("Waiting for Deployment to act on changes")
+    } else if status.updated_replicas.unwrap_or(0) < wanted {
+        Some("Waiting for Deployment to update pods")
+    } else {
+        None
+    };
+    let deployment_condition = |type_: &str| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .map(|c| {
+                (
+                    c.status.clone(),
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            })
+    };
+    let stuck = match (
+        deployment_condition("Progressing"),
+        deployment_condition("ReplicaFailure"),
+        deployment_condition("Available"),
+    ) {
+        (Some((_, reason, message)), _, _) if reason == "ProgressDeadlineExceeded" => {
+            Some(format!(
+                "Deployment {} has not finished rolling out: {message}",
+                entry.operator_deployment
+            ))
+        }
+        (_, Some((failed, _, message)), _) if failed == "True" => Some(format!(
+            "Deployment {} cannot create pods: {message}",
+            entry.operator_deployment
+        )),
+        (Some((progressing, _, _)), _, Some((available, _, message)))
+            if progressing == "False" && available == "False" =>
+        {
+            Some(format!(
+                "Deployment {} is not available and not progressing: {message}",
+                entry.operator_deployment
+            ))
+        }
+        _ => None,
+    };
+    vec![
+        match progressing {
+            Some(message) => condition(
+                format!("{prefix}Progressing"),
+                ConditionStatus::True,
+                "Deploying",
+                message,
+            ),
+            None => condition(
+                format!("{prefix}Progressing"),
+                ConditionStatus::False,
+                "AsExpected",
+                "",
+            ),
+        },
+        match stuck {
+            Some(message) => condition(
+                format!("{prefix}Degraded"),
+                ConditionStatus::True,
+                "SyncError",
+                message,
+            ),
+            None => condition(
+                format!("{prefix}Degraded"),
+                ConditionStatus::False,
+                "AsExpected",
+                "",
+            ),
+        },
+    ]
+}
+
 /// The ClusterCSIDriver as first created (never updated afterwards: an admin's edits win).
 pub fn build_cluster_csi_driver(entry: &DriverEntry, inputs: &StarterInputs) -> ClusterCSIDriver {
     let level = match &inputs.log_level {
@@ -697,6 +810,57 @@ mod tests {
                 .log_level,
             Some(LogLevel::Normal)
         );
+    }
+
+    fn deployment(generation: i64, status: serde_json::Value) -> Deployment {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gcp-pd-csi-driver-operator", "generation": generation},
+            "spec": {"replicas": 1, "selector": {}, "template": {}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn summary(conditions: &[OperatorCondition]) -> Vec<(String, String)> {
+        conditions
+            .iter()
+            .map(|c| (c.status.to_string(), c.reason.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    #[rstest]
+    #[case::not_acted_on(2, serde_json::json!({"observedGeneration": 1, "updatedReplicas": 1}), ("True", "Deploying"), ("False", "AsExpected"))]
+    #[case::updating(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 0}), ("True", "Deploying"), ("False", "AsExpected"))]
+    #[case::rolled_out(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 1}), ("False", "AsExpected"), ("False", "AsExpected"))]
+    #[case::pod_rescheduled_is_not_a_rollout(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 0}), ("False", "AsExpected"), ("False", "AsExpected"))]
+    #[case::deadline_exceeded(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 0, "conditions": [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet x has timed out progressing."}]}),
+        ("True", "Deploying"), ("True", "SyncError"))]
+    #[case::replica_failure(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "conditions": [
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "forbidden: quota"}]}),
+        ("False", "AsExpected"), ("True", "SyncError"))]
+    fn operator_deployment_conditions_follow_openshift(
+        #[case] generation: i64,
+        #[case] status: serde_json::Value,
+        #[case] progressing: (&str, &str),
+        #[case] degraded: (&str, &str),
+    ) {
+        let (entry, _) = gcp();
+        let conditions =
+            operator_deployment_conditions(&entry, Some(&deployment(generation, status)));
+        assert_eq!(
+            conditions[0].type_,
+            "GCPPDCSIDriverOperatorDeploymentProgressing"
+        );
+        assert_eq!(
+            conditions[1].type_,
+            "GCPPDCSIDriverOperatorDeploymentDegraded"
+        );
+        let expected = vec![
+            (progressing.0.to_owned(), progressing.1.to_owned()),
+            (degraded.0.to_owned(), degraded.1.to_owned()),
+        ];
+        assert_eq!(summary(&conditions), expected);
     }
 
     #[test]

@@ -425,3 +425,86 @@ async fn a_foreign_csi_driver_blocks_ours_and_says_what_to_remove() {
     );
     running.stop().await;
 }
+
+#[tokio::test]
+async fn unmanaged_pauses_and_removed_is_refused_with_a_reason() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage", "ClusterOperator"]).await;
+    create::<Node>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+                                  "spec": {"providerID": "gce://p/z/n"}}),
+    )
+    .await;
+    create::<Storage>(&admin, json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
+        "spec": {"managementState": "Unmanaged"}
+    }))
+    .await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    // Unmanaged: the ClusterOperator says so, and no driver is started.
+    let available = eventually("ClusterOperator Unmanaged", async || {
+        co_condition(&admin, "Available")
+            .await
+            .filter(|c| c.1 == "Unmanaged")
+    })
+    .await;
+    assert_eq!(available.0, "Unknown");
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    assert!(
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Removed: platform storage cannot be removed; the operator says why and how to fix it.
+    Api::<Storage>::all(admin.clone())
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": "Removed"}})),
+        )
+        .await
+        .unwrap();
+    let refused = eventually("ManagementStateDegraded", async || {
+        storage_condition(&admin, "ManagementStateDegraded")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(refused.1, "Removed");
+    assert!(
+        refused.2.contains("Removed is not supported"),
+        "{}",
+        refused.2
+    );
+    assert!(
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Back to Managed: the driver starts.
+    Api::<Storage>::all(admin.clone())
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": "Managed"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the driver operator Deployment", async || {
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}
