@@ -6,6 +6,7 @@
 pub mod driver_status;
 pub mod manifests;
 pub mod observe;
+pub mod olm;
 pub mod operator;
 pub mod plan;
 pub mod platform;

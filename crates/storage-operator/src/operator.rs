@@ -19,7 +19,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::observe::{Apis, Caches, Observed, start_caches};
-use crate::plan::{CLUSTER_OPERATOR, Desired, STARTER, Settings, plan};
+use std::collections::BTreeMap;
+
+use crate::olm;
+use crate::plan::{CLUSTER_OPERATOR, Desired, STARTER, Settings, candidates, plan};
 
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -79,6 +82,7 @@ pub async fn run(
     readiness.set(true);
     tracing::info!("caches synced; reconciling");
     let context = Context {
+        settled: Default::default(),
         applier: Applier::new(client.clone(), STARTER),
         client,
         caches,
@@ -99,16 +103,54 @@ pub async fn run(
 
 struct Context {
     client: Client,
+    /// Drivers whose OLM adoption is settled (nothing to adopt, or adopted) in this process.
+    settled: std::sync::Mutex<BTreeMap<String, olm::Progress>>,
     applier: Applier,
     caches: Caches,
     settings: Settings,
     metrics: Metrics,
 }
 
+/// Steps the OLM adoption of every driver about to start, until it is settled.
+async fn adopt(
+    context: &Context,
+    observed: &crate::observe::Observed,
+) -> Result<BTreeMap<String, olm::Progress>, Failure> {
+    let mut results = BTreeMap::new();
+    let Some(storage) = &observed.storage else {
+        return Ok(results);
+    };
+    for entry in candidates(observed, &context.settings) {
+        let settled = context
+            .settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(entry.short_name)
+            .cloned();
+        let progress = match settled {
+            Some(progress) => progress,
+            None => {
+                let progress = olm::step(&context.client, &entry, storage).await?;
+                if !matches!(progress, olm::Progress::InProgress(_)) {
+                    context
+                        .settled
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(entry.short_name.to_owned(), progress.clone());
+                }
+                progress
+            }
+        };
+        results.insert(entry.short_name.to_owned(), progress);
+    }
+    Ok(results)
+}
+
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let observed = context.caches.observe();
     let now = Time(Timestamp::now());
-    let plan = plan(&observed, &context.settings, &now);
+    let adoption = adopt(context, &observed).await?;
+    let plan = plan(&observed, &context.settings, &adoption, &now);
     tracing::debug!(
         objects = plan.objects.len(),
         create_storage = plan.create_storage.is_some(),

@@ -2,7 +2,7 @@
 //! objects to apply, which ClusterCSIDrivers to create, and what Storage and ClusterOperator
 //! status should say. The controller executes the plan; tests call [`plan`] directly.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use api::config_v1::{ClusterOperatorStatus, ObjectReference, OperandVersion};
@@ -22,6 +22,7 @@ use opkit::status::StatusPart;
 
 use crate::driver_status::storage_conditions;
 use crate::observe::Observed;
+use crate::olm;
 use crate::platform::{self, ClusterPlatform, Source};
 use crate::registry::{
     ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, MANAGED_CSIDRIVER_ANNOTATION, select,
@@ -94,8 +95,45 @@ fn topology(platform: &ClusterPlatform) -> Topology {
     }
 }
 
-/// The decisions for `observed` at `now`.
-pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
+/// The platform as observed: Infrastructure on OpenShift, the nodes elsewhere.
+pub fn cluster_platform(observed: &Observed) -> ClusterPlatform {
+    match (&observed.infrastructure, observed.apis.infrastructure) {
+        (Some(infrastructure), _) => platform::from_infrastructure(infrastructure),
+        (None, true) => ClusterPlatform {
+            problem: Some("Infrastructure/cluster does not exist yet".into()),
+            ..platform::infer_from_nodes(&[])
+        },
+        (None, false) => platform::infer_from_nodes(&observed.nodes),
+    }
+}
+
+/// The drivers that should run (before OLM adoption): the ones [`plan`] starts once any
+/// OLM-installed predecessor is gone.
+pub fn candidates(observed: &Observed, settings: &Settings) -> Vec<DriverEntry> {
+    let managed = observed.storage.as_ref().is_some_and(|s| {
+        management::mode(&s.spec.operator.management_state, false) == Mode::Manage
+    });
+    if !managed {
+        return Vec::new();
+    }
+    decide(
+        &cluster_platform(observed),
+        &cluster_drivers(observed, settings),
+    )
+    .0
+    .into_iter()
+    .map(|(e, _)| e)
+    .collect()
+}
+
+/// The decisions for `observed` at `now`, given how the adoption of OLM-installed driver
+/// operators stands (by driver short name; drivers absent from `adoption` have none to adopt).
+pub fn plan(
+    observed: &Observed,
+    settings: &Settings,
+    adoption: &BTreeMap<String, olm::Progress>,
+    now: &Time,
+) -> Plan {
     let Some(storage) = &observed.storage else {
         let mut storage = Storage::new("cluster", StorageSpec::default());
         storage.metadata.annotations = Some(
@@ -121,14 +159,7 @@ pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
     let mut generations = Vec::new();
 
     if mode == Mode::Manage {
-        let platform = match (&observed.infrastructure, observed.apis.infrastructure) {
-            (Some(infrastructure), _) => platform::from_infrastructure(infrastructure),
-            (None, true) => ClusterPlatform {
-                problem: Some("Infrastructure/cluster does not exist yet".into()),
-                ..platform::infer_from_nodes(&[])
-            },
-            (None, false) => platform::infer_from_nodes(&observed.nodes),
-        };
+        let platform = cluster_platform(observed);
         let cluster = cluster_drivers(observed, settings);
         let inputs = StarterInputs {
             topology: topology(&platform),
@@ -141,7 +172,25 @@ pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
             env: settings.env.clone(),
             operator_image: settings.operator_image.clone(),
         };
-        let (started, mut blocked) = decide(&platform, &cluster);
+        let (mut started, mut blocked) = decide(&platform, &cluster);
+        // A driver whose OLM-installed predecessor is still being removed waits for it.
+        for (entry, _) in &started {
+            if let Some(progress) = adoption.get(entry.short_name) {
+                conditions.extend(olm::conditions(entry, progress));
+            }
+        }
+        started.retain(|(entry, _)| {
+            !matches!(
+                adoption.get(entry.short_name),
+                Some(olm::Progress::InProgress(_))
+            )
+        });
+        if adoption
+            .values()
+            .any(|p| matches!(p, olm::Progress::InProgress(_)))
+        {
+            plan.requeue = Some(olm::RETRY);
+        }
         plan.objects.extend(starter_objects(&started, &inputs));
         for (entry, _) in &started {
             if !observed
@@ -266,7 +315,10 @@ pub fn plan(observed: &Observed, settings: &Settings, now: &Time) -> Plan {
             ..ours.clone()
         });
     }
-    plan.requeue = young_degraded(&all_conditions, now);
+    plan.requeue = match (plan.requeue, young_degraded(&all_conditions, now)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     if observed.apis.cluster_operator {
         let mut status = observed
             .cluster_operator
@@ -452,4 +504,97 @@ fn young_degraded(conditions: &[OperatorCondition], now: &Time) -> Option<Durati
                 .map(|left| left + Duration::from_secs(1))
         })
         .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::Timestamp;
+    use serde_json::json;
+
+    use super::*;
+
+    fn observed() -> Observed {
+        Observed {
+            storage: Some(
+                serde_json::from_value(json!({"metadata": {"name": "cluster"}, "spec": {"managementState": "Managed"}}))
+                    .unwrap(),
+            ),
+            nodes: vec![serde_json::from_value(json!({"metadata": {"name": "n"}, "spec": {"providerID": "gce://p/z/n"}})).unwrap()],
+            ..Default::default()
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            operator_image: "i".into(),
+            env: Default::default(),
+            version: "1".into(),
+        }
+    }
+
+    fn now() -> Time {
+        Time(Timestamp::from_second(1_800_000_000).unwrap())
+    }
+
+    fn has_deployment(plan: &Plan) -> bool {
+        plan.objects
+            .iter()
+            .any(|o| matches!(o, Desired::Deployment(_)))
+    }
+
+    #[test]
+    fn a_driver_waits_for_its_olm_predecessor_to_go() {
+        let candidates: Vec<_> = candidates(&observed(), &settings())
+            .into_iter()
+            .map(|e| e.short_name)
+            .collect();
+        assert_eq!(candidates, ["gcp-pd"]);
+
+        let waiting: BTreeMap<String, olm::Progress> = [(
+            "gcp-pd".to_owned(),
+            olm::Progress::InProgress("deleting Subscription x".into()),
+        )]
+        .into();
+        let plan = plan(&observed(), &settings(), &waiting, &now());
+        assert!(
+            !has_deployment(&plan),
+            "not started while OLM's operator may still run"
+        );
+        assert!(plan.create_cluster_csi_drivers.is_empty());
+        assert_eq!(plan.requeue, Some(olm::RETRY));
+        let conditions = &plan.storage_status.unwrap().conditions;
+        let progressing = conditions
+            .iter()
+            .find(|c| c.type_ == "GCPPDOLMOperatorRemovalProgressing")
+            .unwrap();
+        assert_eq!(
+            progressing.message.as_deref(),
+            Some("deleting Subscription x")
+        );
+
+        let adopted: BTreeMap<String, olm::Progress> =
+            [("gcp-pd".to_owned(), olm::Progress::Adopted)].into();
+        let plan = super::plan(&observed(), &settings(), &adopted, &now());
+        assert!(has_deployment(&plan));
+        assert!(plan.requeue.is_none());
+    }
+
+    #[test]
+    fn nothing_starts_unless_managed() {
+        let mut unmanaged = observed();
+        unmanaged
+            .storage
+            .as_mut()
+            .unwrap()
+            .spec
+            .operator
+            .management_state = api::operator_v1::ManagementState::Unmanaged;
+        assert!(candidates(&unmanaged, &settings()).is_empty());
+        let plan = plan(&unmanaged, &settings(), &BTreeMap::new(), &now());
+        assert!(plan.objects.is_empty());
+        assert!(
+            plan.storage_status.is_none(),
+            "conditions frozen while unmanaged"
+        );
+    }
 }

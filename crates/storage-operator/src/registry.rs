@@ -65,6 +65,18 @@ pub struct DriverEntry {
     pub required_feature_gate: Option<&'static str>,
     /// Clusters the driver skips unless already installed.
     pub skip: &'static [Skip],
+    /// The OLM package this driver's operator was once installed from, if any: such an
+    /// installation is adopted (its Subscription and CSV removed) before ours starts.
+    pub olm: Option<OlmPackage>,
+}
+
+/// An OLM-installed predecessor of a driver operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OlmPackage {
+    /// The package name (a Subscription's `spec.name`).
+    pub package: &'static str,
+    /// The Deployment OLM ran the operator as, which OLM removes with the CSV.
+    pub operator_deployment: &'static str,
 }
 
 /// Sidecar image env vars passed through to every driver operator.
@@ -100,6 +112,7 @@ const fn platform_driver(
         optional: false,
         required_feature_gate: None,
         skip: &[],
+        olm: None,
     }
 }
 
@@ -135,14 +148,20 @@ pub fn registry() -> Vec<DriverEntry> {
                 ),
             )
         },
-        platform_driver(
-            "ebs.csi.aws.com",
-            "aws-ebs",
-            PlatformType::AWS,
-            "AWSEBS",
-            "aws-ebs-csi-driver-operator",
-            ("AWS_EBS_DRIVER_OPERATOR_IMAGE", "AWS_EBS_DRIVER_IMAGE"),
-        ),
+        DriverEntry {
+            olm: Some(OlmPackage {
+                package: "aws-ebs-csi-driver-operator",
+                operator_deployment: "aws-ebs-csi-driver-operator",
+            }),
+            ..platform_driver(
+                "ebs.csi.aws.com",
+                "aws-ebs",
+                PlatformType::AWS,
+                "AWSEBS",
+                "aws-ebs-csi-driver-operator",
+                ("AWS_EBS_DRIVER_OPERATOR_IMAGE", "AWS_EBS_DRIVER_IMAGE"),
+            )
+        },
         platform_driver(
             "pd.csi.storage.gke.io",
             "gcp-pd",
@@ -168,6 +187,10 @@ pub fn registry() -> Vec<DriverEntry> {
         DriverEntry {
             extra_image_envs: &["MANILA_NFS_DRIVER_IMAGE"],
             allow_disabled: true,
+            olm: Some(OlmPackage {
+                package: "manila-csi-driver-operator",
+                operator_deployment: "csi-driver-manila-operator",
+            }),
             ..platform_driver(
                 "manila.csi.openstack.org",
                 "openstack-manila",
@@ -217,6 +240,10 @@ pub fn registry() -> Vec<DriverEntry> {
         DriverEntry {
             removable: true,
             optional: true,
+            olm: Some(OlmPackage {
+                package: "aws-efs-csi-driver-operator",
+                operator_deployment: "aws-efs-csi-driver-operator",
+            }),
             ..platform_driver(
                 "efs.csi.aws.com",
                 "aws-efs",
@@ -230,6 +257,10 @@ pub fn registry() -> Vec<DriverEntry> {
             platforms: Platforms::All,
             removable: true,
             optional: true,
+            olm: Some(OlmPackage {
+                package: "smb-csi-driver-operator",
+                operator_deployment: "smb-csi-driver-operator",
+            }),
             ..platform_driver(
                 "smb.csi.k8s.io",
                 "smb",
