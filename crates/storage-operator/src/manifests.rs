@@ -81,6 +81,16 @@ pub fn build_rbac() -> (ClusterRole, Role) {
             &["storages", "clustercsidrivers"],
             &["get", "list", "watch", "create"],
         ),
+        // Adoption progress is recorded in annotations on Storage/cluster.
+        rule(&["operator.openshift.io"], &["storages"], &["patch"]),
+        // Adopting OLM-installed driver operators: find and remove their Subscription and CSV,
+        // and see OLM's operator Deployment gone.
+        rule(
+            &["operators.coreos.com"],
+            &["subscriptions", "clusterserviceversions"],
+            &["get", "list", "delete"],
+        ),
+        rule(&["apps"], &["deployments"], &["get"]),
         rule(
             &["operator.openshift.io"],
             &["storages/status"],
