@@ -11,6 +11,10 @@ use crate::def::DriverDef;
 /// pods): the driver's short name. Controllers watch operands by this label.
 pub const OPERAND_LABEL: &str = "csi.storage.openshift.io/driver";
 
+/// The label on the shared sidecar ClusterRoles (identical for every driver, so they cannot
+/// carry one driver's [`OPERAND_LABEL`]); driver operators watch them by it.
+pub const SHARED_ROLE_LABEL: &str = "csi.storage.openshift.io/shared-sidecar-role";
+
 /// The default-StorageClass annotation.
 pub const DEFAULT_STORAGE_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 /// The default-VolumeSnapshotClass annotation.

@@ -7,6 +7,8 @@
 //! them. [`build_shared_sidecar_cluster_roles`] builds them for the operator that installs
 //! them (the storage operator, or `render` on plain Kubernetes).
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -276,6 +278,10 @@ fn shared_role(name: &str, rules: Vec<PolicyRule>) -> ClusterRole {
     ClusterRole {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
+            labels: Some(BTreeMap::from([(
+                names::SHARED_ROLE_LABEL.to_owned(),
+                "true".to_owned(),
+            )])),
             ..ObjectMeta::default()
         },
         rules: Some(rules),

@@ -165,7 +165,7 @@ pub struct Observed {
     pub deployments: Vec<Deployment>,
     /// Operand DaemonSets.
     pub daemon_sets: Vec<DaemonSet>,
-    /// Operand ClusterRoles.
+    /// Operand ClusterRoles, and the shared sidecar ClusterRoles.
     pub cluster_roles: Vec<ClusterRole>,
     /// Operand ClusterRoleBindings.
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
@@ -199,6 +199,7 @@ pub struct Caches {
     deployments: Store<Deployment>,
     daemon_sets: Store<DaemonSet>,
     cluster_roles: Store<ClusterRole>,
+    shared_cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
     crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
     dynamic: DynamicCaches,
@@ -293,6 +294,11 @@ impl Caches {
             deployments: informers.watch("deployments", Api::namespaced(c(), ns), ours()),
             daemon_sets: informers.watch("daemonsets", Api::namespaced(c(), ns), ours()),
             cluster_roles: informers.watch("clusterroles", Api::all(c()), ours()),
+            shared_cluster_roles: informers.watch(
+                "clusterroles (shared sidecar roles)",
+                Api::all(c()),
+                Config::default().labels(&format!("{}=true", names::SHARED_ROLE_LABEL)),
+            ),
             cluster_role_bindings: informers.watch("clusterrolebindings", Api::all(c()), ours()),
             crds,
             dynamic: Arc::default(),
@@ -377,7 +383,10 @@ impl Caches {
             pod_disruption_budgets: snapshot(&self.pod_disruption_budgets),
             deployments: snapshot(&self.deployments),
             daemon_sets: snapshot(&self.daemon_sets),
-            cluster_roles: snapshot(&self.cluster_roles),
+            cluster_roles: snapshot(&self.cluster_roles)
+                .into_iter()
+                .chain(snapshot(&self.shared_cluster_roles))
+                .collect(),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
             optional,
         }

@@ -146,14 +146,25 @@ pub struct Plan {
     pub waiting: Option<String>,
 }
 
-/// The finalizers a removable driver puts on its ClusterCSIDriver (library-go's: one per
-/// workload controller).
+/// The finalizers a removable driver puts on its ClusterCSIDriver (as library-go: one per
+/// workload controller, named after it).
 pub fn finalizers(def: &DriverDef) -> [String; 2] {
+    // A finalizer must be a qualified name (`<domain>/<name>`); library-go's bare controller
+    // names are rejected by current API servers.
     [
-        status::controller_service_controller(&def.condition_prefix),
-        status::node_service_controller(&def.condition_prefix),
+        format!(
+            "{FINALIZER_DOMAIN}/{}",
+            status::controller_service_controller(&def.condition_prefix)
+        ),
+        format!(
+            "{FINALIZER_DOMAIN}/{}",
+            status::node_service_controller(&def.condition_prefix)
+        ),
     ]
 }
+
+/// The domain of this operator's finalizers.
+pub const FINALIZER_DOMAIN: &str = "csi.storage.openshift.io";
 
 /// The inputs of the builders, from the caches. An error says what is missing.
 pub fn inputs(
@@ -387,13 +398,12 @@ pub fn plan(
         let group = Group::of(&operand);
         let mut recreate = false;
         let operand = match operand {
-            Operand::DaemonSet(mut ds) => {
+            Operand::DaemonSet(ds) => {
                 let observed_ds = observed
                     .daemon_sets
                     .iter()
                     .find(|o| o.name_any() == ds.name_any());
-                status::with_stable_generation(&mut ds, observed_ds);
-                Operand::DaemonSet(ds)
+                Operand::DaemonSet(with_stable_generation(ds, observed_ds))
             }
             Operand::CSIDriver(csi) => {
                 if let Some(existing) = &observed.csi_driver {
@@ -551,6 +561,46 @@ pub fn plan(
         });
     }
     plan
+}
+
+/// Puts the stable-generation annotation (see [`status::STABLE_GENERATION_ANNOTATION`]) on the
+/// desired DaemonSet. Writing an annotation bumps a DaemonSet's generation (apps kinds count
+/// annotation changes), so recording "generation G has rolled out" by writing G would never
+/// catch up. Instead: when G has rolled out and nothing but the annotation would change, the
+/// write records G+1, the generation that very write produces (its pod template is G's, so
+/// there is nothing to roll out). When anything else changes too, the carried value stays until
+/// that rollout finishes. One extra write per rollout; none when idle.
+pub fn with_stable_generation(mut desired: DaemonSet, observed: Option<&DaemonSet>) -> DaemonSet {
+    let Some(observed) = observed else {
+        return desired;
+    };
+    let generation = observed.metadata.generation.unwrap_or_default();
+    let carried = observed
+        .annotations()
+        .get(status::STABLE_GENERATION_ANNOTATION)
+        .cloned();
+    let set = |ds: &mut DaemonSet, value: String| {
+        ds.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(status::STABLE_GENERATION_ANNOTATION.to_owned(), value);
+    };
+    if let Some(carried) = &carried {
+        set(&mut desired, carried.clone());
+    }
+    if carried.as_deref() == Some(generation.to_string().as_str()) {
+        return desired;
+    }
+    let finished = status::stable_generation(Some(observed)) == Some(generation);
+    if !finished {
+        return desired;
+    }
+    let body = serde_json::to_value(&desired).unwrap_or(Value::Null);
+    let have = serde_json::to_value(observed).unwrap_or(Value::Null);
+    if opkit::apply::plan(&body, Some(&have)) == opkit::apply::Plan::Skip {
+        set(&mut desired, (generation + 1).to_string());
+    }
+    desired
 }
 
 /// What `Removed` deletes: the workloads and the CSIDriver (StorageClasses and snapshot classes

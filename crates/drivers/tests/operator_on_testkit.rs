@@ -1,0 +1,823 @@
+//! `storage-operator driver gcp-pd` (`csi::operator::run` with the gcp-pd table) against the in-process API server with
+//! workload simulation: converge, idle, drift, management and StorageClass states, status
+//! transitions, optional CRDs and API faults.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::time::Duration;
+
+use api::operator_v1::ClusterCSIDriver;
+use csi::operator::Settings;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use opkit::admin::Readiness;
+use opkit::metrics::Metrics;
+use serde_json::{Value, json};
+use testkit::{Cluster, FaultRule, SimConfig};
+use tokio::sync::oneshot;
+
+const NS: &str = "openshift-cluster-csi-drivers";
+const DRIVER: &str = "pd.csi.storage.gke.io";
+const AGENT: &str = "gcp-pd-operator";
+const CONTROLLER: &str = "gcp-pd-csi-driver-controller";
+const NODE: &str = "gcp-pd-csi-driver-node";
+
+struct Running {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        self.stop.take().unwrap().send(()).unwrap();
+        self.task.await.unwrap();
+    }
+}
+
+fn start_with(cluster: &Cluster, def: csi::DriverDef) -> Running {
+    let client = cluster.client_with_agent(AGENT);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        csi::operator::run(
+            client,
+            def,
+            Settings {
+                env: [("DRIVER_IMAGE".to_owned(), "example.com/pd:1".to_owned())].into(),
+                instance: Some("gcp-pd-operator-0".into()),
+            },
+            Metrics::new(),
+            Readiness::default(),
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    Running {
+        stop: Some(stop),
+        task,
+    }
+}
+
+fn start(cluster: &Cluster) -> Running {
+    start_with(cluster, drivers::by_name("gcp-pd").unwrap())
+}
+
+/// Polls `check` until it returns Some, for up to a minute (the machines are slow and shared).
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..1200 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn install_crds(client: &Client, kinds: &[&str]) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in api::crds::all() {
+        if kinds.contains(&crd.spec.names.kind.as_str()) {
+            api.create(&PostParams::default(), &crd).await.unwrap();
+        }
+    }
+}
+
+/// A CRD accepting any object, for the optional kinds (ServiceMonitor, VolumeSnapshotClass).
+async fn install_open_crd(
+    client: &Client,
+    group: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) {
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
+                 "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+}
+
+async fn create_cluster_scoped<K>(client: &Client, value: Value)
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(value).unwrap();
+    Api::<K>::all(client.clone())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+async fn create_namespace(client: &Client) {
+    create_cluster_scoped::<Namespace>(
+        client,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .await;
+}
+
+async fn create_cluster_csi_driver(client: &Client, spec: Value) {
+    create_cluster_scoped::<ClusterCSIDriver>(
+        client,
+        json!({"apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+               "metadata": {"name": DRIVER}, "spec": spec}),
+    )
+    .await;
+}
+
+/// An OpenShift cluster on GCP with the given control plane topology, three nodes and the
+/// workload simulation running.
+async fn openshift(topology: &str) -> (Cluster, Client) {
+    let cluster = Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Infrastructure", "Proxy"]).await;
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": topology,
+                   "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
+    });
+    create_cluster_scoped::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
+    Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+    create_namespace(&admin).await;
+    for node in ["node-a", "node-b", "node-c"] {
+        cluster.add_node(node, true);
+    }
+    cluster.simulate_workloads(SimConfig::default());
+    (cluster, admin)
+}
+
+async fn condition(client: &Client, type_: &str) -> Option<(String, String, String)> {
+    let driver = Api::<ClusterCSIDriver>::all(client.clone())
+        .get_opt(DRIVER)
+        .await
+        .unwrap()?;
+    let c = driver.status?.condition(type_)?.clone();
+    Some((
+        c.status.to_string(),
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
+}
+
+async fn condition_is(client: &Client, type_: &str, status: &str) -> Option<(String, String)> {
+    condition(client, type_)
+        .await
+        .filter(|(s, _, _)| s == status)
+        .map(|(_, r, m)| (r, m))
+}
+
+const HEALTHY: &[(&str, &str)] = &[
+    ("GCPPDDriverControllerServiceControllerAvailable", "True"),
+    ("GCPPDDriverControllerServiceControllerProgressing", "False"),
+    ("GCPPDDriverControllerServiceControllerDegraded", "False"),
+    ("GCPPDDriverNodeServiceControllerAvailable", "True"),
+    ("GCPPDDriverNodeServiceControllerProgressing", "False"),
+    ("GCPPDDriverNodeServiceControllerDegraded", "False"),
+    ("GCPPDDriverStaticResourcesControllerDegraded", "False"),
+    ("StorageClassControllerDegraded", "False"),
+    ("ManagementStateDegraded", "False"),
+];
+
+async fn healthy(client: &Client) {
+    for (type_, status) in HEALTHY {
+        for attempt in 0.. {
+            if condition_is(client, type_, status).await.is_some() {
+                break;
+            }
+            if attempt == 1200 {
+                let seen = condition(client, type_).await;
+                panic!("timed out waiting for {type_}={status}; it is {seen:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Waits until the operator sends no write for a whole 2-second window (fails if it never stops).
+async fn quiet(cluster: &Cluster) {
+    for _ in 0..30 {
+        cluster.clear_requests();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        if cluster.count_writes(AGENT) == 0 {
+            return;
+        }
+    }
+    let writes: Vec<String> = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.is_write() && r.from_client(AGENT))
+        .map(|r| format!("{} {}", r.verb, r.path))
+        .collect();
+    panic!("the operator never stopped writing: {writes:?}");
+}
+
+async fn events(client: &Client, reason: &str) -> Vec<Event> {
+    let mut out = Vec::new();
+    for ns in [NS, "default"] {
+        out.extend(
+            Api::<Event>::namespaced(client.clone(), ns)
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some(reason)),
+        );
+    }
+    out
+}
+
+#[tokio::test]
+async fn converges_on_highly_available_openshift_and_then_writes_nothing() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let deployment = eventually("the controller Deployment", async || {
+        deployments.get_opt(CONTROLLER).await.unwrap()
+    })
+    .await;
+    assert_eq!(deployment.spec.as_ref().unwrap().replicas, Some(2));
+    let containers = &deployment.spec.unwrap().template.spec.unwrap().containers;
+    assert!(
+        containers
+            .iter()
+            .any(|c| c.image.as_deref() == Some("example.com/pd:1"))
+    );
+    eventually("the node DaemonSet", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt(NODE)
+            .await
+            .unwrap()
+    })
+    .await;
+    let csi = eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt(DRIVER)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(
+        csi.metadata
+            .annotations
+            .unwrap()
+            .get("csi.openshift.io/managed")
+            .map(String::as_str),
+        Some("true")
+    );
+    let class = eventually("the default StorageClass", async || {
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("standard-csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(
+        class.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+
+    healthy(&admin).await;
+    let driver = Api::<ClusterCSIDriver>::all(admin.clone())
+        .get(DRIVER)
+        .await
+        .unwrap();
+    let status = driver.status.unwrap();
+    assert_eq!(status.observed_generation, driver.metadata.generation);
+    assert_eq!(status.ready_replicas, 2);
+    for resource in ["deployments", "daemonsets"] {
+        assert!(
+            status
+                .generations
+                .iter()
+                .any(|g| g.resource == resource && g.namespace == NS),
+            "no generation for {resource}: {:?}",
+            status.generations
+        );
+    }
+
+    // Idle: once converged, nothing is written (and nothing polled).
+    quiet(&cluster).await;
+    cluster.clear_requests();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(cluster.count_writes(AGENT), 0);
+    let polls = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.from_client(AGENT) && (r.verb == "get" || r.verb == "list"))
+        .count();
+    assert_eq!(polls, 0, "the operator polled the API while idle");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn converges_on_plain_kubernetes_without_config_apis() {
+    let cluster = Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver"]).await;
+    create_namespace(&admin).await;
+    cluster.add_node("worker-1", true);
+    cluster.simulate_workloads(SimConfig::default());
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+
+    let deployment = eventually("the controller Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(CONTROLLER)
+            .await
+            .unwrap()
+    })
+    .await;
+    let spec = deployment.spec.unwrap();
+    assert_eq!(spec.replicas, Some(1));
+    assert_eq!(spec.template.spec.unwrap().node_selector, None);
+    // Nobody ships the shared sidecar roles on plain Kubernetes: the driver brings them.
+    let roles = Api::<ClusterRole>::all(admin.clone())
+        .list(&ListParams::default().labels("csi.storage.openshift.io/driver=gcp-pd"))
+        .await
+        .unwrap();
+    assert!(roles.items.len() > 2, "{} ClusterRoles", roles.items.len());
+    healthy(&admin).await;
+    quiet(&cluster).await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn drift_is_restored_with_an_event() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    healthy(&admin).await;
+    quiet(&cluster).await;
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    deployments
+        .patch(
+            CONTROLLER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    eventually("replicas restored to 2", async || {
+        let d = deployments.get(CONTROLLER).await.unwrap();
+        (d.spec.unwrap().replicas == Some(2)).then_some(())
+    })
+    .await;
+    let restored = eventually("an OperandDriftRestored Event", async || {
+        let found = events(&admin, "OperandDriftRestored").await;
+        (!found.is_empty()).then_some(found)
+    })
+    .await;
+    let regarding = restored[0].regarding.as_ref().unwrap();
+    assert_eq!(regarding.kind.as_deref(), Some("Deployment"));
+    assert_eq!(regarding.name.as_deref(), Some(CONTROLLER));
+    assert!(restored[0].note.as_deref().unwrap().contains(CONTROLLER));
+
+    // An edited argument of the driver container is put back.
+    let mut d = deployments.get(CONTROLLER).await.unwrap();
+    let original = d
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .args
+        .clone();
+    d.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .args = Some(vec!["--edited".into()]);
+    d.metadata.managed_fields = None;
+    deployments
+        .replace(CONTROLLER, &PostParams::default(), &d)
+        .await
+        .unwrap();
+    eventually("the driver's args restored", async || {
+        let d = deployments.get(CONTROLLER).await.unwrap();
+        (d.spec.unwrap().template.spec.unwrap().containers[0].args == original).then_some(())
+    })
+    .await;
+
+    // A deleted DaemonSet is recreated, and said so.
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
+    let before = daemon_sets.get(NODE).await.unwrap().metadata.uid;
+    daemon_sets
+        .delete(NODE, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the DaemonSet recreated", async || {
+        daemon_sets
+            .get_opt(NODE)
+            .await
+            .unwrap()
+            .filter(|ds| ds.metadata.uid != before)
+    })
+    .await;
+    eventually("an OperandRecreated Event for the DaemonSet", async || {
+        events(&admin, "OperandRecreated")
+            .await
+            .into_iter()
+            .find(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(NODE))
+    })
+    .await;
+    healthy(&admin).await;
+    quiet(&cluster).await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_hung_rollout_is_progressing_and_a_node_reboot_is_not() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    cluster.hang_rollout(NS, CONTROLLER);
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+
+    let (reason, _) = eventually("controller Progressing=True", async || {
+        condition_is(
+            &admin,
+            "GCPPDDriverControllerServiceControllerProgressing",
+            "True",
+        )
+        .await
+    })
+    .await;
+    assert_eq!(reason, "Deploying");
+    eventually("controller Available=False", async || {
+        condition_is(
+            &admin,
+            "GCPPDDriverControllerServiceControllerAvailable",
+            "False",
+        )
+        .await
+    })
+    .await;
+    // Not yet 15 minutes: not Degraded.
+    assert_eq!(
+        condition(&admin, "GCPPDDriverControllerServiceControllerDegraded")
+            .await
+            .unwrap()
+            .0,
+        "False"
+    );
+
+    cluster.release_rollout(NS, CONTROLLER);
+    healthy(&admin).await;
+    quiet(&cluster).await;
+
+    // A node goes NotReady: its node pod is unavailable, but nothing is rolling out.
+    cluster.set_node_ready("node-b", false).unwrap();
+    eventually("the DaemonSet sees the missing pod", async || {
+        let ds = Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get(NODE)
+            .await
+            .unwrap();
+        (ds.status.unwrap().number_unavailable.unwrap_or_default() > 0).then_some(())
+    })
+    .await;
+    for _ in 0..20 {
+        assert_eq!(
+            condition(&admin, "GCPPDDriverNodeServiceControllerProgressing")
+                .await
+                .unwrap()
+                .0,
+            "False",
+            "a NotReady node made the node service Progressing"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        condition(&admin, "GCPPDDriverNodeServiceControllerAvailable")
+            .await
+            .unwrap()
+            .0,
+        "True"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn unmanaged_leaves_hand_edits_alone_and_says_so() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    healthy(&admin).await;
+
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": "Unmanaged"}})),
+        )
+        .await
+        .unwrap();
+    let (reason, _) = eventually("ManagementStateDegraded says Unmanaged", async || {
+        condition_is(&admin, "ManagementStateDegraded", "False")
+            .await
+            .filter(|(r, _)| r == "Unmanaged")
+    })
+    .await;
+    assert_eq!(reason, "Unmanaged");
+    quiet(&cluster).await;
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    deployments
+        .patch(
+            CONTROLLER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        deployments
+            .get(CONTROLLER)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .replicas,
+        Some(5)
+    );
+    // Conditions are frozen, not recomputed from the edited Deployment.
+    assert_eq!(cluster.count_writes(AGENT), 0);
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn removed_on_a_platform_driver_is_refused_and_removable_drivers_clean_up() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Removed"})).await;
+    let running = start(&cluster);
+    let (reason, message) = eventually("ManagementStateDegraded=True", async || {
+        condition_is(&admin, "ManagementStateDegraded", "True").await
+    })
+    .await;
+    assert_eq!(reason, "Removed");
+    assert!(
+        message.contains("Removed is not supported for GCPPD operator"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(CONTROLLER)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    running.stop().await;
+
+    // The same driver, removable: Managed puts finalizers on, Removed deletes and releases them.
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": "Managed"}})),
+        )
+        .await
+        .unwrap();
+    let mut def = drivers::by_name("gcp-pd").unwrap();
+    def.removable = true;
+    let running = start_with(&cluster, def);
+    healthy(&admin).await;
+    let drivers_api = Api::<ClusterCSIDriver>::all(admin.clone());
+    eventually("finalizers", async || {
+        let d = drivers_api.get(DRIVER).await.unwrap();
+        (d.metadata.finalizers.unwrap_or_default().len() == 2).then_some(())
+    })
+    .await;
+    drivers_api
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": "Removed"}})),
+        )
+        .await
+        .unwrap();
+    eventually("workloads deleted and finalizers released", async || {
+        let d = drivers_api.get(DRIVER).await.unwrap();
+        let gone = Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(CONTROLLER)
+            .await
+            .unwrap()
+            .is_none()
+            && Api::<DaemonSet>::namespaced(admin.clone(), NS)
+                .get_opt(NODE)
+                .await
+                .unwrap()
+                .is_none();
+        (gone && d.metadata.finalizers.unwrap_or_default().is_empty()).then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn storage_class_state_removed_and_unmanaged() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    healthy(&admin).await;
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    eventually("standard-csi", async || {
+        classes.get_opt("standard-csi").await.unwrap()
+    })
+    .await;
+    let drivers_api = Api::<ClusterCSIDriver>::all(admin.clone());
+
+    drivers_api
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassState": "Removed"}})),
+        )
+        .await
+        .unwrap();
+    eventually("standard-csi deleted", async || {
+        classes
+            .get_opt("standard-csi")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    drivers_api
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassState": "Unmanaged"}})),
+        )
+        .await
+        .unwrap();
+    quiet(&cluster).await;
+    assert!(
+        classes.get_opt("standard-csi").await.unwrap().is_none(),
+        "Unmanaged created a class"
+    );
+
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_admins_default_class_is_kept() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_scoped::<StorageClass>(
+        &admin,
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+               "metadata": {"name": "admin-default", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+               "provisioner": "example.com/other"}),
+    )
+    .await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let ours = eventually("standard-csi", async || {
+        classes.get_opt("standard-csi").await.unwrap()
+    })
+    .await;
+    assert_eq!(
+        ours.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
+        "false"
+    );
+    healthy(&admin).await;
+    quiet(&cluster).await;
+    let theirs = classes.get("admin-default").await.unwrap();
+    assert_eq!(
+        theirs.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn optional_crds_absent_then_installed() {
+    let (cluster, admin) = openshift("SingleReplica").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    healthy(&admin).await;
+    quiet(&cluster).await;
+
+    install_open_crd(
+        &admin,
+        "monitoring.coreos.com",
+        "ServiceMonitor",
+        "servicemonitors",
+        true,
+    )
+    .await;
+    install_open_crd(
+        &admin,
+        "snapshot.storage.k8s.io",
+        "VolumeSnapshotClass",
+        "volumesnapshotclasses",
+        false,
+    )
+    .await;
+    let monitors = Api::<DynamicObject>::namespaced_with(
+        admin.clone(),
+        NS,
+        &csi::operator::observe::OptionalKind::ServiceMonitor.api_resource(),
+    );
+    eventually("a ServiceMonitor", async || {
+        let list = monitors.list(&ListParams::default()).await.ok()?;
+        (!list.items.is_empty()).then_some(())
+    })
+    .await;
+    let snapshot_classes = Api::<DynamicObject>::all_with(
+        admin.clone(),
+        &csi::operator::observe::OptionalKind::VolumeSnapshotClass.api_resource(),
+    );
+    eventually("a VolumeSnapshotClass", async || {
+        snapshot_classes
+            .get_opt("csi-gce-pd-vsc")
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
+    healthy(&admin).await;
+    quiet(&cluster).await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn api_faults_and_dropped_watches_recover() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    cluster.inject(
+        FaultRule::status(Some("patch"), None, 503)
+            .with_rate(0.5)
+            .with_max_hits(8),
+    );
+    let running = start(&cluster);
+    eventually("the controller Deployment despite 503s", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(CONTROLLER)
+            .await
+            .unwrap()
+    })
+    .await;
+    healthy(&admin).await;
+    assert!(cluster.fault_hits() > 0, "no fault was injected");
+    cluster.clear_faults();
+
+    cluster.drop_watches();
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    deployments
+        .patch(
+            CONTROLLER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .unwrap();
+    eventually("drift restored after the watches dropped", async || {
+        let d = deployments.get(CONTROLLER).await.unwrap();
+        (d.spec.unwrap().replicas == Some(2)).then_some(())
+    })
+    .await;
+    healthy(&admin).await;
+    quiet(&cluster).await;
+    running.stop().await;
+}
