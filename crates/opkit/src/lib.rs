@@ -10,5 +10,6 @@ pub mod conditions;
 pub mod leader;
 pub mod management;
 pub mod metrics;
+pub mod rbac;
 pub mod runtime;
 pub mod status;

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{
     SeccompProfile, SecurityContext, ServiceAccount, Toleration,
 };
 use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+    ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -24,6 +24,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use crate::plan::OPERATOR_NAMESPACE;
+use opkit::rbac::{MANAGE, READ, dedupe, rule};
+
 use crate::registry::{DRIVER_NAMESPACE, registry};
 use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
 
@@ -57,21 +59,6 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
         ..Default::default()
     }
 }
-
-fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
-    let strings = |items: &[&str]| Some(items.iter().map(|s| (*s).to_owned()).collect());
-    PolicyRule {
-        api_groups: strings(groups),
-        resources: strings(resources),
-        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
-        ..Default::default()
-    }
-}
-
-const READ: &[&str] = &["get", "list", "watch"];
-const MANAGE: &[&str] = &[
-    "get", "list", "watch", "create", "update", "patch", "delete",
-];
 
 /// The operator's ClusterRole and the Role in the driver namespace.
 pub fn build_rbac() -> (ClusterRole, Role) {
@@ -168,17 +155,6 @@ pub fn build_rbac() -> (ClusterRole, Role) {
             rules: Some(namespace_rules),
         },
     )
-}
-
-fn dedupe(rules: &mut Vec<PolicyRule>) {
-    let mut seen = Vec::new();
-    rules.retain(|r| {
-        let new = !seen.contains(r);
-        if new {
-            seen.push(r.clone());
-        }
-        new
-    });
 }
 
 fn subject() -> Subject {
@@ -365,15 +341,9 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use opkit::rbac::allows;
 
-    fn allows(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> bool {
-        rules.iter().any(|r| {
-            r.api_groups.iter().flatten().any(|g| g == group)
-                && r.resources.iter().flatten().any(|x| x == resource)
-                && r.verbs.iter().any(|v| v == verb)
-        })
-    }
+    use super::*;
 
     #[test]
     fn the_operator_holds_what_it_grants_and_no_wildcards() {

@@ -29,6 +29,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use opkit::conditions::condition;
 
+use opkit::rbac::{MANAGE, READ, dedupe, rule};
+
 use crate::registry::{DRIVER_NAMESPACE, DriverEntry, SIDECAR_IMAGE_ENVS};
 
 /// Label on everything the starter creates, naming the driver.
@@ -97,21 +99,6 @@ pub fn build_service_account(entry: &DriverEntry) -> ServiceAccount {
         ..Default::default()
     }
 }
-
-fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
-    let strings = |items: &[&str]| Some(items.iter().map(|s| (*s).to_owned()).collect());
-    PolicyRule {
-        api_groups: strings(groups),
-        resources: strings(resources),
-        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
-        ..Default::default()
-    }
-}
-
-const READ: &[&str] = &["get", "list", "watch"];
-const MANAGE: &[&str] = &[
-    "get", "list", "watch", "create", "update", "patch", "delete",
-];
 
 /// The API group and resource of a kind the driver operator renders.
 fn resource_of(operand: &Operand) -> Option<(String, String, bool)> {
@@ -263,18 +250,6 @@ pub fn build_rbac(
             rules: Some(namespace_rules),
         },
     )
-}
-
-fn dedupe(rules: &mut Vec<PolicyRule>) {
-    let mut seen = Vec::new();
-    rules.retain(|r| {
-        if seen.contains(r) {
-            false
-        } else {
-            seen.push(r.clone());
-            true
-        }
-    });
 }
 
 /// The bindings of the driver operator's ClusterRole and Role to its ServiceAccount.
@@ -688,19 +663,7 @@ mod tests {
         let (entry, def) = gcp();
         let (cluster_role, role) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
         let cluster_rules = cluster_role.rules.unwrap();
-        let allows = |rules: &[PolicyRule], group: &str, resource: &str, verb: &str| {
-            rules.iter().any(|r| {
-                r.api_groups
-                    .iter()
-                    .flatten()
-                    .any(|g| g == group || g == "*")
-                    && r.resources
-                        .iter()
-                        .flatten()
-                        .any(|x| x == resource || x == "*")
-                    && r.verbs.iter().any(|v| v == verb || v == "*")
-            })
-        };
+        let allows = opkit::rbac::allows;
         for (group, resource) in [
             ("storage.k8s.io", "csidrivers"),
             ("storage.k8s.io", "storageclasses"),
