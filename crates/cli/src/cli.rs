@@ -73,6 +73,15 @@ pub struct RunArgs {
     /// Run without leader election (only one replica may run).
     #[arg(long)]
     pub no_leader_election: bool,
+
+    /// How long the leader's lease lasts without renewal, in seconds (OpenShift: 137).
+    #[arg(long, value_name = "SECONDS", default_value_t = 137)]
+    pub lease_duration: u64,
+
+    /// When the leader renews its lease, in seconds after the last renewal (OpenShift's renew
+    /// deadline: 107). Must be shorter than the lease duration.
+    #[arg(long, value_name = "SECONDS", default_value_t = 107)]
+    pub lease_renew_after: u64,
 }
 
 #[derive(Debug, Subcommand)]

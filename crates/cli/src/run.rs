@@ -35,52 +35,92 @@ async fn serve(args: RunArgs) -> anyhow::Result<ExitCode> {
     tokio::spawn(admin.serve());
 
     // Only the leader reconciles; losing the lease stops the process so it restarts clean.
-    let mut leading = if args.no_leader_election {
+    let mut election = if args.no_leader_election {
         None
     } else {
-        let config = LeaderConfig::new(&args.namespace, LEASE, &args.identity);
-        let (mut receiver, _task) = elect(client.clone(), &config).await?;
+        let config = LeaderConfig {
+            lease_duration: std::time::Duration::from_secs(args.lease_duration),
+            renew_after: std::time::Duration::from_secs(args.lease_renew_after),
+            ..LeaderConfig::new(&args.namespace, LEASE, &args.identity)
+        };
+        Some(elect(client.clone(), &config).await?)
+    };
+    if let Some((receiver, _)) = election.as_mut() {
         tracing::info!(
             lease = LEASE,
             identity = args.identity,
             "waiting for leadership"
         );
-        receiver
-            .wait_for(|leading| *leading)
-            .await
-            .context("leader election stopped")?;
-        tracing::info!("leading");
-        Some(receiver)
-    };
-    let lost = async {
-        match leading.as_mut() {
-            Some(receiver) => {
-                let _ = receiver.wait_for(|leading| !*leading).await;
+        let leading = tokio::select! {
+            waited = receiver.wait_for(|leading| *leading) => {
+                waited.context("leader election stopped")?;
+                true
             }
-            None => std::future::pending().await,
+            () = terminated() => false,
+        };
+        if !leading {
+            tracing::info!("stopping before leading");
+            release(election).await;
+            return Ok(ExitCode::SUCCESS);
         }
-    };
+        tracing::info!("leading");
+    }
     let settings = Settings {
         operator_image: args.operator_image,
         env: std::env::vars().collect(),
         version: args.operator_version,
     };
     let mut lost_leadership = false;
-    let shutdown = async {
-        tokio::select! {
-            () = terminated() => tracing::info!("stopping"),
-            () = lost => {
-                tracing::error!("lost leadership; exiting");
-                lost_leadership = true;
+    {
+        let lost = async {
+            match election.as_mut() {
+                Some((receiver, _)) => {
+                    let _ = receiver.wait_for(|leading| !*leading).await;
+                }
+                None => std::future::pending().await,
             }
-        }
-    };
-    storage_operator::operator::run(client, settings, metrics, readiness, shutdown).await?;
+        };
+        let shutdown = async {
+            tokio::select! {
+                () = terminated() => tracing::info!("stopping"),
+                () = lost => {
+                    tracing::error!("lost leadership; exiting");
+                    lost_leadership = true;
+                }
+            }
+        };
+        storage_operator::operator::run(client, settings, metrics, readiness, shutdown).await?;
+    }
+    // Hand the lease over at once rather than making the next replica wait for it to expire.
+    release(election).await;
     Ok(if lost_leadership {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+type Election = (
+    tokio::sync::watch::Receiver<bool>,
+    tokio::task::JoinHandle<
+        Result<kube_lease_manager::LeaseManager, kube_lease_manager::LeaseManagerError>,
+    >,
+);
+
+/// Releases the lease: closing the receiver makes the election task release it and end.
+async fn release(election: Option<Election>) {
+    let Some((receiver, task)) = election else {
+        return;
+    };
+    drop(receiver);
+    match tokio::time::timeout(std::time::Duration::from_secs(10), task).await {
+        Ok(Ok(Ok(_))) => tracing::info!("released the leader lease"),
+        Ok(Ok(Err(error))) => {
+            tracing::warn!(%error, "could not release the leader lease; it will expire")
+        }
+        Ok(Err(error)) => tracing::warn!(%error, "leader election task failed"),
+        Err(_) => tracing::warn!("releasing the leader lease timed out; it will expire"),
+    }
 }
 
 /// SIGTERM (what the kubelet sends) or Ctrl-C.

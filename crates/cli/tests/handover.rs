@@ -1,0 +1,150 @@
+//! Two `storage-operator run` processes against one in-process API server (served on
+//! loopback): one leads and installs the driver, the other waits; when the leader is stopped
+//! with SIGTERM it releases the lease and the other takes over.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use api::operator_v1::Storage;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use serde_json::json;
+
+fn spawn(kubeconfig: &Path, identity: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "run",
+            "--operator-image",
+            "example.com/so:1",
+            "--admin-address",
+            "127.0.0.1:0",
+        ])
+        .args([
+            "--identity",
+            identity,
+            "--lease-duration",
+            "6",
+            "--lease-renew-after",
+            "2",
+        ])
+        .env("KUBECONFIG", kubeconfig)
+        .env("LOG_LEVEL", "warn")
+        .env_remove("POD_NAMESPACE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+async fn holder(client: &Client) -> Option<String> {
+    let lease = Api::<Lease>::namespaced(client.clone(), "openshift-cluster-storage-operator")
+        .get_opt("cluster-storage-operator-lock")
+        .await
+        .unwrap()?;
+    lease.spec?.holder_identity
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..1200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standby_takes_over_when_the_leader_stops() {
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &api::crds::cluster_csi_driver())
+        .await
+        .unwrap();
+    crds.create(
+        &PostParams::default(),
+        &<Storage as kube::CustomResourceExt>::crd(),
+    )
+    .await
+    .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "openshift-cluster-storage-operator"}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let node: Node = serde_json::from_value(
+        json!({"metadata": {"name": "n"}, "spec": {"providerID": "gce://p/z/n"}}),
+    )
+    .unwrap();
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap();
+
+    let address = cluster.serve_http().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("so-handover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    write!(
+        std::fs::File::create(&kubeconfig).unwrap(),
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://{address}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {{}}\n"
+    )
+    .unwrap();
+
+    let mut first = spawn(&kubeconfig, "replica-a");
+    eventually("replica-a to lead", async || {
+        holder(&client).await.as_deref() == Some("replica-a")
+    })
+    .await;
+    let deployments: Api<Deployment> =
+        Api::namespaced(client.clone(), "openshift-cluster-csi-drivers");
+    eventually("the leader to start the driver operator", async || {
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+
+    let mut second = spawn(&kubeconfig, "replica-b");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        holder(&client).await.as_deref(),
+        Some("replica-a"),
+        "the leader keeps its lease"
+    );
+
+    // SIGTERM, as the kubelet sends it.
+    let status = Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || first.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(exit.success(), "a SIGTERM is a clean stop: {exit:?}");
+    eventually("replica-b to take over", async || {
+        holder(&client).await.as_deref() == Some("replica-b")
+    })
+    .await;
+
+    second.kill().unwrap();
+    second.wait().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
