@@ -1,0 +1,376 @@
+//! The pure plan of the driver operator (`csi::operator::plan`) with the gcp-pd table: what each
+//! management and StorageClass state does, status from observed workloads, time-based rules.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::time::Duration;
+
+use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
+use csi::operator::observe::{Apis, Observed};
+use csi::operator::plan::{self, DeleteKind, Group, Plan};
+use csi::render::Operand;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+fn def() -> csi::DriverDef {
+    drivers::by_name("gcp-pd").unwrap()
+}
+
+fn at(seconds: i64) -> Time {
+    Time(Timestamp::from_second(1_800_000_000 + seconds).unwrap())
+}
+
+fn driver(spec: Value) -> ClusterCSIDriver {
+    serde_json::from_value(json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+        "metadata": {"name": "pd.csi.storage.gke.io", "generation": 3}, "spec": spec
+    }))
+    .unwrap()
+}
+
+fn openshift(spec: Value) -> Observed {
+    Observed {
+        apis: Apis {
+            infrastructure: true,
+            proxy: true,
+        },
+        cluster_csi_driver: Some(driver(spec)),
+        infrastructure: Some(
+            serde_json::from_value(json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+                "metadata": {"name": "cluster"}, "spec": {},
+                "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+                           "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
+            }))
+            .unwrap(),
+        ),
+        ..Observed::default()
+    }
+}
+
+fn run(observed: &Observed, now: &Time) -> Plan {
+    plan::plan(&def(), &Default::default(), observed, now)
+}
+
+fn conditions(plan: &Plan) -> Vec<(String, ConditionStatus, String)> {
+    plan.status
+        .iter()
+        .flat_map(|p| p.part.conditions.iter())
+        .map(|c| {
+            (
+                c.type_.clone(),
+                c.status.clone(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn status_of(plan: &Plan, type_: &str) -> ConditionStatus {
+    conditions(plan)
+        .into_iter()
+        .find(|c| c.0 == type_)
+        .unwrap_or_else(|| panic!("no {type_} in {:?}", conditions(plan)))
+        .1
+}
+
+fn has_step(plan: &Plan, kind: &str) -> bool {
+    plan.steps
+        .iter()
+        .any(|s| s.operand.to_value()["kind"] == kind)
+}
+
+#[test]
+fn nothing_happens_without_a_cluster_csi_driver() {
+    let observed = Observed {
+        cluster_csi_driver: None,
+        ..openshift(json!({"managementState": "Managed"}))
+    };
+    let plan = run(&observed, &at(0));
+    assert!(plan.waiting.is_some());
+    assert!(plan.steps.is_empty() && plan.status.is_empty());
+}
+
+#[test]
+fn managed_applies_every_operand_and_reports_every_controller() {
+    let plan = run(&openshift(json!({"managementState": "Managed"})), &at(0));
+    for kind in [
+        "Deployment",
+        "DaemonSet",
+        "CSIDriver",
+        "StorageClass",
+        "ClusterRole",
+    ] {
+        assert!(has_step(&plan, kind), "no {kind}");
+    }
+    let deployment = plan
+        .steps
+        .iter()
+        .find(|s| matches!(s.operand, Operand::Deployment(_)))
+        .unwrap();
+    assert_eq!(deployment.group, Group::ControllerService);
+    let controllers: Vec<&str> = plan.status.iter().map(|p| p.controller.as_str()).collect();
+    assert_eq!(
+        controllers,
+        [
+            "ManagementState",
+            "GCPPDDriverStaticResourcesController",
+            "GCPPDDriverControllerServiceController",
+            "GCPPDDriverNodeServiceController",
+            "StorageClassController",
+            "GCPPDDriverServiceMonitorController",
+        ]
+    );
+    // Nothing observed yet: waiting for the workloads, not degraded.
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverControllerServiceControllerAvailable"),
+        ConditionStatus::False
+    );
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverControllerServiceControllerDegraded"),
+        ConditionStatus::False
+    );
+    assert_eq!(plan.status[0].part.observed_generation, Some(3));
+    // gcp-pd is not removable: no finalizer.
+    assert_eq!(plan.finalizers, None);
+}
+
+#[test]
+fn a_missing_infrastructure_degrades_the_static_controller_and_applies_nothing() {
+    let observed = Observed {
+        infrastructure: None,
+        ..openshift(json!({"managementState": "Managed"}))
+    };
+    let plan = run(&observed, &at(0));
+    assert!(plan.steps.is_empty());
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverStaticResourcesControllerDegraded"),
+        ConditionStatus::True
+    );
+}
+
+#[test]
+fn unmanaged_and_refused_removal_write_only_the_management_condition() {
+    let plan = run(&openshift(json!({"managementState": "Unmanaged"})), &at(0));
+    assert!(plan.steps.is_empty() && plan.deletions.is_empty());
+    assert_eq!(plan.status.len(), 1);
+    let c = &plan.status[0].part.conditions[0];
+    assert_eq!(
+        (c.status.clone(), c.reason.as_deref()),
+        (ConditionStatus::False, Some("Unmanaged"))
+    );
+
+    let plan = run(&openshift(json!({"managementState": "Removed"})), &at(0));
+    assert!(plan.steps.is_empty() && plan.deletions.is_empty());
+    assert_eq!(
+        status_of(&plan, "ManagementStateDegraded"),
+        ConditionStatus::True
+    );
+}
+
+#[test]
+fn removed_on_a_removable_driver_deletes_workloads_and_releases_finalizers() {
+    let mut def = def();
+    def.removable = true;
+    let mut observed = openshift(json!({"managementState": "Removed"}));
+    let finalizers = plan::finalizers(&def);
+    observed
+        .cluster_csi_driver
+        .as_mut()
+        .unwrap()
+        .metadata
+        .finalizers = Some(vec![finalizers[0].clone(), "someone.else/keep".into()]);
+    observed.deployments = vec![serde_json::from_value(json!({
+        "metadata": {"name": "gcp-pd-csi-driver-controller", "namespace": "openshift-cluster-csi-drivers"}
+    }))
+    .unwrap()];
+    let plan = plan::plan(&def, &Default::default(), &observed, &at(0));
+    assert_eq!(plan.deletions.len(), 1);
+    assert_eq!(plan.deletions[0].kind, DeleteKind::Deployment);
+    assert_eq!(plan.finalizers, Some(vec!["someone.else/keep".to_owned()]));
+
+    // Managed puts both finalizers on, qualified.
+    let observed = openshift(json!({"managementState": "Managed"}));
+    let plan = plan::plan(&def, &Default::default(), &observed, &at(0));
+    let set = plan.finalizers.unwrap();
+    assert_eq!(set.len(), 2);
+    assert!(
+        set.iter()
+            .all(|f| f.starts_with("csi.storage.openshift.io/"))
+    );
+}
+
+#[test]
+fn an_unknown_storage_class_state_degrades_and_touches_no_class() {
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed
+        .cluster_csi_driver
+        .as_mut()
+        .unwrap()
+        .spec
+        .storage_class_state = Some(api::operator_v1::StorageClassStateName::from("Sideways"));
+    let plan = run(&observed, &at(0));
+    assert!(!has_step(&plan, "StorageClass"));
+    assert!(plan.deletions.is_empty());
+    let message = conditions(&plan)
+        .into_iter()
+        .find(|c| c.0 == "StorageClassControllerDegraded")
+        .unwrap();
+    assert_eq!(message.1, ConditionStatus::True);
+    assert!(message.2.contains("Sideways"), "{}", message.2);
+}
+
+#[test]
+fn storage_class_state_removed_deletes_only_classes_we_created() {
+    let mut observed =
+        openshift(json!({"managementState": "Managed", "storageClassState": "Removed"}));
+    let class = |name: &str, ours: bool| -> StorageClass {
+        let labels = if ours {
+            json!({"csi.storage.openshift.io/driver": "gcp-pd"})
+        } else {
+            json!({})
+        };
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": labels}, "provisioner": "x"}),
+        )
+        .unwrap()
+    };
+    observed.storage_classes = vec![class("standard-csi", true), class("ssd-csi", false)];
+    let plan = run(&observed, &at(0));
+    assert!(!has_step(&plan, "StorageClass"));
+    let deleted: Vec<&str> = plan.deletions.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(deleted, ["standard-csi"]);
+}
+
+#[test]
+fn a_csi_driver_with_another_spec_is_recreated() {
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    let plan = run(&observed, &at(0));
+    let Operand::CSIDriver(desired) = &plan
+        .steps
+        .iter()
+        .find(|s| matches!(s.operand, Operand::CSIDriver(_)))
+        .unwrap()
+        .operand
+    else {
+        unreachable!()
+    };
+    observed.csi_driver = Some(desired.clone());
+    let same = run(&observed, &at(0));
+    assert!(same.steps.iter().all(|s| !s.recreate));
+    let mut other: CSIDriver = desired.clone();
+    other.spec.attach_required = Some(false);
+    observed.csi_driver = Some(other);
+    let changed = run(&observed, &at(0));
+    assert!(changed.steps.iter().any(|s| s.recreate));
+}
+
+fn progressing_deployment() -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": "gcp-pd-csi-driver-controller", "namespace": "openshift-cluster-csi-drivers", "generation": 2},
+        "spec": {"replicas": 2, "selector": {}, "template": {}},
+        "status": {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 0, "availableReplicas": 0, "unavailableReplicas": 2}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn progressing_requeues_for_the_deadline_and_degrades_after_fifteen_minutes() {
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed.deployments = vec![progressing_deployment()];
+    let plan = run(&observed, &at(0));
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverControllerServiceControllerProgressing"),
+        ConditionStatus::True
+    );
+    assert_eq!(plan.requeue, Some(Duration::from_secs(15 * 60 + 1)));
+
+    // Written as Progressing at t=0; at t=10 min the deadline is 5 minutes away.
+    let driver = observed.cluster_csi_driver.as_mut().unwrap();
+    driver.status = Some(
+        serde_json::from_value(json!({"conditions": [{
+            "type": "GCPPDDriverControllerServiceControllerProgressing", "status": "True",
+            "lastTransitionTime": at(0), "reason": "Deploying", "message": ""}]}))
+        .unwrap(),
+    );
+    let plan = run(&observed, &at(600));
+    assert_eq!(plan.requeue, Some(Duration::from_secs(5 * 60 + 1)));
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverControllerServiceControllerDegraded"),
+        ConditionStatus::False
+    );
+    let plan = run(&observed, &at(16 * 60));
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverControllerServiceControllerDegraded"),
+        ConditionStatus::True
+    );
+    assert_eq!(plan.requeue, None);
+}
+
+/// The desired DaemonSet as the server would hold it after our apply at `generation`, with its
+/// rollout finished.
+fn rolled_out(desired: &DaemonSet, generation: i64) -> DaemonSet {
+    let body = match opkit::apply::plan(&serde_json::to_value(desired).unwrap(), None) {
+        opkit::apply::Plan::Apply(body, _) => body,
+        opkit::apply::Plan::Skip => unreachable!(),
+    };
+    let mut ds: DaemonSet = serde_json::from_value(body).unwrap();
+    ds.metadata.generation = Some(generation);
+    ds.status = Some(
+        serde_json::from_value(
+            json!({"observedGeneration": generation, "desiredNumberScheduled": 3,
+            "currentNumberScheduled": 3, "numberMisscheduled": 0, "numberReady": 3,
+            "updatedNumberScheduled": 3, "numberAvailable": 3}),
+        )
+        .unwrap(),
+    );
+    ds
+}
+
+#[test]
+fn the_stable_generation_is_the_one_its_own_write_produces() {
+    let observed = openshift(json!({"managementState": "Managed"}));
+    let plan = run(&observed, &at(0));
+    let Operand::DaemonSet(desired) = &plan
+        .steps
+        .iter()
+        .find(|s| matches!(s.operand, Operand::DaemonSet(_)))
+        .unwrap()
+        .operand
+    else {
+        unreachable!()
+    };
+    let key = csi::status::STABLE_GENERATION_ANNOTATION;
+    // Rolled out at 1, nothing else to change: the annotation-only write makes generation 2.
+    let observed_ds = rolled_out(desired, 1);
+    let next = plan::with_stable_generation(desired.clone(), Some(&observed_ds));
+    assert_eq!(next.metadata.annotations.as_ref().unwrap()[key], "2");
+    // Once carried at the current generation it stays, and the object is unchanged.
+    let stable = rolled_out(&next, 2);
+    let again = plan::with_stable_generation(desired.clone(), Some(&stable));
+    assert_eq!(again.metadata.annotations.as_ref().unwrap()[key], "2");
+    assert_eq!(
+        opkit::apply::plan(
+            &serde_json::to_value(&again).unwrap(),
+            Some(&serde_json::to_value(&stable).unwrap())
+        ),
+        opkit::apply::Plan::Skip
+    );
+    // A real change (a new image) keeps the carried value: that rollout is not finished.
+    let mut changed = desired.clone();
+    changed
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .image = Some("example.com/pd:2".into());
+    let during = plan::with_stable_generation(changed, Some(&stable));
+    assert_eq!(during.metadata.annotations.as_ref().unwrap()[key], "2");
+}
