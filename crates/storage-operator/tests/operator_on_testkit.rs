@@ -70,11 +70,15 @@ impl Running {
 }
 
 fn start(client: Client) -> Running {
+    start_with(client, settings())
+}
+
+fn start_with(client: Client, settings: Settings) -> Running {
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         storage_operator::operator::run(
             client,
-            settings(),
+            settings,
             Metrics::new(),
             Readiness::default(),
             async {
@@ -506,5 +510,89 @@ async fn unmanaged_pauses_and_removed_is_refused_with_a_reason() {
             .unwrap()
     })
     .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_upgrade_rolls_the_driver_operator_to_the_new_images() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage"]).await;
+    create::<Node>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+                                  "spec": {"providerID": "gce://p/z/n"}}),
+    )
+    .await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    eventually("the driver operator Deployment", async || {
+        deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+
+    // The new release brings new images: the restarted operator updates the Deployment in place.
+    let mut upgraded = settings();
+    upgraded.operator_image = "example.com/storage-operator:2".into();
+    upgraded
+        .env
+        .insert("GCP_PD_DRIVER_IMAGE".into(), "example.com/pd:2".into());
+    let running = start_with(cluster.client_with_agent("storage-operator"), upgraded);
+    let container = eventually("the new images", async || {
+        let deployment = deployments.get("gcp-pd-csi-driver-operator").await.unwrap();
+        let container = deployment.spec.unwrap().template.spec.unwrap().containers[0].clone();
+        (container.image.as_deref() == Some("example.com/storage-operator:2")).then_some(container)
+    })
+    .await;
+    assert!(
+        container
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == "DRIVER_IMAGE" && e.value.as_deref() == Some("example.com/pd:2"))
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_platform_without_a_driver_installs_nothing_and_says_so() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage"]).await;
+    // A kind-like node: no cloud provider ID.
+    create::<Node>(&admin, json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "kind-control-plane",
+        "labels": {"node-role.kubernetes.io/control-plane": ""}}, "spec": {"providerID": "kind://docker/kind/kind-control-plane"}}))
+    .await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    let starter = eventually("the starter's Available condition", async || {
+        storage_condition(&admin, "CSIDriverStarterAvailable").await
+    })
+    .await;
+    assert!(starter.2.contains("platform None"), "{}", starter.2);
+    assert!(
+        starter.2.contains("no CSI driver to install"),
+        "{}",
+        starter.2
+    );
+    assert_eq!(
+        storage_condition(&admin, "CSIDriverStarterDegraded")
+            .await
+            .unwrap()
+            .0,
+        "False"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    assert!(
+        deployments
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
     running.stop().await;
 }
