@@ -821,3 +821,129 @@ async fn api_faults_and_dropped_watches_recover() {
     quiet(&cluster).await;
     running.stop().await;
 }
+
+async fn generations(client: &Client) -> (i64, i64) {
+    let d = Api::<Deployment>::namespaced(client.clone(), NS)
+        .get(CONTROLLER)
+        .await
+        .unwrap();
+    let ds = Api::<DaemonSet>::namespaced(client.clone(), NS)
+        .get(NODE)
+        .await
+        .unwrap();
+    (
+        d.metadata.generation.unwrap(),
+        ds.metadata.generation.unwrap(),
+    )
+}
+
+/// Waits for the operator to settle, then returns the workload generations.
+async fn settled(cluster: &Cluster, client: &Client) -> (i64, i64) {
+    healthy(client).await;
+    quiet(cluster).await;
+    generations(client).await
+}
+
+#[tokio::test]
+async fn credential_rotation_and_log_level_roll_the_pods_once() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin.clone(), NS);
+    // `data` rather than `stringData`: testkit stores stringData as sent (a real API server
+    // merges it into data).
+    let secret = |key: &str| {
+        serde_json::from_value::<k8s_openapi::api::core::v1::Secret>(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "gcp-pd-cloud-credentials", "namespace": NS},
+            "data": {"service_account.json": key}
+        }))
+        .unwrap()
+    };
+    let before = settled(&cluster, &admin).await;
+
+    // The cloud-credential-operator writes the Secret: the controller pods roll once.
+    secrets
+        .create(&PostParams::default(), &secret("a2V5LTE="))
+        .await
+        .unwrap();
+    let after_create = eventually("the Deployment rolled for the new Secret", async || {
+        let now = generations(&admin).await;
+        (now.0 > before.0).then_some(now)
+    })
+    .await;
+    let settled_create = settled(&cluster, &admin).await;
+    assert_eq!(
+        settled_create.0, after_create.0,
+        "the Deployment rolled more than once"
+    );
+    let template = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .get(CONTROLLER)
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template;
+    let hash_key = csi::hash::annotation_key(
+        NS,
+        "gcp-pd-cloud-credentials",
+        csi::hash::HashedKind::Secret,
+    );
+    let first_hash = template.metadata.unwrap().annotations.unwrap()[&hash_key].clone();
+
+    // Rotation: a new hash, one more rollout.
+    secrets
+        .replace(
+            "gcp-pd-cloud-credentials",
+            &PostParams::default(),
+            &secret("a2V5LTI="),
+        )
+        .await
+        .unwrap();
+    eventually("the Deployment rolled for the rotated Secret", async || {
+        (generations(&admin).await.0 > settled_create.0).then_some(())
+    })
+    .await;
+    let settled_rotation = settled(&cluster, &admin).await;
+    assert_eq!(settled_rotation.0, settled_create.0 + 1);
+    let second_hash = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .get(CONTROLLER)
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .annotations
+        .unwrap()[&hash_key]
+        .clone();
+    assert_ne!(first_hash, second_hash);
+
+    // logLevel Debug: --v=4 everywhere, each workload rolled once.
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"logLevel": "Debug"}})),
+        )
+        .await
+        .unwrap();
+    eventually("both workloads rolled for the log level", async || {
+        let now = generations(&admin).await;
+        (now.0 > settled_rotation.0 && now.1 > settled_rotation.1).then_some(())
+    })
+    .await;
+    let settled_log = settled(&cluster, &admin).await;
+    assert_eq!(settled_log.0, settled_rotation.0 + 1);
+    let d = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .get(CONTROLLER)
+        .await
+        .unwrap();
+    let args = d.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(args.iter().any(|a| a == "--v=4"), "{args:?}");
+    running.stop().await;
+}
