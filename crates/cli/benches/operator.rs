@@ -88,6 +88,7 @@ async fn in_process() {
             operator_image: "example.com/so:1".into(),
             env: Default::default(),
             version: "1".into(),
+            operator_log_level: None,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let started = Instant::now();

@@ -9,9 +9,9 @@ use crate::cli::Command;
 use crate::render;
 
 /// Runs one subcommand.
-pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Run(args) => crate::run::run(args),
+        Command::Run(args) => crate::run::run(args, log),
         Command::Driver { name } => not_implemented(
             &format!("driver {name}"),
             "the CSI driver operators (issues #4 and #6)",

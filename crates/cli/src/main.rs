@@ -12,8 +12,8 @@ mod run;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    logging::init(cli.log_format, &cli.log_level);
-    match commands::run(cli.command) {
+    let log = logging::init(cli.log_format, &cli.log_level);
+    match commands::run(cli.command, log) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");

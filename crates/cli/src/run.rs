@@ -7,23 +7,23 @@ use anyhow::Context;
 use opkit::admin::{AdminServer, Readiness};
 use opkit::leader::{LeaderConfig, elect};
 use opkit::metrics::Metrics;
-use storage_operator::plan::Settings;
+use storage_operator::plan::{LogLevelHook, Settings};
 
 use crate::cli::RunArgs;
 
 /// The Lease the cluster storage operator's replicas compete for.
 const LEASE: &str = "cluster-storage-operator-lock";
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(args))
+    runtime.block_on(serve(args, log))
 }
 
-async fn serve(args: RunArgs) -> anyhow::Result<ExitCode> {
+async fn serve(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
@@ -69,6 +69,7 @@ async fn serve(args: RunArgs) -> anyhow::Result<ExitCode> {
         operator_image: args.operator_image,
         env: std::env::vars().collect(),
         version: args.operator_version,
+        operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
     };
     let mut lost_leadership = false;
     {

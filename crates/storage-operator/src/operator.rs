@@ -82,6 +82,7 @@ pub async fn run(
     readiness.set(true);
     tracing::info!("caches synced; reconciling");
     let context = Context {
+        log_level: Default::default(),
         settled: Default::default(),
         applier: Applier::new(client.clone(), STARTER),
         client,
@@ -103,12 +104,34 @@ pub async fn run(
 
 struct Context {
     client: Client,
+    /// The operator log level last applied.
+    log_level: std::sync::Mutex<Option<api::operator_v1::LogLevel>>,
     /// Drivers whose OLM adoption is settled (nothing to adopt, or adopted) in this process.
     settled: std::sync::Mutex<BTreeMap<String, olm::Progress>>,
     applier: Applier,
     caches: Caches,
     settings: Settings,
     metrics: Metrics,
+}
+
+/// Follows `Storage.spec.operatorLogLevel` (OpenShift's LoggingSyncer), logging the change.
+fn apply_operator_log_level(context: &Context, observed: &crate::observe::Observed) {
+    let (Some(hook), Some(storage)) = (&context.settings.operator_log_level, &observed.storage)
+    else {
+        return;
+    };
+    let level = storage.spec.operator.operator_log_level();
+    let mut current = context
+        .log_level
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if current.as_ref() != Some(&level) {
+        hook.apply(&level);
+        if let Some(previous) = current.as_ref() {
+            tracing::info!(from = %previous, to = %level, "operator log level changed");
+        }
+        *current = Some(level);
+    }
 }
 
 /// Steps the OLM adoption of every driver about to start, until it is settled.
@@ -149,6 +172,7 @@ async fn adopt(
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let observed = context.caches.observe();
     let now = Time(Timestamp::now());
+    apply_operator_log_level(context, &observed);
     let adoption = adopt(context, &observed).await?;
     let plan = plan(&observed, &context.settings, &adoption, &now);
     tracing::debug!(

@@ -45,6 +45,30 @@ pub struct Settings {
     pub env: std::collections::BTreeMap<String, String>,
     /// The version reported in ClusterOperator `versions` (OPERATOR_IMAGE_VERSION).
     pub version: String,
+    /// Applies `Storage.spec.operatorLogLevel` to this process's logging, when it can.
+    pub operator_log_level: Option<LogLevelHook>,
+}
+
+/// A way to change the process's log level at run time.
+#[derive(Clone)]
+pub struct LogLevelHook(std::sync::Arc<dyn Fn(&api::operator_v1::LogLevel) + Send + Sync>);
+
+impl LogLevelHook {
+    /// Wraps `apply`.
+    pub fn new(apply: impl Fn(&api::operator_v1::LogLevel) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(apply))
+    }
+
+    /// Applies `level`.
+    pub fn apply(&self, level: &api::operator_v1::LogLevel) {
+        (self.0)(level);
+    }
+}
+
+impl std::fmt::Debug for LogLevelHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogLevelHook")
+    }
 }
 
 /// One object to apply.
@@ -529,6 +553,7 @@ mod tests {
             operator_image: "i".into(),
             env: Default::default(),
             version: "1".into(),
+            operator_log_level: None,
         }
     }
 

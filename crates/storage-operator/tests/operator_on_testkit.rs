@@ -54,6 +54,7 @@ fn settings() -> Settings {
         )]
         .into(),
         version: "4.20.0".into(),
+        operator_log_level: None,
     }
 }
 
@@ -594,5 +595,44 @@ async fn a_platform_without_a_driver_installs_nothing_and_says_so() {
             .items
             .is_empty()
     );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_follows_its_own_log_level() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage"]).await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hook = {
+        let seen = seen.clone();
+        storage_operator::plan::LogLevelHook::new(move |level| {
+            seen.lock().unwrap().push(level.to_string())
+        })
+    };
+    let running = start_with(
+        cluster.client_with_agent("storage-operator"),
+        Settings {
+            operator_log_level: Some(hook),
+            ..settings()
+        },
+    );
+    eventually("the default level applied", async || {
+        (seen.lock().unwrap().as_slice() == ["Normal"]).then_some(())
+    })
+    .await;
+    Api::<Storage>::all(admin.clone())
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"operatorLogLevel": "TraceAll"}})),
+        )
+        .await
+        .unwrap();
+    eventually("TraceAll applied", async || {
+        (seen.lock().unwrap().last().map(String::as_str) == Some("TraceAll")).then_some(())
+    })
+    .await;
+    assert_eq!(seen.lock().unwrap().len(), 2, "applied once per change");
     running.stop().await;
 }

@@ -39,6 +39,7 @@ async fn reports_the_platform_and_starts_its_driver_operator() {
             .unwrap_or_else(|_| "localhost/storage-operator:latest".into()),
         env: std::env::vars().collect(),
         version: "e2e".into(),
+        operator_log_level: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(storage_operator::operator::run(
