@@ -738,6 +738,12 @@ async fn optional_crds_absent_then_installed() {
     healthy(&admin).await;
     quiet(&cluster).await;
 
+    create_cluster_scoped::<Namespace>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": "openshift-cloud-credential-operator"}}),
+    )
+    .await;
     install_open_crd(
         &admin,
         "monitoring.coreos.com",
@@ -754,6 +760,14 @@ async fn optional_crds_absent_then_installed() {
         false,
     )
     .await;
+    install_open_crd(
+        &admin,
+        "cloudcredential.openshift.io",
+        "CredentialsRequest",
+        "credentialsrequests",
+        true,
+    )
+    .await;
     let monitors = Api::<DynamicObject>::namespaced_with(
         admin.clone(),
         NS,
@@ -768,6 +782,19 @@ async fn optional_crds_absent_then_installed() {
         admin.clone(),
         &csi::operator::observe::OptionalKind::VolumeSnapshotClass.api_resource(),
     );
+    let requests = Api::<DynamicObject>::namespaced_with(
+        admin.clone(),
+        "openshift-cloud-credential-operator",
+        &csi::operator::observe::OptionalKind::CredentialsRequest.api_resource(),
+    );
+    eventually("the CredentialsRequest", async || {
+        requests
+            .get_opt("openshift-gcp-pd-csi-driver-operator")
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
     eventually("a VolumeSnapshotClass", async || {
         snapshot_classes
             .get_opt("csi-gce-pd-vsc")

@@ -114,10 +114,6 @@ impl OptionalKind {
             plural,
         )
     }
-
-    fn namespaced(self) -> bool {
-        !matches!(self, Self::VolumeSnapshotClass)
-    }
 }
 
 /// The operand objects of one optional kind, once its CRD exists and its cache has filled.
@@ -181,6 +177,8 @@ pub struct Caches {
     apis: Apis,
     client: Client,
     namespace: String,
+    /// Where the CredentialsRequest lives (cloud-credential-operator's namespace).
+    credentials_request_namespace: Option<String>,
     label: String,
     trigger: Arc<Notify>,
     cluster_csi_driver: Store<ClusterCSIDriver>,
@@ -257,6 +255,11 @@ impl Caches {
             apis,
             client: client.clone(),
             namespace: def.namespace.clone(),
+            credentials_request_namespace: def
+                .credentials
+                .as_ref()
+                .and_then(|c| c.credentials_request.as_ref())
+                .map(|r| r.namespace.clone()),
             label: label.clone(),
             trigger: informers.trigger(),
             cluster_csi_driver: informers.watch(
@@ -314,10 +317,14 @@ impl Caches {
             return Some(store.clone());
         }
         let resource = kind.api_resource();
-        let api: Api<DynamicObject> = if kind.namespaced() {
-            Api::namespaced_with(self.client.clone(), &self.namespace, &resource)
-        } else {
-            Api::all_with(self.client.clone(), &resource)
+        let namespace = match kind {
+            OptionalKind::ServiceMonitor => Some(self.namespace.as_str()),
+            OptionalKind::CredentialsRequest => self.credentials_request_namespace.as_deref(),
+            OptionalKind::VolumeSnapshotClass => None,
+        };
+        let api: Api<DynamicObject> = match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
         };
         let writer = Writer::new(resource);
         let store = writer.as_reader();
