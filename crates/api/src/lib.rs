@@ -4,12 +4,14 @@
 //!   operators own.
 //! - [`config_v1`]: `config.openshift.io/v1` Infrastructure, Proxy, FeatureGate (read) and
 //!   ClusterOperator (written).
+//! - [`build_v1`]: `build.openshift.io/v1` build volumes (Secret, ConfigMap, CSI).
 //! - [`crds`]: the CustomResourceDefinitions generated from these types, as installed on plain
 //!   Kubernetes and committed under `deploy/crds/`.
 //!
 //! This crate makes no API calls. Every enum keeps values it does not know (see
 //! [`string_enum`](mod@string_enum)), so objects from a newer cluster never fail to decode.
 
+pub mod build_v1;
 pub mod config_v1;
 pub mod crds;
 pub mod operator_v1;

@@ -1,3 +1,8 @@
-//! Build CSI volumes: validation, build-pod wiring, feature gate and status
-//!
-//! Work on this crate arrives in a later issue; see ARCHITECTURE.md for what it will own.
+//! Build CSI volumes (seed 000): builds using the Docker and Source strategies can mount CSI
+//! ephemeral volumes, Secrets and ConfigMaps, read only. This crate holds the pure parts:
+//! validation with OpenShift's rules and messages plus the checks OpenShift leaves to run time
+//! ([`validation`]), and the wiring of volumes into the build pod ([`pod`]). The build
+//! controller arrives with the rest of issue #7.
+
+pub mod pod;
+pub mod validation;
