@@ -3,7 +3,7 @@
 //!
 //! A driver module in the `drivers` crate is one `DriverDef` value (usually parsed from an
 //! embedded YAML table) and a handful of hook functions. Everything the operand builders emit is
-//! derived from this value and from [`Inputs`](crate::Inputs).
+//! derived from this value and from [`Inputs`].
 
 use std::collections::BTreeMap;
 

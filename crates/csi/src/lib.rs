@@ -1,6 +1,6 @@
 //! The CSI driver kit (library-go's `csi/*` equivalent), pure half: a driver described as
 //! data ([`DriverDef`]), everything a build reads ([`Inputs`]), and one pure builder per
-//! operand kind. [`render`] returns every operand in a stable order.
+//! operand kind. [`render()`] returns every operand in a stable order.
 //!
 //! Nothing here talks to the API server or reads the process environment: `observe` (in the
 //! controllers) gathers [`Inputs`], these functions compute the desired objects, `apply`

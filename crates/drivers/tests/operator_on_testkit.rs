@@ -974,3 +974,84 @@ async fn credential_rotation_and_log_level_roll_the_pods_once() {
     assert!(args.iter().any(|a| a == "--v=4"), "{args:?}");
     running.stop().await;
 }
+
+#[tokio::test]
+async fn trusted_ca_bundle_and_proxy_changes_roll_the_pods_once() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let before = settled(&cluster, &admin).await;
+
+    // The network operator fills in the trusted CA bundle ConfigMap the operator created.
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(admin.clone(), NS);
+    config_maps
+        .patch(
+            "gcp-pd-csi-driver-trusted-ca-bundle",
+            &PatchParams::apply("cluster-network-operator"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "gcp-pd-csi-driver-trusted-ca-bundle", "namespace": NS},
+                "data": {"ca-bundle.crt": "-----BEGIN CERTIFICATE-----\n"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the controller rolled for the CA bundle", async || {
+        (generations(&admin).await.0 > before.0).then_some(())
+    })
+    .await;
+    let after_ca = settled(&cluster, &admin).await;
+    assert_eq!(
+        after_ca.0,
+        before.0 + 1,
+        "the CA bundle rolled the controller more than once"
+    );
+    let d = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .get(CONTROLLER)
+        .await
+        .unwrap();
+    let volumes = d.spec.unwrap().template.spec.unwrap().volumes.unwrap();
+    assert!(
+        volumes.iter().any(|v| v
+            .config_map
+            .as_ref()
+            .is_some_and(|c| c.name == "gcp-pd-csi-driver-trusted-ca-bundle")),
+        "the CA bundle is not mounted"
+    );
+
+    // The cluster-wide proxy is configured: the proxy env reaches the pods, one rollout.
+    let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
+        "metadata": {"name": "cluster"}, "spec": {},
+        "status": {"httpProxy": "http://proxy.example.com:3128", "httpsProxy": "http://proxy.example.com:3128", "noProxy": ".cluster.local"}});
+    create_cluster_scoped::<api::config_v1::Proxy>(&admin, proxy.clone()).await;
+    Api::<api::config_v1::Proxy>::all(admin.clone())
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("network-operator"),
+            &Patch::Apply(proxy),
+        )
+        .await
+        .unwrap();
+    eventually("the controller rolled for the proxy", async || {
+        (generations(&admin).await.0 > after_ca.0).then_some(())
+    })
+    .await;
+    let after_proxy = settled(&cluster, &admin).await;
+    assert_eq!(
+        after_proxy.0,
+        after_ca.0 + 1,
+        "the proxy rolled the controller more than once"
+    );
+    let d = Api::<Deployment>::namespaced(admin.clone(), NS)
+        .get(CONTROLLER)
+        .await
+        .unwrap();
+    let env = d.spec.unwrap().template.spec.unwrap().containers[0]
+        .env
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        env.iter().any(|e| e.name == "HTTPS_PROXY"),
+        "no proxy env in the driver container: {env:?}"
+    );
+    running.stop().await;
+}

@@ -5,6 +5,28 @@
 //! object), delete what must go, and write each controller's part of the ClusterCSIDriver
 //! status. An idle cluster costs no requests: nothing is written when nothing changed and there
 //! is no periodic resync (time-based transitions use the loop's requeue).
+//!
+//! Logical controllers, each with its field manager `storage-operator/<name>` for its operands
+//! and its conditions: `<prefix>DriverStaticResourcesController` (RBAC, ServiceAccounts, the CA
+//! ConfigMap, CSIDriver, Service, PDB, snapshot classes, CredentialsRequest),
+//! `<prefix>DriverControllerServiceController` (Deployment; Available/Progressing/Degraded,
+//! `readyReplicas`, its generation), `<prefix>DriverNodeServiceController` (DaemonSet),
+//! `StorageClassController`, `<prefix>DriverServiceMonitorController` and `ManagementState`
+//! (`ManagementStateDegraded`, `observedGeneration`).
+//!
+//! Where this differs from library-go on purpose:
+//! - No periodic resync and no write when nothing changed (library-go resyncs every minute).
+//! - A failed apply sets its controller's Degraded at once, as `WithSyncDegradedOnError` does;
+//!   the roll-up inertia (2 minutes) is cluster-storage-operator's business.
+//! - Restored drift and recreated objects are recorded as Events (`OperandDriftRestored`,
+//!   `OperandRecreated`) regarding the operand; Events about cluster-scoped operands go to the
+//!   `default` namespace (kube-rs' convention).
+//! - Finalizers of removable drivers are qualified (`csi.storage.openshift.io/<controller>`):
+//!   API servers reject library-go's bare controller names.
+//! - Unmanaged says so: `ManagementStateDegraded` is False with reason `Unmanaged`; every other
+//!   condition is left as it was.
+//! - The DaemonSet's stable-generation annotation records the generation its own write
+//!   produces (see [`plan::with_stable_generation`]).
 
 pub mod observe;
 pub mod plan;
