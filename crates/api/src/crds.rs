@@ -7,6 +7,7 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use crate::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
+use crate::csidriver_v1alpha1::CSIDriverDeployment;
 use crate::operator_v1::{CSIDriverName, ClusterCSIDriver, Storage};
 
 /// The first line of every generated file.
@@ -22,6 +23,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         Infrastructure::crd(),
         Proxy::crd(),
         FeatureGate::crd(),
+        CSIDriverDeployment::crd(),
     ]
 }
 

@@ -5,6 +5,8 @@
 //! - [`config_v1`]: `config.openshift.io/v1` Infrastructure, Proxy, FeatureGate (read) and
 //!   ClusterOperator (written).
 //! - [`build_v1`]: `build.openshift.io/v1` build volumes (Secret, ConfigMap, CSI).
+//! - [`csidriver_v1alpha1`]: `csidriver.storage.openshift.io/v1alpha1` CSIDriverDeployment,
+//!   any CSI driver declared (seed 004).
 //! - [`crds`]: the CustomResourceDefinitions generated from these types, as installed on plain
 //!   Kubernetes and committed under `deploy/crds/`.
 //!
@@ -14,6 +16,7 @@
 pub mod build_v1;
 pub mod config_v1;
 pub mod crds;
+pub mod csidriver_v1alpha1;
 pub mod operator_v1;
 pub mod schema;
 pub mod string_enum;

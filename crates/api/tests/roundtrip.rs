@@ -8,6 +8,7 @@ mod common;
 use api::config_v1::{
     ClusterOperator, FeatureGate, GateState, Infrastructure, PlatformType, Proxy, TopologyMode,
 };
+use api::csidriver_v1alpha1::CSIDriverDeployment;
 use api::operator_v1::{
     CSIDriverType, ClusterCSIDriver, LogLevel, ManagementState, Storage, StorageClassStateName,
 };
@@ -37,6 +38,7 @@ fn every_fixture_round_trips_and_is_schema_valid() {
             "Infrastructure" => drop(round_trip::<Infrastructure>(&name, &object)),
             "Proxy" => drop(round_trip::<Proxy>(&name, &object)),
             "FeatureGate" => drop(round_trip::<FeatureGate>(&name, &object)),
+            "CSIDriverDeployment" => drop(round_trip::<CSIDriverDeployment>(&name, &object)),
             other => panic!("{name}: no type for kind {other}"),
         }
         let errors = common::validate(&object, None);
@@ -240,5 +242,28 @@ fn cluster_operator_keeps_related_objects_and_versions() {
             .unwrap()
             .status,
         api::operator_v1::ConditionStatus::Unknown
+    );
+}
+
+#[test]
+fn a_2018_csidriverdeployment_decodes_with_its_defaults() {
+    let deployment: CSIDriverDeployment =
+        serde_json::from_value(fixture("csidriverdeployment-hostpath-2018.yaml")).unwrap();
+    assert_eq!(deployment.spec.driver_name, "csi-hostpath");
+    assert_eq!(deployment.spec.kubelet_root_dir(), "/var/lib/kubelet");
+    assert!(
+        deployment.spec.driver_controller_template.is_none(),
+        "no controller part"
+    );
+    let node = deployment
+        .spec
+        .driver_per_node_template
+        .spec
+        .as_ref()
+        .unwrap();
+    assert_eq!(node.containers[0].name, "csi-driver");
+    assert_eq!(
+        deployment.spec.storage_class_templates[0].default,
+        Some(true)
     );
 }

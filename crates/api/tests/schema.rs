@@ -68,6 +68,20 @@ fn fixture(name: &str) -> Value {
 #[case::platform_type("infrastructure-gcp.yaml", "/status/platformStatus/type", json!("MarsCloud"), "MarsCloud")]
 #[case::topology("infrastructure-gcp.yaml", "/status/controlPlaneTopology", json!("Sideways"), "Sideways")]
 #[case::feature_set("featuregate.yaml", "/spec/featureSet", json!("Everything"), "Everything")]
+#[case::cdd_node_update_strategy("csidriverdeployment-hostpath-2018.yaml", "/spec/nodeUpdateStrategy", json!("Sometimes"), "Sometimes")]
+#[case::cdd_kubelet_dir_relative("csidriverdeployment-hostpath-2018.yaml", "/spec/kubeletRootDir", json!("var/lib/kubelet"), "kubeletRootDir")]
+#[case::cdd_driver_name_missing(
+    "csidriverdeployment-hostpath-2018.yaml",
+    "/spec/driverName",
+    Value::Null,
+    "driverName"
+)]
+#[case::cdd_socket_missing(
+    "csidriverdeployment-hostpath-2018.yaml",
+    "/spec/driverSocket",
+    Value::Null,
+    "driverSocket"
+)]
 #[case::related_object_without_name("clusteroperator-storage.yaml", "/status/relatedObjects", json!([{"group": "", "resource": "namespaces"}]), "name")]
 fn invalid_values_are_rejected(
     #[case] fixture_name: &str,

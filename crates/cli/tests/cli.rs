@@ -76,6 +76,7 @@ fn crds_prints_every_crd_as_multi_document_yaml() {
             "infrastructures.config.openshift.io",
             "proxies.config.openshift.io",
             "featuregates.config.openshift.io",
+            "csidriverdeployments.csidriver.storage.openshift.io",
         ]
     );
     assert!(

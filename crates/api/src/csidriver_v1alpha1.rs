@@ -1,0 +1,209 @@
+//! `csidriver.storage.openshift.io/v1alpha1` CSIDriverDeployment (seed 004): any CSI driver,
+//! declared. The fields and JSON names of the 2018 openshift/csi-operator, so its manifests apply
+//! unchanged, plus optional fields for what 2018 could not know (the CSIDriver object, resizer
+//! and snapshotter, controller replicas, the kubelet directory).
+//!
+//! The pod templates are kept as free-form objects in the CRD (a full PodTemplateSpec schema
+//! would add some ten thousand lines to it); the controller decodes them and reports a field
+//! that does not decode in status, naming it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{PodTemplateSpec, TopologySelectorTerm};
+use k8s_openapi::api::storage::v1::CSIDriverSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::operator_v1::{ManagementState, OperatorCondition};
+use crate::string_enum;
+
+string_enum! {
+    /// How the node DaemonSet is updated.
+    pub enum NodeUpdateStrategy {
+        /// Rolling update, a few nodes at a time.
+        Rolling = "Rolling",
+        /// Pods are replaced only when deleted (FUSE drivers, whose restart unmounts volumes).
+        OnDelete = "OnDelete",
+    }
+}
+
+fn free_form(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+fn free_form_optional(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "nullable": true, "x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// A CSI driver to install: its node (and optional controller) pod templates, the socket the
+/// driver listens on, and its StorageClasses. The operator adds the sidecars, RBAC, CSIDriver
+/// object and StorageClasses.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "csidriver.storage.openshift.io",
+    version = "v1alpha1",
+    kind = "CSIDriverDeployment",
+    plural = "csidriverdeployments",
+    namespaced,
+    status = "CSIDriverDeploymentStatus",
+    doc = "CSIDriverDeployment installs any CSI driver: the operator adds sidecars, RBAC, the CSIDriver object and StorageClasses."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CSIDriverDeploymentSpec {
+    /// Managed, Unmanaged or Removed.
+    pub management_state: ManagementState,
+    /// The CSI driver's name (what it returns from GetPluginInfo).
+    #[schemars(length(min = 1, max = 63))]
+    pub driver_name: String,
+    /// The pod run on every node; its first container is the driver.
+    #[schemars(schema_with = "free_form")]
+    pub driver_per_node_template: PodTemplateSpec,
+    /// The pod of the controller part; absent when the driver has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "free_form_optional")]
+    pub driver_controller_template: Option<PodTemplateSpec>,
+    /// The path of the driver's socket inside its container (absolute).
+    pub driver_socket: String,
+    /// StorageClasses to create for the driver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage_class_templates: Vec<StorageClassTemplate>,
+    /// How the node pods are updated; Rolling when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_update_strategy: Option<NodeUpdateStrategy>,
+    /// Images of the sidecars; upstream images when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_images: Option<CSIDeploymentContainerImages>,
+    /// The CSIDriver object's spec (attachRequired, podInfoOnMount, fsGroupPolicy, ...);
+    /// Kubernetes' defaults when unset.
+    #[serde(rename = "csiDriver", default, skip_serializing_if = "Option::is_none")]
+    pub csi_driver: Option<CSIDriverSpec>,
+    /// Optional controller sidecars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sidecars: Option<SidecarsSpec>,
+    /// Controller replicas; as for the built-in drivers (by topology) when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10))]
+    pub controller_replicas: Option<i32>,
+    /// The kubelet's root directory; `/var/lib/kubelet` when unset (OpenShift 3.11 used
+    /// `/var/lib/origin/openshift.local.volumes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^/"))]
+    pub kubelet_root_dir: Option<String>,
+}
+
+impl CSIDriverDeploymentSpec {
+    /// The kubelet root directory with the default applied.
+    pub fn kubelet_root_dir(&self) -> &str {
+        self.kubelet_root_dir
+            .as_deref()
+            .unwrap_or("/var/lib/kubelet")
+    }
+}
+
+/// A StorageClass to create for the driver.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageClassTemplate {
+    /// Its name, labels and annotations.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Whether it should be the cluster's default class (only when no other class is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<bool>,
+    /// Parameters passed to the driver.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+    /// Delete or Retain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_policy: Option<String>,
+    /// Mount options of its volumes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mount_options: Vec<String>,
+    /// Whether its volumes can be expanded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_volume_expansion: Option<bool>,
+    /// Immediate or WaitForFirstConsumer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_binding_mode: Option<String>,
+    /// Where its volumes may be provisioned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_topologies: Vec<TopologySelectorTerm>,
+}
+
+/// Sidecar images.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CSIDeploymentContainerImages {
+    /// external-attacher.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attacher_image: Option<String>,
+    /// external-provisioner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioner_image: Option<String>,
+    /// node-driver-registrar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_registrar_image: Option<String>,
+    /// livenessprobe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness_probe_image: Option<String>,
+    /// external-resizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resizer_image: Option<String>,
+    /// external-snapshotter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshotter_image: Option<String>,
+}
+
+/// Optional controller sidecars.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SidecarsSpec {
+    /// Run external-resizer (the driver supports volume expansion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resizer: Option<bool>,
+    /// Run external-snapshotter (the driver supports snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshotter: Option<bool>,
+}
+
+/// One object the operator created, with its last seen generation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerationHistory {
+    /// API group.
+    #[serde(default)]
+    pub group: String,
+    /// Resource (plural).
+    #[serde(default)]
+    pub resource: String,
+    /// Namespace; empty for cluster-scoped objects.
+    #[serde(default)]
+    pub namespace: String,
+    /// Name.
+    #[serde(default)]
+    pub name: String,
+    /// Last generation seen.
+    #[serde(default)]
+    pub last_generation: i64,
+}
+
+/// What the operator did with a CSIDriverDeployment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CSIDriverDeploymentStatus {
+    /// The generation of the spec this status is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The objects created for the driver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<GenerationHistory>,
+    /// The management state acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ManagementState>,
+    /// Available, Progressing, Degraded and the validation conditions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<OperatorCondition>,
+}
