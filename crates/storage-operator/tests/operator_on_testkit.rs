@@ -636,3 +636,72 @@ async fn the_operator_follows_its_own_log_level() {
     assert_eq!(seen.lock().unwrap().len(), 2, "applied once per change");
     running.stop().await;
 }
+
+#[tokio::test]
+async fn every_platform_gets_its_drivers_or_a_reason() {
+    // (platform, drivers it needs, whether the catalogue has them all today)
+    let platforms = [
+        ("GCP", &["gcp-pd"][..], true),
+        ("AWS", &["aws-ebs"][..], false),
+        ("Azure", &["azure-disk", "azure-file"][..], false),
+        (
+            "OpenStack",
+            &["openstack-manila", "openstack-cinder"][..],
+            false,
+        ),
+        ("VSphere", &["vsphere"][..], false),
+        ("IBMCloud", &["ibm-vpc-block"][..], false),
+        ("PowerVS", &["powervs-block"][..], false),
+        ("BareMetal", &[][..], true),
+    ];
+    for (platform, drivers, complete) in platforms {
+        let cluster = testkit::Cluster::start().await;
+        let admin = cluster.client();
+        install_crds(&admin, &["ClusterCSIDriver", "Storage", "Infrastructure"]).await;
+        let infrastructure = json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+            "spec": {}, "status": {"infrastructureName": "c", "platformStatus": {"type": platform}}
+        });
+        create::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
+        Api::<api::config_v1::Infrastructure>::all(admin.clone())
+            .patch_status(
+                "cluster",
+                &PatchParams::apply("installer"),
+                &Patch::Apply(infrastructure),
+            )
+            .await
+            .unwrap();
+        let running = start(cluster.client_with_agent("storage-operator"));
+        let degraded = eventually("the starter's Degraded condition", async || {
+            storage_condition(&admin, "CSIDriverStarterDegraded").await
+        })
+        .await;
+        if complete {
+            assert_eq!(degraded.0, "False", "{platform}: {}", degraded.2);
+        } else {
+            assert_eq!(degraded.0, "True", "{platform}");
+            for driver in drivers {
+                assert!(
+                    degraded
+                        .2
+                        .contains(&format!("no definition of the {driver} driver yet")),
+                    "{platform}: {}",
+                    degraded.2
+                );
+            }
+        }
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+        let started = deployments
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .len();
+        assert_eq!(
+            started,
+            if complete { drivers.len() } else { 0 },
+            "{platform}"
+        );
+        running.stop().await;
+    }
+}
