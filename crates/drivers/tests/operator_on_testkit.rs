@@ -1055,3 +1055,39 @@ async fn trusted_ca_bundle_and_proxy_changes_roll_the_pods_once() {
     );
     running.stop().await;
 }
+
+/// Prints the figures of the performance section (run with `--nocapture`): requests to
+/// converge from empty by verb, and the time from the first request to the last operand write.
+/// Only the absence of polling is asserted; times depend on the machine.
+#[tokio::test]
+async fn converge_figures() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    cluster.clear_requests();
+    let running = start(&cluster);
+    healthy(&admin).await;
+    let requests: Vec<_> = cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.from_client(AGENT))
+        .collect();
+    let mut by_verb = std::collections::BTreeMap::<String, usize>::new();
+    for r in &requests {
+        *by_verb.entry(r.verb.clone()).or_default() += 1;
+    }
+    let first = requests.first().map(|r| r.at).unwrap_or_default();
+    let last_operand_write = requests
+        .iter()
+        .filter(|r| r.is_write() && r.subresource.is_none() && r.resource != "events")
+        .map(|r| r.at)
+        .max()
+        .unwrap_or_default();
+    println!(
+        "converge from empty: {} requests {by_verb:?}; every operand applied {:?} after the first request",
+        requests.len(),
+        last_operand_write.saturating_sub(first)
+    );
+    // Reads are the initial list+watch of each cache and discovery, never GETs.
+    assert_eq!(by_verb.get("get"), None, "GET polling: {by_verb:?}");
+    running.stop().await;
+}
