@@ -727,6 +727,30 @@ async fn an_admins_default_class_is_kept() {
         theirs.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
         "true"
     );
+    // The admin turns our class off as default: it stays off.
+    classes
+        .patch(
+            "standard-csi",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"storageclass.kubernetes.io/is-default-class": "false"}}})),
+        )
+        .await
+        .unwrap();
+    classes
+        .patch(
+            "admin-default",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"storageclass.kubernetes.io/is-default-class": null}}})),
+        )
+        .await
+        .unwrap();
+    quiet(&cluster).await;
+    let ours = classes.get("standard-csi").await.unwrap();
+    assert_eq!(
+        ours.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
+        "false",
+        "an admin's choice was overwritten"
+    );
     running.stop().await;
 }
 
@@ -1089,5 +1113,44 @@ async fn converge_figures() {
     );
     // Reads are the initial list+watch of each cache and discovery, never GETs.
     assert_eq!(by_verb.get("get"), None, "GET polling: {by_verb:?}");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_admins_default_snapshot_class_choice_is_kept() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    install_open_crd(
+        &admin,
+        "snapshot.storage.k8s.io",
+        "VolumeSnapshotClass",
+        "volumesnapshotclasses",
+        false,
+    )
+    .await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let classes = Api::<DynamicObject>::all_with(
+        admin.clone(),
+        &csi::operator::observe::OptionalKind::VolumeSnapshotClass.api_resource(),
+    );
+    eventually("the VolumeSnapshotClass", async || {
+        classes.get_opt("csi-gce-pd-vsc").await.ok().flatten()
+    })
+    .await;
+    healthy(&admin).await;
+    classes
+        .patch(
+            "csi-gce-pd-vsc",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"snapshot.storage.kubernetes.io/is-default-class": "false"}}})),
+        )
+        .await
+        .unwrap();
+    quiet(&cluster).await;
+    let class = classes.get("csi-gce-pd-vsc").await.unwrap();
+    assert_eq!(
+        class.metadata.annotations.unwrap()["snapshot.storage.kubernetes.io/is-default-class"],
+        "false"
+    );
     running.stop().await;
 }

@@ -425,7 +425,7 @@ pub fn plan(
                     // Its cache is filling; its first event triggers the next pass.
                     continue;
                 }
-                Operand::Dynamic(value)
+                Operand::Dynamic(keep_default_snapshot_class_choice(value, observed))
             }
             other => other,
         };
@@ -601,6 +601,36 @@ pub fn with_stable_generation(mut desired: DaemonSet, observed: Option<&DaemonSe
         set(&mut desired, (generation + 1).to_string());
     }
     desired
+}
+
+/// An admin's choice of default VolumeSnapshotClass wins, as library-go reconciles only
+/// `driver`, `deletionPolicy` and `parameters` of a snapshot class: when the existing class has
+/// the default annotation (any value), the desired one carries that value.
+fn keep_default_snapshot_class_choice(mut value: Value, observed: &Observed) -> Value {
+    if value["kind"] != "VolumeSnapshotClass" {
+        return value;
+    }
+    let name = value["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let existing = observed
+        .optional
+        .get(&OptionalKind::VolumeSnapshotClass)
+        .and_then(|o| o.objects.as_ref())
+        .and_then(|objects| {
+            objects
+                .iter()
+                .find(|o| o.metadata.name.as_deref() == Some(&name))
+        })
+        .and_then(|o| o.metadata.annotations.as_ref())
+        .and_then(|a| a.get(names::DEFAULT_SNAPSHOT_CLASS_ANNOTATION))
+        .cloned();
+    if let Some(choice) = existing {
+        value["metadata"]["annotations"][names::DEFAULT_SNAPSHOT_CLASS_ANNOTATION] =
+            Value::String(choice);
+    }
+    value
 }
 
 /// What `Removed` deletes: the workloads and the CSIDriver (StorageClasses and snapshot classes
