@@ -6,6 +6,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
+use crate::build_v1::Build;
 use crate::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
 use crate::csidriver_v1alpha1::CSIDriverDeployment;
 use crate::operator_v1::{CSIDriverName, ClusterCSIDriver, Storage};
@@ -24,6 +25,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         Proxy::crd(),
         FeatureGate::crd(),
         CSIDriverDeployment::crd(),
+        Build::crd(),
     ]
 }
 

@@ -39,6 +39,7 @@ fn every_fixture_round_trips_and_is_schema_valid() {
             "Proxy" => drop(round_trip::<Proxy>(&name, &object)),
             "FeatureGate" => drop(round_trip::<FeatureGate>(&name, &object)),
             "CSIDriverDeployment" => drop(round_trip::<CSIDriverDeployment>(&name, &object)),
+            "Build" => drop(round_trip::<api::build_v1::Build>(&name, &object)),
             other => panic!("{name}: no type for kind {other}"),
         }
         let errors = common::validate(&object, None);
@@ -265,5 +266,27 @@ fn a_2018_csidriverdeployment_decodes_with_its_defaults() {
     assert_eq!(
         deployment.spec.storage_class_templates[0].default,
         Some(true)
+    );
+}
+
+#[test]
+fn a_build_exposes_its_strategy_volumes() {
+    let build: api::build_v1::Build =
+        serde_json::from_value(fixture("build-docker-csi-volume.yaml")).unwrap();
+    assert_eq!(build.volumes().len(), 1);
+    assert_eq!(build.volumes_path(), "spec.strategy.dockerStrategy.volumes");
+    assert!(
+        build
+            .status
+            .as_ref()
+            .unwrap()
+            .phase
+            .as_ref()
+            .unwrap()
+            .is_complete()
+    );
+    assert!(
+        build.spec.extra.contains_key("triggeredBy"),
+        "unmodelled fields are kept"
     );
 }

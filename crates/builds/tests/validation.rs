@@ -39,7 +39,8 @@ fn valid_volumes_of_every_type_pass() {
 
 #[rstest]
 // OpenShift's rules, OpenShift's messages.
-#[case::name_missing(json!([{"source": {"type": "CSI", "csi": {"driver": "d.example.com"}}, "mounts": [{"destinationPath": "/a"}]}]),
+// An absent name does not decode (the CRD requires it); an empty one is refused here.
+#[case::name_empty(json!([{"name": "", "source": {"type": "CSI", "csi": {"driver": "d.example.com"}}, "mounts": [{"destinationPath": "/a"}]}]),
     "spec.strategy.dockerStrategy.volumes[0].name: Required value")]
 #[case::name_not_a_label(json!([csi("My_Volume", "/a")]),
     "spec.strategy.dockerStrategy.volumes[0].name: Invalid value: \"My_Volume\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]

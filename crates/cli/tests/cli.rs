@@ -77,6 +77,7 @@ fn crds_prints_every_crd_as_multi_document_yaml() {
             "proxies.config.openshift.io",
             "featuregates.config.openshift.io",
             "csidriverdeployments.csidriver.storage.openshift.io",
+            "builds.build.openshift.io",
         ]
     );
     assert!(
