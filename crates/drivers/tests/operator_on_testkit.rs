@@ -1154,3 +1154,30 @@ async fn an_admins_default_snapshot_class_choice_is_kept() {
     );
     running.stop().await;
 }
+
+#[tokio::test]
+async fn a_storage_class_with_other_immutable_fields_is_recreated() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    // An older version of the operator created the class with another disk type.
+    create_cluster_scoped::<StorageClass>(
+        &admin,
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+               "metadata": {"name": "standard-csi", "labels": {"csi.storage.openshift.io/driver": "gcp-pd"}},
+               "provisioner": DRIVER, "parameters": {"type": "pd-old"}}),
+    )
+    .await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    eventually(
+        "standard-csi recreated with the current parameters",
+        async || {
+            let class = classes.get_opt("standard-csi").await.unwrap()?;
+            (class.parameters?.get("type").map(String::as_str) != Some("pd-old")).then_some(())
+        },
+    )
+    .await;
+    healthy(&admin).await;
+    quiet(&cluster).await;
+    running.stop().await;
+}
