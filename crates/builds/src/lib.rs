@@ -1,8 +1,10 @@
 //! Build CSI volumes (seed 000): builds using the Docker and Source strategies can mount CSI
 //! ephemeral volumes, Secrets and ConfigMaps, read only. This crate holds the pure parts:
 //! validation with OpenShift's rules and messages plus the checks OpenShift leaves to run time
-//! ([`validation`]), and the wiring of volumes into the build pod ([`pod`]). The build
+//! ([`validation`]), the wiring of volumes into the build pod ([`pod`]), and the build's
+//! phase from its pod, the feature gate and stuck mounts ([`phase`]). The build
 //! controller arrives with the rest of issue #7.
 
+pub mod phase;
 pub mod pod;
 pub mod validation;

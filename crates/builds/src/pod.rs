@@ -249,3 +249,113 @@ mod tests {
         );
     }
 }
+
+/// The build pod cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildPodError {
+    /// Only Docker and Source builds are run here.
+    #[error(
+        "build strategy {0:?} is not run by this controller; only Docker and Source builds are"
+    )]
+    Strategy(String),
+    /// The build could not be serialized for the builder.
+    #[error("serializing the build for the builder: {0}")]
+    Serialize(#[from] serde_json::Error),
+    /// The volumes could not be wired.
+    #[error(transparent)]
+    Wiring(#[from] WiringError),
+}
+
+/// The default time a build may run: a week, as OpenShift's.
+pub const DEFAULT_DEADLINE_SECONDS: i64 = 604_800;
+
+/// The pod that runs `build` with OpenShift's builder image: one privileged container
+/// (`docker-build` or `sti-build`) reading the build from the `BUILD` env var, build volumes
+/// wired read only.
+pub fn build_pod(
+    build: &api::build_v1::Build,
+    builder_image: &str,
+) -> Result<k8s_openapi::api::core::v1::Pod, BuildPodError> {
+    use api::build_v1::BuildStrategyType;
+    use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, SecurityContext};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use kube::ResourceExt;
+
+    let (container, command) = match build.spec.strategy.type_ {
+        Some(BuildStrategyType::Docker) => ("docker-build", "openshift-docker-build"),
+        Some(BuildStrategyType::Source) => ("sti-build", "openshift-sti-build"),
+        ref other => {
+            return Err(BuildPodError::Strategy(
+                other
+                    .as_ref()
+                    .map(|t| t.as_str().to_owned())
+                    .unwrap_or_default(),
+            ));
+        }
+    };
+    // The builder reads the whole build, volumes included, from this variable.
+    let mut serialized = serde_json::to_value(build)?;
+    if let Some(object) = serialized.as_object_mut() {
+        object.insert("apiVersion".into(), "build.openshift.io/v1".into());
+        object.insert("kind".into(), "Build".into());
+        object.remove("status");
+    }
+    let name = build.name_any();
+    let labels = [("openshift.io/build.name".to_owned(), name.clone())];
+    let mut spec = k8s_openapi::api::core::v1::PodSpec {
+        service_account_name: Some(
+            build
+                .spec
+                .service_account
+                .clone()
+                .unwrap_or_else(|| "builder".into()),
+        ),
+        restart_policy: Some("Never".into()),
+        active_deadline_seconds: Some(
+            build
+                .spec
+                .completion_deadline_seconds
+                .unwrap_or(DEFAULT_DEADLINE_SECONDS),
+        ),
+        node_selector: build.spec.node_selector.clone(),
+        containers: vec![Container {
+            name: container.into(),
+            image: Some(builder_image.into()),
+            command: Some(vec![command.into()]),
+            env: Some(vec![EnvVar {
+                name: "BUILD".into(),
+                value: Some(serialized.to_string()),
+                ..Default::default()
+            }]),
+            resources: build.spec.resources.clone(),
+            // buildah needs it, as on OpenShift.
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+                ..Default::default()
+            }),
+            termination_message_policy: Some("FallbackToLogsOnError".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    wire_volumes(&mut spec, build.volumes())?;
+    Ok(Pod {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-build")),
+            namespace: build.namespace(),
+            labels: Some(labels.iter().cloned().collect()),
+            annotations: Some(labels.into_iter().collect()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "build.openshift.io/v1".into(),
+                kind: "Build".into(),
+                name,
+                uid: build.uid().unwrap_or_default(),
+                controller: Some(true),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+        spec: Some(spec),
+        status: None,
+    })
+}
