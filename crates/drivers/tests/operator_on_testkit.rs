@@ -1181,3 +1181,28 @@ async fn a_storage_class_with_other_immutable_fields_is_recreated() {
     quiet(&cluster).await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn a_persistent_apply_failure_degrades_its_controller_until_it_clears() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    cluster.inject(FaultRule::status(Some("patch"), Some("daemonsets"), 500));
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let (reason, message) = eventually("NodeServiceControllerDegraded=True", async || {
+        condition_is(&admin, "GCPPDDriverNodeServiceControllerDegraded", "True").await
+    })
+    .await;
+    assert_eq!(reason, "SyncError");
+    assert!(message.contains(NODE), "{message}");
+    // The other controllers are not blamed.
+    assert_eq!(
+        condition(&admin, "GCPPDDriverStaticResourcesControllerDegraded")
+            .await
+            .unwrap()
+            .0,
+        "False"
+    );
+    cluster.clear_faults();
+    healthy(&admin).await;
+    running.stop().await;
+}

@@ -217,9 +217,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         failures.push((None, "api", error));
     }
 
-    for (group, _, message) in &failures {
-        if let Some(group) = group {
-            plan::set_degraded(&mut plan.status, def, *group, message);
+    for group in Group::ALL {
+        let messages: Vec<&str> = failures
+            .iter()
+            .filter(|(g, _, _)| *g == Some(group))
+            .map(|(_, _, m)| m.as_str())
+            .collect();
+        if !messages.is_empty() {
+            plan::set_degraded(&mut plan.status, def, group, &messages.join("\n"));
         }
     }
     for part in &plan.status {
