@@ -43,7 +43,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Options of a long-running operator process.
+/// Options of the cluster storage operator.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The image of this binary, which the driver operators run too.
@@ -54,17 +54,20 @@ pub struct RunArgs {
     #[arg(long, env = "OPERATOR_IMAGE_VERSION", default_value = env!("CARGO_PKG_VERSION"))]
     pub operator_version: String,
 
+    #[command(flatten)]
+    pub process: ProcessArgs,
+}
+
+/// Options every long-running operator process shares.
+#[derive(Debug, clap::Args)]
+pub struct ProcessArgs {
     /// Where /healthz, /readyz and /metrics are served.
     #[arg(long, env = "ADMIN_ADDRESS", default_value = "0.0.0.0:8080")]
     pub admin_address: std::net::SocketAddr,
 
-    /// Namespace of the leader election Lease.
-    #[arg(
-        long,
-        env = "POD_NAMESPACE",
-        default_value = "openshift-cluster-storage-operator"
-    )]
-    pub namespace: String,
+    /// Namespace of the leader election Lease (the pod's namespace in a cluster).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub namespace: Option<String>,
 
     /// This replica's identity in leader election.
     #[arg(long, env = "POD_NAME", default_value = "storage-operator")]
@@ -96,6 +99,9 @@ pub enum Command {
         /// The driver: a short name such as `gcp-pd` or its CSI name such as
         /// `pd.csi.storage.gke.io`.
         name: String,
+
+        #[command(flatten)]
+        process: ProcessArgs,
     },
 
     /// Print, offline, every object that would be installed for a platform or driver, as

@@ -12,10 +12,7 @@ use crate::render;
 pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => crate::run::run(args, log),
-        Command::Driver { name } => not_implemented(
-            &format!("driver {name}"),
-            "the CSI driver operators (issues #4 and #6)",
-        ),
+        Command::Driver { name, process } => crate::run::driver(&name, process),
         Command::Render {
             driver: Some(name),
             topology,
@@ -46,14 +43,6 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
         } => check_manifests(&dir, &image),
         Command::Manifests { .. } => anyhow::bail!("manifests needs --out-dir or --check"),
     }
-}
-
-/// Subcommands whose logic has not landed yet say so and fail, never pretend to work.
-fn not_implemented(command: &str, arrives_with: &str) -> anyhow::Result<ExitCode> {
-    eprintln!(
-        "error: `storage-operator {command}` is not implemented yet; it arrives with {arrives_with}"
-    );
-    Ok(ExitCode::from(2))
 }
 
 fn print_crds() -> anyhow::Result<ExitCode> {

@@ -9,95 +9,167 @@ use opkit::leader::{LeaderConfig, elect};
 use opkit::metrics::Metrics;
 use storage_operator::plan::{LogLevelHook, Settings};
 
-use crate::cli::RunArgs;
+use std::future::Future;
+
+use crate::cli::{ProcessArgs, RunArgs};
 
 /// The Lease the cluster storage operator's replicas compete for.
 const LEASE: &str = "cluster-storage-operator-lock";
 
+/// `storage-operator run`.
 pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(serve(args, log))
-}
-
-async fn serve(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
-    let client = kube::Client::try_default()
-        .await
-        .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
-    let metrics = Metrics::new();
-    let readiness = Readiness::default();
-    let admin = AdminServer::bind(args.admin_address, readiness.clone(), metrics.clone())
-        .await
-        .with_context(|| format!("binding the admin server to {}", args.admin_address))?;
-    tokio::spawn(admin.serve());
-
-    // Only the leader reconciles; losing the lease stops the process so it restarts clean.
-    let mut election = if args.no_leader_election {
-        None
-    } else {
-        let config = LeaderConfig {
-            lease_duration: std::time::Duration::from_secs(args.lease_duration),
-            renew_after: std::time::Duration::from_secs(args.lease_renew_after),
-            ..LeaderConfig::new(&args.namespace, LEASE, &args.identity)
-        };
-        Some(elect(client.clone(), &config).await?)
-    };
-    if let Some((receiver, _)) = election.as_mut() {
-        tracing::info!(
-            lease = LEASE,
-            identity = args.identity,
-            "waiting for leadership"
-        );
-        let leading = tokio::select! {
-            waited = receiver.wait_for(|leading| *leading) => {
-                waited.context("leader election stopped")?;
-                true
-            }
-            () = terminated() => false,
-        };
-        if !leading {
-            tracing::info!("stopping before leading");
-            release(election).await;
-            return Ok(ExitCode::SUCCESS);
-        }
-        tracing::info!("leading");
-    }
     let settings = Settings {
         operator_image: args.operator_image,
         env: std::env::vars().collect(),
         version: args.operator_version,
         operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
     };
-    let mut lost_leadership = false;
-    {
-        let lost = async {
-            match election.as_mut() {
-                Some((receiver, _)) => {
-                    let _ = receiver.wait_for(|leading| !*leading).await;
-                }
-                None => std::future::pending().await,
-            }
+    let namespace = args
+        .process
+        .namespace
+        .clone()
+        .unwrap_or_else(|| storage_operator::plan::OPERATOR_NAMESPACE.to_owned());
+    serve(
+        &args.process,
+        &namespace,
+        LEASE,
+        move |client, metrics, readiness, shutdown| async move {
+            storage_operator::operator::run(client, settings, metrics, readiness, shutdown)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+    )
+}
+
+/// `storage-operator driver <name>`.
+pub fn driver(name: &str, process: ProcessArgs) -> anyhow::Result<ExitCode> {
+    let def = drivers::by_name(name)?;
+    let settings = csi::operator::Settings {
+        env: std::env::vars().collect(),
+        instance: Some(process.identity.clone()),
+    };
+    // The Lease OpenShift's driver operator holds, in its namespace.
+    let lease = format!("{}-operator-lock", def.object_prefix);
+    let namespace = process
+        .namespace
+        .clone()
+        .unwrap_or_else(|| def.namespace.clone());
+    serve(
+        &process,
+        &namespace,
+        &lease,
+        move |client, metrics, readiness, shutdown| async move {
+            csi::operator::run(client, def, settings, metrics, readiness, shutdown)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+    )
+}
+
+/// Runs an operator as a process: the async runtime, the admin server, leader election on
+/// `lease` in `namespace`, `operator` while leading, and a clean stop on SIGTERM.
+fn serve<F, Fut>(
+    process: &ProcessArgs,
+    namespace: &str,
+    lease: &str,
+    operator: F,
+) -> anyhow::Result<ExitCode>
+where
+    F: FnOnce(
+        kube::Client,
+        Metrics,
+        Readiness,
+        std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    ) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let client = kube::Client::try_default().await.context(
+            "connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)",
+        )?;
+        let metrics = Metrics::new();
+        let readiness = Readiness::default();
+        let admin = AdminServer::bind(process.admin_address, readiness.clone(), metrics.clone())
+            .await
+            .with_context(|| format!("binding the admin server to {}", process.admin_address))?;
+        tokio::spawn(admin.serve());
+
+        // Only the leader reconciles; losing the lease stops the process so it restarts clean.
+        let mut election = if process.no_leader_election {
+            None
+        } else {
+            let config = LeaderConfig {
+                lease_duration: std::time::Duration::from_secs(process.lease_duration),
+                renew_after: std::time::Duration::from_secs(process.lease_renew_after),
+                ..LeaderConfig::new(namespace, lease, &process.identity)
+            };
+            Some(elect(client.clone(), &config).await?)
         };
-        let shutdown = async {
-            tokio::select! {
-                () = terminated() => tracing::info!("stopping"),
-                () = lost => {
-                    tracing::error!("lost leadership; exiting");
-                    lost_leadership = true;
+        if let Some((receiver, _)) = election.as_mut() {
+            tracing::info!(
+                lease,
+                namespace,
+                identity = process.identity,
+                "waiting for leadership"
+            );
+            let leading = tokio::select! {
+                waited = receiver.wait_for(|leading| *leading) => {
+                    waited.context("leader election stopped")?;
+                    true
                 }
+                () = terminated() => false,
+            };
+            if !leading {
+                tracing::info!("stopping before leading");
+                release(election).await;
+                return Ok(ExitCode::SUCCESS);
             }
+            tracing::info!("leading");
+        }
+        // Stop on SIGTERM, or when leadership is lost.
+        let lost_leadership = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let watcher = {
+            let mut leading = election.as_ref().map(|(receiver, _)| receiver.clone());
+            let lost_leadership = lost_leadership.clone();
+            tokio::spawn(async move {
+                let lost = async {
+                    match leading.as_mut() {
+                        Some(receiver) => {
+                            let _ = receiver.wait_for(|leading| !*leading).await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = terminated() => tracing::info!("stopping"),
+                    () = lost => {
+                        tracing::error!("lost leadership; exiting");
+                        lost_leadership.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+                let _ = stop.send(());
+            })
         };
-        storage_operator::operator::run(client, settings, metrics, readiness, shutdown).await?;
-    }
-    // Hand the lease over at once rather than making the next replica wait for it to expire.
-    release(election).await;
-    Ok(if lost_leadership {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
+        let shutdown = Box::pin(async move {
+            let _ = stopped.await;
+        });
+        let result = operator(client, metrics, readiness, shutdown).await;
+        watcher.abort();
+        result?;
+        let lost_leadership = lost_leadership.load(std::sync::atomic::Ordering::SeqCst);
+        // Hand the lease over at once rather than making the next replica wait for it to expire.
+        release(election).await;
+        Ok(if lost_leadership {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        })
     })
 }
 

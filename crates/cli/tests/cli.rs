@@ -119,15 +119,32 @@ fn crds_check_passes_on_the_committed_files_and_names_stale_ones() {
 }
 
 #[test]
-fn the_unfinished_driver_subcommand_says_so_and_fails() {
-    let output = storage_operator(&["driver", "gcp-pd"]);
-    assert_eq!(output.status.code(), Some(2));
+fn driver_names_the_known_drivers_and_needs_a_cluster() {
+    let unknown = storage_operator(&["driver", "nfs"]);
+    assert_eq!(unknown.status.code(), Some(1));
     assert!(
-        stderr(&output).contains("is not implemented yet"),
+        stderr(&unknown).contains("unknown CSI driver \"nfs\""),
         "{}",
-        stderr(&output)
+        stderr(&unknown)
     );
-    assert!(stdout(&output).is_empty());
+    assert!(
+        stderr(&unknown).contains("gcp-pd"),
+        "lists the known drivers: {}",
+        stderr(&unknown)
+    );
+
+    let no_cluster = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args(["driver", "gcp-pd", "--admin-address", "127.0.0.1:0"])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(no_cluster.status.code(), Some(1));
+    assert!(
+        stderr(&no_cluster).contains("connecting to the Kubernetes API"),
+        "{}",
+        stderr(&no_cluster)
+    );
 }
 
 #[test]

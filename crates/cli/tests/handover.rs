@@ -148,3 +148,86 @@ async fn the_standby_takes_over_when_the_leader_stops() {
     second.wait().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_operator_process_installs_its_driver() {
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &api::crds::cluster_csi_driver())
+        .await
+        .unwrap();
+    let driver: api::operator_v1::ClusterCSIDriver = serde_json::from_value(json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+        "metadata": {"name": "pd.csi.storage.gke.io"}, "spec": {"managementState": "Managed"}
+    }))
+    .unwrap();
+    Api::<api::operator_v1::ClusterCSIDriver>::all(client.clone())
+        .create(&PostParams::default(), &driver)
+        .await
+        .unwrap();
+    for name in ["openshift-cluster-csi-drivers"] {
+        Api::<Namespace>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let address = cluster.serve_http().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("so-driver-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    write!(
+        std::fs::File::create(&kubeconfig).unwrap(),
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://{address}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {{}}\n"
+    )
+    .unwrap();
+    let mut process = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "driver",
+            "gcp-pd",
+            "--admin-address",
+            "127.0.0.1:0",
+            "--identity",
+            "driver-a",
+        ])
+        .args(["--lease-duration", "6", "--lease-renew-after", "2"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("LOG_LEVEL", "warn")
+        .env_remove("POD_NAMESPACE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let deployments: Api<Deployment> =
+        Api::namespaced(client.clone(), "openshift-cluster-csi-drivers");
+    eventually("the driver's controller Deployment", async || {
+        deployments
+            .get_opt("gcp-pd-csi-driver-controller")
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    let lease = Api::<Lease>::namespaced(client.clone(), "openshift-cluster-csi-drivers")
+        .get("gcp-pd-csi-driver-operator-lock")
+        .await
+        .unwrap();
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some("driver-a"),
+        "OpenShift's lease name and namespace"
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &process.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = tokio::task::spawn_blocking(move || process.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
