@@ -109,7 +109,10 @@ fn resource_of(operand: &Operand) -> Option<(String, String, bool)> {
         .map_or("", |(g, _)| g)
         .to_owned();
     let kind = value["kind"].as_str()?;
-    let namespaced = value["metadata"]["namespace"].is_string();
+    // Namespaced operands of the driver's own namespace go in its Role; cluster-scoped ones, and
+    // the few namespaced ones living elsewhere (the CredentialsRequest, in cloud-credential-
+    // operator's namespace, as on OpenShift), in its ClusterRole.
+    let namespaced = value["metadata"]["namespace"].as_str() == Some(DRIVER_NAMESPACE);
     let resource = match kind {
         "ServiceAccount" => "serviceaccounts",
         "ClusterRole" => "clusterroles",
@@ -716,6 +719,13 @@ mod tests {
             !allows(&cluster_rules, "", "secrets", "get"),
             "secrets are read in its namespace only"
         );
+        // Its CredentialsRequest lives in cloud-credential-operator's namespace, not its own.
+        assert!(allows(
+            &cluster_rules,
+            "cloudcredential.openshift.io",
+            "credentialsrequests",
+            "patch"
+        ));
 
         let role_rules = role.rules.unwrap();
         for resource in ["deployments", "daemonsets"] {

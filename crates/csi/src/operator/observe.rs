@@ -42,15 +42,8 @@ pub struct Apis {
 impl Apis {
     /// Asks the API server which of the optional kinds it serves.
     pub async fn discover(client: &Client) -> Result<Self, kube::Error> {
-        let resources = match client
-            .list_api_group_resources("config.openshift.io/v1")
-            .await
-        {
-            Ok(list) => list.resources,
-            Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
-            Err(error) => return Err(error),
-        };
-        let has = |plural: &str| resources.iter().any(|r| r.name == plural);
+        let served = opkit::discovery::served_resources(client, "config.openshift.io/v1").await?;
+        let has = |plural: &str| served.contains(plural);
         Ok(Self {
             infrastructure: has("infrastructures"),
             proxy: has("proxies"),
