@@ -12,7 +12,7 @@ use crate::render;
 pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => crate::run::run(args, log),
-        Command::Driver { name, process } => crate::run::driver(&name, process),
+        Command::Driver { name, process } => crate::run::driver(&name, process, log),
         Command::Render {
             driver: Some(name),
             topology,

@@ -42,11 +42,16 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
 }
 
 /// `storage-operator driver <name>`.
-pub fn driver(name: &str, process: ProcessArgs) -> anyhow::Result<ExitCode> {
+pub fn driver(
+    name: &str,
+    process: ProcessArgs,
+    log: crate::logging::LogControl,
+) -> anyhow::Result<ExitCode> {
     let def = drivers::by_name(name)?;
     let settings = csi::operator::Settings {
         env: std::env::vars().collect(),
         instance: Some(process.identity.clone()),
+        operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
     };
     // The Lease OpenShift's driver operator holds, in its namespace.
     let lease = format!("{}-operator-lock", def.object_prefix);

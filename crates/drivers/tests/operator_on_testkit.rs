@@ -41,6 +41,14 @@ impl Running {
 }
 
 fn start_with(cluster: &Cluster, def: csi::DriverDef) -> Running {
+    start_with_hook(cluster, def, None)
+}
+
+fn start_with_hook(
+    cluster: &Cluster,
+    def: csi::DriverDef,
+    operator_log_level: Option<opkit::log_level::LogLevelHook>,
+) -> Running {
     let client = cluster.client_with_agent(AGENT);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -50,6 +58,7 @@ fn start_with(cluster: &Cluster, def: csi::DriverDef) -> Running {
             Settings {
                 env: [("DRIVER_IMAGE".to_owned(), "example.com/pd:1".to_owned())].into(),
                 instance: Some("gcp-pd-operator-0".into()),
+                operator_log_level,
             },
             Metrics::new(),
             Readiness::default(),
@@ -1204,5 +1213,36 @@ async fn a_persistent_apply_failure_degrades_its_controller_until_it_clears() {
     );
     cluster.clear_faults();
     healthy(&admin).await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_follows_its_operator_log_level() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let hook = {
+        let seen = seen.clone();
+        opkit::log_level::LogLevelHook::new(move |level| {
+            seen.lock().unwrap().push(level.to_string())
+        })
+    };
+    let running = start_with_hook(&cluster, drivers::by_name("gcp-pd").unwrap(), Some(hook));
+    eventually("Normal applied", async || {
+        (seen.lock().unwrap().first().map(String::as_str) == Some("Normal")).then_some(())
+    })
+    .await;
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"operatorLogLevel": "Debug"}})),
+        )
+        .await
+        .unwrap();
+    eventually("Debug applied", async || {
+        (seen.lock().unwrap().last().map(String::as_str) == Some("Debug")).then_some(())
+    })
+    .await;
     running.stop().await;
 }

@@ -9,6 +9,7 @@ pub mod cluster_operator;
 pub mod conditions;
 pub mod discovery;
 pub mod leader;
+pub mod log_level;
 pub mod management;
 pub mod metrics;
 pub mod rbac;

@@ -104,34 +104,14 @@ pub async fn run(
 
 struct Context {
     client: Client,
-    /// The operator log level last applied.
-    log_level: std::sync::Mutex<Option<api::operator_v1::LogLevel>>,
+    /// Follows Storage's operatorLogLevel.
+    log_level: opkit::log_level::LogLevelSync,
     /// Drivers whose OLM adoption is settled (nothing to adopt, or adopted) in this process.
     settled: std::sync::Mutex<BTreeMap<String, olm::Progress>>,
     applier: Applier,
     caches: Caches,
     settings: Settings,
     metrics: Metrics,
-}
-
-/// Follows `Storage.spec.operatorLogLevel` (OpenShift's LoggingSyncer), logging the change.
-fn apply_operator_log_level(context: &Context, observed: &crate::observe::Observed) {
-    let (Some(hook), Some(storage)) = (&context.settings.operator_log_level, &observed.storage)
-    else {
-        return;
-    };
-    let level = storage.spec.operator.operator_log_level();
-    let mut current = context
-        .log_level
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if current.as_ref() != Some(&level) {
-        hook.apply(&level);
-        if let Some(previous) = current.as_ref() {
-            tracing::info!(from = %previous, to = %level, "operator log level changed");
-        }
-        *current = Some(level);
-    }
 }
 
 /// Steps the OLM adoption of every driver about to start, until it is settled.
@@ -172,7 +152,12 @@ async fn adopt(
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let observed = context.caches.observe();
     let now = Time(Timestamp::now());
-    apply_operator_log_level(context, &observed);
+    if let Some(storage) = &observed.storage {
+        let level = storage.spec.operator.operator_log_level();
+        context
+            .log_level
+            .sync(context.settings.operator_log_level.as_ref(), level);
+    }
     let adoption = adopt(context, &observed).await?;
     let plan = plan(&observed, &context.settings, &adoption, &now);
     tracing::debug!(

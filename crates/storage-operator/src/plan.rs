@@ -50,26 +50,7 @@ pub struct Settings {
 }
 
 /// A way to change the process's log level at run time.
-#[derive(Clone)]
-pub struct LogLevelHook(std::sync::Arc<dyn Fn(&api::operator_v1::LogLevel) + Send + Sync>);
-
-impl LogLevelHook {
-    /// Wraps `apply`.
-    pub fn new(apply: impl Fn(&api::operator_v1::LogLevel) + Send + Sync + 'static) -> Self {
-        Self(std::sync::Arc::new(apply))
-    }
-
-    /// Applies `level`.
-    pub fn apply(&self, level: &api::operator_v1::LogLevel) {
-        (self.0)(level);
-    }
-}
-
-impl std::fmt::Debug for LogLevelHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LogLevelHook")
-    }
-}
+pub use opkit::log_level::LogLevelHook;
 
 /// One object to apply.
 // Built once per reconcile; variant sizes do not matter.

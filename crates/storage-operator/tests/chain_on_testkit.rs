@@ -76,6 +76,7 @@ async fn a_gcp_cluster_becomes_available_end_to_end() {
         csi::operator::Settings {
             env: Default::default(),
             instance: Some("gcp-pd-operator-0".into()),
+            ..Default::default()
         },
         Metrics::new(),
         Readiness::default(),

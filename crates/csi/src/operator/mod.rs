@@ -68,6 +68,8 @@ pub struct Settings {
     /// This pod's name, reported as the Events' reporting instance (`POD_NAME`); the host name
     /// when unset.
     pub instance: Option<String>,
+    /// Applies the ClusterCSIDriver's `operatorLogLevel` to this process's logging.
+    pub operator_log_level: Option<opkit::log_level::LogLevelHook>,
 }
 
 /// The operator could not start.
@@ -147,6 +149,7 @@ pub async fn run(
         metrics: metrics.clone(),
         applied: Mutex::default(),
         name: name.clone(),
+        log_level: Default::default(),
     };
     opkit::runtime::run(
         &name,
@@ -171,11 +174,19 @@ struct Context {
     /// Operands this process has applied, so a later create is reported as a recreation.
     applied: Mutex<BTreeSet<String>>,
     name: String,
+    /// Follows the ClusterCSIDriver's operatorLogLevel.
+    log_level: opkit::log_level::LogLevelSync,
 }
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let def = &context.def;
     let observed = context.caches.observe();
+    if let Some(driver) = &observed.cluster_csi_driver {
+        let level = driver.spec.operator.operator_log_level();
+        context
+            .log_level
+            .sync(context.settings.operator_log_level.as_ref(), level);
+    }
     let now = Time(Timestamp::now());
     let mut plan = plan::plan(def, &context.settings.env, &observed, &now);
     if let Some(waiting) = &plan.waiting {
