@@ -188,6 +188,51 @@ async fn resident_memory() {
     println!("storage-operator run, converged and idle: {rss}, peak {hwm} (target < 20 MiB)");
     child.kill().unwrap();
     child.wait().unwrap();
+
+    // The driver operator the cluster storage operator started, as its Deployment runs it.
+    let mut driver = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "driver",
+            "gcp-pd",
+            "--no-leader-election",
+            "--admin-address",
+            "127.0.0.1:0",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let controllers: Api<Deployment> =
+        Api::namespaced(admin.clone(), "openshift-cluster-csi-drivers");
+    for _ in 0..600 {
+        if controllers
+            .get_opt("gcp-pd-csi-driver-controller")
+            .await
+            .unwrap()
+            .is_some()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", driver.id())).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap_or("VmRSS: unknown");
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .unwrap_or("VmHWM: unknown");
+    println!(
+        "storage-operator driver gcp-pd, converged and idle: {rss}, peak {hwm} (Go operator: about 100 MiB)"
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -71,3 +71,67 @@ async fn reports_the_platform_and_starts_its_driver_operator() {
     println!("{message}");
     assert!(message.starts_with("platform "), "{message}");
 }
+
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn the_gcp_pd_driver_operator_reports_on_its_cluster_csi_driver() {
+    use api::operator_v1::ClusterCSIDriver;
+
+    let client = e2e::client()
+        .await
+        .unwrap_or_else(|message| panic!("{message}"));
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = api::crds::cluster_csi_driver();
+    crds.patch(
+        crd.metadata.name.as_deref().unwrap(),
+        &PatchParams::apply("e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let drivers: Api<ClusterCSIDriver> = Api::all(client.clone());
+    let driver = serde_json::json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+        "metadata": {"name": "pd.csi.storage.gke.io"}, "spec": {"managementState": "Managed"}
+    });
+    drivers
+        .patch(
+            "pd.csi.storage.gke.io",
+            &PatchParams::apply("e2e"),
+            &Patch::Apply(&driver),
+        )
+        .await
+        .unwrap();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(csi::operator::run(
+        client.clone(),
+        drivers::by_name("gcp-pd").unwrap(),
+        csi::operator::Settings {
+            env: std::env::vars().collect(),
+            ..Default::default()
+        },
+        Metrics::new(),
+        Readiness::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let mut reported = None;
+    for _ in 0..120 {
+        let status = drivers.get("pd.csi.storage.gke.io").await.unwrap().status;
+        if let Some(condition) = status.and_then(|s| {
+            s.condition("GCPPDDriverControllerServiceControllerAvailable")
+                .cloned()
+        }) {
+            reported = Some(condition);
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    let condition = reported.expect("the driver operator never reported its controller service");
+    println!("{condition:?}");
+}
