@@ -43,6 +43,24 @@ pub fn apply_defaults(group: &str, plural: &str, o: &mut Value) {
             }
         }
     }
+    // Secrets: stringData is a write-only convenience; the apiserver merges it into data
+    // (base64-encoded, overriding data's keys) and never stores it.
+    if group.is_empty()
+        && plural == "secrets"
+        && let Some(m) = obj(o)
+        && let Some(Value::Object(strings)) = m.remove("stringData")
+    {
+        use base64::Engine;
+        let data = m.entry("data").or_insert_with(|| json!({}));
+        if let Some(data) = obj(data) {
+            for (key, value) in strings {
+                if let Some(text) = value.as_str() {
+                    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+                    data.insert(key, Value::String(encoded));
+                }
+            }
+        }
+    }
     match (group, plural) {
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             if let Some(spec) = o.get_mut("spec").and_then(obj) {

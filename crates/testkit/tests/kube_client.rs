@@ -838,3 +838,37 @@ async fn workload_simulation_reports_rollouts_hangs_and_not_ready_nodes() {
     let dep = deploys.get("ctrl").await.expect("get");
     assert_eq!(dep.meta().generation, Some(2));
 }
+
+#[tokio::test]
+async fn secret_string_data_is_stored_in_data() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Patch, PatchParams, PostParams};
+
+    let cluster = testkit::Cluster::start().await;
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(cluster.client(), "default");
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "creds"}, "data": {"a": "b2xk", "keep": "eA=="}, "stringData": {"a": "new"}
+    }))
+    .unwrap();
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let data = created.data.unwrap();
+    assert_eq!(data["a"].0, b"new", "stringData wins over data");
+    assert_eq!(data["keep"].0, b"x");
+    assert!(created.string_data.is_none(), "stringData is never stored");
+
+    // A rotation written as stringData changes data.
+    secrets
+        .patch(
+            "creds",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"stringData": {"a": "rotated"}})),
+        )
+        .await
+        .unwrap();
+    let rotated = secrets.get("creds").await.unwrap();
+    assert_eq!(rotated.data.unwrap()["a"].0, b"rotated");
+    assert!(rotated.string_data.is_none());
+}
