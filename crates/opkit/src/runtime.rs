@@ -130,6 +130,38 @@ impl Informers {
     }
 }
 
+/// An operator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// API discovery failed.
+    #[error("discovering the config.openshift.io API: {0}")]
+    Discovery(#[source] kube::Error),
+    /// The caches did not fill.
+    #[error(transparent)]
+    NotSynced(#[from] NotSynced),
+}
+
+/// A watch configuration for one object by name (singletons such as `Infrastructure/cluster`).
+pub fn named(name: &str) -> watcher::Config {
+    watcher::Config::default().fields(&format!("metadata.name={name}"))
+}
+
+/// Every object of a cache, cloned.
+pub fn snapshot<K: Resource + Clone>(store: &Store<K>) -> Vec<K>
+where
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store.state().iter().map(|o| o.as_ref().clone()).collect()
+}
+
+/// The one object of a cache scoped to a single name, cloned.
+pub fn single<K: Resource + Clone>(store: &Store<K>) -> Option<K>
+where
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store.state().first().map(|o| o.as_ref().clone())
+}
+
 /// An error a reconcile can report, with a stable category for metrics.
 pub trait ReconcileError: std::fmt::Display {
     /// e.g. `conflict`, `invalid`, `transport`.

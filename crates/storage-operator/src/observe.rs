@@ -13,7 +13,7 @@ use k8s_openapi::api::storage::v1::CSIDriver;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Config;
 use kube::{Api, Client, Resource};
-use opkit::runtime::{Informers, NotSynced};
+use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
 use serde::de::DeserializeOwned;
 
 use crate::registry::DRIVER_NAMESPACE;
@@ -112,24 +112,9 @@ impl std::fmt::Debug for Caches {
     }
 }
 
-fn snapshot<K: Resource + Clone>(store: &Store<K>) -> Vec<K>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.state().iter().map(|o| o.as_ref().clone()).collect()
-}
-
-fn single<K: Resource + Clone>(store: &Store<K>) -> Option<K>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.state().first().map(|o| o.as_ref().clone())
-}
-
 impl Caches {
     /// Starts every watch; the caller waits for [`Informers::wait_synced`].
     pub fn start(client: &Client, apis: Apis, informers: &mut Informers) -> Self {
-        let named = |name: &str| Config::default().fields(&format!("metadata.name={name}"));
         let ours = || Config::default().labels(STARTER_LABEL);
         fn all<K>(client: &Client) -> Api<K>
         where

@@ -13,7 +13,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::{Applier, ApplyError, FIELD_MANAGER_PREFIX, Outcome};
 use opkit::metrics::Metrics;
-use opkit::runtime::{LoopConfig, NotSynced, ReconcileError};
+use opkit::runtime::{LoopConfig, ReconcileError};
 use opkit::status::apply_status;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,15 +28,7 @@ use crate::plan::{CLUSTER_OPERATOR, Desired, STARTER, Settings, candidates, plan
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The operator could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// API discovery failed.
-    #[error("discovering the config.openshift.io API: {0}")]
-    Discovery(#[source] kube::Error),
-    /// The caches did not fill.
-    #[error(transparent)]
-    NotSynced(#[from] NotSynced),
-}
+pub use opkit::runtime::StartError;
 
 /// A reconcile failed.
 #[derive(Debug, thiserror::Error)]

@@ -48,7 +48,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::{Applier, ApplyError, Outcome};
 use opkit::metrics::Metrics;
-use opkit::runtime::{LoopConfig, NotSynced, ReconcileError};
+use opkit::runtime::{LoopConfig, ReconcileError};
 use opkit::status::apply_status;
 
 use crate::def::DriverDef;
@@ -73,15 +73,7 @@ pub struct Settings {
 }
 
 /// The operator could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// API discovery failed.
-    #[error("discovering the config.openshift.io API: {0}")]
-    Discovery(#[source] kube::Error),
-    /// The caches did not fill.
-    #[error(transparent)]
-    NotSynced(#[from] NotSynced),
-}
+pub use opkit::runtime::StartError;
 
 /// A reconcile failed; the loop retries with backoff.
 #[derive(Debug, thiserror::Error)]

@@ -22,8 +22,8 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::{self, Config};
 use kube::runtime::{WatchStreamExt, reflector::store::Writer};
-use kube::{Api, Client, Resource};
-use opkit::runtime::{Informers, NotSynced};
+use kube::{Api, Client};
+use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
@@ -204,24 +204,6 @@ impl std::fmt::Debug for Caches {
             .field("namespace", &self.namespace)
             .finish_non_exhaustive()
     }
-}
-
-fn snapshot<K: Resource + Clone>(store: &Store<K>) -> Vec<K>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.state().iter().map(|o| o.as_ref().clone()).collect()
-}
-
-fn single<K: Resource + Clone>(store: &Store<K>) -> Option<K>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.state().first().map(|o| o.as_ref().clone())
-}
-
-fn named(name: &str) -> Config {
-    Config::default().fields(&format!("metadata.name={name}"))
 }
 
 impl Caches {
