@@ -8,7 +8,6 @@
 
 #![allow(clippy::unwrap_used)] // a bench: a panic is a failed run
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -143,16 +142,7 @@ async fn in_process() {
 
 async fn resident_memory() {
     let (cluster, admin) = openshift_cluster().await;
-    let address = cluster.serve_http().await.unwrap();
-    let dir = std::env::temp_dir().join(format!("so-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    let mut file = std::fs::File::create(&kubeconfig).unwrap();
-    write!(
-        file,
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://{address}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {{}}\n"
-    )
-    .unwrap();
+    let kubeconfig = cluster.kubeconfig().await.unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
         .args([
             "run",
@@ -162,7 +152,7 @@ async fn resident_memory() {
             "--admin-address",
             "127.0.0.1:0",
         ])
-        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECONFIG", kubeconfig.path())
         .env("LOG_LEVEL", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -198,7 +188,7 @@ async fn resident_memory() {
             "--admin-address",
             "127.0.0.1:0",
         ])
-        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECONFIG", kubeconfig.path())
         .env("LOG_LEVEL", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -233,7 +223,6 @@ async fn resident_memory() {
     );
     driver.kill().unwrap();
     driver.wait().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn main() {

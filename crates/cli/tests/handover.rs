@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -53,13 +52,10 @@ async fn holder(client: &Client) -> Option<String> {
 }
 
 async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    for _ in 0..1200 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
+    testkit::eventually(what, Duration::from_secs(60), async || {
+        check().await.then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,17 +91,9 @@ async fn the_standby_takes_over_when_the_leader_stops() {
         .await
         .unwrap();
 
-    let address = cluster.serve_http().await.unwrap();
-    let dir = std::env::temp_dir().join(format!("so-handover-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    write!(
-        std::fs::File::create(&kubeconfig).unwrap(),
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://{address}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {{}}\n"
-    )
-    .unwrap();
+    let kubeconfig = cluster.kubeconfig().await.unwrap();
 
-    let mut first = spawn(&kubeconfig, "replica-a");
+    let mut first = spawn(kubeconfig.path(), "replica-a");
     eventually("replica-a to lead", async || {
         holder(&client).await.as_deref() == Some("replica-a")
     })
@@ -121,7 +109,7 @@ async fn the_standby_takes_over_when_the_leader_stops() {
     })
     .await;
 
-    let mut second = spawn(&kubeconfig, "replica-b");
+    let mut second = spawn(kubeconfig.path(), "replica-b");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         holder(&client).await.as_deref(),
@@ -146,7 +134,6 @@ async fn the_standby_takes_over_when_the_leader_stops() {
 
     second.kill().unwrap();
     second.wait().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -175,15 +162,7 @@ async fn the_driver_operator_process_installs_its_driver() {
             .await
             .unwrap();
     }
-    let address = cluster.serve_http().await.unwrap();
-    let dir = std::env::temp_dir().join(format!("so-driver-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    write!(
-        std::fs::File::create(&kubeconfig).unwrap(),
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: http://{address}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {{}}\n"
-    )
-    .unwrap();
+    let kubeconfig = cluster.kubeconfig().await.unwrap();
     let mut process = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
         .args([
             "driver",
@@ -194,7 +173,7 @@ async fn the_driver_operator_process_installs_its_driver() {
             "driver-a",
         ])
         .args(["--lease-duration", "6", "--lease-renew-after", "2"])
-        .env("KUBECONFIG", &kubeconfig)
+        .env("KUBECONFIG", kubeconfig.path())
         .env("LOG_LEVEL", "warn")
         .env_remove("POD_NAMESPACE")
         .stdout(Stdio::null())
@@ -229,5 +208,4 @@ async fn the_driver_operator_process_installs_its_driver() {
         .await
         .unwrap();
     assert!(exit.success(), "{exit:?}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -79,15 +79,9 @@ fn start(cluster: &Cluster) -> Running {
     start_with(cluster, drivers::by_name("gcp-pd").unwrap())
 }
 
-/// Polls `check` until it returns Some, for up to a minute (the machines are slow and shared).
-async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..1200 {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
+/// Waits up to a minute for `check` (the machines are slow and shared).
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    testkit::eventually(what, Duration::from_secs(60), check).await
 }
 
 async fn install_crds(client: &Client, kinds: &[&str]) {

@@ -120,6 +120,7 @@ mod convert;
 mod defaults;
 mod faults;
 mod fields;
+mod helpers;
 mod log;
 mod patch;
 mod registry;
@@ -146,6 +147,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 pub use faults::{Fault, FaultRule};
+pub use helpers::{Kubeconfig, eventually};
 pub use log::RequestRecord;
 pub use server::ServerConfig;
 pub use sim::SimConfig;
@@ -157,6 +159,12 @@ use server::{Body, Inner, Req, lock};
 pub enum Error {
     #[error("could not bind the loopback listener: {0}")]
     Bind(#[source] std::io::Error),
+    #[error("could not write the kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("no {resource} named {name:?} in namespace {namespace:?}")]
     NotFound {
         resource: String,
