@@ -88,8 +88,9 @@ where
     ) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: an operator waits on the API server almost all the time, and each worker
+    // thread costs a stack and a malloc arena of resident memory.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
