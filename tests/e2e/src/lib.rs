@@ -3,7 +3,10 @@
 //! The tests are `#[ignore]`d so that `cargo test --workspace` stays offline; run them against
 //! a disposable cluster with
 //! `E2E_KUBECONFIG=/path/to/kubeconfig cargo test -p e2e -- --ignored --test-threads 1`.
-//! They create the operator's CRDs and objects and leave them for inspection.
+//! `storage_operator_scenarios` removes what it created; the others leave their objects for
+//! inspection. To check the tests themselves without a cluster, point them at testkit served
+//! over loopback: `cargo run -p testkit --example serve` prints a kubeconfig path to use as
+//! `E2E_KUBECONFIG`.
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
