@@ -19,8 +19,7 @@ use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
 use serde_json::{Value, json};
-use testkit::{Cluster, FaultRule, SimConfig};
-use tokio::sync::oneshot;
+use testkit::{Background, Cluster, FaultRule, SimConfig};
 
 const NS: &str = "openshift-cluster-csi-drivers";
 const DRIVER: &str = "pd.csi.storage.gke.io";
@@ -28,19 +27,7 @@ const AGENT: &str = "gcp-pd-operator";
 const CONTROLLER: &str = "gcp-pd-csi-driver-controller";
 const NODE: &str = "gcp-pd-csi-driver-node";
 
-struct Running {
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    async fn stop(mut self) {
-        self.stop.take().unwrap().send(()).unwrap();
-        self.task.await.unwrap();
-    }
-}
-
-fn start_with(cluster: &Cluster, def: csi::DriverDef) -> Running {
+fn start_with(cluster: &Cluster, def: csi::DriverDef) -> Background {
     start_with_hook(cluster, def, None)
 }
 
@@ -48,10 +35,9 @@ fn start_with_hook(
     cluster: &Cluster,
     def: csi::DriverDef,
     operator_log_level: Option<opkit::log_level::LogLevelHook>,
-) -> Running {
+) -> Background {
     let client = cluster.client_with_agent(AGENT);
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
+    Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
             def,
@@ -62,20 +48,14 @@ fn start_with_hook(
             },
             Metrics::new(),
             Readiness::default(),
-            async {
-                let _ = stopped.await;
-            },
+            shutdown,
         )
         .await
         .unwrap();
-    });
-    Running {
-        stop: Some(stop),
-        task,
-    }
+    })
 }
 
-fn start(cluster: &Cluster) -> Running {
+fn start(cluster: &Cluster) -> Background {
     start_with(cluster, drivers::by_name("gcp-pd").unwrap())
 }
 

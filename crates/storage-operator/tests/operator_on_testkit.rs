@@ -17,7 +17,7 @@ use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
 use serde_json::{Value, json};
 use storage_operator::plan::Settings;
-use tokio::sync::oneshot;
+use testkit::Background;
 
 const NS: &str = "openshift-cluster-csi-drivers";
 
@@ -58,41 +58,34 @@ fn settings() -> Settings {
     }
 }
 
-struct Running {
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    async fn stop(mut self) {
-        self.stop.take().unwrap().send(()).unwrap();
-        self.task.await.unwrap();
-    }
-}
-
-fn start(client: Client) -> Running {
+fn start(client: Client) -> Background {
     start_with(client, settings())
 }
 
-fn start_with(client: Client, settings: Settings) -> Running {
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
+fn start_with(client: Client, settings: Settings) -> Background {
+    Background::spawn(|shutdown| async move {
         storage_operator::operator::run(
             client,
             settings,
             Metrics::new(),
             Readiness::default(),
-            async {
-                let _ = stopped.await;
-            },
+            shutdown,
         )
         .await
         .unwrap();
-    });
-    Running {
-        stop: Some(stop),
-        task,
-    }
+    })
+}
+
+/// Sets Storage/cluster's managementState, as an admin would.
+async fn set_management_state(admin: &Client, state: &str) {
+    Api::<Storage>::all(admin.clone())
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": state}})),
+        )
+        .await
+        .unwrap();
 }
 
 /// Waits up to a minute for `check` (the machines are slow and shared).
@@ -461,14 +454,7 @@ async fn unmanaged_pauses_and_removed_is_refused_with_a_reason() {
     );
 
     // Removed: platform storage cannot be removed; the operator says why and how to fix it.
-    Api::<Storage>::all(admin.clone())
-        .patch(
-            "cluster",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"managementState": "Removed"}})),
-        )
-        .await
-        .unwrap();
+    set_management_state(&admin, "Removed").await;
     let refused = eventually("ManagementStateDegraded", async || {
         storage_condition(&admin, "ManagementStateDegraded")
             .await
@@ -490,14 +476,7 @@ async fn unmanaged_pauses_and_removed_is_refused_with_a_reason() {
     );
 
     // Back to Managed: the driver starts.
-    Api::<Storage>::all(admin.clone())
-        .patch(
-            "cluster",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"managementState": "Managed"}})),
-        )
-        .await
-        .unwrap();
+    set_management_state(&admin, "Managed").await;
     eventually("the driver operator Deployment", async || {
         deployments
             .get_opt("gcp-pd-csi-driver-operator")

@@ -26,6 +26,43 @@ pub async fn eventually<T>(
     }
 }
 
+/// A task under test (an operator's run loop) that stops when asked: `spawn` hands it a
+/// shutdown future, `stop` completes that future and waits for the task to end.
+#[derive(Debug)]
+pub struct Background {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Background {
+    /// Spawns `run(shutdown)`.
+    pub fn spawn<Fut>(
+        run: impl FnOnce(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) -> Fut,
+    ) -> Self
+    where
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(run(Box::pin(async move {
+            let _ = stopped.await;
+        })));
+        Self {
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Asks the task to stop and waits for it; panics if it panicked.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Err(error) = (&mut self.task).await {
+            panic!("the background task failed: {error}");
+        }
+    }
+}
+
 /// A kubeconfig file naming a cluster served on loopback; removed when dropped.
 #[derive(Debug)]
 pub struct Kubeconfig {

@@ -147,7 +147,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 pub use faults::{Fault, FaultRule};
-pub use helpers::{Kubeconfig, eventually};
+pub use helpers::{Background, Kubeconfig, eventually};
 pub use log::RequestRecord;
 pub use server::ServerConfig;
 pub use sim::SimConfig;
