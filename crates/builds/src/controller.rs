@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use api::build_v1::Build;
 use api::config_v1::{FeatureGate, GateState};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::Store;
@@ -38,6 +38,8 @@ pub const BUILD_NAME_LABEL: &str = "openshift.io/build.name";
 pub const BUILD_CRD: &str = "builds.build.openshift.io";
 /// The builder image when none is given: OpenShift's (it reads the build from `BUILD`).
 pub const DEFAULT_BUILDER_IMAGE: &str = "quay.io/openshift/origin-docker-builder:latest";
+/// The ServiceAccount build pods run as when the build names none (OpenShift's).
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "builder";
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -123,10 +125,10 @@ pub fn check_selector(selector: &str) -> Result<(), StartError> {
             ));
         }
         let key = term
+            .trim_start_matches('!')
             .split(['=', '!', ' '])
             .next()
-            .unwrap_or_default()
-            .trim_start_matches('!');
+            .unwrap_or_default();
         if key.is_empty() {
             return Err(bad(&format!("term {term:?} has no key")));
         }
@@ -345,7 +347,7 @@ async fn act(
     let status = decided.status;
     match decided.pod {
         PodAction::Keep => {}
-        PodAction::Create(pod) => match pods.create(&PostParams::default(), &pod).await {
+        PodAction::Create(pod) => match create_pod(context, build, &pod).await {
             Ok(_) => {
                 context.metrics.wrote(CONTROLLER, "Pod");
                 tracing::info!(build = %format!("{namespace}/{name}"), pod = pod.name_any(), "created build pod");
@@ -392,6 +394,33 @@ async fn act(
         );
     }
     Ok(())
+}
+
+/// Creates the build pod, and on plain Kubernetes first the `builder` ServiceAccount it runs
+/// as by default (OpenShift's controller manager makes one in every namespace; nobody else does).
+async fn create_pod(context: &Context, build: &Build, pod: &Pod) -> Result<Pod, kube::Error> {
+    let namespace = build.namespace().unwrap_or_default();
+    if context.server == Server::Crd && build.spec.service_account.is_none() {
+        let accounts: Api<ServiceAccount> = Api::namespaced(context.client.clone(), &namespace);
+        let builder = ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some(DEFAULT_SERVICE_ACCOUNT.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..ServiceAccount::default()
+        };
+        match accounts.create(&PostParams::default(), &builder).await {
+            Ok(_) => {
+                context.metrics.wrote(CONTROLLER, "ServiceAccount");
+                tracing::info!(namespace, "created the builder ServiceAccount");
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Api::<Pod>::namespaced(context.client.clone(), &namespace)
+        .create(&PostParams::default(), pod)
+        .await
 }
 
 async fn write_status(

@@ -7,6 +7,7 @@
 //! the API server.
 
 pub mod controller;
+pub mod manifests;
 pub mod phase;
 pub mod plan;
 pub mod pod;

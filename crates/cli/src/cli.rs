@@ -104,6 +104,32 @@ pub enum Command {
         process: ProcessArgs,
     },
 
+    /// Run the build controller: create the pods of Docker and Source builds with their build
+    /// volumes (CSI ephemeral volumes, Secrets, ConfigMaps) wired read only, and keep each
+    /// build's phase in step with its pod. On OpenShift, whose controller manager runs builds
+    /// too, it starts only with --selector.
+    Builds {
+        /// Only builds matching this label selector (required on OpenShift), e.g.
+        /// `builds.storage.openshift.io/controller=storage-operator`.
+        #[arg(long, env = "BUILD_SELECTOR", value_name = "SELECTOR")]
+        selector: Option<String>,
+
+        /// Only builds in this namespace (all namespaces when unset).
+        #[arg(long, env = "WATCH_NAMESPACE", value_name = "NAMESPACE")]
+        watch_namespace: Option<String>,
+
+        /// The image of the build pods, which reads the build from its BUILD variable.
+        #[arg(long, env = "BUILDER_IMAGE", default_value = builds::controller::DEFAULT_BUILDER_IMAGE)]
+        builder_image: String,
+
+        /// The release version whose FeatureGate status decides BuildCSIVolumes.
+        #[arg(long, env = "OPERATOR_IMAGE_VERSION", default_value = env!("CARGO_PKG_VERSION"))]
+        release_version: String,
+
+        #[command(flatten)]
+        process: ProcessArgs,
+    },
+
     /// Print, offline, every object that would be installed for a platform or driver, as
     /// multi-document YAML. Images come from the OpenShift image env vars (DRIVER_IMAGE,
     /// PROVISIONER_IMAGE, ...) when set, else the upstream defaults.

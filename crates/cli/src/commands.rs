@@ -13,6 +13,21 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
     match command {
         Command::Run(args) => crate::run::run(args, log),
         Command::Driver { name, process } => crate::run::driver(&name, process, log),
+        Command::Builds {
+            selector,
+            watch_namespace,
+            builder_image,
+            release_version,
+            process,
+        } => crate::run::builds(
+            builds::controller::Settings {
+                builder_image,
+                selector,
+                namespace: watch_namespace,
+                version: release_version,
+            },
+            process,
+        ),
         Command::Render {
             driver: Some(name),
             topology,
@@ -76,6 +91,28 @@ fn manifest_files(image: &str) -> anyhow::Result<Vec<(String, String)>> {
         .into_iter()
         .map(|(name, yaml)| (format!("crds/{name}"), yaml))
         .collect();
+    for flavour in [
+        builds::manifests::Flavour::Kubernetes,
+        builds::manifests::Flavour::OpenShift,
+    ] {
+        let dir = match flavour {
+            builds::manifests::Flavour::Kubernetes => Flavour::Kubernetes.dir(),
+            builds::manifests::Flavour::OpenShift => Flavour::OpenShift.dir(),
+        };
+        let documents = builds::manifests::build(flavour, image)
+            .iter()
+            .map(|object| serde_saphyr::to_string(object).context("rendering a manifest as YAML"))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        files.push((
+            format!("{dir}/builds.yaml"),
+            format!(
+                "{}{}",
+                api::crds::GENERATED_HEADER
+                    .replace("crds --out-dir deploy/crds", "manifests --out-dir deploy"),
+                documents.join("---\n")
+            ),
+        ));
+    }
     for flavour in [Flavour::Kubernetes, Flavour::OpenShift] {
         let documents = build(flavour, image)
             .iter()

@@ -71,6 +71,27 @@ pub fn driver(
     )
 }
 
+/// `storage-operator builds`.
+pub fn builds(
+    settings: builds::controller::Settings,
+    process: ProcessArgs,
+) -> anyhow::Result<ExitCode> {
+    let namespace = process
+        .namespace
+        .clone()
+        .unwrap_or_else(|| builds::manifests::NAME.to_owned());
+    serve(
+        &process,
+        &namespace,
+        builds::manifests::LEASE,
+        move |client, metrics, readiness, shutdown| async move {
+            builds::controller::run(client, settings, metrics, readiness, shutdown)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+    )
+}
+
 /// Runs an operator as a process: the async runtime, the admin server, leader election on
 /// `lease` in `namespace`, `operator` while leading, and a clean stop on SIGTERM.
 fn serve<F, Fut>(

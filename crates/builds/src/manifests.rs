@@ -1,0 +1,281 @@
+//! The install manifests of the build controller (`deploy/<flavour>/builds.yaml`): its
+//! namespace, ServiceAccount, least-privilege RBAC and Deployment, plus the Build CRD on plain
+//! Kubernetes. On OpenShift the Deployment runs with a label selector, so it handles only the
+//! builds labelled for it and never races openshift-controller-manager.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
+    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SeccompProfile, SecurityContext, ServiceAccount,
+};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use opkit::rbac::{MANAGE, READ, rule};
+use serde_json::Value;
+
+use crate::controller::BUILD_CRD;
+
+/// The name of the controller's namespace, Deployment, ServiceAccount and RBAC objects.
+pub const NAME: &str = "storage-operator-builds";
+/// The Lease its replicas compete for (in its namespace).
+pub const LEASE: &str = "storage-operator-builds-lock";
+/// The label selector the OpenShift manifests run with: builds labelled
+/// `builds.storage.openshift.io/controller: storage-operator` are ours, all others OpenShift's.
+pub const OPENSHIFT_SELECTOR: &str = "builds.storage.openshift.io/controller=storage-operator";
+
+/// Which cluster the manifests are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    /// OpenShift: Builds served by OpenShift; run with [`OPENSHIFT_SELECTOR`].
+    OpenShift,
+    /// Plain Kubernetes: ships the Build CRD and runs every build.
+    Kubernetes,
+}
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(Into::into),
+        labels: Some([("app.kubernetes.io/name".to_owned(), NAME.to_owned())].into()),
+        ..Default::default()
+    }
+}
+
+/// What the controller may do cluster-wide: exactly what it reads and writes.
+pub fn cluster_role() -> ClusterRole {
+    let mut crd = rule(
+        &["apiextensions.k8s.io"],
+        &["customresourcedefinitions"],
+        &["get"],
+    );
+    crd.resource_names = Some(vec![BUILD_CRD.into()]);
+    ClusterRole {
+        metadata: meta(NAME, None),
+        rules: Some(vec![
+            rule(
+                &["build.openshift.io"],
+                &["builds"],
+                &["get", "list", "watch", "patch"],
+            ),
+            rule(
+                &["build.openshift.io"],
+                &["builds/status"],
+                &["get", "patch"],
+            ),
+            rule(
+                &[""],
+                &["pods"],
+                &["get", "list", "watch", "create", "delete"],
+            ),
+            // The `builder` ServiceAccount build pods run as, on plain Kubernetes.
+            rule(&[""], &["serviceaccounts"], &["create"]),
+            rule(&[""], &["events"], READ),
+            rule(&["config.openshift.io"], &["featuregates"], READ),
+            crd,
+        ]),
+        ..Default::default()
+    }
+}
+
+fn subject() -> Subject {
+    Subject {
+        kind: "ServiceAccount".into(),
+        name: NAME.into(),
+        namespace: Some(NAME.into()),
+        ..Default::default()
+    }
+}
+
+fn role_ref(kind: &str, name: &str) -> RoleRef {
+    RoleRef {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: kind.into(),
+        name: name.into(),
+    }
+}
+
+/// The controller's Deployment.
+pub fn deployment(flavour: Flavour, image: &str) -> Deployment {
+    let labels: BTreeMap<String, String> = [("name".to_owned(), NAME.to_owned())].into();
+    let from_field = |name: &str, path: &str| EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let probe = |path: &str| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(8080),
+            ..Default::default()
+        }),
+        period_seconds: Some(10),
+        ..Default::default()
+    };
+    let mut args = vec!["builds".to_owned()];
+    if flavour == Flavour::OpenShift {
+        args.extend(["--selector".to_owned(), OPENSHIFT_SELECTOR.to_owned()]);
+    }
+    Deployment {
+        metadata: meta(NAME, Some(NAME)),
+        spec: Some(DeploymentSpec {
+            replicas: Some(1),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("Recreate".into()),
+                ..Default::default()
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    service_account_name: Some(NAME.into()),
+                    security_context: Some(PodSecurityContext {
+                        run_as_non_root: Some(true),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    containers: vec![Container {
+                        name: "controller".into(),
+                        image: Some(image.into()),
+                        args: Some(args),
+                        env: Some(vec![
+                            from_field("POD_NAME", "metadata.name"),
+                            from_field("POD_NAMESPACE", "metadata.namespace"),
+                        ]),
+                        ports: Some(vec![ContainerPort {
+                            name: Some("admin".into()),
+                            container_port: 8080,
+                            ..Default::default()
+                        }]),
+                        liveness_probe: Some(probe("/healthz")),
+                        readiness_probe: Some(probe("/readyz")),
+                        resources: Some(ResourceRequirements {
+                            requests: Some(
+                                [
+                                    ("cpu".to_owned(), Quantity("10m".into())),
+                                    ("memory".to_owned(), Quantity("30Mi".into())),
+                                ]
+                                .into(),
+                            ),
+                            ..Default::default()
+                        }),
+                        security_context: Some(SecurityContext {
+                            allow_privilege_escalation: Some(false),
+                            read_only_root_filesystem: Some(true),
+                            capabilities: Some(Capabilities {
+                                drop: Some(vec!["ALL".into()]),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }),
+                        termination_message_policy: Some("FallbackToLogsOnError".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Every object of one flavour, in apply order, as JSON.
+pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
+    let mut objects = Vec::new();
+    let mut push = |value: Result<Value, serde_json::Error>| objects.extend(value.ok());
+    if flavour == Flavour::Kubernetes {
+        push(serde_json::to_value(
+            <api::build_v1::Build as kube::CustomResourceExt>::crd(),
+        ));
+    }
+    push(serde_json::to_value(Namespace {
+        metadata: meta(NAME, None),
+        ..Default::default()
+    }));
+    push(serde_json::to_value(ServiceAccount {
+        metadata: meta(NAME, Some(NAME)),
+        ..Default::default()
+    }));
+    push(serde_json::to_value(cluster_role()));
+    push(serde_json::to_value(ClusterRoleBinding {
+        metadata: meta(NAME, None),
+        role_ref: role_ref("ClusterRole", NAME),
+        subjects: Some(vec![subject()]),
+    }));
+    push(serde_json::to_value(Role {
+        metadata: meta(&format!("{NAME}-lease"), Some(NAME)),
+        rules: Some(vec![rule(&["coordination.k8s.io"], &["leases"], MANAGE)]),
+    }));
+    push(serde_json::to_value(RoleBinding {
+        metadata: meta(&format!("{NAME}-lease"), Some(NAME)),
+        role_ref: role_ref("Role", &format!("{NAME}-lease")),
+        subjects: Some(vec![subject()]),
+    }));
+    push(serde_json::to_value(deployment(flavour, image)));
+    objects
+}
+
+#[cfg(test)]
+mod tests {
+    use opkit::rbac::allows;
+
+    use super::*;
+
+    #[test]
+    fn the_controller_may_do_what_it_does_and_nothing_more() {
+        let rules = cluster_role().rules.unwrap();
+        for (group, resource, verb) in [
+            ("build.openshift.io", "builds", "watch"),
+            ("build.openshift.io", "builds", "patch"),
+            ("build.openshift.io", "builds/status", "patch"),
+            ("", "pods", "create"),
+            ("", "pods", "delete"),
+            ("", "serviceaccounts", "create"),
+            ("", "events", "watch"),
+            ("config.openshift.io", "featuregates", "watch"),
+        ] {
+            assert!(allows(&rules, group, resource, verb), "{resource} {verb}");
+        }
+        assert!(!allows(&rules, "", "pods", "patch"));
+        assert!(!allows(&rules, "", "secrets", "get"));
+        assert!(!allows(&rules, "", "serviceaccounts", "get"));
+    }
+
+    #[test]
+    fn openshift_runs_with_a_selector_and_kubernetes_ships_the_crd() {
+        let openshift = build(Flavour::OpenShift, "img");
+        let kubernetes = build(Flavour::Kubernetes, "img");
+        assert_eq!(kubernetes.len(), openshift.len() + 1);
+        assert_eq!(kubernetes[0]["kind"], "CustomResourceDefinition");
+        let args = |objects: &[Value]| {
+            objects.last().unwrap()["spec"]["template"]["spec"]["containers"][0]["args"].clone()
+        };
+        assert_eq!(
+            args(&openshift),
+            serde_json::json!(["builds", "--selector", OPENSHIFT_SELECTOR])
+        );
+        assert_eq!(args(&kubernetes), serde_json::json!(["builds"]));
+    }
+}
