@@ -48,38 +48,51 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     }
 }
 
-/// What the controller may do cluster-wide: exactly what it reads and writes.
-pub fn cluster_role() -> ClusterRole {
+/// What the controller may do cluster-wide: exactly what it reads and writes. On OpenShift it
+/// also uses the `privileged` SCC, as openshift-controller-manager's build controller does: SCC
+/// admission checks the creator of the (privileged) build pod.
+pub fn cluster_role(flavour: Flavour) -> ClusterRole {
     let mut crd = rule(
         &["apiextensions.k8s.io"],
         &["customresourcedefinitions"],
         &["get"],
     );
     crd.resource_names = Some(vec![BUILD_CRD.into()]);
+    let mut scc = rule(
+        &["security.openshift.io"],
+        &["securitycontextconstraints"],
+        &["use"],
+    );
+    scc.resource_names = Some(vec!["privileged".into()]);
+    let scc = (flavour == Flavour::OpenShift).then_some(scc);
     ClusterRole {
         metadata: meta(NAME, None),
-        rules: Some(vec![
-            rule(
-                &["build.openshift.io"],
-                &["builds"],
-                &["get", "list", "watch", "patch"],
-            ),
-            rule(
-                &["build.openshift.io"],
-                &["builds/status"],
-                &["get", "patch"],
-            ),
-            rule(
-                &[""],
-                &["pods"],
-                &["get", "list", "watch", "create", "delete"],
-            ),
-            // The `builder` ServiceAccount build pods run as, on plain Kubernetes.
-            rule(&[""], &["serviceaccounts"], &["create"]),
-            rule(&[""], &["events"], READ),
-            rule(&["config.openshift.io"], &["featuregates"], READ),
-            crd,
-        ]),
+        rules: Some(
+            scc.into_iter()
+                .chain([
+                    rule(
+                        &["build.openshift.io"],
+                        &["builds"],
+                        &["get", "list", "watch", "patch"],
+                    ),
+                    rule(
+                        &["build.openshift.io"],
+                        &["builds/status"],
+                        &["get", "patch"],
+                    ),
+                    rule(
+                        &[""],
+                        &["pods"],
+                        &["get", "list", "watch", "create", "delete"],
+                    ),
+                    // The `builder` ServiceAccount build pods run as, on plain Kubernetes.
+                    rule(&[""], &["serviceaccounts"], &["create"]),
+                    rule(&[""], &["events"], READ),
+                    rule(&["config.openshift.io"], &["featuregates"], READ),
+                    crd,
+                ])
+                .collect(),
+        ),
         ..Default::default()
     }
 }
@@ -218,7 +231,7 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
         metadata: meta(NAME, Some(NAME)),
         ..Default::default()
     }));
-    push(serde_json::to_value(cluster_role()));
+    push(serde_json::to_value(cluster_role(flavour)));
     push(serde_json::to_value(ClusterRoleBinding {
         metadata: meta(NAME, None),
         role_ref: role_ref("ClusterRole", NAME),
@@ -245,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_controller_may_do_what_it_does_and_nothing_more() {
-        let rules = cluster_role().rules.unwrap();
+        let rules = cluster_role(Flavour::Kubernetes).rules.unwrap();
         for (group, resource, verb) in [
             ("build.openshift.io", "builds", "watch"),
             ("build.openshift.io", "builds", "patch"),
@@ -261,6 +274,28 @@ mod tests {
         assert!(!allows(&rules, "", "pods", "patch"));
         assert!(!allows(&rules, "", "secrets", "get"));
         assert!(!allows(&rules, "", "serviceaccounts", "get"));
+        assert!(!allows(
+            &rules,
+            "security.openshift.io",
+            "securitycontextconstraints",
+            "use"
+        ));
+        let openshift = cluster_role(Flavour::OpenShift).rules.unwrap();
+        assert!(allows(
+            &openshift,
+            "security.openshift.io",
+            "securitycontextconstraints",
+            "use"
+        ));
+        let scc = openshift
+            .iter()
+            .find(|r| r.api_groups.as_deref() == Some(&["security.openshift.io".to_owned()][..]))
+            .unwrap();
+        assert_eq!(
+            scc.resource_names.as_deref(),
+            Some(&["privileged".to_owned()][..]),
+            "only the privileged SCC"
+        );
     }
 
     #[test]
