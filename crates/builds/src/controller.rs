@@ -153,9 +153,9 @@ async fn discover(client: &Client) -> Result<(Server, bool), StartError> {
         Server::None
     } else {
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-        match crds.get_opt(BUILD_CRD).await {
-            Ok(Some(_)) => Server::Crd,
-            Ok(None) => Server::OpenShift,
+        match crds.get(BUILD_CRD).await {
+            Ok(_) => Server::Crd,
+            Err(kube::Error::Api(status)) if status.code == 404 => Server::OpenShift,
             Err(error) => return Err(StartError::Discovery(error)),
         }
     };

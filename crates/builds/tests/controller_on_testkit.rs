@@ -377,3 +377,42 @@ async fn without_a_build_api_it_refuses_to_start_and_says_what_to_install() {
             .contains("deploy/crds/build.openshift.io_builds.yaml")
     );
 }
+
+/// OpenShift serves Builds from its own API server (no CRD), and its controller manager runs
+/// them: simulated here by the Build CRD's lookup answering 404.
+#[tokio::test]
+async fn on_openshift_it_starts_only_with_a_selector() {
+    let (cluster, admin) = cluster().await;
+    cluster.inject(testkit::FaultRule::status(
+        Some("get"),
+        Some("customresourcedefinitions"),
+        404,
+    ));
+    let error = run(
+        cluster.client(),
+        settings(None),
+        Metrics::new(),
+        Readiness::default(),
+        std::future::pending::<()>(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, StartError::OpenShiftNeedsSelector),
+        "{error}"
+    );
+    assert!(error.to_string().contains("--selector"), "{error}");
+
+    let controller = start(&cluster, settings(Some("team=storage")));
+    create_build(&admin, "ours", json!({"team": "storage"}), csi_volume()).await;
+    eventually("the selected build's pod", async || {
+        pod(&admin, "ours").await
+    })
+    .await;
+    let accounts = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), NS);
+    assert!(
+        accounts.get_opt("builder").await.unwrap().is_none(),
+        "OpenShift makes the builder ServiceAccount itself"
+    );
+    controller.stop().await;
+}
