@@ -543,6 +543,73 @@ impl ProxyStatus {
 }
 
 // ---------------------------------------------------------------------------------------------
+// APIServer
+
+string_enum! {
+    /// A TLS security profile, after Mozilla's server-side TLS recommendations.
+    pub enum TLSProfileType {
+        /// For old clients: TLS 1.0 and many ciphers.
+        Old = "Old",
+        /// The default: TLS 1.2 and AEAD ciphers.
+        Intermediate = "Intermediate",
+        /// TLS 1.3 only.
+        Modern = "Modern",
+        /// The ciphers and minimum version given in `custom`.
+        Custom = "Custom",
+    }
+}
+
+/// The cluster's API server configuration; the only instance is named `cluster`. Operators read
+/// its TLS security profile for the endpoints they serve.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "config.openshift.io",
+    version = "v1",
+    kind = "APIServer",
+    plural = "apiservers",
+    doc = "APIServer holds the cluster-wide API server configuration. The only instance is named cluster."
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = preserve_unknown_fields)]
+pub struct APIServerSpec {
+    /// The TLS settings of the cluster's servers; unset means Intermediate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_security_profile: Option<TLSSecurityProfile>,
+    /// servingCerts, clientCA, encryption, audit and the rest, kept as sent.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: Extra,
+}
+
+/// Which TLS profile, and for `Custom` its settings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TLSSecurityProfile {
+    /// Old, Intermediate, Modern or Custom.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<TLSProfileType>,
+    /// The settings of a Custom profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomTLSProfile>,
+    /// `old`, `intermediate`, `modern` (empty objects), kept as sent.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: Extra,
+}
+
+/// The settings of a Custom TLS profile.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomTLSProfile {
+    /// Cipher suites, OpenSSL names (e.g. `ECDHE-RSA-AES128-GCM-SHA256`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ciphers: Vec<String>,
+    /// VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13.
+    #[serde(rename = "minTLSVersion", default, skip_serializing_if = "Option::is_none")]
+    pub min_tls_version: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
 // FeatureGate
 
 string_enum! {

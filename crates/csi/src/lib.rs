@@ -47,6 +47,7 @@ pub mod rbac;
 pub mod render;
 pub mod status;
 pub mod storage;
+pub mod tls;
 pub mod workloads;
 
 pub use def::{

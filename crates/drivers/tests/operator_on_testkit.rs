@@ -1220,3 +1220,123 @@ async fn the_operator_follows_its_operator_log_level() {
     .await;
     running.stop().await;
 }
+
+fn proxy_tls_args(deployment: &Deployment) -> Vec<String> {
+    let spec = deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap();
+    spec.containers
+        .iter()
+        .filter(|c| c.image.as_deref().is_some_and(|i| i.contains("rbac-proxy")))
+        .flat_map(|c| c.args.iter().flatten())
+        .filter(|a| a.starts_with("--tls-min-version") || a.starts_with("--tls-cipher-suites"))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn the_tls_profile_is_observed_and_rolls_the_controller_once() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &<api::config_v1::APIServer as kube::CustomResourceExt>::crd(),
+        )
+        .await
+        .unwrap();
+    let api_servers: Api<api::config_v1::APIServer> = Api::all(admin.clone());
+    api_servers
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
+                "metadata": {"name": "cluster"}, "spec": {}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let before = settled(&cluster, &admin).await;
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let args = proxy_tls_args(&deployments.get(CONTROLLER).await.unwrap());
+    assert!(
+        args.iter().all(|a| a != "--tls-min-version=VersionTLS13")
+            && args.iter().any(|a| a == "--tls-min-version=VersionTLS12"),
+        "no profile: Intermediate; {args:?}"
+    );
+    let drivers: Api<ClusterCSIDriver> = Api::all(admin.clone());
+    let observed_config = |d: ClusterCSIDriver| d.spec.operator.observed_config.unwrap_or_default();
+    assert_eq!(
+        observed_config(drivers.get(DRIVER).await.unwrap())["targetcsiconfig"]["servingInfo"]["minTLSVersion"],
+        "VersionTLS12"
+    );
+    assert!(
+        condition_is(&admin, "ConfigObservationDegraded", "False")
+            .await
+            .is_some()
+    );
+
+    // Modern: the proxies move to TLS 1.3 in one rollout, and observedConfig says so.
+    api_servers
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"tlsSecurityProfile": {"type": "Modern", "modern": {}}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    eventually("the controller rolled for the profile", async || {
+        (generations(&admin).await.0 > before.0).then_some(())
+    })
+    .await;
+    let after = settled(&cluster, &admin).await;
+    assert_eq!(after.0, before.0 + 1, "one rollout");
+    assert_eq!(
+        after.1, before.1,
+        "the node pods serve no metrics proxy here"
+    );
+    let args = proxy_tls_args(&deployments.get(CONTROLLER).await.unwrap());
+    assert!(
+        args.iter().any(|a| a == "--tls-min-version=VersionTLS13"),
+        "{args:?}"
+    );
+    assert_eq!(
+        observed_config(drivers.get(DRIVER).await.unwrap())["targetcsiconfig"]["servingInfo"]["minTLSVersion"],
+        "VersionTLS13"
+    );
+    assert!(!events(&admin, "ObservedConfigChanged").await.is_empty());
+
+    // An impossible Custom profile: the condition says why, nothing rolls.
+    api_servers
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"tlsSecurityProfile": {"type": "Custom", "modern": null,
+                "custom": {"ciphers": ["DHE-RSA-AES128-GCM-SHA256"], "minTLSVersion": "VersionTLS12"}}}})),
+        )
+        .await
+        .unwrap();
+    let (_, message) = eventually("ConfigObservationDegraded", async || {
+        condition_is(&admin, "ConfigObservationDegraded", "True").await
+    })
+    .await;
+    assert!(message.contains("custom.ciphers"), "{message}");
+    let still = settled_quietly(&cluster, &admin).await;
+    assert_eq!(still.0, after.0, "the last good profile stays in force");
+    running.stop().await;
+}
+
+/// The workload generations once the operator stops writing (its Degraded conditions may be True).
+async fn settled_quietly(cluster: &Cluster, client: &Client) -> (i64, i64) {
+    quiet(cluster).await;
+    generations(client).await
+}

@@ -36,6 +36,7 @@ fn openshift(spec: Value) -> Observed {
         apis: Apis {
             infrastructure: true,
             proxy: true,
+            api_server: true,
         },
         cluster_csi_driver: Some(driver(spec)),
         infrastructure: Some(
@@ -117,6 +118,7 @@ fn managed_applies_every_operand_and_reports_every_controller() {
         controllers,
         [
             "ManagementState",
+            "ConfigObserver",
             "GCPPDDriverStaticResourcesController",
             "GCPPDDriverControllerServiceController",
             "GCPPDDriverNodeServiceController",
@@ -373,4 +375,133 @@ fn the_stable_generation_is_the_one_its_own_write_produces() {
         .image = Some("example.com/pd:2".into());
     let during = plan::with_stable_generation(changed, Some(&stable));
     assert_eq!(during.metadata.annotations.as_ref().unwrap()[key], "2");
+}
+
+fn proxy_args(plan: &Plan) -> Vec<String> {
+    let deployment = plan
+        .steps
+        .iter()
+        .find_map(|s| match &s.operand {
+            Operand::Deployment(d) => Some(d),
+            _ => None,
+        })
+        .unwrap();
+    let spec = deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap();
+    let proxy = spec
+        .containers
+        .iter()
+        .find(|c| c.image.as_deref().is_some_and(|i| i.contains("rbac-proxy")))
+        .unwrap();
+    proxy
+        .args
+        .iter()
+        .flatten()
+        .filter(|a| a.starts_with("--tls-"))
+        .filter(|a| !a.contains("file"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_config_observer_follows_the_tls_profile_and_the_proxy() {
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed.api_server = Some(
+        serde_json::from_value(json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
+            "metadata": {"name": "cluster"}, "spec": {"tlsSecurityProfile": {"type": "Modern", "modern": {}}}}))
+        .unwrap(),
+    );
+    observed.proxy = Some(
+        serde_json::from_value(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
+            "metadata": {"name": "cluster"}, "spec": {}, "status": {"httpsProxy": "http://proxy:3128"}}))
+        .unwrap(),
+    );
+    let plan = run(&observed, &at(0));
+    let written = plan
+        .observed_config
+        .clone()
+        .expect("observedConfig to write");
+    assert_eq!(
+        written,
+        json!({"targetcsiconfig": {
+            "servingInfo": {"minTLSVersion": "VersionTLS13",
+                            "cipherSuites": ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"]},
+            "proxy": {"HTTPS_PROXY": "http://proxy:3128"}}})
+    );
+    // The proxies follow the profile in the same pass, without waiting for the round trip.
+    assert!(
+        proxy_args(&plan).contains(&"--tls-min-version=VersionTLS13".to_owned()),
+        "{:?}",
+        proxy_args(&plan)
+    );
+    assert_eq!(
+        status_of(&plan, "ConfigObservationDegraded"),
+        ConditionStatus::False
+    );
+
+    // Once written, nothing more to write; another key in observedConfig is not ours.
+    let mut config = written;
+    config["someoneElse"] = json!({"x": 1});
+    observed
+        .cluster_csi_driver
+        .as_mut()
+        .unwrap()
+        .spec
+        .operator
+        .observed_config = Some(config.clone());
+    assert_eq!(run(&observed, &at(1)).observed_config, None);
+
+    // An impossible Custom profile keeps the last good servingInfo and says why.
+    observed.api_server.as_mut().unwrap().spec.tls_security_profile = Some(
+        serde_json::from_value(json!({"type": "Custom", "custom": {"ciphers": ["DHE-RSA-AES128-GCM-SHA256"], "minTLSVersion": "VersionTLS12"}}))
+            .unwrap(),
+    );
+    let plan = run(&observed, &at(2));
+    assert_eq!(plan.observed_config, None, "the last good config stays");
+    assert_eq!(
+        status_of(&plan, "ConfigObservationDegraded"),
+        ConditionStatus::True
+    );
+    let (_, _, message) = conditions(&plan)
+        .into_iter()
+        .find(|(t, _, _)| t == "ConfigObservationDegraded")
+        .unwrap();
+    assert!(message.contains("custom.ciphers"), "{message}");
+    assert!(proxy_args(&plan).contains(&"--tls-min-version=VersionTLS13".to_owned()));
+
+    // The proxy goes away: its key is removed, the rest stays.
+    observed.proxy = None;
+    observed
+        .api_server
+        .as_mut()
+        .unwrap()
+        .spec
+        .tls_security_profile = None;
+    let plan = run(&observed, &at(3));
+    let patch = plan.observed_config.unwrap();
+    assert_eq!(patch["targetcsiconfig"]["proxy"], Value::Null);
+    assert_eq!(
+        patch["targetcsiconfig"]["servingInfo"]["minTLSVersion"],
+        "VersionTLS12"
+    );
+    assert!(patch.get("someoneElse").is_none());
+}
+
+#[test]
+fn without_openshift_config_apis_nothing_is_observed() {
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed.apis.api_server = false;
+    observed.apis.proxy = false;
+    let plan = run(&observed, &at(0));
+    assert_eq!(plan.observed_config, None);
+    assert_eq!(
+        status_of(&plan, "ConfigObservationDegraded"),
+        ConditionStatus::False
+    );
 }

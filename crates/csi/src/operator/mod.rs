@@ -11,8 +11,9 @@
 //! ConfigMap, CSIDriver, Service, PDB, snapshot classes, CredentialsRequest),
 //! `<prefix>DriverControllerServiceController` (Deployment; Available/Progressing/Degraded,
 //! `readyReplicas`, its generation), `<prefix>DriverNodeServiceController` (DaemonSet),
-//! `StorageClassController`, `<prefix>DriverServiceMonitorController` and `ManagementState`
-//! (`ManagementStateDegraded`, `observedGeneration`).
+//! `StorageClassController`, `<prefix>DriverServiceMonitorController`, `ManagementState`
+//! (`ManagementStateDegraded`, `observedGeneration`) and `ConfigObserver`
+//! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]).
 //!
 //! Where this differs from library-go on purpose:
 //! - No periodic resync and no write when nothing changed (library-go resyncs every minute).
@@ -28,6 +29,7 @@
 //! - The DaemonSet's stable-generation annotation records the generation its own write
 //!   produces (see [`plan::with_stable_generation`]).
 
+pub mod config_observer;
 pub mod observe;
 pub mod plan;
 
@@ -205,6 +207,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Err(error) => {
                 failures.push((Some(step.group), error.category(), error.to_string()));
             }
+        }
+    }
+    if let Some(patch) = &plan.observed_config {
+        match write_observed_config(context, patch).await {
+            Ok(()) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/observedConfig"),
+            Err(error) => failures.push((None, "api", error)),
         }
     }
     for deletion in &plan.deletions {
@@ -415,6 +425,46 @@ async fn report(context: &Context, operand: &Operand, outcome: Outcome, recreate
     if let Err(error) = context.recorder.publish(&event, &reference).await {
         tracing::warn!(object = %key, %error, "recording an Event failed");
     }
+}
+
+/// Writes the config observer's `spec.observedConfig` change and records it as an Event, as
+/// library-go's `ObservedConfigChanged`.
+async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> Result<(), String> {
+    let api: Api<ClusterCSIDriver> = Api::all(context.client.clone());
+    let params = PatchParams {
+        field_manager: Some(format!(
+            "{}/{}",
+            opkit::apply::FIELD_MANAGER_PREFIX,
+            config_observer::CONFIG_OBSERVER
+        )),
+        ..PatchParams::default()
+    };
+    let body = serde_json::json!({"spec": {"observedConfig": patch}});
+    let driver = api
+        .patch(&context.def.name, &params, &Patch::Merge(&body))
+        .await
+        .map_err(|e| {
+            format!(
+                "writing spec.observedConfig of ClusterCSIDriver {}: {e}",
+                context.def.name
+            )
+        })?;
+    tracing::info!(driver = %context.def.name, %patch, "observed config changed");
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "ObservedConfigChanged".to_owned(),
+        note: Some(format!("Writing updated observed config: {patch}")),
+        action: "Update".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = context
+        .recorder
+        .publish(&event, &driver.object_ref(&()))
+        .await
+    {
+        tracing::warn!(%error, "recording an Event failed");
+    }
+    Ok(())
 }
 
 async fn delete_object<K>(api: Api<K>, name: &str) -> Result<(), kube::Error>

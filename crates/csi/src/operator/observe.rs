@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::config_v1::{Infrastructure, Proxy};
+use api::config_v1::{APIServer, Infrastructure, Proxy};
 use api::operator_v1::ClusterCSIDriver;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
@@ -37,6 +37,8 @@ pub struct Apis {
     pub infrastructure: bool,
     /// `proxies.config.openshift.io`.
     pub proxy: bool,
+    /// `apiservers.config.openshift.io` (the cluster's TLS security profile).
+    pub api_server: bool,
 }
 
 impl Apis {
@@ -47,6 +49,7 @@ impl Apis {
         Ok(Self {
             infrastructure: has("infrastructures"),
             proxy: has("proxies"),
+            api_server: has("apiservers"),
         })
     }
 }
@@ -130,6 +133,8 @@ pub struct Observed {
     pub infrastructure: Option<Infrastructure>,
     /// `Proxy/cluster`.
     pub proxy: Option<Proxy>,
+    /// `APIServer/cluster`.
+    pub api_server: Option<APIServer>,
     /// Nodes, only without the Infrastructure API.
     pub nodes: Vec<Node>,
     /// The credentials Secret, if the driver has one and it exists.
@@ -177,6 +182,7 @@ pub struct Caches {
     cluster_csi_driver: Store<ClusterCSIDriver>,
     infrastructure: Option<Store<Infrastructure>>,
     proxy: Option<Store<Proxy>>,
+    api_server: Option<Store<APIServer>>,
     nodes: Option<Store<Node>>,
     credentials_secret: Option<Store<Secret>>,
     csi_driver: Store<CSIDriver>,
@@ -248,6 +254,9 @@ impl Caches {
             proxy: apis
                 .proxy
                 .then(|| informers.watch("proxies", Api::all(c()), named("cluster"))),
+            api_server: apis
+                .api_server
+                .then(|| informers.watch("apiservers", Api::all(c()), named("cluster"))),
             nodes: (!apis.infrastructure)
                 .then(|| informers.watch("nodes", Api::all(c()), Config::default())),
             credentials_secret: def.credentials.as_ref().map(|creds| {
@@ -353,6 +362,7 @@ impl Caches {
             cluster_csi_driver: single(&self.cluster_csi_driver),
             infrastructure: self.infrastructure.as_ref().and_then(single),
             proxy: self.proxy.as_ref().and_then(single),
+            api_server: self.api_server.as_ref().and_then(single),
             nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
             credentials_secret: self.credentials_secret.as_ref().and_then(single),
             csi_driver: single(&self.csi_driver),

@@ -144,6 +144,9 @@ pub struct Plan {
     pub requeue: Option<Duration>,
     /// Why nothing is done, for the log (no ClusterCSIDriver yet).
     pub waiting: Option<String>,
+    /// The JSON merge patch of the ClusterCSIDriver's `spec.observedConfig` (the config
+    /// observer's `targetcsiconfig`), when it must change.
+    pub observed_config: Option<Value>,
 }
 
 /// The finalizers a removable driver puts on its ClusterCSIDriver (as library-go: one per
@@ -184,7 +187,10 @@ pub fn inputs(
     let mut inputs = Inputs::new(def, topology, env);
     if let Some(driver) = &observed.cluster_csi_driver {
         inputs.spec = driver.spec.clone();
-        inputs.tls = from_objects::serving_tls(driver.spec.operator.observed_config.as_ref());
+        inputs.tls = super::config_observer::serving_tls(
+            observed,
+            driver.spec.operator.observed_config.as_ref(),
+        );
     }
     if let Some(status) = observed
         .infrastructure
@@ -305,6 +311,39 @@ fn min_requeue(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     }
 }
 
+/// The config observer's part of the plan: its condition, and the observed config to write.
+fn observe_config(
+    plan: &mut Plan,
+    driver: &api::operator_v1::ClusterCSIDriver,
+    observed: &Observed,
+) {
+    use super::config_observer::{CONFIG_OBSERVER, TARGET, merge_patch, observe};
+    let current = driver.spec.operator.observed_config.as_ref();
+    let (target, condition) = observe(observed, current);
+    plan.status.push(ControllerStatus {
+        group: None,
+        controller: CONFIG_OBSERVER.to_owned(),
+        part: StatusPart {
+            conditions: vec![condition],
+            ..StatusPart::default()
+        },
+    });
+    let Some(target) = target else {
+        return;
+    };
+    let wanted = serde_json::json!({ TARGET: target });
+    let patch = merge_patch(current, &wanted);
+    let changes = patch.as_object().is_none_or(|p| {
+        p.iter()
+            .any(|(key, value)| key == TARGET && value.as_object().is_none_or(|v| !v.is_empty()))
+    });
+    if changes {
+        // Only our key: whatever else observedConfig holds is not ours to remove.
+        plan.observed_config =
+            Some(serde_json::json!({ TARGET: patch.get(TARGET).cloned().unwrap_or(Value::Null) }));
+    }
+}
+
 /// The decisions for `observed` at `now`.
 pub fn plan(
     def: &DriverDef,
@@ -366,6 +405,7 @@ pub fn plan(
         // Not removable: the ClusterCSIDriver goes, the operands stay.
         return plan;
     }
+    observe_config(&mut plan, driver, observed);
     if def.removable {
         let mut wanted = current_finalizers.clone();
         for f in finalizers(def) {
