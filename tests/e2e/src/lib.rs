@@ -3,8 +3,8 @@
 //! The tests are `#[ignore]`d so that `cargo test --workspace` stays offline; run them against
 //! a disposable cluster with
 //! `E2E_KUBECONFIG=/path/to/kubeconfig cargo test -p e2e -- --ignored --test-threads 1`.
-//! `storage_operator_scenarios` removes what it created; the others leave their objects for
-//! inspection. To check the tests themselves without a cluster, point them at testkit served
+//! Each test removes the objects that would stop the others from running (ClusterCSIDrivers, a
+//! declared Infrastructure, its namespaces); the scenario tests remove everything they created. To check the tests themselves without a cluster, point them at testkit served
 //! over loopback: `cargo run -p testkit --example serve` prints a kubeconfig path to use as
 //! `E2E_KUBECONFIG`.
 
@@ -26,4 +26,72 @@ pub async fn client() -> Result<Client, String> {
         .await
         .map_err(|e| format!("using {path}: {e}"))?;
     Client::try_from(config).map_err(|e| format!("connecting with {path}: {e}"))
+}
+
+/// Polls `check` every half second for up to two minutes; panics naming `what` on time-out.
+pub async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..240 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Server-side applies a CRD (idempotent; a newer copy of ours wins).
+pub async fn apply_crd(
+    client: &Client,
+    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    kube::Api::<CustomResourceDefinition>::all(client.clone())
+        .patch(
+            &name,
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(crd),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
+}
+
+/// Declares the platform GCP (an Infrastructure `cluster`, and its CRD when missing) unless the
+/// cluster already says what it is. Returns whether it did, so the test can remove it.
+pub async fn ensure_gcp(client: &Client) -> bool {
+    use api::config_v1::Infrastructure;
+    use kube::api::{Patch, PatchParams};
+    let served = opkit::discovery::served_resources(client, "config.openshift.io/v1")
+        .await
+        .unwrap_or_else(|e| panic!("discovering config.openshift.io: {e}"));
+    let infrastructures: kube::Api<Infrastructure> = kube::Api::all(client.clone());
+    if served.contains("infrastructures")
+        && infrastructures
+            .get_opt("cluster")
+            .await
+            .unwrap_or_else(|e| panic!("reading Infrastructure/cluster: {e}"))
+            .is_some()
+    {
+        return false;
+    }
+    apply_crd(client, &<Infrastructure as kube::CustomResourceExt>::crd()).await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let infrastructure = serde_json::json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "e2e", "platformStatus": {"type": "GCP"}}
+    });
+    for status in [false, true] {
+        let params = PatchParams::apply("e2e");
+        let patch = Patch::Apply(&infrastructure);
+        let result = if status {
+            infrastructures
+                .patch_status("cluster", &params, &patch)
+                .await
+        } else {
+            infrastructures.patch("cluster", &params, &patch).await
+        };
+        result.unwrap_or_else(|e| panic!("declaring Infrastructure/cluster: {e}"));
+    }
+    true
 }

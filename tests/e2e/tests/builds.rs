@@ -27,15 +27,7 @@ const VALUE: &str = "e2e";
 /// A driver no cluster has, so a real kubelet reports FailedMount.
 const DRIVER: &str = "absent.e2e.storage.openshift.io";
 
-async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..240 {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
+use e2e::wait_for;
 
 /// Installs the Build CRD unless something already serves Builds. Returns whether it did.
 async fn ensure_build_api(client: &Client) -> bool {

@@ -90,6 +90,7 @@ async fn the_gcp_pd_driver_operator_reports_on_its_cluster_csi_driver() {
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_secs(5)).await;
+    let declared = e2e::ensure_gcp(&client).await;
     let drivers: Api<ClusterCSIDriver> = Api::all(client.clone());
     let driver = serde_json::json!({
         "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
@@ -132,6 +133,14 @@ async fn the_gcp_pd_driver_operator_reports_on_its_cluster_csi_driver() {
     }
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
+    let _ = drivers
+        .delete("pd.csi.storage.gke.io", &kube::api::DeleteParams::default())
+        .await;
+    if declared {
+        let _ = Api::<api::config_v1::Infrastructure>::all(client.clone())
+            .delete("cluster", &kube::api::DeleteParams::default())
+            .await;
+    }
     let condition = reported.expect("the driver operator never reported its controller service");
     println!("{condition:?}");
 }

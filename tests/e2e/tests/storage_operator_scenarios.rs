@@ -12,9 +12,8 @@ use api::config_v1::Infrastructure;
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
 use serde_json::json;
@@ -24,63 +23,7 @@ const NS: &str = "openshift-cluster-csi-drivers";
 const OPERATOR: &str = "gcp-pd-csi-driver-operator";
 const DRIVER: &str = "pd.csi.storage.gke.io";
 
-async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..240 {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) {
-    let name = crd.metadata.name.clone().unwrap();
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .patch(
-            &name,
-            &PatchParams::apply("e2e").force(),
-            &Patch::Apply(crd),
-        )
-        .await
-        .unwrap();
-}
-
-/// Declares the platform GCP unless the cluster already says what it is. Returns whether it did.
-async fn ensure_gcp(client: &Client) -> bool {
-    let served = opkit::discovery::served_resources(client, "config.openshift.io/v1")
-        .await
-        .unwrap();
-    let infrastructures: Api<Infrastructure> = Api::all(client.clone());
-    if served.contains("infrastructures")
-        && infrastructures.get_opt("cluster").await.unwrap().is_some()
-    {
-        return false;
-    }
-    apply_crd(client, &<Infrastructure as kube::CustomResourceExt>::crd()).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let infrastructure = json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-        "spec": {}, "status": {"infrastructureName": "e2e", "platformStatus": {"type": "GCP"}}
-    });
-    infrastructures
-        .patch(
-            "cluster",
-            &PatchParams::apply("e2e"),
-            &Patch::Apply(&infrastructure),
-        )
-        .await
-        .unwrap();
-    infrastructures
-        .patch_status(
-            "cluster",
-            &PatchParams::apply("e2e"),
-            &Patch::Apply(&infrastructure),
-        )
-        .await
-        .unwrap();
-    true
-}
+use e2e::{apply_crd, ensure_gcp, wait_for};
 
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
