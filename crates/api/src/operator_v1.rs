@@ -627,3 +627,29 @@ pub const STORAGE_NAME: &str = "cluster";
 
 /// The status of Storage is the shared operator status.
 pub type StorageStatus = OperatorStatus;
+
+// ---------------------------------------------------------------------------------------------
+// CloudCredential
+
+/// cloud-credential-operator's configuration; the only instance is named `cluster`. Driver
+/// operators read its credentials mode: in `Manual` mode nobody provisions a CredentialsRequest
+/// unless short-lived token settings are given.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "operator.openshift.io",
+    version = "v1",
+    kind = "CloudCredential",
+    plural = "cloudcredentials",
+    doc = "CloudCredential configures cloud-credential-operator. The only instance is named cluster."
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::preserve_unknown_fields)]
+pub struct CloudCredentialSpec {
+    /// `""` (default), `Manual`, `Mint` or `Passthrough`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_mode: Option<String>,
+    /// managementState, logLevel and the rest, kept as sent.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: std::collections::BTreeMap<String, Value>,
+}

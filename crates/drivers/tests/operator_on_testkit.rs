@@ -1340,3 +1340,72 @@ async fn settled_quietly(cluster: &Cluster, client: &Client) -> (i64, i64) {
     quiet(cluster).await;
     generations(client).await
 }
+
+#[tokio::test]
+async fn the_credentials_request_is_available_once_provisioned() {
+    const AVAILABLE: &str = "GCPPDDriverCredentialsRequestControllerAvailable";
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    install_open_crd(
+        &admin,
+        "cloudcredential.openshift.io",
+        "CredentialsRequest",
+        "credentialsrequests",
+        true,
+    )
+    .await;
+    for ns in ["openshift-cloud-credential-operator"] {
+        Api::<Namespace>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let (reason, _) = eventually("waiting for cloud-credential-operator", async || {
+        condition_is(&admin, AVAILABLE, "False").await
+    })
+    .await;
+    assert_eq!(reason, "CredentialsNotProvisionedYet");
+
+    // cloud-credential-operator provisions it.
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(
+            "cloudcredential.openshift.io",
+            "v1",
+            "CredentialsRequest",
+        ),
+        "credentialsrequests",
+    );
+    let requests: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        "openshift-cloud-credential-operator",
+        &resource,
+    );
+    eventually("the CredentialsRequest", async || {
+        requests
+            .get_opt("openshift-gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+    })
+    .await;
+    requests
+        .patch(
+            "openshift-gcp-pd-csi-driver-operator",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"provisioned": true}})),
+        )
+        .await
+        .unwrap();
+    eventually("Available once provisioned", async || {
+        condition_is(&admin, AVAILABLE, "True").await
+    })
+    .await;
+    quiet(&cluster).await;
+    running.stop().await;
+}

@@ -37,6 +37,7 @@ fn openshift(spec: Value) -> Observed {
             infrastructure: true,
             proxy: true,
             api_server: true,
+            cloud_credential: true,
         },
         cluster_csi_driver: Some(driver(spec)),
         infrastructure: Some(
@@ -504,4 +505,76 @@ fn without_openshift_config_apis_nothing_is_observed() {
         status_of(&plan, "ConfigObservationDegraded"),
         ConditionStatus::False
     );
+}
+
+fn with_credentials_request_api(observed: &mut Observed, cached: Option<Value>) {
+    use csi::operator::observe::{OptionalKind, OptionalObjects};
+    let objects = cached
+        .map(|v| vec![serde_json::from_value::<kube::api::DynamicObject>(v).unwrap()])
+        .unwrap_or_default();
+    observed.optional.insert(
+        OptionalKind::CredentialsRequest,
+        OptionalObjects {
+            crd: true,
+            objects: Some(objects),
+        },
+    );
+}
+
+fn reason_of(plan: &Plan, type_: &str) -> String {
+    plan.status
+        .iter()
+        .flat_map(|p| p.part.conditions.iter())
+        .find(|c| c.type_ == type_)
+        .and_then(|c| c.reason.clone())
+        .unwrap_or_else(|| panic!("no {type_}"))
+}
+
+#[test]
+fn the_credentials_request_is_reported_until_provisioned_and_skipped_in_manual_mode() {
+    const AVAILABLE: &str = "GCPPDDriverCredentialsRequestControllerAvailable";
+    const PROGRESSING: &str = "GCPPDDriverCredentialsRequestControllerProgressing";
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    let name = def().credentials.unwrap().credentials_request.unwrap().name;
+    let request = |provisioned: bool| {
+        json!({"apiVersion": "cloudcredential.openshift.io/v1", "kind": "CredentialsRequest",
+               "metadata": {"name": name, "namespace": "openshift-cloud-credential-operator"},
+               "spec": {}, "status": {"provisioned": provisioned}})
+    };
+
+    // Without the API: nothing to report.
+    let plan = run(&observed, &at(0));
+    assert!(!conditions(&plan).iter().any(|c| c.0 == AVAILABLE));
+
+    with_credentials_request_api(&mut observed, Some(request(false)));
+    let plan = run(&observed, &at(0));
+    assert!(has_step(&plan, "CredentialsRequest"));
+    assert_eq!(status_of(&plan, AVAILABLE), ConditionStatus::False);
+    assert_eq!(status_of(&plan, PROGRESSING), ConditionStatus::True);
+    assert_eq!(reason_of(&plan, AVAILABLE), "CredentialsNotProvisionedYet");
+
+    with_credentials_request_api(&mut observed, Some(request(true)));
+    let plan = run(&observed, &at(0));
+    assert_eq!(status_of(&plan, AVAILABLE), ConditionStatus::True);
+    assert_eq!(status_of(&plan, PROGRESSING), ConditionStatus::False);
+
+    // Manual mode: nobody would provision it, so it is not applied, and that is fine.
+    observed.credentials_mode = Some("Manual".into());
+    let plan = run(&observed, &at(0));
+    assert!(!has_step(&plan, "CredentialsRequest"));
+    assert_eq!(status_of(&plan, AVAILABLE), ConditionStatus::True);
+    assert_eq!(reason_of(&plan, AVAILABLE), "CredentialsDisabled");
+
+    // Manual with GCP Workload Identity settings: applied.
+    let env = [
+        ("POOL_ID", "pool"),
+        ("PROVIDER_ID", "provider"),
+        ("SERVICE_ACCOUNT_EMAIL", "sa@p.iam.gserviceaccount.com"),
+        ("PROJECT_NUMBER", "123"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let plan = plan::plan(&def(), &env, &observed, &at(0));
+    assert!(has_step(&plan, "CredentialsRequest"));
 }

@@ -12,8 +12,10 @@
 //! `<prefix>DriverControllerServiceController` (Deployment; Available/Progressing/Degraded,
 //! `readyReplicas`, its generation), `<prefix>DriverNodeServiceController` (DaemonSet),
 //! `StorageClassController`, `<prefix>DriverServiceMonitorController`, `ManagementState`
-//! (`ManagementStateDegraded`, `observedGeneration`) and `ConfigObserver`
-//! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]).
+//! (`ManagementStateDegraded`, `observedGeneration`), `ConfigObserver`
+//! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]) and
+//! `<prefix>DriverCredentialsRequestController` (Available/Progressing from
+//! cloud-credential-operator's answer; see [`credentials`]).
 //!
 //! Where this differs from library-go on purpose:
 //! - No periodic resync and no write when nothing changed (library-go resyncs every minute).
@@ -30,6 +32,7 @@
 //!   produces (see [`plan::with_stable_generation`]).
 
 pub mod config_observer;
+pub mod credentials;
 pub mod observe;
 pub mod plan;
 

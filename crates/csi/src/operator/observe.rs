@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::config_v1::{APIServer, Infrastructure, Proxy};
-use api::operator_v1::ClusterCSIDriver;
+use api::operator_v1::{CloudCredential, ClusterCSIDriver};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, Service, ServiceAccount};
@@ -39,6 +39,8 @@ pub struct Apis {
     pub proxy: bool,
     /// `apiservers.config.openshift.io` (the cluster's TLS security profile).
     pub api_server: bool,
+    /// `cloudcredentials.operator.openshift.io` (cloud-credential-operator's mode).
+    pub cloud_credential: bool,
 }
 
 impl Apis {
@@ -46,10 +48,13 @@ impl Apis {
     pub async fn discover(client: &Client) -> Result<Self, kube::Error> {
         let served = opkit::discovery::served_resources(client, "config.openshift.io/v1").await?;
         let has = |plural: &str| served.contains(plural);
+        let operator =
+            opkit::discovery::served_resources(client, "operator.openshift.io/v1").await?;
         Ok(Self {
             infrastructure: has("infrastructures"),
             proxy: has("proxies"),
             api_server: has("apiservers"),
+            cloud_credential: operator.contains("cloudcredentials"),
         })
     }
 }
@@ -135,6 +140,8 @@ pub struct Observed {
     pub proxy: Option<Proxy>,
     /// `APIServer/cluster`.
     pub api_server: Option<APIServer>,
+    /// `CloudCredential/cluster` `spec.credentialsMode` (empty: the default mode).
+    pub credentials_mode: Option<String>,
     /// Nodes, only without the Infrastructure API.
     pub nodes: Vec<Node>,
     /// The credentials Secret, if the driver has one and it exists.
@@ -183,6 +190,7 @@ pub struct Caches {
     infrastructure: Option<Store<Infrastructure>>,
     proxy: Option<Store<Proxy>>,
     api_server: Option<Store<APIServer>>,
+    cloud_credential: Option<Store<CloudCredential>>,
     nodes: Option<Store<Node>>,
     credentials_secret: Option<Store<Secret>>,
     csi_driver: Store<CSIDriver>,
@@ -257,6 +265,12 @@ impl Caches {
             api_server: apis
                 .api_server
                 .then(|| informers.watch("apiservers", Api::all(c()), named("cluster"))),
+            cloud_credential: (apis.cloud_credential
+                && def
+                    .credentials
+                    .as_ref()
+                    .is_some_and(|c| c.credentials_request.is_some()))
+            .then(|| informers.watch("cloudcredentials", Api::all(c()), named("cluster"))),
             nodes: (!apis.infrastructure)
                 .then(|| informers.watch("nodes", Api::all(c()), Config::default())),
             credentials_secret: def.credentials.as_ref().map(|creds| {
@@ -363,6 +377,11 @@ impl Caches {
             infrastructure: self.infrastructure.as_ref().and_then(single),
             proxy: self.proxy.as_ref().and_then(single),
             api_server: self.api_server.as_ref().and_then(single),
+            credentials_mode: self
+                .cloud_credential
+                .as_ref()
+                .and_then(single)
+                .map(|c| c.spec.credentials_mode.unwrap_or_default()),
             nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
             credentials_secret: self.credentials_secret.as_ref().and_then(single),
             csi_driver: single(&self.csi_driver),

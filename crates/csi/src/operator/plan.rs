@@ -344,6 +344,52 @@ fn observe_config(
     }
 }
 
+/// The CredentialsRequest controller's part: its step only when cloud-credential-operator will
+/// act on it, and its conditions (only where the CredentialsRequest API exists).
+fn credentials_request(
+    plan: &mut Plan,
+    def: &DriverDef,
+    env: &BTreeMap<String, String>,
+    observed: &Observed,
+    inputs: &Inputs,
+) {
+    use super::credentials;
+    let Some(request) = def
+        .credentials
+        .as_ref()
+        .and_then(|c| c.credentials_request.as_ref())
+    else {
+        return;
+    };
+    if !inputs.crds.credentials_request {
+        return;
+    }
+    let applied = credentials::should_apply(observed.credentials_mode.as_deref(), env);
+    if !applied {
+        plan.steps.retain(|step| {
+            !matches!(&step.operand, Operand::Dynamic(value) if value["kind"] == "CredentialsRequest")
+        });
+    }
+    let cached = observed
+        .optional
+        .get(&OptionalKind::CredentialsRequest)
+        .and_then(|o| o.objects.as_ref())
+        .and_then(|objects| {
+            objects
+                .iter()
+                .find(|o| o.metadata.name.as_deref() == Some(request.name.as_str()))
+        })
+        .map(|o| o.data.clone());
+    plan.status.push(ControllerStatus {
+        group: None,
+        controller: credentials::controller(def),
+        part: StatusPart {
+            conditions: credentials::conditions(def, applied, cached.as_ref()),
+            ..StatusPart::default()
+        },
+    });
+}
+
 /// The decisions for `observed` at `now`.
 pub fn plan(
     def: &DriverDef,
@@ -478,6 +524,7 @@ pub fn plan(
             recreate,
         });
     }
+    credentials_request(&mut plan, def, env, observed, &inputs);
     if storage_class_error.is_none() {
         for name in storage::storage_classes_to_delete(def, &inputs) {
             let ours = observed
