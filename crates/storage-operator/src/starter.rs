@@ -172,6 +172,8 @@ pub fn build_rbac(
             &["infrastructures", "proxies", "featuregates", "apiservers"],
             READ,
         ),
+        // cloud-credential-operator's mode decides whether a CredentialsRequest is applied.
+        rule(&["operator.openshift.io"], &["cloudcredentials"], READ),
         rule(
             &["apiextensions.k8s.io"],
             &["customresourcedefinitions"],
