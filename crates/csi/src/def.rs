@@ -63,6 +63,11 @@ pub struct DriverDef {
     /// Cloud credentials of the controller, if the driver needs any.
     #[serde(default)]
     pub credentials: Option<CredentialsDef>,
+    /// ConfigMaps of other namespaces that the operator copies into the operand namespace
+    /// (same name) while they exist, so pods can mount them (e.g. a cloud's custom CA bundle).
+    /// Hooks see their data in [`Inputs::copied_config_maps`].
+    #[serde(default)]
+    pub copied_config_maps: Vec<CopiedConfigMapDef>,
     /// Behaviour that data cannot express. Not part of the table; set by the driver module.
     #[serde(skip)]
     pub hooks: Hooks,
@@ -407,6 +412,16 @@ pub struct CredentialsDef {
     pub credentials_request: Option<CredentialsRequestDef>,
 }
 
+/// A ConfigMap of another namespace that the operator copies into the operand namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CopiedConfigMapDef {
+    /// The source's namespace (e.g. `openshift-config-managed`).
+    pub namespace: String,
+    /// The source's name, also the copy's name.
+    pub name: String,
+}
+
 /// A `cloudcredential.openshift.io/v1` CredentialsRequest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -531,6 +546,14 @@ impl DriverDef {
             }
         }
 
+        for copied in &self.copied_config_maps {
+            if copied.namespace.trim().is_empty() || copied.name.trim().is_empty() {
+                problems.push("a copied ConfigMap needs both namespace and name".to_owned());
+            }
+        }
+        for name in duplicates(self.copied_config_maps.iter().map(|c| c.name.as_str())) {
+            problems.push(format!("copied ConfigMap {name} is listed twice"));
+        }
         for name in duplicates(self.storage_classes.iter().map(|c| c.name.as_str())) {
             problems.push(format!("StorageClass {name} is listed twice"));
         }

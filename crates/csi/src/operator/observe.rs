@@ -3,7 +3,8 @@
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
 //! default-class rule must see other classes); nodes only on plain Kubernetes. Kinds whose CRD
 //! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
-//! their CRD exists.
+//! their CRD exists. The sources of a driver's copied ConfigMaps are watched by name in their
+//! own namespaces.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -160,6 +161,8 @@ pub struct Observed {
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
     /// Optional kinds.
     pub optional: BTreeMap<OptionalKind, OptionalObjects>,
+    /// The sources of the driver's copied ConfigMaps that exist (other namespaces).
+    pub copied_config_map_sources: Vec<ConfigMap>,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -193,6 +196,7 @@ pub struct Caches {
     shared_cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
     crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
+    copied_config_map_sources: Vec<Store<ConfigMap>>,
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
 }
@@ -279,6 +283,17 @@ impl Caches {
             ),
             cluster_role_bindings: informers.watch("clusterrolebindings", Api::all(c()), ours()),
             crds,
+            copied_config_map_sources: def
+                .copied_config_maps
+                .iter()
+                .map(|copied| {
+                    informers.watch(
+                        &format!("configmaps/{}/{}", copied.namespace, copied.name),
+                        Api::namespaced(c(), &copied.namespace),
+                        named(&copied.name),
+                    )
+                })
+                .collect(),
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
         }
@@ -371,6 +386,11 @@ impl Caches {
                 .collect(),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
             optional,
+            copied_config_map_sources: self
+                .copied_config_map_sources
+                .iter()
+                .filter_map(single)
+                .collect(),
         }
     }
 }

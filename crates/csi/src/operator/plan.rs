@@ -105,6 +105,8 @@ pub enum DeleteKind {
     DaemonSet,
     /// The CSIDriver.
     CSIDriver,
+    /// A copied ConfigMap whose source is gone.
+    ConfigMap,
 }
 
 /// One object to delete.
@@ -208,6 +210,17 @@ pub fn inputs(
             inputs
                 .config_map_hashes
                 .insert(ca_name.clone(), hash::config_map_hash(ca));
+        }
+    }
+    for source in &observed.copied_config_map_sources {
+        let name = source.name_any();
+        if def.copied_config_maps.iter().any(|c| c.name == name) {
+            inputs
+                .config_map_hashes
+                .insert(name.clone(), hash::config_map_hash(source));
+            inputs
+                .copied_config_maps
+                .insert(name, source.data.clone().unwrap_or_default());
         }
     }
     if let Some(secret) = &observed.credentials_secret {
@@ -437,6 +450,21 @@ pub fn plan(
             operand,
             recreate,
         });
+    }
+    // A copy outlives its source only until the next pass.
+    for copied in &def.copied_config_maps {
+        let stale = !inputs.copied_config_maps.contains_key(&copied.name)
+            && observed
+                .config_maps
+                .iter()
+                .any(|c| c.name_any() == copied.name && is_ours(c.labels(), def));
+        if stale {
+            plan.deletions.push(Deletion {
+                group: Group::Static,
+                kind: DeleteKind::ConfigMap,
+                name: copied.name.clone(),
+            });
+        }
     }
     if storage_class_error.is_none() {
         for name in storage::storage_classes_to_delete(def, &inputs) {
