@@ -4,6 +4,8 @@
 
 use csi::DriverDef;
 
+pub mod aws_ebs;
+mod common;
 pub mod gcp_pd;
 
 /// A driver could not be produced.
@@ -38,11 +40,18 @@ struct Entry {
     def: fn() -> Result<DriverDef, DriverError>,
 }
 
-const CATALOGUE: &[Entry] = &[Entry {
-    short_name: gcp_pd::SHORT_NAME,
-    csi_name: gcp_pd::CSI_NAME,
-    def: gcp_pd::def,
-}];
+const CATALOGUE: &[Entry] = &[
+    Entry {
+        short_name: gcp_pd::SHORT_NAME,
+        csi_name: gcp_pd::CSI_NAME,
+        def: gcp_pd::def,
+    },
+    Entry {
+        short_name: aws_ebs::SHORT_NAME,
+        csi_name: aws_ebs::CSI_NAME,
+        def: aws_ebs::def,
+    },
+];
 
 /// The short names of every driver in the catalogue.
 pub fn short_names() -> Vec<&'static str> {

@@ -1,0 +1,74 @@
+//! Small pieces several driver modules' hooks share: finding the `csi-driver` container and
+//! setting its environment, and dropping a credentials volume where there are none.
+
+use csi::{Inputs, names};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
+
+/// The pod spec of a Deployment, if it has one.
+pub fn pod_spec(deployment: &mut Deployment) -> Option<&mut PodSpec> {
+    deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+}
+
+/// The `csi-driver` container of a pod.
+pub fn driver_container(spec: &mut PodSpec) -> Option<&mut Container> {
+    spec.containers
+        .iter_mut()
+        .find(|c| c.name == names::DRIVER_CONTAINER)
+}
+
+/// Sets `var` on `container`, replacing a variable of the same name (hooks may run twice).
+pub fn set_env(container: &mut Container, var: EnvVar) {
+    let env = container.env.get_or_insert_with(Vec::new);
+    env.retain(|e| e.name != var.name);
+    env.push(var);
+}
+
+/// A literal environment variable.
+pub fn literal(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        ..EnvVar::default()
+    }
+}
+
+/// Replaces the argument starting with `prefix` (e.g. `--extra-tags=`) by `arg`.
+pub fn set_arg(container: &mut Container, prefix: &str, arg: String) {
+    let args = container.args.get_or_insert_with(Vec::new);
+    args.retain(|a| !a.starts_with(prefix));
+    args.push(arg);
+}
+
+/// On plain Kubernetes, when the credentials Secret does not exist (the observe step found no
+/// hash for it), drops its volume and the variables that point into it, so the driver uses the
+/// node's ambient identity (instance metadata) instead of waiting forever for a Secret nobody
+/// will create. On OpenShift the pods wait for cloud-credential-operator.
+pub fn drop_missing_credentials(
+    inputs: &Inputs,
+    deployment: &mut Deployment,
+    secret: &str,
+    volume: &str,
+    env: &[&str],
+) {
+    if inputs.topology.is_openshift() || inputs.secret_hashes.contains_key(secret) {
+        return;
+    }
+    let Some(spec) = pod_spec(deployment) else {
+        return;
+    };
+    if let Some(volumes) = spec.volumes.as_mut() {
+        volumes.retain(|v| v.name != volume);
+    }
+    for container in &mut spec.containers {
+        if let Some(mounts) = container.volume_mounts.as_mut() {
+            mounts.retain(|m| m.name != volume);
+        }
+        if let Some(vars) = container.env.as_mut() {
+            vars.retain(|e| !env.contains(&e.name.as_str()));
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The driver operators of the catalogue (but GCP PD, see `operator_on_testkit.rs`) against the
+//! in-process API server with workload simulation: each converges from nothing, then writes
+//! nothing, and its special behaviour works end to end.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::time::Duration;
+
+use api::operator_v1::ClusterCSIDriver;
+use csi::operator::Settings;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use opkit::admin::Readiness;
+use opkit::metrics::Metrics;
+use serde_json::{Value, json};
+use testkit::{Background, Cluster, SimConfig};
+
+const NS: &str = "openshift-cluster-csi-drivers";
+
+/// One driver under test.
+struct Driver {
+    short: &'static str,
+    csi: &'static str,
+    prefix: &'static str,
+    agent: &'static str,
+}
+
+impl Driver {
+    fn new(short: &'static str) -> Self {
+        let def = drivers::by_name(short).unwrap();
+        Self {
+            short,
+            csi: def.name.clone().leak(),
+            prefix: def.condition_prefix.clone().leak(),
+            agent: format!("{short}-operator").leak(),
+        }
+    }
+
+    fn controller(&self) -> String {
+        csi::names::controller(&drivers::by_name(self.short).unwrap())
+    }
+
+    fn node(&self) -> String {
+        csi::names::node(&drivers::by_name(self.short).unwrap())
+    }
+
+    fn start(&self, cluster: &Cluster) -> Background {
+        let client = cluster.client_with_agent(self.agent);
+        let def = drivers::by_name(self.short).unwrap();
+        let instance = format!("{}-0", self.agent);
+        Background::spawn(|shutdown| async move {
+            csi::operator::run(
+                client,
+                def,
+                Settings {
+                    env: [("DRIVER_IMAGE".to_owned(), "example.com/driver:1".to_owned())].into(),
+                    instance: Some(instance),
+                    operator_log_level: None,
+                },
+                Metrics::new(),
+                Readiness::default(),
+                shutdown,
+            )
+            .await
+            .unwrap();
+        })
+    }
+}
+
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    testkit::eventually(what, Duration::from_secs(60), check).await
+}
+
+async fn install_crds(client: &Client, kinds: &[&str]) {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in api::crds::all() {
+        if kinds.contains(&crd.spec.names.kind.as_str()) {
+            api.create(&PostParams::default(), &crd).await.unwrap();
+        }
+    }
+}
+
+async fn create_namespace(client: &Client, name: &str) {
+    let ns: Namespace = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    )
+    .unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
+/// An OpenShift cluster (HighlyAvailable) with this platform status, three nodes and the
+/// workload simulation running.
+async fn openshift(platform_status: Value) -> (Cluster, Client) {
+    let cluster = Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Infrastructure", "Proxy"]).await;
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+                   "platformStatus": platform_status}
+    });
+    let infra: api::config_v1::Infrastructure =
+        serde_json::from_value(infrastructure.clone()).unwrap();
+    let infrastructures = Api::<api::config_v1::Infrastructure>::all(admin.clone());
+    infrastructures
+        .create(&PostParams::default(), &infra)
+        .await
+        .unwrap();
+    infrastructures
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+    create_namespace(&admin, NS).await;
+    for node in ["node-a", "node-b", "node-c"] {
+        cluster.add_node(node, true);
+    }
+    cluster.simulate_workloads(SimConfig::default());
+    (cluster, admin)
+}
+
+async fn create_cluster_csi_driver(client: &Client, driver: &Driver, spec: Value) {
+    let object: ClusterCSIDriver = serde_json::from_value(json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+        "metadata": {"name": driver.csi}, "spec": spec}))
+    .unwrap();
+    Api::<ClusterCSIDriver>::all(client.clone())
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+async fn condition(
+    client: &Client,
+    driver: &Driver,
+    type_: &str,
+) -> Option<(String, String, String)> {
+    let object = Api::<ClusterCSIDriver>::all(client.clone())
+        .get_opt(driver.csi)
+        .await
+        .unwrap()?;
+    let c = object.status?.condition(type_)?.clone();
+    Some((
+        c.status.to_string(),
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
+}
+
+/// Waits until every controller of the driver reports healthy.
+async fn healthy(client: &Client, driver: &Driver) {
+    let p = driver.prefix;
+    let wanted = [
+        (
+            format!("{p}DriverControllerServiceControllerAvailable"),
+            "True",
+        ),
+        (
+            format!("{p}DriverControllerServiceControllerProgressing"),
+            "False",
+        ),
+        (
+            format!("{p}DriverControllerServiceControllerDegraded"),
+            "False",
+        ),
+        (format!("{p}DriverNodeServiceControllerAvailable"), "True"),
+        (
+            format!("{p}DriverNodeServiceControllerProgressing"),
+            "False",
+        ),
+        (
+            format!("{p}DriverStaticResourcesControllerDegraded"),
+            "False",
+        ),
+        ("StorageClassControllerDegraded".to_owned(), "False"),
+        ("ManagementStateDegraded".to_owned(), "False"),
+    ];
+    for (type_, status) in &wanted {
+        eventually(&format!("{type_}={status}"), async || {
+            condition(client, driver, type_)
+                .await
+                .filter(|(s, _, _)| s == status)
+        })
+        .await;
+    }
+}
+
+/// Waits until the operator sends no write for a whole 2-second window (fails if it never stops).
+async fn quiet(cluster: &Cluster, driver: &Driver) {
+    for _ in 0..30 {
+        cluster.clear_requests();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        if cluster.count_writes(driver.agent) == 0 {
+            return;
+        }
+    }
+    let writes: Vec<String> = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.is_write() && r.from_client(driver.agent))
+        .map(|r| format!("{} {}", r.verb, r.path))
+        .collect();
+    panic!("the operator never stopped writing: {writes:?}");
+}
+
+/// Converges from nothing: controller, node, CSIDriver and classes exist, the conditions say
+/// healthy, and a second pass writes nothing.
+async fn converges(cluster: &Cluster, admin: &Client, driver: &Driver) -> Deployment {
+    let deployment = eventually("the controller Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(&driver.controller())
+            .await
+            .unwrap()
+    })
+    .await;
+    eventually("the node DaemonSet", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt(&driver.node())
+            .await
+            .unwrap()
+    })
+    .await;
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt(driver.csi)
+            .await
+            .unwrap()
+    })
+    .await;
+    healthy(admin, driver).await;
+    quiet(cluster, driver).await;
+    cluster.clear_requests();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(cluster.count_writes(driver.agent), 0, "a second pass wrote");
+    deployment
+}
+
+fn env_value(deployment: &Deployment, name: &str) -> Option<String> {
+    deployment
+        .spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == "csi-driver")?
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value.clone())
+}
+
+fn template_annotations(deployment: &Deployment) -> std::collections::BTreeMap<String, String> {
+    deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+async fn storage_class(admin: &Client, name: &str) -> StorageClass {
+    eventually(&format!("StorageClass {name}"), async || {
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt(name)
+            .await
+            .unwrap()
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// AWS EBS
+
+#[tokio::test]
+async fn aws_ebs_converges_with_kms_key_and_rolls_on_a_new_ca_bundle() {
+    let driver = Driver::new("aws-ebs");
+    let (cluster, admin) = openshift(json!({"type": "AWS", "aws": {"region": "us-east-2",
+        "resourceTags": [{"key": "team", "value": "storage"}]}}))
+    .await;
+    create_namespace(&admin, "openshift-config-managed").await;
+    let sources = Api::<ConfigMap>::namespaced(admin.clone(), "openshift-config-managed");
+    let source = |pem: &str| -> ConfigMap {
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kube-cloud-config", "namespace": "openshift-config-managed"},
+            "data": {"ca-bundle.pem": pem, "cloud.conf": "[Global]\n"}}))
+        .unwrap()
+    };
+    sources
+        .create(&PostParams::default(), &source("pem-1"))
+        .await
+        .unwrap();
+    create_cluster_csi_driver(
+        &admin,
+        &driver,
+        json!({"managementState": "Managed", "driverConfig": {"driverType": "AWS",
+               "aws": {"kmsKeyARN": "arn:aws:kms:us-east-2:123456789012:key/k1"}}}),
+    )
+    .await;
+    let running = driver.start(&cluster);
+
+    let deployment = converges(&cluster, &admin, &driver).await;
+    assert_eq!(
+        env_value(&deployment, "AWS_CA_BUNDLE").as_deref(),
+        Some("/etc/ca/ca-bundle.pem")
+    );
+    assert_eq!(
+        env_value(&deployment, "AWS_REGION").as_deref(),
+        Some("us-east-2")
+    );
+    let args = deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(
+        args.contains(&"--k8s-tag-cluster-id=demo-x7k2p".to_owned()),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"--extra-tags=team=storage".to_owned()),
+        "{args:?}"
+    );
+    let copies = Api::<ConfigMap>::namespaced(admin.clone(), NS);
+    let copy = copies.get("kube-cloud-config").await.unwrap();
+    assert_eq!(copy.data.unwrap()["ca-bundle.pem"], "pem-1");
+    for name in ["gp3-csi", "gp2-csi"] {
+        let class = storage_class(&admin, name).await;
+        assert_eq!(
+            class.parameters.unwrap()["kmsKeyId"],
+            "arn:aws:kms:us-east-2:123456789012:key/k1"
+        );
+    }
+
+    // A new bundle is copied and rolls the controller pods.
+    let before = template_annotations(&deployment);
+    sources
+        .replace("kube-cloud-config", &PostParams::default(), &{
+            let mut cm = source("pem-2");
+            cm.metadata.resource_version = sources
+                .get("kube-cloud-config")
+                .await
+                .unwrap()
+                .metadata
+                .resource_version;
+            cm
+        })
+        .await
+        .unwrap();
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), NS);
+    eventually("the pods roll for the new bundle", async || {
+        let d = deployments.get(&driver.controller()).await.unwrap();
+        (template_annotations(&d) != before).then_some(())
+    })
+    .await;
+    assert_eq!(
+        copies.get("kube-cloud-config").await.unwrap().data.unwrap()["ca-bundle.pem"],
+        "pem-2"
+    );
+    quiet(&cluster, &driver).await;
+
+    // Without the source, the copy goes and the driver no longer uses a custom bundle.
+    sources
+        .delete("kube-cloud-config", &Default::default())
+        .await
+        .unwrap();
+    eventually("the copy is deleted and the bundle unmounted", async || {
+        let d = deployments.get(&driver.controller()).await.unwrap();
+        let copy = copies.get_opt("kube-cloud-config").await.unwrap();
+        (copy.is_none() && env_value(&d, "AWS_CA_BUNDLE").is_none()).then_some(())
+    })
+    .await;
+    quiet(&cluster, &driver).await;
+    running.stop().await;
+}

@@ -1,0 +1,276 @@
+#![allow(clippy::unwrap_used)]
+//! The hooks of each catalogue driver but GCP PD (see `rules.rs`), called through the
+//! builders with hand-made inputs.
+
+use std::collections::BTreeMap;
+
+use api::config_v1::{PlatformStatus, PlatformType};
+use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType};
+use csi::{DriverDef, Inputs, Topology};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::api::storage::v1::StorageClass;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+fn def(name: &str) -> DriverDef {
+    drivers::by_name(name).unwrap()
+}
+
+fn inputs(def: &DriverDef, topology: Topology) -> Inputs {
+    Inputs::offline(def, topology, &BTreeMap::new())
+}
+
+fn controller(def: &DriverDef, inputs: &Inputs) -> Deployment {
+    csi::workloads::build_controller_deployment(def, inputs)
+}
+
+fn pod(d: &Deployment) -> &PodSpec {
+    d.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn driver_container(spec: &PodSpec) -> &Container {
+    spec.containers
+        .iter()
+        .find(|c| c.name == "csi-driver")
+        .unwrap()
+}
+
+fn args(d: &Deployment) -> Vec<String> {
+    driver_container(pod(d)).args.clone().unwrap_or_default()
+}
+
+fn env(d: &Deployment) -> BTreeMap<String, Value> {
+    driver_container(pod(d))
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), serde_json::to_value(e).unwrap()))
+        .collect()
+}
+
+fn classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageClass> {
+    csi::storage::build_storage_classes(def, inputs)
+}
+
+fn platform_status(type_: PlatformType, details: Value) -> PlatformStatus {
+    let mut value = details;
+    value["type"] = json!(type_.to_string());
+    serde_json::from_value(value).unwrap()
+}
+
+fn driver_config(driver_type: CSIDriverType, config: Value) -> CSIDriverConfigSpec {
+    let mut value = config;
+    value["driverType"] = json!(driver_type.to_string());
+    serde_json::from_value(value).unwrap()
+}
+
+fn volume_names(d: &Deployment) -> Vec<String> {
+    pod(d)
+        .volumes
+        .iter()
+        .flatten()
+        .map(|v| v.name.clone())
+        .collect()
+}
+
+fn template_annotations(d: &Deployment) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// AWS EBS
+
+#[rstest]
+#[case::nothing(None, json!({}), vec![])]
+#[case::cluster_id_only(Some("demo-x7k2p"), json!({}), vec!["--k8s-tag-cluster-id=demo-x7k2p"])]
+#[case::tags_only(None, json!({"resourceTags": [{"key": "a", "value": "1"}]}), vec!["--extra-tags=a=1"])]
+#[case::both(
+    Some("demo-x7k2p"),
+    json!({"resourceTags": [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}]}),
+    vec!["--k8s-tag-cluster-id=demo-x7k2p", "--extra-tags=a=1,b=2"]
+)]
+fn aws_ebs_tags_the_volumes_with_the_cluster_id_and_resource_tags(
+    #[case] cluster_id: Option<&str>,
+    #[case] aws: Value,
+    #[case] want: Vec<&str>,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.cluster_id = cluster_id.map(str::to_owned);
+    inputs.platform_status = Some(platform_status(PlatformType::AWS, json!({"aws": aws})));
+    assert_eq!(drivers::aws_ebs::tag_args(&inputs), want);
+    let args = args(&controller(&def, &inputs));
+    let tag_args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| a.starts_with("--k8s-tag-cluster-id=") || a.starts_with("--extra-tags="))
+        .collect();
+    assert_eq!(tag_args, want);
+}
+
+#[test]
+fn aws_ebs_region_and_ec2_endpoint_come_from_the_infrastructure() {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    let env_without = env(&controller(&def, &inputs));
+    assert!(!env_without.contains_key("AWS_REGION"));
+    assert!(!env_without.contains_key("AWS_EC2_ENDPOINT"));
+    inputs.platform_status = Some(platform_status(
+        PlatformType::AWS,
+        json!({"aws": {"region": "eu-west-1", "serviceEndpoints": [
+            {"name": "s3", "url": "https://s3.example.com"},
+            {"name": "ec2", "url": "https://ec2.example.com"}]}}),
+    ));
+    let env = env(&controller(&def, &inputs));
+    assert_eq!(env["AWS_REGION"]["value"], "eu-west-1");
+    assert_eq!(env["AWS_EC2_ENDPOINT"]["value"], "https://ec2.example.com");
+}
+
+#[rstest]
+#[case::openshift_waits_for_the_secret(Topology::HighlyAvailable, false, true)]
+#[case::kubernetes_with_the_secret(Topology::Kubernetes { control_plane_nodes: true }, true, true)]
+#[case::kubernetes_without_uses_the_instance_identity(Topology::Kubernetes { control_plane_nodes: true }, false, false)]
+fn aws_ebs_credentials_come_from_the_secret_unless_kubernetes_has_none(
+    #[case] topology: Topology,
+    #[case] secret_exists: bool,
+    #[case] mounted: bool,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, topology);
+    if secret_exists {
+        inputs
+            .secret_hashes
+            .insert("ebs-cloud-credentials".to_owned(), "h".to_owned());
+    }
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    assert_eq!(
+        volume_names(&deployment).contains(&"aws-keys".to_owned()),
+        mounted
+    );
+    assert_eq!(env.contains_key("AWS_ACCESS_KEY_ID"), mounted);
+    assert_eq!(env.contains_key("AWS_SECRET_ACCESS_KEY"), mounted);
+    assert_eq!(env.contains_key("AWS_SHARED_CREDENTIALS_FILE"), mounted);
+    if mounted {
+        assert_eq!(
+            env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"],
+            json!({"name": "ebs-cloud-credentials", "key": "aws_access_key_id", "optional": true})
+        );
+    }
+}
+
+#[rstest]
+#[case::absent(None, false)]
+#[case::without_the_key(Some("cloud.conf"), false)]
+#[case::with_the_key(Some("ca-bundle.pem"), true)]
+fn aws_ebs_custom_ca_bundle_is_mounted_only_when_kube_cloud_config_has_one(
+    #[case] key: Option<&str>,
+    #[case] mounted: bool,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    if let Some(key) = key {
+        inputs.copied_config_maps.insert(
+            "kube-cloud-config".to_owned(),
+            BTreeMap::from([(key.to_owned(), "pem".to_owned())]),
+        );
+        inputs
+            .config_map_hashes
+            .insert("kube-cloud-config".to_owned(), "h1".to_owned());
+    }
+    let deployment = controller(&def, &inputs);
+    assert_eq!(
+        volume_names(&deployment).contains(&"ca-bundle".to_owned()),
+        mounted
+    );
+    let env = env(&deployment);
+    assert_eq!(env.contains_key("AWS_CA_BUNDLE"), mounted);
+    let copies: Vec<Value> = csi::render(&def, &inputs)
+        .into_iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "kube-cloud-config")
+        .collect();
+    // The copy follows the source, whatever it holds.
+    assert_eq!(copies.len(), usize::from(key.is_some()));
+    if mounted {
+        assert_eq!(env["AWS_CA_BUNDLE"]["value"], "/etc/ca/ca-bundle.pem");
+        let mount = driver_container(pod(&deployment))
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == "ca-bundle")
+            .unwrap();
+        assert_eq!(mount.mount_path, "/etc/ca");
+        assert_eq!(
+            copies[0]["metadata"]["namespace"],
+            "openshift-cluster-csi-drivers"
+        );
+    }
+}
+
+#[test]
+fn aws_ebs_a_changed_ca_bundle_changes_the_pod_template() {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.copied_config_maps.insert(
+        "kube-cloud-config".to_owned(),
+        BTreeMap::from([("ca-bundle.pem".to_owned(), "pem".to_owned())]),
+    );
+    inputs
+        .config_map_hashes
+        .insert("kube-cloud-config".to_owned(), "h1".to_owned());
+    let before = template_annotations(&controller(&def, &inputs));
+    inputs
+        .config_map_hashes
+        .insert("kube-cloud-config".to_owned(), "h2".to_owned());
+    let after = template_annotations(&controller(&def, &inputs));
+    assert_ne!(before, after);
+    assert!(after.values().any(|v| v == "h2"), "{after:?}");
+}
+
+#[rstest]
+#[case::unset(json!({}), None)]
+#[case::empty(json!({"kmsKeyARN": ""}), None)]
+#[case::set(
+    json!({"kmsKeyARN": "arn:aws:kms:us-east-1:123456789012:key/k1"}),
+    Some("arn:aws:kms:us-east-1:123456789012:key/k1")
+)]
+fn aws_ebs_kms_key_becomes_a_parameter_of_every_class(
+    #[case] aws: Value,
+    #[case] want: Option<&str>,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.spec.driver_config = Some(driver_config(CSIDriverType::AWS, json!({"aws": aws})));
+    let classes = classes(&def, &inputs);
+    assert_eq!(classes.len(), 2);
+    for class in classes {
+        let parameters = class.parameters.unwrap();
+        assert_eq!(parameters.get("kmsKeyId").map(String::as_str), want);
+        assert_eq!(parameters["encrypted"], "true");
+    }
+}
+
+#[test]
+fn aws_ebs_gp3_is_the_default_class() {
+    let def = def("aws-ebs");
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    let defaults: Vec<String> = classes(&def, &inputs)
+        .into_iter()
+        .filter(|c| {
+            c.metadata.annotations.as_ref().is_some_and(|a| {
+                a.get("storageclass.kubernetes.io/is-default-class")
+                    .is_some_and(|v| v == "true")
+            })
+        })
+        .map(|c| c.metadata.name.unwrap())
+        .collect();
+    assert_eq!(defaults, ["gp3-csi"]);
+}
