@@ -203,6 +203,13 @@ const PLATFORM_DRIVERS: &[(&str, &[Rendered])] = &[
         "AWS",
         &[("aws-ebs", "ebs.csi.aws.com", "aws-ebs-csi-driver")],
     ),
+    (
+        "Azure",
+        &[
+            ("azure-disk", "disk.csi.azure.com", "azure-disk-csi-driver"),
+            ("azure-file", "file.csi.azure.com", "azure-file-csi-driver"),
+        ],
+    ),
 ];
 
 #[test]

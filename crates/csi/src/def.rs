@@ -79,6 +79,8 @@ pub type DeploymentHook = fn(&Inputs, &mut Deployment);
 pub type DaemonSetHook = fn(&Inputs, &mut DaemonSet);
 /// A hook on each StorageClass, run before the default-class rule.
 pub type StorageClassHook = fn(&Inputs, &mut StorageClass);
+/// A hook on each VolumeSnapshotClass (a `snapshot.storage.k8s.io/v1` object as JSON).
+pub type VolumeSnapshotClassHook = fn(&Inputs, &mut serde_json::Value);
 
 /// Driver-specific hooks, run in order.
 #[derive(Clone, Debug, Default)]
@@ -92,6 +94,8 @@ pub struct Hooks {
     /// Which of the table's StorageClasses this cluster gets, when not all of them (e.g. GCP
     /// Dedicated regions support only Hyperdisk). Each selection may have its own default.
     pub storage_class_filter: Option<StorageClassFilter>,
+    /// Hooks on every VolumeSnapshotClass.
+    pub volume_snapshot_class: Vec<VolumeSnapshotClassHook>,
 }
 
 /// Chooses whether a StorageClass of the table is built for these inputs.

@@ -7,14 +7,12 @@
 
 use csi::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, EnvVar, EnvVarSource, SecretKeySelector, Volume, VolumeMount,
-};
+use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::DriverError;
 use crate::common::{
-    driver_container, drop_missing_credentials, literal, pod_spec, set_arg, set_env,
+    driver_container, drop_missing_credentials, from_secret, literal, pod_spec, set_arg, set_env,
 };
 
 /// The short name.
@@ -50,7 +48,7 @@ pub fn def() -> Result<DriverDef, DriverError> {
         ],
         daemon_set: Vec::new(),
         storage_class: vec![with_kms_key],
-        storage_class_filter: None,
+        ..Hooks::default()
     };
     Ok(def)
 }
@@ -128,32 +126,18 @@ pub fn with_region_and_endpoint(inputs: &Inputs, deployment: &mut Deployment) {
     }
 }
 
-fn from_secret(name: &str, key: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: CREDENTIALS_SECRET.to_owned(),
-                key: key.to_owned(),
-                // A Secret with a `credentials` file (STS) has no keys; the SDK then reads
-                // the mounted file instead.
-                optional: Some(true),
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    }
-}
-
 /// The access keys of `ebs-cloud-credentials` as the SDK's variables, and
 /// `AWS_SHARED_CREDENTIALS_FILE` pointing at its `credentials` file (written for STS). On
 /// plain Kubernetes without that Secret, neither: the driver uses the instance's identity.
 pub fn with_credentials(inputs: &Inputs, deployment: &mut Deployment) {
     if let Some(container) = pod_spec(deployment).and_then(driver_container) {
-        set_env(container, from_secret(KEY_ID_ENV, "aws_access_key_id"));
         set_env(
             container,
-            from_secret(SECRET_KEY_ENV, "aws_secret_access_key"),
+            from_secret(KEY_ID_ENV, CREDENTIALS_SECRET, "aws_access_key_id"),
+        );
+        set_env(
+            container,
+            from_secret(SECRET_KEY_ENV, CREDENTIALS_SECRET, "aws_secret_access_key"),
         );
         set_env(
             container,

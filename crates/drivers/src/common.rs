@@ -72,3 +72,44 @@ pub fn drop_missing_credentials(
         }
     }
 }
+
+/// The pod spec of a DaemonSet, if it has one.
+pub fn ds_pod_spec(daemon_set: &mut k8s_openapi::api::apps::v1::DaemonSet) -> Option<&mut PodSpec> {
+    daemon_set
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+}
+
+/// An environment variable from a key of a Secret, optional (unset when the key is absent).
+pub fn from_secret(name: &str, secret: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(k8s_openapi::api::core::v1::EnvVarSource {
+            secret_key_ref: Some(k8s_openapi::api::core::v1::SecretKeySelector {
+                name: secret.to_owned(),
+                key: key.to_owned(),
+                optional: Some(true),
+            }),
+            ..Default::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// Adds `volume` to the pod (replacing one of the same name) and mounts it in the driver
+/// container.
+pub fn mount_in_driver(
+    spec: &mut PodSpec,
+    volume: k8s_openapi::api::core::v1::Volume,
+    mount: k8s_openapi::api::core::v1::VolumeMount,
+) {
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != volume.name);
+    volumes.push(volume);
+    if let Some(container) = driver_container(spec) {
+        let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
+        mounts.retain(|m| m.mount_path != mount.mount_path);
+        mounts.push(mount);
+    }
+}

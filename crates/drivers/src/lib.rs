@@ -5,6 +5,8 @@
 use csi::DriverDef;
 
 pub mod aws_ebs;
+pub mod azure_disk;
+pub mod azure_file;
 mod common;
 pub mod gcp_pd;
 
@@ -50,6 +52,16 @@ const CATALOGUE: &[Entry] = &[
         short_name: aws_ebs::SHORT_NAME,
         csi_name: aws_ebs::CSI_NAME,
         def: aws_ebs::def,
+    },
+    Entry {
+        short_name: azure_disk::SHORT_NAME,
+        csi_name: azure_disk::CSI_NAME,
+        def: azure_disk::def,
+    },
+    Entry {
+        short_name: azure_file::SHORT_NAME,
+        csi_name: azure_file::CSI_NAME,
+        def: azure_file::def,
     },
 ];
 

@@ -392,3 +392,94 @@ async fn aws_ebs_converges_with_kms_key_and_rolls_on_a_new_ca_bundle() {
     quiet(&cluster, &driver).await;
     running.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Azure Disk and Azure File
+
+async fn create_cloud_provider_config(admin: &Client, endpoints: bool) {
+    create_namespace(admin, "openshift-config").await;
+    let mut data = json!({"config": "{\"cloud\": \"AzureStackCloud\"}"});
+    if endpoints {
+        data["endpoints"] = json!("{\"name\": \"AzureStackCloud\"}");
+    }
+    let cm: ConfigMap = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+        "data": data}))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(admin.clone(), "openshift-config")
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn azure_disk_on_azure_stack_hub_converges_with_its_endpoints_and_encryption_set() {
+    let driver = Driver::new("azure-disk");
+    let (cluster, admin) = openshift(json!({"type": "Azure",
+        "azure": {"cloudName": "AzureStackCloud", "resourceGroupName": "rg",
+                  "armEndpoint": "https://management.hub.example.com"}}))
+    .await;
+    create_cloud_provider_config(&admin, true).await;
+    create_cluster_csi_driver(
+        &admin,
+        &driver,
+        json!({"managementState": "Managed", "driverConfig": {"driverType": "Azure",
+               "azure": {"diskEncryptionSet": {"subscriptionID": "0b2d1f3c-1111-2222-3333-444455556666",
+                                               "resourceGroup": "keys", "name": "des-1"}}}}),
+    )
+    .await;
+    let running = driver.start(&cluster);
+
+    let deployment = converges(&cluster, &admin, &driver).await;
+    assert_eq!(
+        env_value(&deployment, "AZURE_ENVIRONMENT_FILEPATH").as_deref(),
+        Some("/etc/azure/azurestackcloud.json")
+    );
+    assert_eq!(
+        env_value(&deployment, "AZURE_CREDENTIAL_FILE").as_deref(),
+        Some("/etc/kubernetes/config")
+    );
+    let copy = Api::<ConfigMap>::namespaced(admin.clone(), NS)
+        .get("cloud-provider-config")
+        .await
+        .unwrap();
+    assert!(copy.data.unwrap().contains_key("endpoints"));
+    let parameters = storage_class(&admin, "managed-csi")
+        .await
+        .parameters
+        .unwrap();
+    assert_eq!(parameters["skuname"], "Premium_LRS");
+    assert_eq!(
+        parameters["diskEncryptionSetID"],
+        "/subscriptions/0b2d1f3c-1111-2222-3333-444455556666/resourceGroups/keys/providers/Microsoft.Compute/diskEncryptionSets/des-1"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn azure_file_converges_with_its_smb_class() {
+    let driver = Driver::new("azure-file");
+    let (cluster, admin) =
+        openshift(json!({"type": "Azure", "azure": {"cloudName": "AzurePublicCloud"}})).await;
+    create_cloud_provider_config(&admin, false).await;
+    create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
+    let running = driver.start(&cluster);
+
+    converges(&cluster, &admin, &driver).await;
+    let class = storage_class(&admin, "azurefile-csi").await;
+    assert!(
+        class
+            .mount_options
+            .unwrap()
+            .contains(&"nosharesock".to_owned())
+    );
+    let csi = Api::<CSIDriver>::all(admin.clone())
+        .get(driver.csi)
+        .await
+        .unwrap();
+    assert_eq!(
+        csi.metadata.labels.unwrap()["security.openshift.io/csi-ephemeral-volume-profile"],
+        "privileged"
+    );
+    running.stop().await;
+}

@@ -274,3 +274,182 @@ fn aws_ebs_gp3_is_the_default_class() {
         .collect();
     assert_eq!(defaults, ["gp3-csi"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Azure Disk and Azure File
+
+fn azure(cloud: &str) -> PlatformStatus {
+    platform_status(PlatformType::Azure, json!({"azure": {"cloudName": cloud}}))
+}
+
+fn cloud_config(inputs: &mut Inputs, endpoints: bool) {
+    let mut data = BTreeMap::from([("config".to_owned(), "{}".to_owned())]);
+    if endpoints {
+        data.insert("endpoints".to_owned(), "{}".to_owned());
+    }
+    inputs
+        .copied_config_maps
+        .insert("cloud-provider-config".to_owned(), data);
+}
+
+#[test]
+fn azure_disk_encryption_set_becomes_its_full_arm_id() {
+    let def = def("azure-disk");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    assert!(classes(&def, &inputs).iter().all(|c| {
+        !c.parameters
+            .as_ref()
+            .unwrap()
+            .contains_key("diskEncryptionSetID")
+    }));
+    inputs.spec.driver_config = Some(driver_config(
+        CSIDriverType::Azure,
+        json!({"azure": {"diskEncryptionSet": {
+            "subscriptionID": "0b2d1f3c-1111-2222-3333-444455556666",
+            "resourceGroup": "keys", "name": "des-1"}}}),
+    ));
+    for class in classes(&def, &inputs) {
+        assert_eq!(
+            class.parameters.unwrap()["diskEncryptionSetID"],
+            "/subscriptions/0b2d1f3c-1111-2222-3333-444455556666/resourceGroups/keys/providers/Microsoft.Compute/diskEncryptionSets/des-1"
+        );
+    }
+}
+
+#[rstest]
+#[case::azure("AzurePublicCloud", false)]
+#[case::us_government("AzureUSGovernmentCloud", false)]
+#[case::stack_hub("AzureStackCloud", true)]
+fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshots(
+    #[case] cloud: &str,
+    #[case] hub: bool,
+) {
+    let def = def("azure-disk");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.platform_status = Some(azure(cloud));
+    cloud_config(&mut inputs, hub);
+    assert_eq!(drivers::azure_disk::is_azure_stack_hub(&inputs), hub);
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    assert_eq!(env.contains_key("AZURE_ENVIRONMENT_FILEPATH"), hub);
+    let daemon_set = csi::workloads::build_node_daemon_set(&def, &inputs);
+    let node_env: Vec<String> = daemon_set.spec.unwrap().template.spec.unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.clone())
+        .collect();
+    assert_eq!(
+        node_env.contains(&"AZURE_ENVIRONMENT_FILEPATH".to_owned()),
+        hub
+    );
+    let sku = classes(&def, &inputs)[0].parameters.clone().unwrap()["skuname"].clone();
+    assert_eq!(
+        sku,
+        if hub {
+            "Premium_LRS"
+        } else {
+            "StandardSSD_LRS"
+        }
+    );
+    inputs.crds.volume_snapshot_class = true;
+    let snapshot_classes = csi::storage::build_volume_snapshot_classes(&def, &inputs);
+    assert_eq!(snapshot_classes.len(), 1);
+    assert_eq!(
+        snapshot_classes[0]["parameters"]["incremental"].as_str(),
+        hub.then_some("false")
+    );
+}
+
+#[rstest]
+#[case::openshift_copy(Topology::HighlyAvailable, true, "/etc/kubernetes/config", "configMap")]
+#[case::openshift_waits_for_the_copy(
+    Topology::HighlyAvailable,
+    false,
+    "/etc/kubernetes/config",
+    "configMap"
+)]
+#[case::kubernetes_copy(Topology::Kubernetes { control_plane_nodes: true }, true, "/etc/kubernetes/config", "configMap")]
+#[case::kubernetes_node_file(Topology::Kubernetes { control_plane_nodes: true }, false, "/etc/kubernetes/azure.json", "hostPath")]
+fn azure_cloud_config_comes_from_the_copy_or_the_node(
+    #[case] topology: Topology,
+    #[case] copied: bool,
+    #[case] file: &str,
+    #[case] source: &str,
+    #[values("azure-disk", "azure-file")] driver: &str,
+) {
+    let def = def(driver);
+    let mut inputs = inputs(&def, topology);
+    if copied {
+        cloud_config(&mut inputs, false);
+    }
+    let deployment = controller(&def, &inputs);
+    assert_eq!(env(&deployment)["AZURE_CREDENTIAL_FILE"]["value"], file);
+    let volume = pod(&deployment)
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "cloud-config")
+        .unwrap();
+    let volume = serde_json::to_value(volume).unwrap();
+    assert!(volume.get(source).is_some(), "{volume}");
+    let copies = csi::render(&def, &inputs)
+        .into_iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "cloud-provider-config")
+        .count();
+    assert_eq!(copies, usize::from(copied));
+}
+
+#[rstest]
+#[case::openshift(Topology::HighlyAvailable, false, true)]
+#[case::kubernetes_with_the_secret(Topology::Kubernetes { control_plane_nodes: true }, true, true)]
+#[case::kubernetes_without(Topology::Kubernetes { control_plane_nodes: true }, false, false)]
+fn azure_workload_identity_comes_from_the_credentials_secret(
+    #[case] topology: Topology,
+    #[case] secret_exists: bool,
+    #[case] set: bool,
+    #[values("azure-disk", "azure-file")] driver: &str,
+) {
+    let def = def(driver);
+    let mut inputs = inputs(&def, topology);
+    let secret = def.credentials.as_ref().unwrap().secret_name.clone();
+    if secret_exists {
+        inputs.secret_hashes.insert(secret.clone(), "h".to_owned());
+    }
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    for var in [
+        "AZURE_CLIENT_ID",
+        "AZURE_TENANT_ID",
+        "AZURE_FEDERATED_TOKEN_FILE",
+    ] {
+        assert_eq!(env.contains_key(var), set, "{var}");
+    }
+    if set {
+        assert_eq!(
+            env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"]["name"],
+            secret.as_str()
+        );
+    }
+}
+
+#[test]
+fn azure_file_smb_class_has_openshifts_mount_options_and_is_not_default() {
+    let def = def("azure-file");
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    let classes = classes(&def, &inputs);
+    assert_eq!(classes.len(), 1);
+    assert_eq!(
+        classes[0].mount_options.clone().unwrap(),
+        ["mfsymlinks", "cache=strict", "nosharesock", "actimeo=30"]
+    );
+    assert!(classes[0].metadata.annotations.is_none());
+    let mut nfs = classes[0].clone();
+    nfs.mount_options = None;
+    nfs.parameters
+        .as_mut()
+        .unwrap()
+        .insert("protocol".to_owned(), "nfs".to_owned());
+    drivers::azure_file::with_smb_mount_options(&inputs, &mut nfs);
+    assert_eq!(nfs.mount_options, None, "NFS takes no SMB options");
+}

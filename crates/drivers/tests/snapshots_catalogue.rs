@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 #[rstest]
 fn every_object_for_each_topology(
-    #[values("aws-ebs")] driver: &str,
+    #[values("aws-ebs", "azure-disk", "azure-file")] driver: &str,
     #[values(
         Topology::HighlyAvailable,
         Topology::SingleReplica,
@@ -105,4 +105,63 @@ fn aws_ebs_with_every_input_set() {
         json!({"aws": {"kmsKeyARN": "arn:aws:kms:us-east-2:123456789012:key/abcd-1234"}}),
     ));
     insta::assert_yaml_snapshot!("aws_ebs_every_input_set", hooked(&def, &inputs));
+}
+
+fn with_cloud_config(inputs: &mut Inputs, endpoints: bool) {
+    let mut data = BTreeMap::from([(
+        "config".to_owned(),
+        "{\"cloud\": \"AzurePublicCloud\"}".to_owned(),
+    )]);
+    if endpoints {
+        data.insert(
+            "endpoints".to_owned(),
+            "{\"name\": \"AzureStackCloud\"}".to_owned(),
+        );
+    }
+    inputs
+        .copied_config_maps
+        .insert("cloud-provider-config".to_owned(), data);
+    inputs
+        .config_map_hashes
+        .insert("cloud-provider-config".to_owned(), "cLoUdCfG=".to_owned());
+}
+
+/// Azure Disk with a disk encryption set, on Azure and on Azure Stack Hub.
+#[rstest]
+#[case::azure("AzurePublicCloud")]
+#[case::azure_stack_hub("AzureStackCloud")]
+fn azure_disk_with_every_input_set(#[case] cloud: &str) {
+    let def = drivers::by_name("azure-disk").unwrap();
+    let mut inputs = every_generic_input(&def);
+    inputs.platform_status = Some(platform_status(
+        PlatformType::Azure,
+        json!({"azure": {"cloudName": cloud, "resourceGroupName": "rg"}}),
+    ));
+    with_cloud_config(&mut inputs, cloud == "AzureStackCloud");
+    inputs.spec.driver_config = Some(driver_config(
+        CSIDriverType::Azure,
+        json!({"azure": {"diskEncryptionSet": {
+            "subscriptionID": "0b2d1f3c-1111-2222-3333-444455556666",
+            "resourceGroup": "keys", "name": "cluster-des"}}}),
+    ));
+    let mut objects = hooked(&def, &inputs);
+    objects.extend(
+        csi::render(&def, &inputs)
+            .into_iter()
+            .filter(|o| o["kind"] == "VolumeSnapshotClass"),
+    );
+    insta::assert_yaml_snapshot!(format!("azure_disk_every_input_set_{cloud}"), objects);
+}
+
+/// Azure File with its cloud config.
+#[test]
+fn azure_file_with_every_input_set() {
+    let def = drivers::by_name("azure-file").unwrap();
+    let mut inputs = every_generic_input(&def);
+    inputs.platform_status = Some(platform_status(
+        PlatformType::Azure,
+        json!({"azure": {"cloudName": "AzurePublicCloud"}}),
+    ));
+    with_cloud_config(&mut inputs, false);
+    insta::assert_yaml_snapshot!("azure_file_every_input_set", hooked(&def, &inputs));
 }
