@@ -46,6 +46,10 @@ pub struct DriverDef {
     /// Whether the operator supports `managementState: Removed` (deleting the operands).
     #[serde(default)]
     pub removable: bool,
+    /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator
+    /// then watches PersistentVolumes; see `operator::removal`).
+    #[serde(default)]
+    pub removal_blocked_by_volumes: bool,
     /// The images of the driver and every sidecar.
     pub images: Images,
     /// The controller Deployment.
@@ -588,6 +592,9 @@ impl DriverDef {
             );
         }
 
+        if self.removal_blocked_by_volumes && !self.removable {
+            problems.push("removalBlockedByVolumes needs removable".to_owned());
+        }
         if problems.is_empty() {
             Ok(())
         } else {

@@ -30,6 +30,7 @@
 
 pub mod observe;
 pub mod plan;
+pub mod removal;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

@@ -16,6 +16,7 @@ use opkit::status::StatusPart;
 use serde_json::Value;
 
 use super::observe::{Observed, OptionalKind};
+use super::removal;
 use crate::def::DriverDef;
 use crate::inputs::{Inputs, ResolvedImages, Topology, from_objects};
 use crate::render::{Operand, render_operands};
@@ -359,9 +360,26 @@ pub fn plan(
         },
     });
     let current_finalizers = driver.metadata.finalizers.clone().unwrap_or_default();
+    if def.removal_blocked_by_volumes && mode == Mode::Manage {
+        plan.status[0]
+            .part
+            .conditions
+            .push(removal::removal_condition(def, false, &[]));
+    }
     match mode {
         Mode::Manage => {}
         Mode::Remove => {
+            if def.removal_blocked_by_volumes {
+                let blocking = removal::bound_volumes(def, &observed.persistent_volumes);
+                plan.status[0]
+                    .part
+                    .conditions
+                    .push(removal::removal_condition(def, true, &blocking));
+                if !blocking.is_empty() {
+                    // Operands and finalizers stay until the volumes are released.
+                    return plan;
+                }
+            }
             plan.deletions = removal(def, observed);
             let kept: Vec<String> = current_finalizers
                 .iter()
