@@ -5,6 +5,7 @@
 use csi::DriverDef;
 
 pub mod aws_ebs;
+pub mod aws_efs;
 pub mod azure_disk;
 pub mod azure_file;
 mod common;
@@ -62,6 +63,11 @@ const CATALOGUE: &[Entry] = &[
         short_name: azure_file::SHORT_NAME,
         csi_name: azure_file::CSI_NAME,
         def: azure_file::def,
+    },
+    Entry {
+        short_name: aws_efs::SHORT_NAME,
+        csi_name: aws_efs::CSI_NAME,
+        def: aws_efs::def,
     },
 ];
 

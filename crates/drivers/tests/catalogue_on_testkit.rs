@@ -483,3 +483,119 @@ async fn azure_file_converges_with_its_smb_class() {
     );
     running.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// AWS EFS
+
+async fn finalizers(admin: &Client, driver: &Driver) -> Vec<String> {
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .get(driver.csi)
+        .await
+        .unwrap()
+        .metadata
+        .finalizers
+        .unwrap_or_default()
+}
+
+async fn set_management_state(admin: &Client, driver: &Driver, state: &str) {
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .patch(
+            driver.csi,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"managementState": state}})),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn aws_efs_removal_waits_for_its_bound_volumes() {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+
+    let driver = Driver::new("aws-efs");
+    let (cluster, admin) = openshift(json!({"type": "AWS", "aws": {"region": "us-east-2"}})).await;
+    create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
+    let running = driver.start(&cluster);
+    converges(&cluster, &admin, &driver).await;
+    assert_eq!(finalizers(&admin, &driver).await.len(), 2);
+    let (status, _, _) = condition(&admin, &driver, "AWSEFSRemovalProgressing")
+        .await
+        .unwrap();
+    assert_eq!(status, "False");
+
+    // A bound volume of the driver, and one of another driver that does not count.
+    let volumes = Api::<PersistentVolume>::all(admin.clone());
+    for (name, csi_driver) in [
+        ("pvc-efs-1", "efs.csi.aws.com"),
+        ("pvc-ebs-1", "ebs.csi.aws.com"),
+    ] {
+        let pv: PersistentVolume = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteMany"],
+                     "csi": {"driver": csi_driver, "volumeHandle": format!("fs-1::{name}")}}}))
+        .unwrap();
+        volumes.create(&PostParams::default(), &pv).await.unwrap();
+        volumes
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"phase": "Bound"}})),
+            )
+            .await
+            .unwrap();
+    }
+
+    set_management_state(&admin, &driver, "Removed").await;
+    let (_, reason, message) = eventually("removal blocked", async || {
+        condition(&admin, &driver, "AWSEFSRemovalProgressing")
+            .await
+            .filter(|(s, _, _)| s == "True")
+    })
+    .await;
+    assert_eq!(reason, "VolumesInUse");
+    assert!(message.contains("pvc-efs-1"), "{message}");
+    assert!(!message.contains("pvc-ebs-1"), "{message}");
+    quiet(&cluster, &driver).await;
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), NS);
+    assert!(
+        deployments
+            .get_opt(&driver.controller())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        finalizers(&admin, &driver).await.len(),
+        2,
+        "finalizers stay"
+    );
+
+    // The claim goes: the volume is released and the driver is removed.
+    volumes
+        .patch_status(
+            "pvc-efs-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Released"}})),
+        )
+        .await
+        .unwrap();
+    eventually("workloads deleted and finalizers released", async || {
+        let gone = deployments
+            .get_opt(&driver.controller())
+            .await
+            .unwrap()
+            .is_none()
+            && Api::<DaemonSet>::namespaced(admin.clone(), NS)
+                .get_opt(&driver.node())
+                .await
+                .unwrap()
+                .is_none();
+        (gone && finalizers(&admin, &driver).await.is_empty()).then_some(())
+    })
+    .await;
+    let (status, _, _) = condition(&admin, &driver, "AWSEFSRemovalProgressing")
+        .await
+        .unwrap();
+    assert_eq!(status, "False");
+    running.stop().await;
+}

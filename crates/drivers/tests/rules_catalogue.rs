@@ -453,3 +453,104 @@ fn azure_file_smb_class_has_openshifts_mount_options_and_is_not_default() {
     drivers::azure_file::with_smb_mount_options(&inputs, &mut nfs);
     assert_eq!(nfs.mount_options, None, "NFS takes no SMB options");
 }
+
+// ---------------------------------------------------------------------------------------------
+// AWS EFS
+
+#[rstest]
+#[case::nothing(None, json!({}), None)]
+#[case::cluster(Some("demo-x7k2p"), json!({}), Some("--tags=kubernetes.io/cluster/demo-x7k2p:owned"))]
+#[case::cluster_and_resource_tags(
+    Some("demo-x7k2p"),
+    json!({"resourceTags": [{"key": "team", "value": "storage"}]}),
+    Some("--tags=kubernetes.io/cluster/demo-x7k2p:owned team:storage")
+)]
+fn aws_efs_tags_access_points_with_the_cluster_and_resource_tags(
+    #[case] cluster_id: Option<&str>,
+    #[case] aws: Value,
+    #[case] want: Option<&str>,
+) {
+    let def = def("aws-efs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.cluster_id = cluster_id.map(str::to_owned);
+    inputs.platform_status = Some(platform_status(PlatformType::AWS, json!({"aws": aws})));
+    assert_eq!(drivers::aws_efs::tags_arg(&inputs).as_deref(), want);
+    let args = args(&controller(&def, &inputs));
+    let tags: Vec<&String> = args.iter().filter(|a| a.starts_with("--tags=")).collect();
+    assert_eq!(tags.first().map(|a| a.as_str()), want);
+}
+
+#[test]
+fn aws_efs_is_removable_only_once_its_volumes_are_released_and_has_no_class() {
+    let def = def("aws-efs");
+    assert!(def.removable && def.removal_blocked_by_volumes);
+    assert!(
+        def.storage_classes.is_empty(),
+        "each class needs a file system ID"
+    );
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    assert!(classes(&def, &inputs).is_empty());
+}
+
+fn pv(name: &str, driver: &str, phase: &str) -> k8s_openapi::api::core::v1::PersistentVolume {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"csi": {"driver": driver, "volumeHandle": name}},
+        "status": {"phase": phase}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn only_bound_volumes_of_the_driver_block_its_removal() {
+    use csi::operator::removal::bound_volumes;
+    let volumes = [
+        pv("pv-b", "efs.csi.aws.com", "Bound"),
+        pv("pv-a", "efs.csi.aws.com", "Bound"),
+        pv("pv-released", "efs.csi.aws.com", "Released"),
+        pv("pv-ebs", "ebs.csi.aws.com", "Bound"),
+    ];
+    assert_eq!(bound_volumes(&def("aws-efs"), &volumes), ["pv-a", "pv-b"]);
+}
+
+#[test]
+fn the_removal_condition_names_a_capped_list_and_what_to_do() {
+    use api::operator_v1::ConditionStatus;
+    use csi::operator::removal::{REASON_VOLUMES_IN_USE, removal_condition};
+    let def = def("aws-efs");
+    let blocking: Vec<String> = (0..7).map(|i| format!("pv-{i}")).collect();
+    let c = removal_condition(&def, true, &blocking);
+    assert_eq!(c.type_, "AWSEFSRemovalProgressing");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(c.reason.as_deref(), Some(REASON_VOLUMES_IN_USE));
+    let message = c.message.unwrap();
+    assert!(message.contains("7 PersistentVolume(s)"), "{message}");
+    assert!(
+        message.contains("pv-0, pv-1, pv-2, pv-3, pv-4 and 2 more"),
+        "{message}"
+    );
+    assert!(!message.contains("pv-5"), "{message}");
+    assert!(message.contains("delete the claims"), "{message}");
+    assert_eq!(
+        removal_condition(&def, true, &[]).status,
+        ConditionStatus::False
+    );
+    assert_eq!(
+        removal_condition(&def, false, &blocking).status,
+        ConditionStatus::False
+    );
+}
+
+#[test]
+fn a_removal_guard_without_removable_is_refused() {
+    let mut def = def("gcp-pd");
+    def.removal_blocked_by_volumes = true;
+    let error = def.validate().unwrap_err();
+    assert!(
+        error
+            .problems
+            .iter()
+            .any(|p| p.contains("removalBlockedByVolumes")),
+        "{error}"
+    );
+}
