@@ -10,6 +10,7 @@ pub mod azure_disk;
 pub mod azure_file;
 mod common;
 pub mod gcp_pd;
+pub mod smb;
 
 /// A driver could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +69,11 @@ const CATALOGUE: &[Entry] = &[
         short_name: aws_efs::SHORT_NAME,
         csi_name: aws_efs::CSI_NAME,
         def: aws_efs::def,
+    },
+    Entry {
+        short_name: smb::SHORT_NAME,
+        csi_name: smb::CSI_NAME,
+        def: smb::def,
     },
 ];
 

@@ -599,3 +599,24 @@ async fn aws_efs_removal_waits_for_its_bound_volumes() {
     assert_eq!(status, "False");
     running.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// SMB
+
+#[tokio::test]
+async fn smb_converges_on_any_platform_with_a_privileged_controller() {
+    let driver = Driver::new("smb");
+    let (cluster, admin) = openshift(json!({"type": "None"})).await;
+    create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
+    let running = driver.start(&cluster);
+    let deployment = converges(&cluster, &admin, &driver).await;
+    let spec = deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(spec.host_network, Some(true));
+    let privileged = spec.containers[0]
+        .security_context
+        .as_ref()
+        .and_then(|s| s.privileged);
+    assert_eq!(privileged, Some(true));
+    assert_eq!(finalizers(&admin, &driver).await.len(), 2, "removable");
+    running.stop().await;
+}

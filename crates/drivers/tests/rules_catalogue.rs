@@ -554,3 +554,42 @@ fn a_removal_guard_without_removable_is_refused() {
         "{error}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// SMB
+
+#[test]
+fn smb_needs_no_cloud_and_waits_for_its_volumes_before_removal() {
+    let def = def("smb");
+    assert!(def.credentials.is_none());
+    assert!(def.copied_config_maps.is_empty());
+    assert!(def.removable && def.removal_blocked_by_volumes);
+    let inputs = inputs(
+        &def,
+        Topology::Kubernetes {
+            control_plane_nodes: true,
+        },
+    );
+    assert!(classes(&def, &inputs).is_empty());
+    // The controller mounts shares to create volumes: privileged on the host network.
+    let deployment = controller(&def, &inputs);
+    assert_eq!(pod(&deployment).host_network, Some(true));
+    let node_ports: Vec<u16> = [
+        def.node.driver.healthz_port,
+        def.node.registrar_healthz_port,
+    ]
+    .into();
+    for other in ["gcp-pd", "aws-ebs", "aws-efs", "azure-disk", "azure-file"] {
+        let other = drivers::by_name(other).unwrap();
+        for port in [
+            other.node.driver.healthz_port,
+            other.node.registrar_healthz_port,
+        ] {
+            assert!(
+                !node_ports.contains(&port),
+                "node port {port} is also {}'s",
+                other.short_name
+            );
+        }
+    }
+}

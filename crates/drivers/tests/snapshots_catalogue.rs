@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 #[rstest]
 fn every_object_for_each_topology(
-    #[values("aws-ebs", "azure-disk", "azure-file", "aws-efs")] driver: &str,
+    #[values("aws-ebs", "azure-disk", "azure-file", "aws-efs", "smb")] driver: &str,
     #[values(
         Topology::HighlyAvailable,
         Topology::SingleReplica,
