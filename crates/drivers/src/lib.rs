@@ -10,6 +10,8 @@ pub mod azure_disk;
 pub mod azure_file;
 mod common;
 pub mod gcp_pd;
+pub mod ibm_vpc_block;
+pub mod powervs_block;
 pub mod smb;
 
 /// A driver could not be produced.
@@ -74,6 +76,16 @@ const CATALOGUE: &[Entry] = &[
         short_name: smb::SHORT_NAME,
         csi_name: smb::CSI_NAME,
         def: smb::def,
+    },
+    Entry {
+        short_name: ibm_vpc_block::SHORT_NAME,
+        csi_name: ibm_vpc_block::CSI_NAME,
+        def: ibm_vpc_block::def,
+    },
+    Entry {
+        short_name: powervs_block::SHORT_NAME,
+        csi_name: powervs_block::CSI_NAME,
+        def: powervs_block::def,
     },
 ];
 

@@ -620,3 +620,49 @@ async fn smb_converges_on_any_platform_with_a_privileged_controller() {
     assert_eq!(finalizers(&admin, &driver).await.len(), 2, "removable");
     running.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// IBM VPC Block and PowerVS Block
+
+#[tokio::test]
+async fn ibm_vpc_block_converges_with_a_customer_key() {
+    let driver = Driver::new("ibm-vpc-block");
+    let (cluster, admin) = openshift(json!({"type": "IBMCloud",
+        "ibmcloud": {"location": "us-south", "providerType": "VPC"}}))
+    .await;
+    let crn = "crn:v1:bluemix:public:kms:us-south:a/c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6:0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f:key:1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d";
+    create_cluster_csi_driver(
+        &admin,
+        &driver,
+        json!({"managementState": "Managed", "driverConfig": {"driverType": "IBMCloud",
+               "ibmcloud": {"encryptionKeyCRN": crn}}}),
+    )
+    .await;
+    let running = driver.start(&cluster);
+    converges(&cluster, &admin, &driver).await;
+    let class = storage_class(&admin, "ibmc-vpc-block-10iops-tier").await;
+    assert_eq!(
+        class.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+    assert_eq!(class.parameters.unwrap()["encryptionKey"], crn);
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn powervs_block_converges_with_its_node_update_controller() {
+    let driver = Driver::new("powervs-block");
+    let (cluster, admin) =
+        openshift(json!({"type": "PowerVS", "powervs": {"region": "dal", "zone": "dal12"}})).await;
+    create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
+    let running = driver.start(&cluster);
+    let deployment = converges(&cluster, &admin, &driver).await;
+    let containers = deployment.spec.unwrap().template.spec.unwrap().containers;
+    assert!(
+        containers
+            .iter()
+            .any(|c| c.name == "node-update-controller")
+    );
+    storage_class(&admin, "tier1-csi").await;
+    running.stop().await;
+}

@@ -593,3 +593,81 @@ fn smb_needs_no_cloud_and_waits_for_its_volumes_before_removal() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// IBM VPC Block and PowerVS Block
+
+const CRN: &str = "crn:v1:bluemix:public:kms:us-south:a/c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6:0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f:key:1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d";
+
+#[rstest]
+#[case::unset(None)]
+#[case::set(Some(CRN))]
+fn ibm_vpc_block_customer_key_goes_on_every_class(#[case] crn: Option<&str>) {
+    let def = def("ibm-vpc-block");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    if let Some(crn) = crn {
+        inputs.spec.driver_config = Some(driver_config(
+            CSIDriverType::IBMCloud,
+            json!({"ibmcloud": {"encryptionKeyCRN": crn}}),
+        ));
+    }
+    let classes = classes(&def, &inputs);
+    assert_eq!(classes.len(), 8);
+    for class in classes {
+        let parameters = class.parameters.unwrap();
+        assert_eq!(parameters.get("encryptionKey").map(String::as_str), crn);
+        let encrypted = if crn.is_some() { "true" } else { "false" };
+        assert_eq!(parameters["encrypted"], encrypted);
+    }
+}
+
+#[test]
+fn ibm_vpc_block_reads_its_config_from_storage_secret_store_and_retains_where_asked() {
+    let def = def("ibm-vpc-block");
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    assert_eq!(env["SECRET_CONFIG_PATH"]["value"], "/etc/storage_ibmc");
+    assert!(volume_names(&deployment).contains(&"customer-auth".to_owned()));
+    let classes = classes(&def, &inputs);
+    for class in &classes {
+        let name = class.metadata.name.as_deref().unwrap();
+        let retain = class.reclaim_policy.as_deref() == Some("Retain");
+        assert_eq!(retain, name.contains("-retain-"), "{name}");
+    }
+}
+
+#[test]
+fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
+    let def = def("powervs-block");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.images.driver = "example.com/powervs:1".to_owned();
+    let deployment = controller(&def, &inputs);
+    let updater = pod(&deployment)
+        .containers
+        .iter()
+        .find(|c| c.name == "node-update-controller")
+        .unwrap();
+    assert_eq!(updater.image.as_deref(), Some("example.com/powervs:1"));
+    assert_eq!(
+        updater.command.clone().unwrap(),
+        ["/node-update-controller"]
+    );
+    let key = serde_json::to_value(&updater.env.as_ref().unwrap()[0]).unwrap();
+    assert_eq!(
+        key["valueFrom"]["secretKeyRef"],
+        json!({"name": "ibm-powervs-cloud-credentials", "key": "ibmcloud_api_key", "optional": true})
+    );
+    assert!(env(&deployment).contains_key("IBMCLOUD_API_KEY"));
+    // Rendering twice gives one updater (hooks may run on an already hooked object).
+    let mut again = deployment.clone();
+    drivers::powervs_block::with_api_key_and_node_updater(&inputs, &mut again);
+    assert_eq!(
+        pod(&again)
+            .containers
+            .iter()
+            .filter(|c| c.name == "node-update-controller")
+            .count(),
+        1
+    );
+}

@@ -14,7 +14,16 @@ use serde_json::{Value, json};
 
 #[rstest]
 fn every_object_for_each_topology(
-    #[values("aws-ebs", "azure-disk", "azure-file", "aws-efs", "smb")] driver: &str,
+    #[values(
+        "aws-ebs",
+        "azure-disk",
+        "azure-file",
+        "aws-efs",
+        "smb",
+        "ibm-vpc-block",
+        "powervs-block"
+    )]
+    driver: &str,
     #[values(
         Topology::HighlyAvailable,
         Topology::SingleReplica,
@@ -164,4 +173,24 @@ fn azure_file_with_every_input_set() {
     ));
     with_cloud_config(&mut inputs, false);
     insta::assert_yaml_snapshot!("azure_file_every_input_set", hooked(&def, &inputs));
+}
+
+/// IBM VPC Block with a customer key.
+#[test]
+fn ibm_vpc_block_with_every_input_set() {
+    let def = drivers::by_name("ibm-vpc-block").unwrap();
+    let mut inputs = every_generic_input(&def);
+    inputs.spec.driver_config = Some(driver_config(
+        CSIDriverType::IBMCloud,
+        json!({"ibmcloud": {"encryptionKeyCRN": "crn:v1:bluemix:public:kms:us-south:a/c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6:0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f:key:1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"}}),
+    ));
+    insta::assert_yaml_snapshot!("ibm_vpc_block_every_input_set", hooked(&def, &inputs));
+}
+
+/// PowerVS Block with its credentials.
+#[test]
+fn powervs_block_with_every_input_set() {
+    let def = drivers::by_name("powervs-block").unwrap();
+    let inputs = every_generic_input(&def);
+    insta::assert_yaml_snapshot!("powervs_block_every_input_set", hooked(&def, &inputs));
 }
