@@ -190,32 +190,142 @@ fn find<'a>(docs: &'a [serde_json::Value], kind: &str, name: &str) -> &'a serde_
         .unwrap_or_else(|| panic!("no {kind} {name}"))
 }
 
+/// A driver `render --platform` installs: short name, CSI name, operand name prefix.
+type Rendered = (&'static str, &'static str, &'static str);
+
+/// The drivers `render --platform` installs on each platform.
+const PLATFORM_DRIVERS: &[(&str, &[Rendered])] = &[
+    (
+        "GCP",
+        &[("gcp-pd", "pd.csi.storage.gke.io", "gcp-pd-csi-driver")],
+    ),
+    (
+        "AWS",
+        &[("aws-ebs", "ebs.csi.aws.com", "aws-ebs-csi-driver")],
+    ),
+    (
+        "Azure",
+        &[
+            ("azure-disk", "disk.csi.azure.com", "azure-disk-csi-driver"),
+            ("azure-file", "file.csi.azure.com", "azure-file-csi-driver"),
+        ],
+    ),
+    (
+        "IBMCloud",
+        &[(
+            "ibm-vpc-block",
+            "vpc.block.csi.ibm.io",
+            "ibm-vpc-block-csi-driver",
+        )],
+    ),
+    (
+        "PowerVS",
+        &[(
+            "powervs-block",
+            "powervs.csi.ibm.com",
+            "ibm-powervs-block-csi-driver",
+        )],
+    ),
+];
+
 #[test]
 fn render_platform_prints_every_operand_of_its_drivers() {
-    let output = storage_operator(&["render", "--platform", "GCP"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let docs = documents(&stdout(&output));
-    let controller = find(&docs, "Deployment", "gcp-pd-csi-driver-controller");
+    for (platform, expected) in PLATFORM_DRIVERS {
+        let output = storage_operator(&["render", "--platform", platform]);
+        assert!(output.status.success(), "{platform}: {}", stderr(&output));
+        let docs = documents(&stdout(&output));
+        for (short, csi_name, prefix) in *expected {
+            let controller = find(&docs, "Deployment", &format!("{prefix}-controller"));
+            assert_eq!(
+                controller["spec"]["replicas"], 2,
+                "HighlyAvailable is the default topology"
+            );
+            find(&docs, "DaemonSet", &format!("{prefix}-node"));
+            find(&docs, "CSIDriver", csi_name);
+            assert!(
+                docs.iter()
+                    .any(|d| d["kind"] == "StorageClass" && d["provisioner"] == *csi_name),
+                "{platform}: no StorageClass of {csi_name}"
+            );
+            // What the cluster storage operator itself creates comes first.
+            let operator = find(&docs, "Deployment", &format!("{short}-csi-driver-operator"));
+            assert_eq!(
+                operator["spec"]["template"]["spec"]["containers"][0]["args"],
+                serde_json::json!(["driver", short])
+            );
+            find(&docs, "ClusterCSIDriver", csi_name);
+        }
+        find(&docs, "ClusterRole", "openshift-csi-main-provisioner-role");
+        assert_eq!(docs[0]["kind"], "Namespace");
+        assert!(
+            docs.iter()
+                .all(|d| d["apiVersion"].is_string() && d["metadata"]["name"].is_string())
+        );
+    }
+}
+
+/// Parses `doc` as `K` and serializes it back: equal only when every field is known to the
+/// type and has the right shape (k8s-openapi ignores unknown fields on parse).
+fn round_trips<K: serde::de::DeserializeOwned + serde::Serialize>(doc: &serde_json::Value) {
+    let parsed: K = serde_json::from_value(doc.clone()).unwrap_or_else(|e| {
+        panic!(
+            "{} {} does not parse: {e}",
+            doc["kind"], doc["metadata"]["name"]
+        )
+    });
     assert_eq!(
-        controller["spec"]["replicas"], 2,
-        "HighlyAvailable is the default topology"
+        &serde_json::to_value(parsed).unwrap(),
+        doc,
+        "{} {} has fields its type does not know",
+        doc["kind"],
+        doc["metadata"]["name"]
     );
-    find(&docs, "DaemonSet", "gcp-pd-csi-driver-node");
-    find(&docs, "CSIDriver", "pd.csi.storage.gke.io");
-    assert!(docs.iter().any(|d| d["kind"] == "StorageClass"));
-    // What the cluster storage operator itself creates comes first.
-    let operator = find(&docs, "Deployment", "gcp-pd-csi-driver-operator");
-    assert_eq!(
-        operator["spec"]["template"]["spec"]["containers"][0]["args"],
-        serde_json::json!(["driver", "gcp-pd"])
-    );
-    find(&docs, "ClusterCSIDriver", "pd.csi.storage.gke.io");
-    find(&docs, "ClusterRole", "openshift-csi-main-provisioner-role");
-    assert_eq!(docs[0]["kind"], "Namespace");
-    assert!(
-        docs.iter()
-            .all(|d| d["apiVersion"].is_string() && d["metadata"]["name"].is_string())
-    );
+}
+
+#[test]
+fn render_platform_output_is_schema_valid() {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+
+    for (platform, _) in PLATFORM_DRIVERS {
+        for topology in ["HighlyAvailable", "SingleReplica", "External", "Kubernetes"] {
+            let output =
+                storage_operator(&["render", "--platform", platform, "--topology", topology]);
+            assert!(output.status.success(), "{platform}: {}", stderr(&output));
+            if stdout(&output).is_empty() {
+                // IBM VPC Block is not installed on an External control plane (ROKS).
+                assert_eq!((*platform, topology), ("IBMCloud", "External"));
+                continue;
+            }
+            for doc in documents(&stdout(&output)) {
+                match doc["kind"].as_str().unwrap() {
+                    "Namespace" => round_trips::<Namespace>(&doc),
+                    "ServiceAccount" => round_trips::<ServiceAccount>(&doc),
+                    "ClusterRole" => round_trips::<ClusterRole>(&doc),
+                    "ClusterRoleBinding" => round_trips::<ClusterRoleBinding>(&doc),
+                    "Role" => round_trips::<Role>(&doc),
+                    "RoleBinding" => round_trips::<RoleBinding>(&doc),
+                    "ConfigMap" => round_trips::<ConfigMap>(&doc),
+                    "Service" => round_trips::<Service>(&doc),
+                    "PodDisruptionBudget" => round_trips::<PodDisruptionBudget>(&doc),
+                    "Deployment" => round_trips::<Deployment>(&doc),
+                    "DaemonSet" => round_trips::<DaemonSet>(&doc),
+                    "CSIDriver" => round_trips::<CSIDriver>(&doc),
+                    "StorageClass" => round_trips::<StorageClass>(&doc),
+                    "ClusterCSIDriver" => round_trips::<api::operator_v1::ClusterCSIDriver>(&doc),
+                    // Kinds without a typed struct: the fields every object needs.
+                    "ServiceMonitor" | "VolumeSnapshotClass" | "CredentialsRequest" => {
+                        assert!(doc["apiVersion"].as_str().unwrap().contains('/'));
+                        assert!(doc["metadata"]["name"].is_string());
+                    }
+                    other => panic!("{platform}: unexpected kind {other}"),
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -249,9 +359,13 @@ fn render_driver_follows_topology_and_image_env() {
 
 #[test]
 fn render_explains_what_it_cannot_render() {
-    let missing = storage_operator(&["render", "--platform", "AWS"]);
+    let missing = storage_operator(&["render", "--platform", "OpenStack"]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(stderr(&missing).contains("aws-ebs"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("openstack-cinder"),
+        "{}",
+        stderr(&missing)
+    );
     assert!(stdout(&missing).is_empty(), "nothing half-rendered");
 
     let none = storage_operator(&["render", "--platform", "None"]);

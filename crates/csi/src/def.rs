@@ -46,6 +46,10 @@ pub struct DriverDef {
     /// Whether the operator supports `managementState: Removed` (deleting the operands).
     #[serde(default)]
     pub removable: bool,
+    /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator
+    /// then watches PersistentVolumes; see `operator::removal`).
+    #[serde(default)]
+    pub removal_blocked_by_volumes: bool,
     /// The images of the driver and every sidecar.
     pub images: Images,
     /// The controller Deployment.
@@ -63,6 +67,11 @@ pub struct DriverDef {
     /// Cloud credentials of the controller, if the driver needs any.
     #[serde(default)]
     pub credentials: Option<CredentialsDef>,
+    /// ConfigMaps of other namespaces that the operator copies into the operand namespace
+    /// (same name) while they exist, so pods can mount them (e.g. a cloud's custom CA bundle).
+    /// Hooks see their data in [`Inputs::copied_config_maps`].
+    #[serde(default)]
+    pub copied_config_maps: Vec<CopiedConfigMapDef>,
     /// Behaviour that data cannot express. Not part of the table; set by the driver module.
     #[serde(skip)]
     pub hooks: Hooks,
@@ -74,6 +83,8 @@ pub type DeploymentHook = fn(&Inputs, &mut Deployment);
 pub type DaemonSetHook = fn(&Inputs, &mut DaemonSet);
 /// A hook on each StorageClass, run before the default-class rule.
 pub type StorageClassHook = fn(&Inputs, &mut StorageClass);
+/// A hook on each VolumeSnapshotClass (a `snapshot.storage.k8s.io/v1` object as JSON).
+pub type VolumeSnapshotClassHook = fn(&Inputs, &mut serde_json::Value);
 
 /// Driver-specific hooks, run in order.
 #[derive(Clone, Debug, Default)]
@@ -87,6 +98,8 @@ pub struct Hooks {
     /// Which of the table's StorageClasses this cluster gets, when not all of them (e.g. GCP
     /// Dedicated regions support only Hyperdisk). Each selection may have its own default.
     pub storage_class_filter: Option<StorageClassFilter>,
+    /// Hooks on every VolumeSnapshotClass.
+    pub volume_snapshot_class: Vec<VolumeSnapshotClassHook>,
 }
 
 /// Chooses whether a StorageClass of the table is built for these inputs.
@@ -407,6 +420,16 @@ pub struct CredentialsDef {
     pub credentials_request: Option<CredentialsRequestDef>,
 }
 
+/// A ConfigMap of another namespace that the operator copies into the operand namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CopiedConfigMapDef {
+    /// The source's namespace (e.g. `openshift-config-managed`).
+    pub namespace: String,
+    /// The source's name, also the copy's name.
+    pub name: String,
+}
+
 /// A `cloudcredential.openshift.io/v1` CredentialsRequest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -531,6 +554,14 @@ impl DriverDef {
             }
         }
 
+        for copied in &self.copied_config_maps {
+            if copied.namespace.trim().is_empty() || copied.name.trim().is_empty() {
+                problems.push("a copied ConfigMap needs both namespace and name".to_owned());
+            }
+        }
+        for name in duplicates(self.copied_config_maps.iter().map(|c| c.name.as_str())) {
+            problems.push(format!("copied ConfigMap {name} is listed twice"));
+        }
         for name in duplicates(self.storage_classes.iter().map(|c| c.name.as_str())) {
             problems.push(format!("StorageClass {name} is listed twice"));
         }
@@ -561,6 +592,9 @@ impl DriverDef {
             );
         }
 
+        if self.removal_blocked_by_volumes && !self.removable {
+            problems.push("removalBlockedByVolumes needs removable".to_owned());
+        }
         if problems.is_empty() {
             Ok(())
         } else {

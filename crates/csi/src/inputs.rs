@@ -237,6 +237,8 @@ pub struct Inputs {
     pub csi_driver_ephemeral_profile: Option<String>,
     /// TLS settings of the metrics proxies.
     pub tls: ServingTls,
+    /// The data of each source of [`DriverDef::copied_config_maps`] that exists, by name.
+    pub copied_config_maps: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Inputs {
@@ -258,6 +260,7 @@ impl Inputs {
             storage_classes: Vec::new(),
             csi_driver_ephemeral_profile: None,
             tls: ServingTls::default(),
+            copied_config_maps: BTreeMap::new(),
         }
     }
 

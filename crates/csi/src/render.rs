@@ -94,6 +94,22 @@ pub fn build_trusted_ca_bundle_config_map(def: &DriverDef) -> ConfigMap {
     }
 }
 
+/// The copies of [`DriverDef::copied_config_maps`] whose source exists: same name and data,
+/// in the operand namespace, labelled as operands.
+pub fn build_copied_config_maps(def: &DriverDef, inputs: &Inputs) -> Vec<ConfigMap> {
+    def.copied_config_maps
+        .iter()
+        .filter_map(|copied| {
+            let data = inputs.copied_config_maps.get(&copied.name)?;
+            Some(ConfigMap {
+                metadata: names::ns_meta(def, copied.name.clone()),
+                data: Some(data.clone()),
+                ..ConfigMap::default()
+            })
+        })
+        .collect()
+}
+
 /// The CredentialsRequest (`cloudcredential.openshift.io/v1`), only when the driver has one
 /// and its CRD exists. The Secret is always written to the operand namespace.
 pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
@@ -158,6 +174,11 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .map(Operand::RoleBinding),
     );
     out.push(Operand::ConfigMap(build_trusted_ca_bundle_config_map(def)));
+    out.extend(
+        build_copied_config_maps(def, inputs)
+            .into_iter()
+            .map(Operand::ConfigMap),
+    );
     out.push(Operand::CSIDriver(storage::build_csi_driver(def, inputs)));
     out.extend(metrics::build_metrics_service(def, inputs).map(Operand::Service));
     out.extend(metrics::build_service_monitor(def, inputs).map(Operand::Dynamic));

@@ -162,6 +162,9 @@ pub fn build_volume_snapshot_classes(def: &DriverDef, inputs: &Inputs) -> Vec<Va
             if !vsc.parameters.is_empty() {
                 class["parameters"] = json!(vsc.parameters);
             }
+            for hook in &def.hooks.volume_snapshot_class {
+                hook(inputs, &mut class);
+            }
             class
         })
         .collect()

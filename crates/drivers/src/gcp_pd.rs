@@ -27,6 +27,7 @@ pub fn def() -> Result<DriverDef, DriverError> {
         daemon_set: Vec::new(),
         storage_class: vec![with_kms_key],
         storage_class_filter: Some(storage_classes_for_region),
+        ..Hooks::default()
     };
     Ok(def)
 }

@@ -4,7 +4,15 @@
 
 use csi::DriverDef;
 
+pub mod aws_ebs;
+pub mod aws_efs;
+pub mod azure_disk;
+pub mod azure_file;
+mod common;
 pub mod gcp_pd;
+pub mod ibm_vpc_block;
+pub mod powervs_block;
+pub mod smb;
 
 /// A driver could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -38,11 +46,48 @@ struct Entry {
     def: fn() -> Result<DriverDef, DriverError>,
 }
 
-const CATALOGUE: &[Entry] = &[Entry {
-    short_name: gcp_pd::SHORT_NAME,
-    csi_name: gcp_pd::CSI_NAME,
-    def: gcp_pd::def,
-}];
+const CATALOGUE: &[Entry] = &[
+    Entry {
+        short_name: gcp_pd::SHORT_NAME,
+        csi_name: gcp_pd::CSI_NAME,
+        def: gcp_pd::def,
+    },
+    Entry {
+        short_name: aws_ebs::SHORT_NAME,
+        csi_name: aws_ebs::CSI_NAME,
+        def: aws_ebs::def,
+    },
+    Entry {
+        short_name: azure_disk::SHORT_NAME,
+        csi_name: azure_disk::CSI_NAME,
+        def: azure_disk::def,
+    },
+    Entry {
+        short_name: azure_file::SHORT_NAME,
+        csi_name: azure_file::CSI_NAME,
+        def: azure_file::def,
+    },
+    Entry {
+        short_name: aws_efs::SHORT_NAME,
+        csi_name: aws_efs::CSI_NAME,
+        def: aws_efs::def,
+    },
+    Entry {
+        short_name: smb::SHORT_NAME,
+        csi_name: smb::CSI_NAME,
+        def: smb::def,
+    },
+    Entry {
+        short_name: ibm_vpc_block::SHORT_NAME,
+        csi_name: ibm_vpc_block::CSI_NAME,
+        def: ibm_vpc_block::def,
+    },
+    Entry {
+        short_name: powervs_block::SHORT_NAME,
+        csi_name: powervs_block::CSI_NAME,
+        def: powervs_block::def,
+    },
+];
 
 /// The short names of every driver in the catalogue.
 pub fn short_names() -> Vec<&'static str> {

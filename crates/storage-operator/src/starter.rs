@@ -227,6 +227,18 @@ pub fn build_rbac(
             ..rule(&["rbac.authorization.k8s.io"], &["clusterroles"], &["bind"])
         });
     }
+    // ConfigMaps it copies from other namespaces (e.g. a cloud CA bundle): read, by name.
+    let copied: BTreeSet<String> = def
+        .copied_config_maps
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    if !copied.is_empty() {
+        cluster_rules.push(PolicyRule {
+            resource_names: Some(copied.into_iter().collect()),
+            ..rule(&[""], &["configmaps"], READ)
+        });
+    }
     dedupe(&mut cluster_rules);
 
     let mut namespace_rules = vec![

@@ -615,16 +615,16 @@ async fn every_platform_gets_its_drivers_or_a_reason() {
     // (platform, drivers it needs, whether the catalogue has them all today)
     let platforms = [
         ("GCP", &["gcp-pd"][..], true),
-        ("AWS", &["aws-ebs"][..], false),
-        ("Azure", &["azure-disk", "azure-file"][..], false),
+        ("AWS", &["aws-ebs"][..], true),
+        ("Azure", &["azure-disk", "azure-file"][..], true),
         (
             "OpenStack",
             &["openstack-manila", "openstack-cinder"][..],
             false,
         ),
         ("VSphere", &["vsphere"][..], false),
-        ("IBMCloud", &["ibm-vpc-block"][..], false),
-        ("PowerVS", &["powervs-block"][..], false),
+        ("IBMCloud", &["ibm-vpc-block"][..], true),
+        ("PowerVS", &["powervs-block"][..], true),
         ("BareMetal", &[][..], true),
     ];
     for (platform, drivers, complete) in platforms {

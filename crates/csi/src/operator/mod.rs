@@ -35,6 +35,7 @@ pub mod config_observer;
 pub mod credentials;
 pub mod observe;
 pub mod plan;
+pub mod removal;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -43,7 +44,7 @@ use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -493,6 +494,9 @@ async fn delete(context: &Context, deletion: &Deletion) -> Result<(), (&'static 
         }
         DeleteKind::DaemonSet => {
             delete_object::<DaemonSet>(Api::namespaced(client, ns), name).await
+        }
+        DeleteKind::ConfigMap => {
+            delete_object::<ConfigMap>(Api::namespaced(client, ns), name).await
         }
     };
     tracing::info!(kind = ?deletion.kind, name, ok = result.is_ok(), "deleted");

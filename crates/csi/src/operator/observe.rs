@@ -3,7 +3,8 @@
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
 //! default-class rule must see other classes); nodes only on plain Kubernetes. Kinds whose CRD
 //! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
-//! their CRD exists.
+//! their CRD exists. The sources of a driver's copied ConfigMaps are watched by name in their
+//! own namespaces; PersistentVolumes only for drivers whose removal waits for them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,9 @@ use api::config_v1::{APIServer, Infrastructure, Proxy};
 use api::operator_v1::{CloudCredential, ClusterCSIDriver};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Node, PersistentVolume, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -172,6 +175,10 @@ pub struct Observed {
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
     /// Optional kinds.
     pub optional: BTreeMap<OptionalKind, OptionalObjects>,
+    /// The sources of the driver's copied ConfigMaps that exist (other namespaces).
+    pub copied_config_map_sources: Vec<ConfigMap>,
+    /// Every PersistentVolume, only for drivers whose removal waits for their volumes.
+    pub persistent_volumes: Vec<PersistentVolume>,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -207,6 +214,8 @@ pub struct Caches {
     shared_cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
     crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
+    copied_config_map_sources: Vec<Store<ConfigMap>>,
+    persistent_volumes: Option<Store<PersistentVolume>>,
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
 }
@@ -302,6 +311,20 @@ impl Caches {
             ),
             cluster_role_bindings: informers.watch("clusterrolebindings", Api::all(c()), ours()),
             crds,
+            copied_config_map_sources: def
+                .copied_config_maps
+                .iter()
+                .map(|copied| {
+                    informers.watch(
+                        &format!("configmaps/{}/{}", copied.namespace, copied.name),
+                        Api::namespaced(c(), &copied.namespace),
+                        named(&copied.name),
+                    )
+                })
+                .collect(),
+            persistent_volumes: def
+                .removal_blocked_by_volumes
+                .then(|| informers.watch("persistentvolumes", Api::all(c()), Config::default())),
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
         }
@@ -400,6 +423,16 @@ impl Caches {
                 .collect(),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
             optional,
+            copied_config_map_sources: self
+                .copied_config_map_sources
+                .iter()
+                .filter_map(single)
+                .collect(),
+            persistent_volumes: self
+                .persistent_volumes
+                .as_ref()
+                .map(snapshot)
+                .unwrap_or_default(),
         }
     }
 }

@@ -16,6 +16,7 @@ use opkit::status::StatusPart;
 use serde_json::Value;
 
 use super::observe::{Observed, OptionalKind};
+use super::removal;
 use crate::def::DriverDef;
 use crate::inputs::{Inputs, ResolvedImages, Topology, from_objects};
 use crate::render::{Operand, render_operands};
@@ -105,6 +106,8 @@ pub enum DeleteKind {
     DaemonSet,
     /// The CSIDriver.
     CSIDriver,
+    /// A copied ConfigMap whose source is gone.
+    ConfigMap,
 }
 
 /// One object to delete.
@@ -214,6 +217,17 @@ pub fn inputs(
             inputs
                 .config_map_hashes
                 .insert(ca_name.clone(), hash::config_map_hash(ca));
+        }
+    }
+    for source in &observed.copied_config_map_sources {
+        let name = source.name_any();
+        if def.copied_config_maps.iter().any(|c| c.name == name) {
+            inputs
+                .config_map_hashes
+                .insert(name.clone(), hash::config_map_hash(source));
+            inputs
+                .copied_config_maps
+                .insert(name, source.data.clone().unwrap_or_default());
         }
     }
     if let Some(secret) = &observed.credentials_secret {
@@ -431,9 +445,26 @@ pub fn plan(
         },
     });
     let current_finalizers = driver.metadata.finalizers.clone().unwrap_or_default();
+    if def.removal_blocked_by_volumes && mode == Mode::Manage {
+        plan.status[0]
+            .part
+            .conditions
+            .push(removal::removal_condition(def, false, &[]));
+    }
     match mode {
         Mode::Manage => {}
         Mode::Remove => {
+            if def.removal_blocked_by_volumes {
+                let blocking = removal::bound_volumes(def, &observed.persistent_volumes);
+                plan.status[0]
+                    .part
+                    .conditions
+                    .push(removal::removal_condition(def, true, &blocking));
+                if !blocking.is_empty() {
+                    // Operands and finalizers stay until the volumes are released.
+                    return plan;
+                }
+            }
             plan.deletions = removal(def, observed);
             let kept: Vec<String> = current_finalizers
                 .iter()
@@ -525,6 +556,21 @@ pub fn plan(
         });
     }
     credentials_request(&mut plan, def, env, observed, &inputs);
+    // A copy outlives its source only until the next pass.
+    for copied in &def.copied_config_maps {
+        let stale = !inputs.copied_config_maps.contains_key(&copied.name)
+            && observed
+                .config_maps
+                .iter()
+                .any(|c| c.name_any() == copied.name && is_ours(c.labels(), def));
+        if stale {
+            plan.deletions.push(Deletion {
+                group: Group::Static,
+                kind: DeleteKind::ConfigMap,
+                name: copied.name.clone(),
+            });
+        }
+    }
     if storage_class_error.is_none() {
         for name in storage::storage_classes_to_delete(def, &inputs) {
             let ours = observed

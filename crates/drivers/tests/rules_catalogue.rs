@@ -1,0 +1,673 @@
+#![allow(clippy::unwrap_used)]
+//! The hooks of each catalogue driver but GCP PD (see `rules.rs`), called through the
+//! builders with hand-made inputs.
+
+use std::collections::BTreeMap;
+
+use api::config_v1::{PlatformStatus, PlatformType};
+use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType};
+use csi::{DriverDef, Inputs, Topology};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::api::storage::v1::StorageClass;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+fn def(name: &str) -> DriverDef {
+    drivers::by_name(name).unwrap()
+}
+
+fn inputs(def: &DriverDef, topology: Topology) -> Inputs {
+    Inputs::offline(def, topology, &BTreeMap::new())
+}
+
+fn controller(def: &DriverDef, inputs: &Inputs) -> Deployment {
+    csi::workloads::build_controller_deployment(def, inputs)
+}
+
+fn pod(d: &Deployment) -> &PodSpec {
+    d.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn driver_container(spec: &PodSpec) -> &Container {
+    spec.containers
+        .iter()
+        .find(|c| c.name == "csi-driver")
+        .unwrap()
+}
+
+fn args(d: &Deployment) -> Vec<String> {
+    driver_container(pod(d)).args.clone().unwrap_or_default()
+}
+
+fn env(d: &Deployment) -> BTreeMap<String, Value> {
+    driver_container(pod(d))
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), serde_json::to_value(e).unwrap()))
+        .collect()
+}
+
+fn classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageClass> {
+    csi::storage::build_storage_classes(def, inputs)
+}
+
+fn platform_status(type_: PlatformType, details: Value) -> PlatformStatus {
+    let mut value = details;
+    value["type"] = json!(type_.to_string());
+    serde_json::from_value(value).unwrap()
+}
+
+fn driver_config(driver_type: CSIDriverType, config: Value) -> CSIDriverConfigSpec {
+    let mut value = config;
+    value["driverType"] = json!(driver_type.to_string());
+    serde_json::from_value(value).unwrap()
+}
+
+fn volume_names(d: &Deployment) -> Vec<String> {
+    pod(d)
+        .volumes
+        .iter()
+        .flatten()
+        .map(|v| v.name.clone())
+        .collect()
+}
+
+fn template_annotations(d: &Deployment) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// AWS EBS
+
+#[rstest]
+#[case::nothing(None, json!({}), vec![])]
+#[case::cluster_id_only(Some("demo-x7k2p"), json!({}), vec!["--k8s-tag-cluster-id=demo-x7k2p"])]
+#[case::tags_only(None, json!({"resourceTags": [{"key": "a", "value": "1"}]}), vec!["--extra-tags=a=1"])]
+#[case::both(
+    Some("demo-x7k2p"),
+    json!({"resourceTags": [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}]}),
+    vec!["--k8s-tag-cluster-id=demo-x7k2p", "--extra-tags=a=1,b=2"]
+)]
+fn aws_ebs_tags_the_volumes_with_the_cluster_id_and_resource_tags(
+    #[case] cluster_id: Option<&str>,
+    #[case] aws: Value,
+    #[case] want: Vec<&str>,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.cluster_id = cluster_id.map(str::to_owned);
+    inputs.platform_status = Some(platform_status(PlatformType::AWS, json!({"aws": aws})));
+    assert_eq!(drivers::aws_ebs::tag_args(&inputs), want);
+    let args = args(&controller(&def, &inputs));
+    let tag_args: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| a.starts_with("--k8s-tag-cluster-id=") || a.starts_with("--extra-tags="))
+        .collect();
+    assert_eq!(tag_args, want);
+}
+
+#[test]
+fn aws_ebs_region_and_ec2_endpoint_come_from_the_infrastructure() {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    let env_without = env(&controller(&def, &inputs));
+    assert!(!env_without.contains_key("AWS_REGION"));
+    assert!(!env_without.contains_key("AWS_EC2_ENDPOINT"));
+    inputs.platform_status = Some(platform_status(
+        PlatformType::AWS,
+        json!({"aws": {"region": "eu-west-1", "serviceEndpoints": [
+            {"name": "s3", "url": "https://s3.example.com"},
+            {"name": "ec2", "url": "https://ec2.example.com"}]}}),
+    ));
+    let env = env(&controller(&def, &inputs));
+    assert_eq!(env["AWS_REGION"]["value"], "eu-west-1");
+    assert_eq!(env["AWS_EC2_ENDPOINT"]["value"], "https://ec2.example.com");
+}
+
+#[rstest]
+#[case::openshift_waits_for_the_secret(Topology::HighlyAvailable, false, true)]
+#[case::kubernetes_with_the_secret(Topology::Kubernetes { control_plane_nodes: true }, true, true)]
+#[case::kubernetes_without_uses_the_instance_identity(Topology::Kubernetes { control_plane_nodes: true }, false, false)]
+fn aws_ebs_credentials_come_from_the_secret_unless_kubernetes_has_none(
+    #[case] topology: Topology,
+    #[case] secret_exists: bool,
+    #[case] mounted: bool,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, topology);
+    if secret_exists {
+        inputs
+            .secret_hashes
+            .insert("ebs-cloud-credentials".to_owned(), "h".to_owned());
+    }
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    assert_eq!(
+        volume_names(&deployment).contains(&"aws-keys".to_owned()),
+        mounted
+    );
+    assert_eq!(env.contains_key("AWS_ACCESS_KEY_ID"), mounted);
+    assert_eq!(env.contains_key("AWS_SECRET_ACCESS_KEY"), mounted);
+    assert_eq!(env.contains_key("AWS_SHARED_CREDENTIALS_FILE"), mounted);
+    if mounted {
+        assert_eq!(
+            env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"],
+            json!({"name": "ebs-cloud-credentials", "key": "aws_access_key_id", "optional": true})
+        );
+    }
+}
+
+#[rstest]
+#[case::absent(None, false)]
+#[case::without_the_key(Some("cloud.conf"), false)]
+#[case::with_the_key(Some("ca-bundle.pem"), true)]
+fn aws_ebs_custom_ca_bundle_is_mounted_only_when_kube_cloud_config_has_one(
+    #[case] key: Option<&str>,
+    #[case] mounted: bool,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    if let Some(key) = key {
+        inputs.copied_config_maps.insert(
+            "kube-cloud-config".to_owned(),
+            BTreeMap::from([(key.to_owned(), "pem".to_owned())]),
+        );
+        inputs
+            .config_map_hashes
+            .insert("kube-cloud-config".to_owned(), "h1".to_owned());
+    }
+    let deployment = controller(&def, &inputs);
+    assert_eq!(
+        volume_names(&deployment).contains(&"ca-bundle".to_owned()),
+        mounted
+    );
+    let env = env(&deployment);
+    assert_eq!(env.contains_key("AWS_CA_BUNDLE"), mounted);
+    let copies: Vec<Value> = csi::render(&def, &inputs)
+        .into_iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "kube-cloud-config")
+        .collect();
+    // The copy follows the source, whatever it holds.
+    assert_eq!(copies.len(), usize::from(key.is_some()));
+    if mounted {
+        assert_eq!(env["AWS_CA_BUNDLE"]["value"], "/etc/ca/ca-bundle.pem");
+        let mount = driver_container(pod(&deployment))
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.name == "ca-bundle")
+            .unwrap();
+        assert_eq!(mount.mount_path, "/etc/ca");
+        assert_eq!(
+            copies[0]["metadata"]["namespace"],
+            "openshift-cluster-csi-drivers"
+        );
+    }
+}
+
+#[test]
+fn aws_ebs_a_changed_ca_bundle_changes_the_pod_template() {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.copied_config_maps.insert(
+        "kube-cloud-config".to_owned(),
+        BTreeMap::from([("ca-bundle.pem".to_owned(), "pem".to_owned())]),
+    );
+    inputs
+        .config_map_hashes
+        .insert("kube-cloud-config".to_owned(), "h1".to_owned());
+    let before = template_annotations(&controller(&def, &inputs));
+    inputs
+        .config_map_hashes
+        .insert("kube-cloud-config".to_owned(), "h2".to_owned());
+    let after = template_annotations(&controller(&def, &inputs));
+    assert_ne!(before, after);
+    assert!(after.values().any(|v| v == "h2"), "{after:?}");
+}
+
+#[rstest]
+#[case::unset(json!({}), None)]
+#[case::empty(json!({"kmsKeyARN": ""}), None)]
+#[case::set(
+    json!({"kmsKeyARN": "arn:aws:kms:us-east-1:123456789012:key/k1"}),
+    Some("arn:aws:kms:us-east-1:123456789012:key/k1")
+)]
+fn aws_ebs_kms_key_becomes_a_parameter_of_every_class(
+    #[case] aws: Value,
+    #[case] want: Option<&str>,
+) {
+    let def = def("aws-ebs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.spec.driver_config = Some(driver_config(CSIDriverType::AWS, json!({"aws": aws})));
+    let classes = classes(&def, &inputs);
+    assert_eq!(classes.len(), 2);
+    for class in classes {
+        let parameters = class.parameters.unwrap();
+        assert_eq!(parameters.get("kmsKeyId").map(String::as_str), want);
+        assert_eq!(parameters["encrypted"], "true");
+    }
+}
+
+#[test]
+fn aws_ebs_gp3_is_the_default_class() {
+    let def = def("aws-ebs");
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    let defaults: Vec<String> = classes(&def, &inputs)
+        .into_iter()
+        .filter(|c| {
+            c.metadata.annotations.as_ref().is_some_and(|a| {
+                a.get("storageclass.kubernetes.io/is-default-class")
+                    .is_some_and(|v| v == "true")
+            })
+        })
+        .map(|c| c.metadata.name.unwrap())
+        .collect();
+    assert_eq!(defaults, ["gp3-csi"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Azure Disk and Azure File
+
+fn azure(cloud: &str) -> PlatformStatus {
+    platform_status(PlatformType::Azure, json!({"azure": {"cloudName": cloud}}))
+}
+
+fn cloud_config(inputs: &mut Inputs, endpoints: bool) {
+    let mut data = BTreeMap::from([("config".to_owned(), "{}".to_owned())]);
+    if endpoints {
+        data.insert("endpoints".to_owned(), "{}".to_owned());
+    }
+    inputs
+        .copied_config_maps
+        .insert("cloud-provider-config".to_owned(), data);
+}
+
+#[test]
+fn azure_disk_encryption_set_becomes_its_full_arm_id() {
+    let def = def("azure-disk");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    assert!(classes(&def, &inputs).iter().all(|c| {
+        !c.parameters
+            .as_ref()
+            .unwrap()
+            .contains_key("diskEncryptionSetID")
+    }));
+    inputs.spec.driver_config = Some(driver_config(
+        CSIDriverType::Azure,
+        json!({"azure": {"diskEncryptionSet": {
+            "subscriptionID": "0b2d1f3c-1111-2222-3333-444455556666",
+            "resourceGroup": "keys", "name": "des-1"}}}),
+    ));
+    for class in classes(&def, &inputs) {
+        assert_eq!(
+            class.parameters.unwrap()["diskEncryptionSetID"],
+            "/subscriptions/0b2d1f3c-1111-2222-3333-444455556666/resourceGroups/keys/providers/Microsoft.Compute/diskEncryptionSets/des-1"
+        );
+    }
+}
+
+#[rstest]
+#[case::azure("AzurePublicCloud", false)]
+#[case::us_government("AzureUSGovernmentCloud", false)]
+#[case::stack_hub("AzureStackCloud", true)]
+fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshots(
+    #[case] cloud: &str,
+    #[case] hub: bool,
+) {
+    let def = def("azure-disk");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.platform_status = Some(azure(cloud));
+    cloud_config(&mut inputs, hub);
+    assert_eq!(drivers::azure_disk::is_azure_stack_hub(&inputs), hub);
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    assert_eq!(env.contains_key("AZURE_ENVIRONMENT_FILEPATH"), hub);
+    let daemon_set = csi::workloads::build_node_daemon_set(&def, &inputs);
+    let node_env: Vec<String> = daemon_set.spec.unwrap().template.spec.unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.clone())
+        .collect();
+    assert_eq!(
+        node_env.contains(&"AZURE_ENVIRONMENT_FILEPATH".to_owned()),
+        hub
+    );
+    let sku = classes(&def, &inputs)[0].parameters.clone().unwrap()["skuname"].clone();
+    assert_eq!(
+        sku,
+        if hub {
+            "Premium_LRS"
+        } else {
+            "StandardSSD_LRS"
+        }
+    );
+    inputs.crds.volume_snapshot_class = true;
+    let snapshot_classes = csi::storage::build_volume_snapshot_classes(&def, &inputs);
+    assert_eq!(snapshot_classes.len(), 1);
+    assert_eq!(
+        snapshot_classes[0]["parameters"]["incremental"].as_str(),
+        hub.then_some("false")
+    );
+}
+
+#[rstest]
+#[case::openshift_copy(Topology::HighlyAvailable, true, "/etc/kubernetes/config", "configMap")]
+#[case::openshift_waits_for_the_copy(
+    Topology::HighlyAvailable,
+    false,
+    "/etc/kubernetes/config",
+    "configMap"
+)]
+#[case::kubernetes_copy(Topology::Kubernetes { control_plane_nodes: true }, true, "/etc/kubernetes/config", "configMap")]
+#[case::kubernetes_node_file(Topology::Kubernetes { control_plane_nodes: true }, false, "/etc/kubernetes/azure.json", "hostPath")]
+fn azure_cloud_config_comes_from_the_copy_or_the_node(
+    #[case] topology: Topology,
+    #[case] copied: bool,
+    #[case] file: &str,
+    #[case] source: &str,
+    #[values("azure-disk", "azure-file")] driver: &str,
+) {
+    let def = def(driver);
+    let mut inputs = inputs(&def, topology);
+    if copied {
+        cloud_config(&mut inputs, false);
+    }
+    let deployment = controller(&def, &inputs);
+    assert_eq!(env(&deployment)["AZURE_CREDENTIAL_FILE"]["value"], file);
+    let volume = pod(&deployment)
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "cloud-config")
+        .unwrap();
+    let volume = serde_json::to_value(volume).unwrap();
+    assert!(volume.get(source).is_some(), "{volume}");
+    let copies = csi::render(&def, &inputs)
+        .into_iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "cloud-provider-config")
+        .count();
+    assert_eq!(copies, usize::from(copied));
+}
+
+#[rstest]
+#[case::openshift(Topology::HighlyAvailable, false, true)]
+#[case::kubernetes_with_the_secret(Topology::Kubernetes { control_plane_nodes: true }, true, true)]
+#[case::kubernetes_without(Topology::Kubernetes { control_plane_nodes: true }, false, false)]
+fn azure_workload_identity_comes_from_the_credentials_secret(
+    #[case] topology: Topology,
+    #[case] secret_exists: bool,
+    #[case] set: bool,
+    #[values("azure-disk", "azure-file")] driver: &str,
+) {
+    let def = def(driver);
+    let mut inputs = inputs(&def, topology);
+    let secret = def.credentials.as_ref().unwrap().secret_name.clone();
+    if secret_exists {
+        inputs.secret_hashes.insert(secret.clone(), "h".to_owned());
+    }
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    for var in [
+        "AZURE_CLIENT_ID",
+        "AZURE_TENANT_ID",
+        "AZURE_FEDERATED_TOKEN_FILE",
+    ] {
+        assert_eq!(env.contains_key(var), set, "{var}");
+    }
+    if set {
+        assert_eq!(
+            env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"]["name"],
+            secret.as_str()
+        );
+    }
+}
+
+#[test]
+fn azure_file_smb_class_has_openshifts_mount_options_and_is_not_default() {
+    let def = def("azure-file");
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    let classes = classes(&def, &inputs);
+    assert_eq!(classes.len(), 1);
+    assert_eq!(
+        classes[0].mount_options.clone().unwrap(),
+        ["mfsymlinks", "cache=strict", "nosharesock", "actimeo=30"]
+    );
+    assert!(classes[0].metadata.annotations.is_none());
+    let mut nfs = classes[0].clone();
+    nfs.mount_options = None;
+    nfs.parameters
+        .as_mut()
+        .unwrap()
+        .insert("protocol".to_owned(), "nfs".to_owned());
+    drivers::azure_file::with_smb_mount_options(&inputs, &mut nfs);
+    assert_eq!(nfs.mount_options, None, "NFS takes no SMB options");
+}
+
+// ---------------------------------------------------------------------------------------------
+// AWS EFS
+
+#[rstest]
+#[case::nothing(None, json!({}), None)]
+#[case::cluster(Some("demo-x7k2p"), json!({}), Some("--tags=kubernetes.io/cluster/demo-x7k2p:owned"))]
+#[case::cluster_and_resource_tags(
+    Some("demo-x7k2p"),
+    json!({"resourceTags": [{"key": "team", "value": "storage"}]}),
+    Some("--tags=kubernetes.io/cluster/demo-x7k2p:owned team:storage")
+)]
+fn aws_efs_tags_access_points_with_the_cluster_and_resource_tags(
+    #[case] cluster_id: Option<&str>,
+    #[case] aws: Value,
+    #[case] want: Option<&str>,
+) {
+    let def = def("aws-efs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.cluster_id = cluster_id.map(str::to_owned);
+    inputs.platform_status = Some(platform_status(PlatformType::AWS, json!({"aws": aws})));
+    assert_eq!(drivers::aws_efs::tags_arg(&inputs).as_deref(), want);
+    let args = args(&controller(&def, &inputs));
+    let tags: Vec<&String> = args.iter().filter(|a| a.starts_with("--tags=")).collect();
+    assert_eq!(tags.first().map(|a| a.as_str()), want);
+}
+
+#[test]
+fn aws_efs_is_removable_only_once_its_volumes_are_released_and_has_no_class() {
+    let def = def("aws-efs");
+    assert!(def.removable && def.removal_blocked_by_volumes);
+    assert!(
+        def.storage_classes.is_empty(),
+        "each class needs a file system ID"
+    );
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    assert!(classes(&def, &inputs).is_empty());
+}
+
+fn pv(name: &str, driver: &str, phase: &str) -> k8s_openapi::api::core::v1::PersistentVolume {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"csi": {"driver": driver, "volumeHandle": name}},
+        "status": {"phase": phase}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn only_bound_volumes_of_the_driver_block_its_removal() {
+    use csi::operator::removal::bound_volumes;
+    let volumes = [
+        pv("pv-b", "efs.csi.aws.com", "Bound"),
+        pv("pv-a", "efs.csi.aws.com", "Bound"),
+        pv("pv-released", "efs.csi.aws.com", "Released"),
+        pv("pv-ebs", "ebs.csi.aws.com", "Bound"),
+    ];
+    assert_eq!(bound_volumes(&def("aws-efs"), &volumes), ["pv-a", "pv-b"]);
+}
+
+#[test]
+fn the_removal_condition_names_a_capped_list_and_what_to_do() {
+    use api::operator_v1::ConditionStatus;
+    use csi::operator::removal::{REASON_VOLUMES_IN_USE, removal_condition};
+    let def = def("aws-efs");
+    let blocking: Vec<String> = (0..7).map(|i| format!("pv-{i}")).collect();
+    let c = removal_condition(&def, true, &blocking);
+    assert_eq!(c.type_, "AWSEFSRemovalProgressing");
+    assert_eq!(c.status, ConditionStatus::True);
+    assert_eq!(c.reason.as_deref(), Some(REASON_VOLUMES_IN_USE));
+    let message = c.message.unwrap();
+    assert!(message.contains("7 PersistentVolume(s)"), "{message}");
+    assert!(
+        message.contains("pv-0, pv-1, pv-2, pv-3, pv-4 and 2 more"),
+        "{message}"
+    );
+    assert!(!message.contains("pv-5"), "{message}");
+    assert!(message.contains("delete the claims"), "{message}");
+    assert_eq!(
+        removal_condition(&def, true, &[]).status,
+        ConditionStatus::False
+    );
+    assert_eq!(
+        removal_condition(&def, false, &blocking).status,
+        ConditionStatus::False
+    );
+}
+
+#[test]
+fn a_removal_guard_without_removable_is_refused() {
+    let mut def = def("gcp-pd");
+    def.removal_blocked_by_volumes = true;
+    let error = def.validate().unwrap_err();
+    assert!(
+        error
+            .problems
+            .iter()
+            .any(|p| p.contains("removalBlockedByVolumes")),
+        "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// SMB
+
+#[test]
+fn smb_needs_no_cloud_and_waits_for_its_volumes_before_removal() {
+    let def = def("smb");
+    assert!(def.credentials.is_none());
+    assert!(def.copied_config_maps.is_empty());
+    assert!(def.removable && def.removal_blocked_by_volumes);
+    let inputs = inputs(
+        &def,
+        Topology::Kubernetes {
+            control_plane_nodes: true,
+        },
+    );
+    assert!(classes(&def, &inputs).is_empty());
+    // The controller mounts shares to create volumes: privileged on the host network.
+    let deployment = controller(&def, &inputs);
+    assert_eq!(pod(&deployment).host_network, Some(true));
+    let node_ports: Vec<u16> = [
+        def.node.driver.healthz_port,
+        def.node.registrar_healthz_port,
+    ]
+    .into();
+    for other in ["gcp-pd", "aws-ebs", "aws-efs", "azure-disk", "azure-file"] {
+        let other = drivers::by_name(other).unwrap();
+        for port in [
+            other.node.driver.healthz_port,
+            other.node.registrar_healthz_port,
+        ] {
+            assert!(
+                !node_ports.contains(&port),
+                "node port {port} is also {}'s",
+                other.short_name
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// IBM VPC Block and PowerVS Block
+
+const CRN: &str = "crn:v1:bluemix:public:kms:us-south:a/c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6:0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f:key:1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d";
+
+#[rstest]
+#[case::unset(None)]
+#[case::set(Some(CRN))]
+fn ibm_vpc_block_customer_key_goes_on_every_class(#[case] crn: Option<&str>) {
+    let def = def("ibm-vpc-block");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    if let Some(crn) = crn {
+        inputs.spec.driver_config = Some(driver_config(
+            CSIDriverType::IBMCloud,
+            json!({"ibmcloud": {"encryptionKeyCRN": crn}}),
+        ));
+    }
+    let classes = classes(&def, &inputs);
+    assert_eq!(classes.len(), 8);
+    for class in classes {
+        let parameters = class.parameters.unwrap();
+        assert_eq!(parameters.get("encryptionKey").map(String::as_str), crn);
+        let encrypted = if crn.is_some() { "true" } else { "false" };
+        assert_eq!(parameters["encrypted"], encrypted);
+    }
+}
+
+#[test]
+fn ibm_vpc_block_reads_its_config_from_storage_secret_store_and_retains_where_asked() {
+    let def = def("ibm-vpc-block");
+    let inputs = inputs(&def, Topology::HighlyAvailable);
+    let deployment = controller(&def, &inputs);
+    let env = env(&deployment);
+    assert_eq!(env["SECRET_CONFIG_PATH"]["value"], "/etc/storage_ibmc");
+    assert!(volume_names(&deployment).contains(&"customer-auth".to_owned()));
+    let classes = classes(&def, &inputs);
+    for class in &classes {
+        let name = class.metadata.name.as_deref().unwrap();
+        let retain = class.reclaim_policy.as_deref() == Some("Retain");
+        assert_eq!(retain, name.contains("-retain-"), "{name}");
+    }
+}
+
+#[test]
+fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
+    let def = def("powervs-block");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.images.driver = "example.com/powervs:1".to_owned();
+    let deployment = controller(&def, &inputs);
+    let updater = pod(&deployment)
+        .containers
+        .iter()
+        .find(|c| c.name == "node-update-controller")
+        .unwrap();
+    assert_eq!(updater.image.as_deref(), Some("example.com/powervs:1"));
+    assert_eq!(
+        updater.command.clone().unwrap(),
+        ["/node-update-controller"]
+    );
+    let key = serde_json::to_value(&updater.env.as_ref().unwrap()[0]).unwrap();
+    assert_eq!(
+        key["valueFrom"]["secretKeyRef"],
+        json!({"name": "ibm-powervs-cloud-credentials", "key": "ibmcloud_api_key", "optional": true})
+    );
+    assert!(env(&deployment).contains_key("IBMCLOUD_API_KEY"));
+    // Rendering twice gives one updater (hooks may run on an already hooked object).
+    let mut again = deployment.clone();
+    drivers::powervs_block::with_api_key_and_node_updater(&inputs, &mut again);
+    assert_eq!(
+        pod(&again)
+            .containers
+            .iter()
+            .filter(|c| c.name == "node-update-controller")
+            .count(),
+        1
+    );
+}

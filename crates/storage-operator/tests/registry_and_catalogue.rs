@@ -1,0 +1,83 @@
+#![allow(clippy::unwrap_used)]
+//! The registry (what CSO starts) and the driver catalogue (what each driver operator runs)
+//! describe the same drivers: names, condition prefixes and removability agree.
+
+use storage_operator::registry::registry;
+
+#[test]
+fn every_catalogue_driver_agrees_with_its_registry_entry() {
+    for short_name in drivers::short_names() {
+        let def = drivers::by_name(short_name).unwrap();
+        let entry = registry()
+            .into_iter()
+            .find(|e| e.short_name == short_name)
+            .unwrap_or_else(|| panic!("{short_name} is in the catalogue but not the registry"));
+        assert_eq!(def.name, entry.csi_driver_name, "{short_name}: CSI name");
+        assert_eq!(def.short_name, entry.short_name, "{short_name}: short name");
+        assert_eq!(
+            def.condition_prefix, entry.condition_prefix,
+            "{short_name}: condition prefix"
+        );
+        assert_eq!(def.removable, entry.removable, "{short_name}: removable");
+        assert_eq!(
+            def.namespace,
+            storage_operator::registry::DRIVER_NAMESPACE,
+            "{short_name}: namespace"
+        );
+        assert_eq!(
+            def.images.driver.env, "DRIVER_IMAGE",
+            "{short_name}: CSO passes the driver image as DRIVER_IMAGE"
+        );
+    }
+}
+
+#[test]
+fn the_registry_names_each_catalogue_driver_by_both_names() {
+    for entry in registry() {
+        if let Ok(def) = drivers::by_name(entry.short_name) {
+            assert_eq!(
+                drivers::by_name(entry.csi_driver_name).unwrap().short_name,
+                def.short_name
+            );
+        }
+    }
+}
+
+/// A driver operator may read the ConfigMaps its driver copies from other namespaces (by
+/// name only), and no others outside its namespace.
+#[rstest::rstest]
+#[case::aws_ebs("aws-ebs", &["kube-cloud-config"])]
+#[case::azure_disk("azure-disk", &["cloud-provider-config"])]
+#[case::gcp_pd("gcp-pd", &[])]
+fn driver_operators_read_the_config_maps_they_copy_by_name(
+    #[case] driver: &str,
+    #[case] names: &[&str],
+) {
+    use storage_operator::starter::{StarterInputs, build_rbac};
+    let entry = storage_operator::registry::find(driver).unwrap();
+    let def = drivers::by_name(driver).unwrap();
+    let inputs = StarterInputs {
+        topology: csi::Topology::HighlyAvailable,
+        log_level: api::operator_v1::LogLevel::Normal,
+        proxy: Default::default(),
+        env: Default::default(),
+        operator_image: "example.com/operator:1".to_owned(),
+    };
+    let (cluster_role, _) = build_rbac(&entry, &def, &inputs);
+    let config_map_rules: Vec<_> = cluster_role
+        .rules
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.resources.iter().flatten().any(|r| r == "configmaps"))
+        .collect();
+    if names.is_empty() {
+        assert!(config_map_rules.is_empty(), "{config_map_rules:?}");
+    } else {
+        assert_eq!(config_map_rules.len(), 1, "{config_map_rules:?}");
+        assert_eq!(
+            config_map_rules[0].resource_names.clone().unwrap(),
+            names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()
+        );
+        assert_eq!(config_map_rules[0].verbs, ["get", "list", "watch"]);
+    }
+}
