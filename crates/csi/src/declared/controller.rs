@@ -1,0 +1,1 @@
+//! The CSIDriverDeployment controller (TODO).
