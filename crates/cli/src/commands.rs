@@ -23,7 +23,14 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
             topology,
             ..
         } => render::platform(&platform, topology),
-        Command::Render { .. } => anyhow::bail!("render needs --driver or --platform"),
+        Command::Render {
+            csidriverdeployment: Some(file),
+            topology,
+            ..
+        } => render::csi_driver_deployment(&file, topology),
+        Command::Render { .. } => {
+            anyhow::bail!("render needs --driver, --platform or --csidriverdeployment")
+        }
         Command::Crds {
             out_dir: Some(dir), ..
         } => write_crds(&dir),
