@@ -104,6 +104,15 @@ pub enum Command {
         process: ProcessArgs,
     },
 
+    /// Run only the CSIDriverDeployment controller: any CSI driver, declared by its pod
+    /// templates (`csidriver.storage.openshift.io/v1alpha1`), for clusters that want just this.
+    /// `run` includes it when the CRD is served.
+    #[command(name = "csidriverdeployments")]
+    CsiDriverDeployments {
+        #[command(flatten)]
+        process: ProcessArgs,
+    },
+
     /// Print, offline, every object that would be installed for a platform or driver, as
     /// multi-document YAML. Images come from the OpenShift image env vars (DRIVER_IMAGE,
     /// PROVISIONER_IMAGE, ...) when set, else the upstream defaults.

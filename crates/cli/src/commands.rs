@@ -13,6 +13,7 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
     match command {
         Command::Run(args) => crate::run::run(args, log),
         Command::Driver { name, process } => crate::run::driver(&name, process, log),
+        Command::CsiDriverDeployments { process } => crate::run::csi_driver_deployments(process),
         Command::Render {
             driver: Some(name),
             topology,

@@ -792,3 +792,90 @@ async fn write_status(context: &Context, cd: &CSIDriverDeployment, pass: &Pass, 
         tracing::warn!(owner = %key(cd), %error, "writing the status failed");
     }
 }
+
+/// Every permission the controller needs, cluster-wide: its own API (finalizers, status), the
+/// operands in any namespace, the cluster-scoped ones, what it reads, and every rule of every
+/// role it can create (RBAC lets it grant only what it holds).
+pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    use opkit::rbac::rule;
+    const READ: &[&str] = &["get", "list", "watch"];
+    const MANAGE: &[&str] = &[
+        "get", "list", "watch", "create", "update", "patch", "delete",
+    ];
+    let mut rules = vec![
+        rule(
+            &["csidriver.storage.openshift.io"],
+            &["csidriverdeployments"],
+            &["get", "list", "watch", "patch", "update"],
+        ),
+        rule(
+            &["csidriver.storage.openshift.io"],
+            &["csidriverdeployments/status"],
+            &["get", "patch", "update"],
+        ),
+        // Owner references that block deletion need this where admission enforces it.
+        rule(
+            &["csidriver.storage.openshift.io"],
+            &["csidriverdeployments/finalizers"],
+            &["update"],
+        ),
+        rule(
+            &["", "apps", "policy", "rbac.authorization.k8s.io"],
+            &[
+                "serviceaccounts",
+                "deployments",
+                "daemonsets",
+                "poddisruptionbudgets",
+                "roles",
+                "rolebindings",
+            ],
+            MANAGE,
+        ),
+        rule(
+            &["rbac.authorization.k8s.io", "storage.k8s.io"],
+            &[
+                "clusterroles",
+                "clusterrolebindings",
+                "csidrivers",
+                "storageclasses",
+            ],
+            MANAGE,
+        ),
+        rule(&[""], &["persistentvolumes", "nodes"], READ),
+        rule(&["config.openshift.io"], &["infrastructures"], READ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+    ];
+    // What it grants: the roles of the largest declared drivers, on OpenShift.
+    let inputs = DeclaredInputs::offline(Topology::HighlyAvailable);
+    for controller in [
+        json!({"spec": {"hostNetwork": true, "containers": [{"name": "driver"}]}}),
+        json!({"spec": {"containers": [{"name": "driver", "securityContext": {"privileged": true}}]}}),
+    ] {
+        let object = json!({
+            "metadata": {"name": "all", "namespace": "ns"},
+            "spec": {
+                "driverName": "all.csi.example.com",
+                "driverSocket": "/csi/csi.sock",
+                "sidecars": {"resizer": true, "snapshotter": true},
+                "driverControllerTemplate": controller,
+                "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+            }
+        });
+        let Ok(cd) = serde_json::from_value::<CSIDriverDeployment>(object) else {
+            continue;
+        };
+        for operand in build_operands(&cd, &inputs) {
+            match operand {
+                Operand::ClusterRole(role) => rules.extend(role.rules.into_iter().flatten()),
+                Operand::Role(role) => rules.extend(role.rules.into_iter().flatten()),
+                _ => {}
+            }
+        }
+    }
+    opkit::rbac::dedupe(&mut rules);
+    rules
+}
