@@ -502,3 +502,60 @@ fn a_2018_manifest_decodes_unchanged() {
     );
     assert_eq!(cd.spec.kubelet_root_dir(), "/var/lib/kubelet");
 }
+
+/// A socket that is not `csi.sock`, in a directory that is not `/csi`: every injected container
+/// and the kubelet registration follow it.
+#[test]
+fn the_sidecars_follow_the_declared_socket() {
+    let mut object = base();
+    set(&mut object, "/spec/driverSocket", json!("/run/csi/socket"));
+    let cd: CSIDriverDeployment = serde_json::from_value(object).unwrap();
+    assert_eq!(validate(&cd, &ClusterFacts::default()), vec![]);
+    let objects = build_operands(&cd, &DeclaredInputs::offline(Topology::SingleReplica));
+
+    let controller = pod(&deployment(&objects).spec.as_ref().unwrap().template);
+    assert!(
+        controller.containers[0]
+            .volume_mounts
+            .iter()
+            .flatten()
+            .any(|m| m.name == "socket-dir" && m.mount_path == "/run/csi")
+    );
+    let args = |c: &k8s_openapi::api::core::v1::Container| c.args.clone().unwrap_or_default();
+    for sidecar in &controller.containers[1..] {
+        let address = args(sidecar)
+            .into_iter()
+            .find(|a| a.starts_with("--csi-address="))
+            .unwrap();
+        assert!(address.ends_with("/socket"), "{}: {address}", sidecar.name);
+    }
+
+    let node = pod(&daemon_set(&objects).spec.as_ref().unwrap().template);
+    let registrar = node
+        .containers
+        .iter()
+        .find(|c| c.name == "csi-node-driver-registrar")
+        .unwrap();
+    assert!(args(registrar).contains(&"--csi-address=/csi/socket".to_owned()));
+    assert!(
+        args(registrar).contains(
+            &"--kubelet-registration-path=/var/lib/kubelet/plugins/mine.csi.example.com/socket"
+                .to_owned()
+        )
+    );
+    let pre_stop = registrar
+        .lifecycle
+        .as_ref()
+        .unwrap()
+        .pre_stop
+        .as_ref()
+        .unwrap();
+    let command = pre_stop.exec.as_ref().unwrap().command.clone().unwrap();
+    assert!(command[2].ends_with("/csi/socket"), "{command:?}");
+    let probe = node
+        .containers
+        .iter()
+        .find(|c| c.name == "csi-liveness-probe")
+        .unwrap();
+    assert!(args(probe).contains(&"--csi-address=/csi/socket".to_owned()));
+}

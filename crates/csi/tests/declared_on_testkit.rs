@@ -513,3 +513,37 @@ async fn removed_deletes_and_unmanaged_leaves_alone() {
     wait_condition(&admin, NS, "csi-s3", "Available", "False").await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn a_storage_class_with_new_parameters_is_recreated() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    let object = example("fuse-ondelete.yaml", NS);
+    create(&admin, object.clone()).await;
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let first = eventually("the StorageClass", async || {
+        classes.get_opt("csi-s3").await.unwrap()
+    })
+    .await;
+    let mut templates = object["spec"]["storageClassTemplates"].clone();
+    templates[0]["parameters"]["mounter"] = json!("rclone");
+    Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS)
+        .patch(
+            "csi-s3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassTemplates": templates}})),
+        )
+        .await
+        .unwrap();
+    let second = eventually("the StorageClass with the new parameters", async || {
+        classes.get_opt("csi-s3").await.unwrap().filter(|c| {
+            c.parameters
+                .as_ref()
+                .is_some_and(|p| p["mounter"] == "rclone")
+        })
+    })
+    .await;
+    assert_ne!(first.metadata.uid, second.metadata.uid, "a new object");
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+    running.stop().await;
+}

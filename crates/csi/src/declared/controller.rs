@@ -46,7 +46,9 @@ use super::{CONTROLLER_NAME, FINALIZER, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL}
 use crate::inputs::Topology;
 use crate::inputs::from_objects;
 use crate::render::Operand;
-use crate::status::{daemon_set_conditions, deployment_conditions};
+use crate::status::{
+    PROGRESSING_TIMEOUT, daemon_set_conditions, deployment_conditions, progressing_too_long,
+};
 
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
@@ -56,6 +58,8 @@ pub const REASON_SYNC_FAILED: &str = "SyncFailed";
 pub const REASON_VOLUMES_IN_USE: &str = "VolumesInUse";
 /// Reason of the workload conditions when all is well.
 pub const REASON_AS_EXPECTED: &str = "AsExpected";
+/// Reason of Degraded when the controller Deployment rolls out for longer than the deadline.
+pub const REASON_PROGRESSING_TOO_LONG: &str = "ProgressingTooLong";
 /// Reason of Available when the driver is removed.
 pub const REASON_REMOVED: &str = "Removed";
 
@@ -222,13 +226,16 @@ struct Context {
 
 async fn reconcile_all(context: &Context) -> Result<Option<Duration>, Failure> {
     let mut failures = Vec::new();
+    let mut requeue: Option<Duration> = None;
     for cd in snapshot(&context.caches.deployments_declared) {
-        if let Err(mut errors) = reconcile(context, &cd).await {
-            failures.append(&mut errors);
+        match reconcile(context, &cd).await {
+            Ok(Some(after)) => requeue = Some(requeue.map_or(after, |r| r.min(after))),
+            Ok(None) => {}
+            Err(mut errors) => failures.append(&mut errors),
         }
     }
     if failures.is_empty() {
-        Ok(None)
+        Ok(requeue)
     } else {
         Err(Failure(failures))
     }
@@ -399,7 +406,7 @@ async fn apply_typed<K>(
     context: &Context,
     store: &Store<K>,
     desired: &K,
-) -> Result<(Outcome, Option<i64>), String>
+) -> Result<(Outcome, Option<i64>), opkit::apply::ApplyError>
 where
     K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
 {
@@ -414,12 +421,51 @@ where
         .apply(desired, observed.as_deref())
         .await
         .map(|outcome| (outcome, generation))
-        .map_err(|error| error.to_string())
 }
 
-async fn apply(context: &Context, operand: &Operand) -> Result<(Outcome, Option<i64>), String> {
+/// A StorageClass whose immutable fields (parameters, provisioner, reclaim policy, binding
+/// mode) changed cannot be patched: it is deleted and created again, as the built-in drivers
+/// do. Volumes provisioned from it keep their copy of the parameters.
+async fn apply_storage_class(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    desired: &StorageClass,
+) -> Result<(Outcome, Option<i64>), opkit::apply::ApplyError> {
+    match apply_typed(context, &context.caches.storage_classes, desired).await {
+        Err(error) if error.category() == "invalid" => {
+            let name = desired.name_any();
+            tracing::info!(owner = %key(cd), class = name, %error, "recreating StorageClass");
+            let existing: Existing = ("StorageClass", None, name.clone());
+            if let Err(message) = delete(context, &existing).await {
+                tracing::warn!(class = name, message, "deleting StorageClass failed");
+                return Err(error);
+            }
+            let outcome = context.applier.apply(desired, None).await?;
+            let event = Event {
+                type_: EventType::Normal,
+                reason: "OperandRecreated".to_owned(),
+                note: Some(format!(
+                    "StorageClass/{name} was recreated: its immutable fields changed"
+                )),
+                action: "Apply".to_owned(),
+                secondary: None,
+            };
+            if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
+                tracing::warn!(class = name, %error, "recording an Event failed");
+            }
+            Ok((outcome, None))
+        }
+        other => other,
+    }
+}
+
+async fn apply(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    operand: &Operand,
+) -> Result<(Outcome, Option<i64>), String> {
     let c = &context.caches;
-    match operand {
+    let result = match operand {
         Operand::ServiceAccount(o) => apply_typed(context, &c.service_accounts, o).await,
         Operand::Role(o) => apply_typed(context, &c.roles, o).await,
         Operand::RoleBinding(o) => apply_typed(context, &c.role_bindings, o).await,
@@ -429,12 +475,15 @@ async fn apply(context: &Context, operand: &Operand) -> Result<(Outcome, Option<
         Operand::Deployment(o) => apply_typed(context, &c.deployments, o).await,
         Operand::DaemonSet(o) => apply_typed(context, &c.daemon_sets, o).await,
         Operand::CSIDriver(o) => apply_typed(context, &c.csi_drivers, o).await,
-        Operand::StorageClass(o) => apply_typed(context, &c.storage_classes, o).await,
-        other => Err(format!(
-            "{} is not an operand of a CSIDriverDeployment",
-            other.key()
-        )),
-    }
+        Operand::StorageClass(o) => apply_storage_class(context, cd, o).await,
+        other => {
+            return Err(format!(
+                "{} is not an operand of a CSIDriverDeployment",
+                other.key()
+            ));
+        }
+    };
+    result.map_err(|error| error.to_string())
 }
 
 fn history(operand: &Operand, generation: Option<i64>) -> GenerationHistory {
@@ -545,13 +594,16 @@ async fn remove(
     }
 }
 
-async fn reconcile(context: &Context, cd: &CSIDriverDeployment) -> Result<(), Vec<String>> {
+async fn reconcile(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+) -> Result<Option<Duration>, Vec<String>> {
     let now = Time(Timestamp::now());
     let mut pass = Pass::default();
 
     if cd.metadata.deletion_timestamp.is_some() {
         if !cd.finalizers().iter().any(|f| f == FINALIZER) {
-            return Ok(());
+            return Ok(None);
         }
         let cluster_scoped: Vec<Existing> = existing(context, cd)
             .into_iter()
@@ -561,12 +613,15 @@ async fn reconcile(context: &Context, cd: &CSIDriverDeployment) -> Result<(), Ve
         remove(context, cd, cluster_scoped, &mut pass).await;
         if !left {
             // Everything is gone from the caches: nothing of ours is left.
-            return set_finalizer(context, cd, false).await.map_err(|e| vec![e]);
+            return set_finalizer(context, cd, false)
+                .await
+                .map(|()| None)
+                .map_err(|e| vec![e]);
         }
         pass.removed = true;
         write_status(context, cd, &pass, &now).await;
         return if pass.failures.is_empty() {
-            Ok(())
+            Ok(None)
         } else {
             Err(pass.failures)
         };
@@ -588,9 +643,9 @@ async fn reconcile(context: &Context, cd: &CSIDriverDeployment) -> Result<(), Ve
             }
         }
     }
-    write_status(context, cd, &pass, &now).await;
+    let requeue = write_status(context, cd, &pass, &now).await;
     if pass.failures.is_empty() {
-        Ok(())
+        Ok(requeue)
     } else {
         Err(pass.failures)
     }
@@ -616,7 +671,7 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
     let desired = build_operands(cd, &inputs);
     let wanted: BTreeSet<Existing> = desired.iter().map(operand_key).collect();
     for operand in &desired {
-        match apply(context, operand).await {
+        match apply(context, cd, operand).await {
             Ok((outcome, generation)) => {
                 if outcome == Outcome::DriftRestored {
                     record_drift(context, cd, operand).await;
@@ -637,8 +692,17 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
 }
 
 /// Available, Progressing and Degraded from the observed workloads and the pass.
-fn conditions(context: &Context, cd: &CSIDriverDeployment, pass: &Pass) -> Vec<OperatorCondition> {
+/// Also returns when to look again: when a rolling Deployment would reach the progressing
+/// deadline.
+fn conditions(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    pass: &Pass,
+    now: &Time,
+) -> (Vec<OperatorCondition>, Option<Duration>) {
     let mut out = Vec::new();
+    let mut requeue = None;
+    let mut too_long = false;
     let ns = cd.namespace().unwrap_or_default();
     let name = cd.name_any();
     let deployment = context
@@ -665,7 +729,26 @@ fn conditions(context: &Context, cd: &CSIDriverDeployment, pass: &Pass) -> Vec<O
     } else {
         let mut workloads = Vec::new();
         if cd.spec.driver_controller_template.is_some() {
-            workloads.push(deployment.map(|d| deployment_conditions("", &d)));
+            let controller = deployment.map(|d| deployment_conditions("", &d));
+            if let Some(controller) = &controller {
+                // As the built-in drivers: a rollout longer than the deadline is Degraded.
+                let previous = cd
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.iter().find(|c| c.type_ == PROGRESSING));
+                too_long = progressing_too_long(now, controller, previous);
+                if controller.is_progressing() && !too_long {
+                    let since = previous
+                        .filter(|p| p.status == ConditionStatus::True)
+                        .and_then(|p| p.last_transition_time.as_ref())
+                        .map_or(now.0, |t| t.0);
+                    let left = PROGRESSING_TIMEOUT - now.0.duration_since(since);
+                    requeue = Duration::try_from(left)
+                        .ok()
+                        .map(|d| d + Duration::from_secs(1));
+                }
+            }
+            workloads.push(controller);
         }
         workloads.push(daemon_set.map(|d| daemon_set_conditions("", &d)));
         let available = workloads.iter().all(|w| {
@@ -725,6 +808,13 @@ fn conditions(context: &Context, cd: &CSIDriverDeployment, pass: &Pass) -> Vec<O
             REASON_SYNC_FAILED,
             pass.failures.join("\n"),
         )
+    } else if too_long {
+        condition(
+            DEGRADED,
+            ConditionStatus::True,
+            REASON_PROGRESSING_TOO_LONG,
+            "Deployment was progressing too long",
+        )
     } else if pass.volumes_in_use > 0 {
         condition(
             DEGRADED,
@@ -739,7 +829,7 @@ fn conditions(context: &Context, cd: &CSIDriverDeployment, pass: &Pass) -> Vec<O
         condition(DEGRADED, ConditionStatus::False, REASON_AS_EXPECTED, "")
     };
     out.push(degraded);
-    out
+    (out, requeue)
 }
 
 /// The status this pass should leave: `Unmanaged` keeps conditions and children as they were.
@@ -748,28 +838,34 @@ fn desired_status(
     cd: &CSIDriverDeployment,
     pass: &Pass,
     now: &Time,
-) -> CSIDriverDeploymentStatus {
+) -> (CSIDriverDeploymentStatus, Option<Duration>) {
     let mut status = cd.status.clone().unwrap_or_default();
     status.observed_generation = cd.metadata.generation;
     status.state = Some(cd.spec.management_state.clone());
     if cd.spec.management_state == ManagementState::Unmanaged
         && cd.metadata.deletion_timestamp.is_none()
     {
-        return status;
+        return (status, None);
     }
     if pass.problems.is_empty() {
         status.children = pass.children.clone();
     }
-    for new in conditions(context, cd, pass) {
+    let (conditions, requeue) = conditions(context, cd, pass, now);
+    for new in conditions {
         set_condition(&mut status.conditions, new, now);
     }
-    status
+    (status, requeue)
 }
 
-async fn write_status(context: &Context, cd: &CSIDriverDeployment, pass: &Pass, now: &Time) {
-    let status = desired_status(context, cd, pass, now);
+async fn write_status(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    pass: &Pass,
+    now: &Time,
+) -> Option<Duration> {
+    let (status, requeue) = desired_status(context, cd, pass, now);
     if cd.status.as_ref() == Some(&status) {
-        return;
+        return requeue;
     }
     let api: Api<CSIDriverDeployment> =
         Api::namespaced(context.client.clone(), &cd.namespace().unwrap_or_default());
@@ -791,6 +887,7 @@ async fn write_status(context: &Context, cd: &CSIDriverDeployment, pass: &Pass, 
     {
         tracing::warn!(owner = %key(cd), %error, "writing the status failed");
     }
+    requeue
 }
 
 /// Every permission the controller needs, cluster-wide: its own API (finalizers, status), the
