@@ -372,6 +372,18 @@ fn the_base_object_is_valid() {
     "spec.sidecars.resizer",
     REASON_INVALID_SPEC
 )]
+#[case::relative_kubelet_dir("/spec/kubeletRootDir", json!("var/lib/kubelet"), "spec.kubeletRootDir", REASON_INVALID_SPEC)]
+#[case::snapshotter_without_controller(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "sidecars": {"snapshotter": true},
+    }),
+    "spec.sidecars.snapshotter",
+    REASON_INVALID_SPEC
+)]
+#[case::class_with_a_bad_name("/spec/storageClassTemplates/0", json!({"metadata": {"name": "Fast_SSD"}}), "spec.storageClassTemplates[0].metadata.name", REASON_INVALID_SPEC)]
 #[case::class_without_name("/spec/storageClassTemplates/0", json!({"metadata": {}}), "spec.storageClassTemplates[0].metadata.name", REASON_INVALID_SPEC)]
 #[case::class_listed_twice(
     "/spec/storageClassTemplates",
