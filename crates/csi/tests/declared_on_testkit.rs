@@ -230,6 +230,35 @@ async fn converges_then_writes_nothing_and_restores_drift() {
         })
     })
     .await;
+
+    // Deleted by someone: recreated, and said so.
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
+    let uid = daemon_sets.get("cinder-node").await.unwrap().metadata.uid;
+    daemon_sets
+        .delete("cinder-node", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the DaemonSet recreated", async || {
+        daemon_sets
+            .get_opt("cinder-node")
+            .await
+            .unwrap()
+            .filter(|ds| ds.metadata.uid != uid)
+    })
+    .await;
+    eventually("an Event saying it was recreated", async || {
+        let events = Api::<Event>::namespaced(admin.clone(), NS)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("OperandRecreated")
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("DaemonSet/csi/cinder-node"))
+        })
+    })
+    .await;
     running.stop().await;
 }
 

@@ -510,15 +510,27 @@ fn history(operand: &Operand, generation: Option<i64>) -> GenerationHistory {
     }
 }
 
-async fn record_drift(context: &Context, cd: &CSIDriverDeployment, operand: &Operand) {
+/// Records restored drift: a changed operand (`OperandDriftRestored`), or one that was
+/// created before and deleted by someone (`OperandRecreated`).
+async fn record_drift(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    operand: &Operand,
+    recreated: bool,
+) {
     let reference: ObjectReference = cd.object_ref(&());
+    let (reason, what) = if recreated {
+        ("OperandRecreated", "was deleted by someone else; recreated")
+    } else {
+        (
+            "OperandDriftRestored",
+            "was changed by someone else; restored",
+        )
+    };
     let event = Event {
         type_: EventType::Normal,
-        reason: "OperandDriftRestored".to_owned(),
-        note: Some(format!(
-            "{} was changed by someone else; restored",
-            operand.key()
-        )),
+        reason: reason.to_owned(),
+        note: Some(format!("{} {what}", operand.key())),
         action: "Apply".to_owned(),
         secondary: None,
     };
@@ -673,13 +685,20 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
     for operand in &desired {
         match apply(context, cd, operand).await {
             Ok((outcome, generation)) => {
-                if outcome == Outcome::DriftRestored {
-                    record_drift(context, cd, operand).await;
+                let child = history(operand, generation);
+                let known = cd.status.iter().flat_map(|s| &s.children).any(|c| {
+                    (&c.resource, &c.namespace, &c.name)
+                        == (&child.resource, &child.namespace, &child.name)
+                });
+                match outcome {
+                    Outcome::DriftRestored => record_drift(context, cd, operand, false).await,
+                    Outcome::Created if known => record_drift(context, cd, operand, true).await,
+                    _ => {}
                 }
                 if outcome.wrote() {
                     tracing::info!(owner = %key(cd), object = %operand.key(), ?outcome, "applied");
                 }
-                pass.children.push(history(operand, generation));
+                pass.children.push(child);
             }
             Err(error) => pass.failures.push(error),
         }
