@@ -11,9 +11,10 @@
 //!
 //! `Unmanaged` touches nothing and reports only `state` and `observedGeneration`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::future::Future;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use api::config_v1::Infrastructure;
@@ -33,12 +34,14 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::{Applier, Outcome};
+use opkit::backoff::PerObjectBackoff;
 use opkit::conditions::{AVAILABLE, DEGRADED, PROGRESSING, condition, set_condition};
 use opkit::metrics::Metrics;
 use opkit::runtime::{Informers, LoopConfig, ReconcileError, snapshot};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use tokio::time::Instant;
 
 use super::build::{DeclaredInputs, build_operands};
 use super::validate::{Claimant, ClusterFacts, Invalid, validate};
@@ -202,6 +205,9 @@ pub async fn run(
         caches,
         topology,
         scc_api,
+        metrics: metrics.clone(),
+        backoff: PerObjectBackoff::default(),
+        retry: Mutex::default(),
     };
     opkit::runtime::run(
         CONTROLLER_NAME,
@@ -222,23 +228,54 @@ struct Context {
     caches: Caches,
     topology: Topology,
     scc_api: bool,
+    metrics: Metrics,
+    backoff: PerObjectBackoff,
+    /// Failed objects: not retried before the instant unless they change (resourceVersion).
+    retry: Mutex<BTreeMap<String, (Instant, Option<String>)>>,
 }
 
+/// One pass over every CSIDriverDeployment. A failing object backs off on its own (retried
+/// sooner when it changes); the others are not held up, so the pass itself never fails.
 async fn reconcile_all(context: &Context) -> Result<Option<Duration>, Failure> {
-    let mut failures = Vec::new();
     let mut requeue: Option<Duration> = None;
+    let mut later = |after: Duration| requeue = Some(requeue.map_or(after, |r| r.min(after)));
+    let now = Instant::now();
     for cd in snapshot(&context.caches.deployments_declared) {
+        let key = key(&cd);
+        let waiting = lock(&context.retry).get(&key).cloned();
+        if let Some((at, version)) = waiting
+            && at > now
+            && version == cd.metadata.resource_version
+        {
+            later(at - now);
+            continue;
+        }
         match reconcile(context, &cd).await {
-            Ok(Some(after)) => requeue = Some(requeue.map_or(after, |r| r.min(after))),
-            Ok(None) => {}
-            Err(mut errors) => failures.append(&mut errors),
+            Ok(after) => {
+                context.backoff.succeeded(&key);
+                lock(&context.retry).remove(&key);
+                if let Some(after) = after {
+                    later(after);
+                }
+            }
+            Err(errors) => {
+                let delay = context.backoff.failed(&key);
+                let failure = Failure(errors);
+                context.metrics.failed(CONTROLLER_NAME, failure.category());
+                tracing::warn!(owner = %key, error = %failure, retry_in = ?delay, "sync failed");
+                lock(&context.retry)
+                    .insert(key, (now + delay, cd.metadata.resource_version.clone()));
+                later(delay);
+            }
         }
     }
-    if failures.is_empty() {
-        Ok(requeue)
-    } else {
-        Err(Failure(failures))
-    }
+    Ok(requeue)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn key(cd: &CSIDriverDeployment) -> String {
