@@ -576,3 +576,36 @@ async fn a_storage_class_with_new_parameters_is_recreated() {
     wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn a_failed_write_is_degraded_naming_the_object_and_retried() {
+    let (cluster, admin) = setup().await;
+    cluster.inject(testkit::FaultRule::status(
+        Some("patch"),
+        Some("daemonsets"),
+        500,
+    ));
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
+    assert_eq!(reason, "SyncFailed");
+    assert!(message.contains("DaemonSet csi/csi-s3-node"), "{message}");
+    // The rest is applied.
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    cluster.clear_faults();
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+    eventually("the DaemonSet", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt("csi-s3-node")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}
