@@ -52,7 +52,8 @@ fn free_form_optional(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CSIDriverDeploymentSpec {
-    /// Managed, Unmanaged or Removed.
+    /// Managed, Unmanaged or Removed; Managed when unset (the 2018 samples leave it out).
+    #[serde(default)]
     pub management_state: ManagementState,
     /// The CSI driver's name (what it returns from GetPluginInfo).
     #[schemars(length(min = 1, max = 63))]
@@ -91,6 +92,16 @@ pub struct CSIDriverDeploymentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = "^/"))]
     pub kubelet_root_dir: Option<String>,
+    /// How often the kubelet probes the driver's health through the livenessprobe sidecar
+    /// (seconds; 2018 field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub probe_period_seconds: Option<i32>,
+    /// How long the livenessprobe sidecar waits for the driver's Probe call (seconds; 2018
+    /// field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub probe_timeout_seconds: Option<i32>,
 }
 
 impl CSIDriverDeploymentSpec {

@@ -130,10 +130,19 @@ pub enum Command {
         process: ProcessArgs,
     },
 
+    /// Run only the CSIDriverDeployment controller: any CSI driver, declared by its pod
+    /// templates (`csidriver.storage.openshift.io/v1alpha1`), for clusters that want just this.
+    /// `run` includes it when the CRD is served.
+    #[command(name = "csidriverdeployments")]
+    CsiDriverDeployments {
+        #[command(flatten)]
+        process: ProcessArgs,
+    },
+
     /// Print, offline, every object that would be installed for a platform or driver, as
     /// multi-document YAML. Images come from the OpenShift image env vars (DRIVER_IMAGE,
     /// PROVISIONER_IMAGE, ...) when set, else the upstream defaults.
-    #[command(group(clap::ArgGroup::new("what").required(true).args(["driver", "platform"])))]
+    #[command(group(clap::ArgGroup::new("what").required(true).args(["driver", "platform", "csidriverdeployment"])))]
     Render {
         /// One driver: a short name such as `gcp-pd` or its CSI name.
         #[arg(long, value_name = "NAME")]
@@ -143,6 +152,11 @@ pub enum Command {
         /// Infrastructure's `platformStatus.type` (AWS, GCP, Azure, OpenStack, VSphere, ...).
         #[arg(long, value_name = "PLATFORM")]
         platform: Option<String>,
+
+        /// A CSIDriverDeployment manifest (YAML): every object the operator creates for it.
+        /// Without a namespace it renders into `default`, as kubectl would apply it.
+        #[arg(long, value_name = "FILE")]
+        csidriverdeployment: Option<PathBuf>,
 
         /// Cluster layout: HighlyAvailable, SingleReplica, External (OpenShift), Kubernetes or
         /// KubernetesWithoutControlPlane (plain Kubernetes).

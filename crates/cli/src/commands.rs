@@ -28,6 +28,7 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
             },
             process,
         ),
+        Command::CsiDriverDeployments { process } => crate::run::csi_driver_deployments(process),
         Command::Render {
             driver: Some(name),
             topology,
@@ -38,7 +39,14 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
             topology,
             ..
         } => render::platform(&platform, topology),
-        Command::Render { .. } => anyhow::bail!("render needs --driver or --platform"),
+        Command::Render {
+            csidriverdeployment: Some(file),
+            topology,
+            ..
+        } => render::csi_driver_deployment(&file, topology),
+        Command::Render { .. } => {
+            anyhow::bail!("render needs --driver, --platform or --csidriverdeployment")
+        }
         Command::Crds {
             out_dir: Some(dir), ..
         } => write_crds(&dir),

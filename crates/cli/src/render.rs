@@ -1,10 +1,12 @@
 //! `storage-operator render`: what would be installed, offline, as multi-document YAML.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use api::config_v1::{PlatformType, TopologyMode};
+use api::csidriver_v1alpha1::CSIDriverDeployment;
 use api::operator_v1::LogLevel;
 use csi::{Inputs, Topology};
 use storage_operator::plan::{decide, starter_objects};
@@ -93,6 +95,44 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
         objects.extend(serde_json::to_value(build_cluster_csi_driver(entry, &inputs)).ok());
         objects.extend(csi::render(def, &Inputs::offline(def, topology, &env)));
     }
+    print!("{}", to_yaml(&objects)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Renders every object the CSIDriverDeployment controller creates for the object in `file`.
+/// An object that breaks a rule is not rendered: each problem is printed, naming its field.
+pub fn csi_driver_deployment(file: &Path, topology: Topology) -> anyhow::Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut cd: CSIDriverDeployment = match serde_saphyr::from_str(&text) {
+        Ok(cd) => cd,
+        Err(error) => {
+            eprintln!(
+                "error: {} is not a CSIDriverDeployment: {error}",
+                file.display()
+            );
+            return Ok(ExitCode::from(2));
+        }
+    };
+    cd.metadata
+        .namespace
+        .get_or_insert_with(|| "default".to_owned());
+    let problems = csi::declared::validate(&cd, &Default::default());
+    if !problems.is_empty() {
+        eprintln!(
+            "error: CSIDriverDeployment {} cannot be installed:",
+            file.display()
+        );
+        for problem in &problems {
+            eprintln!("  {problem}");
+        }
+        return Ok(ExitCode::from(2));
+    }
+    let inputs = csi::declared::DeclaredInputs::offline(topology);
+    let objects: Vec<serde_json::Value> = csi::declared::build_operands(&cd, &inputs)
+        .iter()
+        .map(csi::Operand::to_value)
+        .collect();
     print!("{}", to_yaml(&objects)?);
     Ok(ExitCode::SUCCESS)
 }

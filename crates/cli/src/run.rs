@@ -92,6 +92,30 @@ pub fn builds(
     )
 }
 
+/// `storage-operator csidriverdeployments`: the CSIDriverDeployment controller alone.
+pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> {
+    let namespace = process
+        .namespace
+        .clone()
+        .unwrap_or_else(|| storage_operator::plan::OPERATOR_NAMESPACE.to_owned());
+    let settings = csi::declared::controller::Settings {
+        instance: Some(process.identity.clone()),
+    };
+    serve(
+        &process,
+        &namespace,
+        DECLARED_LEASE,
+        move |client, metrics, readiness, shutdown| async move {
+            csi::declared::controller::run(client, settings, metrics, Some(readiness), shutdown)
+                .await
+                .map_err(anyhow::Error::from)
+        },
+    )
+}
+
+/// The Lease of the standalone CSIDriverDeployment controller.
+const DECLARED_LEASE: &str = "csidriverdeployment-controller-lock";
+
 /// Runs an operator as a process: the async runtime, the admin server, leader election on
 /// `lease` in `namespace`, `operator` while leading, and a clean stop on SIGTERM.
 fn serve<F, Fut>(

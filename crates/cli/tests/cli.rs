@@ -45,7 +45,7 @@ fn help_lists_every_subcommand() {
     let output = storage_operator(&["--help"]);
     assert!(output.status.success());
     let help = stdout(&output);
-    for subcommand in ["run", "driver", "render", "crds"] {
+    for subcommand in ["run", "driver", "csidriverdeployments", "render", "crds"] {
         assert!(
             help.contains(&format!("\n  {subcommand} ")),
             "{subcommand} missing from:\n{help}"

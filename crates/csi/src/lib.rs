@@ -17,6 +17,7 @@
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
 //! - [`render`](mod@render): everything, in order.
+//! - [`declared`]: a user's CSIDriverDeployment as one more source of a `DriverDef`.
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
 //! Where this differs from library-go on purpose:
@@ -36,6 +37,7 @@
 //! - Every operand carries the label [`names::OPERAND_LABEL`] (metadata only, never pod
 //!   templates) so controllers can watch their operands by label.
 
+pub mod declared;
 pub mod def;
 pub mod hash;
 pub mod hooks;

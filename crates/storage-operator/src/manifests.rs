@@ -121,6 +121,8 @@ pub fn build_rbac() -> (ClusterRole, Role) {
         &["serviceaccounts", "deployments", "roles", "rolebindings"],
         MANAGE,
     )];
+    // The CSIDriverDeployment controller runs in this process (when its CRD is served).
+    cluster_rules.extend(csi::declared::controller::operator_rules());
     // Every permission of the roles it creates.
     for role in csi::build_shared_sidecar_cluster_roles() {
         cluster_rules.extend(role.rules.into_iter().flatten());
@@ -391,6 +393,52 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_operator_holds_what_the_csidriverdeployment_controller_does_and_grants() {
+        let (cluster_role, _) = build_rbac();
+        let rules = cluster_role.rules.unwrap();
+        for (group, resource, verb) in [
+            (
+                "csidriver.storage.openshift.io",
+                "csidriverdeployments",
+                "patch",
+            ),
+            (
+                "csidriver.storage.openshift.io",
+                "csidriverdeployments/status",
+                "patch",
+            ),
+            ("apps", "daemonsets", "delete"),
+            ("storage.k8s.io", "csidrivers", "delete"),
+            ("", "persistentvolumes", "watch"),
+            ("coordination.k8s.io", "leases", "update"),
+            (
+                "snapshot.storage.k8s.io",
+                "volumesnapshotcontents/status",
+                "patch",
+            ),
+        ] {
+            assert!(
+                allows(&rules, group, resource, verb),
+                "{verb} {group}/{resource}"
+            );
+        }
+        let scc: Vec<&str> = rules
+            .iter()
+            .filter(|r| {
+                r.resources
+                    .iter()
+                    .flatten()
+                    .any(|x| x == "securitycontextconstraints")
+            })
+            .flat_map(|r| r.resource_names.iter().flatten().map(String::as_str))
+            .collect();
+        assert!(
+            scc.contains(&"privileged") && scc.contains(&"hostnetwork-v2"),
+            "{scc:?}"
+        );
     }
 
     #[test]

@@ -82,16 +82,42 @@ pub async fn run(
         settings,
         metrics: metrics.clone(),
     };
-    opkit::runtime::run(
+    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    let declared = run_declared(&context.client, &metrics, shutdown.clone());
+    let starter = opkit::runtime::run(
         STARTER,
         informers.trigger(),
         LoopConfig::default(),
-        metrics,
+        metrics.clone(),
         || reconcile(&context),
         shutdown,
-    )
-    .await;
+    );
+    tokio::join!(starter, declared);
     Ok(())
+}
+
+/// Runs the CSIDriverDeployment controller when its CRD is served (asked once at start:
+/// installing the CRD later takes a restart). It failing to start leaves the rest running.
+async fn run_declared(client: &Client, metrics: &Metrics, shutdown: impl Future<Output = ()>) {
+    let group_version = "csidriver.storage.openshift.io/v1alpha1";
+    match opkit::discovery::served_resources(client, group_version).await {
+        Ok(served) if served.contains("csidriverdeployments") => {}
+        Ok(_) => {
+            tracing::info!("CSIDriverDeployment CRD not served; its controller does not run");
+            return;
+        }
+        Err(error) => {
+            tracing::error!(%error, "discovering {group_version} failed; the CSIDriverDeployment controller does not run");
+            return;
+        }
+    }
+    let settings = csi::declared::controller::Settings { instance: None };
+    if let Err(error) =
+        csi::declared::controller::run(client.clone(), settings, metrics.clone(), None, shutdown)
+            .await
+    {
+        tracing::error!(%error, "the CSIDriverDeployment controller could not start");
+    }
 }
 
 struct Context {

@@ -678,3 +678,46 @@ async fn every_platform_gets_its_drivers_or_a_reason() {
         running.stop().await;
     }
 }
+
+/// With the CSIDriverDeployment CRD served, `storage-operator run` also installs declared
+/// drivers.
+#[tokio::test]
+async fn it_runs_the_csidriverdeployment_controller_when_the_crd_is_served() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(
+        &admin,
+        &["ClusterCSIDriver", "Storage", "CSIDriverDeployment"],
+    )
+    .await;
+    create::<Node>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},
+               "spec": {"providerID": "kind://docker/kind/kind-worker"}}),
+    )
+    .await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    let declared: api::csidriver_v1alpha1::CSIDriverDeployment = serde_json::from_value(json!({
+        "apiVersion": "csidriver.storage.openshift.io/v1alpha1",
+        "kind": "CSIDriverDeployment",
+        "metadata": {"name": "mine", "namespace": "default"},
+        "spec": {
+            "driverName": "mine.csi.example.com",
+            "driverSocket": "/csi/csi.sock",
+            "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver", "image": "example.com/d:1"}]}},
+        }
+    }))
+    .unwrap();
+    Api::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &declared)
+        .await
+        .unwrap();
+    eventually("the declared driver's CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("mine.csi.example.com")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}

@@ -1,0 +1,727 @@
+//! The desired objects of a valid CSIDriverDeployment: ServiceAccounts, least-privilege RBAC
+//! for exactly the sidecars in use, the CSIDriver, the controller Deployment (when there is a
+//! controller template), the node DaemonSet and the StorageClasses. Pure; call
+//! [`validate`](super::validate::validate) first.
+
+use std::collections::BTreeMap;
+
+use api::csidriver_v1alpha1::{CSIDriverDeployment, NodeUpdateStrategy, StorageClassTemplate};
+use k8s_openapi::api::apps::v1::{DaemonSetUpdateStrategy, Deployment};
+use k8s_openapi::api::core::v1::{
+    Container, HostPathVolumeSource, PodTemplateSpec, SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
+
+use super::validate::split_socket;
+use super::{OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
+use crate::def::{
+    CSIDriverDef, ControllerDef, DriverContainerDef, DriverDef, Hooks, ImageDef, Images, NodeDef,
+    SidecarDef, SidecarKind, StorageClassDef,
+};
+use crate::inputs::{ExistingStorageClass, Inputs, ResolvedImages, Topology};
+use crate::render::Operand;
+use crate::{names, rbac, storage, workloads};
+
+/// external-provisioner, when `containerImages` names none.
+pub const PROVISIONER_IMAGE: &str = "registry.k8s.io/sig-storage/csi-provisioner:v5.2.0";
+/// external-attacher, when `containerImages` names none.
+pub const ATTACHER_IMAGE: &str = "registry.k8s.io/sig-storage/csi-attacher:v4.8.1";
+/// external-resizer, when `containerImages` names none.
+pub const RESIZER_IMAGE: &str = "registry.k8s.io/sig-storage/csi-resizer:v1.13.2";
+/// csi-snapshotter, when `containerImages` names none.
+pub const SNAPSHOTTER_IMAGE: &str = "registry.k8s.io/sig-storage/csi-snapshotter:v8.2.1";
+/// node-driver-registrar, when `containerImages` names none.
+pub const REGISTRAR_IMAGE: &str = "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.13.0";
+/// livenessprobe, when `containerImages` names none.
+pub const LIVENESS_PROBE_IMAGE: &str = "registry.k8s.io/sig-storage/livenessprobe:v2.15.0";
+
+/// The kit's kubelet directory, which the declared driver may move.
+const KIT_KUBELET_DIR: &str = "/var/lib/kubelet";
+/// The socket file name the kit's sidecars use.
+const KIT_SOCKET_FILE: &str = "csi.sock";
+/// Health ports on the pod network (the livenessprobe default and the next one).
+const POD_NETWORK_PORTS: (u16, u16) = (9808, 9809);
+
+/// What the build reads besides the CSIDriverDeployment.
+#[derive(Clone, Debug)]
+pub struct DeclaredInputs {
+    /// Cluster layout: controller replicas and placement when the object does not say.
+    pub topology: Topology,
+    /// Whether the `security.openshift.io` SecurityContextConstraints API is served.
+    pub scc_api: bool,
+    /// StorageClasses that exist now, for the default-class rule.
+    pub storage_classes: Vec<ExistingStorageClass>,
+}
+
+impl DeclaredInputs {
+    /// Inputs for offline rendering: SCCs exactly on OpenShift topologies, no StorageClasses.
+    pub fn offline(topology: Topology) -> Self {
+        Self {
+            topology,
+            scc_api: topology.is_openshift(),
+            storage_classes: Vec::new(),
+        }
+    }
+}
+
+fn image(default: &str) -> ImageDef {
+    ImageDef {
+        env: String::new(),
+        default: default.to_owned(),
+    }
+}
+
+/// The SCC the controller pod needs on OpenShift, from what its template asks for.
+fn controller_scc(template: &PodTemplateSpec) -> &'static str {
+    let Some(spec) = template.spec.as_ref() else {
+        return "restricted-v2";
+    };
+    let privileged = spec.containers.iter().any(|c| {
+        c.security_context.as_ref().is_some_and(|s| {
+            s.privileged == Some(true)
+                || s.allow_privilege_escalation == Some(true)
+                || s.capabilities
+                    .as_ref()
+                    .is_some_and(|caps| caps.add.as_ref().is_some_and(|a| !a.is_empty()))
+        })
+    }) || spec.volumes.iter().flatten().any(|v| v.host_path.is_some());
+    if privileged {
+        "privileged"
+    } else if spec.host_network == Some(true) {
+        "hostnetwork-v2"
+    } else {
+        "restricted-v2"
+    }
+}
+
+fn host_network(template: &PodTemplateSpec) -> bool {
+    template
+        .spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
+}
+
+/// Health ports of the node pod: on the host network every driver needs its own pair, so it
+/// is derived from the driver name (10400-10599); on the pod network the usual ones.
+fn node_ports(driver_name: &str, host_network: bool) -> (u16, u16) {
+    if !host_network {
+        return POD_NETWORK_PORTS;
+    }
+    // FNV-1a: stable across releases and platforms.
+    let hash = driver_name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let base = 10400 + 2 * u16::try_from(hash % 100).unwrap_or(0);
+    (base, base + 1)
+}
+
+/// The controller sidecars: the provisioner whenever there is a controller, the attacher when
+/// volumes are attached (`attachRequired`, true unless set false), then the optional ones.
+pub fn sidecars(cd: &CSIDriverDeployment) -> Vec<SidecarKind> {
+    let spec = &cd.spec;
+    if spec.driver_controller_template.is_none() {
+        return Vec::new();
+    }
+    let mut kinds = vec![SidecarKind::Provisioner];
+    let attach = spec
+        .csi_driver
+        .as_ref()
+        .and_then(|d| d.attach_required)
+        .unwrap_or(true);
+    if attach {
+        kinds.push(SidecarKind::Attacher);
+    }
+    let optional = spec.sidecars.clone().unwrap_or_default();
+    if optional.resizer == Some(true) {
+        kinds.push(SidecarKind::Resizer);
+    }
+    if optional.snapshotter == Some(true) {
+        kinds.push(SidecarKind::Snapshotter);
+    }
+    kinds
+}
+
+fn storage_class_def(t: &StorageClassTemplate) -> StorageClassDef {
+    StorageClassDef {
+        name: t.metadata.name.clone().unwrap_or_default(),
+        default: t.default == Some(true),
+        parameters: t.parameters.clone(),
+        // The API server's defaults, written out so a second pass compares equal.
+        volume_binding_mode: t
+            .volume_binding_mode
+            .clone()
+            .unwrap_or_else(|| "Immediate".to_owned()),
+        allow_volume_expansion: t.allow_volume_expansion.unwrap_or(false),
+        reclaim_policy: t
+            .reclaim_policy
+            .clone()
+            .unwrap_or_else(|| "Delete".to_owned()),
+    }
+}
+
+/// The CSIDriverDeployment as a driver table: names from the object (namespaced operands are
+/// `<name>-controller`, `<name>-node`, ...; cluster-scoped ones start with the driver name),
+/// the sidecars in use, the classes of its templates.
+pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
+    let spec = &cd.spec;
+    let probe_args: Vec<String> = spec
+        .probe_timeout_seconds
+        .map(|t| format!("--probe-timeout={t}s"))
+        .into_iter()
+        .collect();
+    let controller_template = spec.driver_controller_template.clone().unwrap_or_default();
+    let node_host_network = host_network(&spec.driver_per_node_template);
+    let (node_healthz, registrar_healthz) = node_ports(&spec.driver_name, node_host_network);
+    let controller_host_network = host_network(&controller_template);
+    let controller_healthz = if controller_host_network {
+        // Clear of the node pod's pair, which may share the node.
+        node_ports(&spec.driver_name, true).0 + 200
+    } else {
+        POD_NETWORK_PORTS.0
+    };
+    let driver = |healthz_port| DriverContainerDef {
+        args: Vec::new(),
+        env: Vec::new(),
+        healthz_port,
+        metrics: None,
+        privileged: false,
+        volumes: Vec::new(),
+    };
+    let csi = spec.csi_driver.clone().unwrap_or_default();
+    DriverDef {
+        name: spec.driver_name.clone(),
+        short_name: spec.driver_name.clone(),
+        condition_prefix: String::new(),
+        namespace: cd.metadata.namespace.clone().unwrap_or_default(),
+        object_prefix: cd.metadata.name.clone().unwrap_or_default(),
+        cluster_role_prefix: spec.driver_name.clone(),
+        removable: true,
+        // The declared controller keeps its own finalizer while PersistentVolumes exist.
+        removal_blocked_by_volumes: false,
+        copied_config_maps: Vec::new(),
+        images: Images {
+            driver: image(""),
+            provisioner: image(PROVISIONER_IMAGE),
+            attacher: image(ATTACHER_IMAGE),
+            resizer: image(RESIZER_IMAGE),
+            snapshotter: image(SNAPSHOTTER_IMAGE),
+            node_driver_registrar: image(REGISTRAR_IMAGE),
+            liveness_probe: image(LIVENESS_PROBE_IMAGE),
+            kube_rbac_proxy: image(""),
+        },
+        controller: ControllerDef {
+            host_network: controller_host_network,
+            required_scc: controller_scc(&controller_template).to_owned(),
+            extra_rules: Vec::new(),
+            driver: driver(controller_healthz),
+            sidecars: sidecars(cd)
+                .into_iter()
+                .map(|kind| SidecarDef {
+                    kind,
+                    extra_args: Vec::new(),
+                    metrics: None,
+                })
+                .collect(),
+            liveness_probe_args: probe_args.clone(),
+        },
+        node: NodeDef {
+            host_network: node_host_network,
+            extra_rules: Vec::new(),
+            driver: driver(node_healthz),
+            registrar_healthz_port: registrar_healthz,
+            liveness_probe_args: probe_args,
+        },
+        csi_driver: CSIDriverDef {
+            attach_required: csi.attach_required.unwrap_or(true),
+            pod_info_on_mount: csi.pod_info_on_mount.unwrap_or(false),
+            fs_group_policy: csi
+                .fs_group_policy
+                .unwrap_or_else(|| "ReadWriteOnceWithFSType".to_owned()),
+            volume_lifecycle_modes: csi
+                .volume_lifecycle_modes
+                .unwrap_or_else(|| vec!["Persistent".to_owned()]),
+            requires_republish: csi.requires_republish.unwrap_or(false),
+            storage_capacity: csi.storage_capacity.unwrap_or(false),
+            se_linux_mount: csi.se_linux_mount.unwrap_or(false),
+            token_request_audiences: csi
+                .token_requests
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.audience)
+                .collect(),
+            ephemeral_volume_profile: None,
+        },
+        storage_classes: spec
+            .storage_class_templates
+            .iter()
+            .map(storage_class_def)
+            .collect(),
+        volume_snapshot_classes: Vec::new(),
+        credentials: None,
+        hooks: Hooks::default(),
+    }
+}
+
+fn kit_inputs(cd: &CSIDriverDeployment, def: &DriverDef, inputs: &DeclaredInputs) -> Inputs {
+    let mut kit = Inputs::new(def, inputs.topology, &BTreeMap::new());
+    let images = cd.spec.container_images.clone().unwrap_or_default();
+    let pick = |set: Option<String>, default: &str| {
+        set.filter(|i| !i.trim().is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    };
+    kit.images = ResolvedImages {
+        driver: String::new(),
+        provisioner: pick(images.provisioner_image, PROVISIONER_IMAGE),
+        attacher: pick(images.attacher_image, ATTACHER_IMAGE),
+        resizer: pick(images.resizer_image, RESIZER_IMAGE),
+        snapshotter: pick(images.snapshotter_image, SNAPSHOTTER_IMAGE),
+        node_driver_registrar: pick(images.driver_registrar_image, REGISTRAR_IMAGE),
+        liveness_probe: pick(images.liveness_probe_image, LIVENESS_PROBE_IMAGE),
+        kube_rbac_proxy: String::new(),
+    };
+    kit.storage_classes = inputs.storage_classes.clone();
+    kit
+}
+
+/// Labels and owner reference every operand of `cd` carries.
+fn own(cd: &CSIDriverDeployment, meta: &mut ObjectMeta) {
+    let labels = meta.labels.get_or_insert_with(BTreeMap::new);
+    labels.insert(
+        OWNER_NAMESPACE_LABEL.to_owned(),
+        cd.metadata.namespace.clone().unwrap_or_default(),
+    );
+    labels.insert(
+        OWNER_NAME_LABEL.to_owned(),
+        cd.metadata.name.clone().unwrap_or_default(),
+    );
+    // Namespaced operands are garbage-collected with the object; cluster-scoped ones go
+    // through the finalizer. Offline renders have no UID, and so no reference.
+    if meta.namespace.is_some()
+        && let Some(reference) = cd.controller_owner_ref(&())
+    {
+        meta.owner_references = Some(vec![OwnerReference {
+            block_owner_deletion: Some(true),
+            ..reference
+        }]);
+    }
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(groups.iter().map(|s| (*s).to_owned()).collect()),
+        resources: Some(resources.iter().map(|s| (*s).to_owned()).collect()),
+        verbs: verbs.iter().map(|s| (*s).to_owned()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+fn binding(def: &DriverDef, name: String, role: &str, sa: String) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: names::meta(def, name, None),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
+            kind: "ClusterRole".to_owned(),
+            name: role.to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: sa,
+            namespace: Some(def.namespace.clone()),
+            ..Subject::default()
+        }]),
+    }
+}
+
+/// One ClusterRole per sidecar in use, with exactly what that sidecar calls (the rules of the
+/// kit's shared sidecar roles), and the SCC grants on OpenShift: `privileged` for the node
+/// ServiceAccount, the controller's SCC when its pod needs more than `restricted-v2`.
+fn cluster_rbac(
+    def: &DriverDef,
+    inputs: &DeclaredInputs,
+) -> Vec<(ClusterRole, ClusterRoleBinding)> {
+    let shared = rbac::build_shared_sidecar_cluster_roles();
+    let mut out = Vec::new();
+    for sidecar in &def.controller.sidecars {
+        let mut rules: Vec<PolicyRule> = Vec::new();
+        for (_, shared_name) in rbac::sidecar_role_refs(sidecar.kind) {
+            if let Some(role) = shared
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(shared_name))
+            {
+                rules.extend(role.rules.clone().unwrap_or_default());
+            }
+        }
+        let short = sidecar.kind.short_name();
+        let role_name = format!("{}-csi-{short}-role", def.cluster_role_prefix);
+        out.push((
+            ClusterRole {
+                metadata: names::meta(def, role_name.clone(), None),
+                rules: Some(rules),
+                ..ClusterRole::default()
+            },
+            binding(
+                def,
+                format!("{}-csi-{short}-binding", def.cluster_role_prefix),
+                &role_name,
+                names::controller_sa(def),
+            ),
+        ));
+    }
+    if inputs.scc_api {
+        let mut grants = vec![("node", "privileged".to_owned(), names::node_sa(def))];
+        if !def.controller.sidecars.is_empty() && def.controller.required_scc != "restricted-v2" {
+            grants.push((
+                "controller",
+                def.controller.required_scc.clone(),
+                names::controller_sa(def),
+            ));
+        }
+        for (pod, scc, sa) in grants {
+            let role_name = format!("{}-{pod}-scc-role", def.cluster_role_prefix);
+            out.push((
+                ClusterRole {
+                    metadata: names::meta(def, role_name.clone(), None),
+                    rules: Some(vec![PolicyRule {
+                        resource_names: Some(vec![scc]),
+                        ..rule(
+                            &["security.openshift.io"],
+                            &["securitycontextconstraints"],
+                            &["use"],
+                        )
+                    }]),
+                    ..ClusterRole::default()
+                },
+                binding(
+                    def,
+                    format!("{}-{pod}-scc-binding", def.cluster_role_prefix),
+                    &role_name,
+                    sa,
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The CSIDriver: the object's `csiDriver` spec as given (Kubernetes' defaults otherwise),
+/// with `attachRequired` written out, because it also decides whether the attacher runs.
+fn build_csi_driver(cd: &CSIDriverDeployment, def: &DriverDef) -> CSIDriver {
+    let mut spec = cd.spec.csi_driver.clone().unwrap_or_default();
+    spec.attach_required = Some(def.csi_driver.attach_required);
+    CSIDriver {
+        metadata: names::meta(def, def.name.clone(), None),
+        spec,
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn host_path(name: &str, path: String, type_: &str) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path,
+            type_: Some(type_.to_owned()),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// Points an argument of an injected container at the declared socket file and kubelet
+/// directory (the kit builds them for `csi.sock` under `/var/lib/kubelet`).
+fn retarget(arg: &str, socket_file: &str, kubelet_dir: &str) -> String {
+    let arg = match arg.strip_suffix(KIT_SOCKET_FILE) {
+        Some(stem) if arg.contains("--csi-address=") || arg.contains("-registration-path=") => {
+            format!("{stem}{socket_file}")
+        }
+        _ => arg.to_owned(),
+    };
+    arg.replace(
+        &format!("={KIT_KUBELET_DIR}/"),
+        &format!("={}/", kubelet_dir.trim_end_matches('/')),
+    )
+}
+
+fn retarget_container(c: &mut Container, socket_file: &str, kubelet_dir: &str) {
+    for arg in c.args.iter_mut().flatten() {
+        *arg = retarget(arg, socket_file, kubelet_dir);
+    }
+}
+
+/// Puts the user's pod into the kit's: the user's first container becomes the driver (with
+/// the socket volume at the socket's directory, the kit's health port and probe unless it has
+/// its own), the user's other containers and volumes follow the kit's, and the user's pod
+/// settings win where set (placement falls back to the kit's).
+fn adopt(
+    kit: &mut PodTemplateSpec,
+    user: &PodTemplateSpec,
+    driver_mounts: Vec<VolumeMount>,
+    probe_period: Option<i32>,
+) {
+    let kit_spec = kit.spec.take().unwrap_or_default();
+    let mut spec = user.spec.clone().unwrap_or_default();
+    let mut user_containers = std::mem::take(&mut spec.containers).into_iter();
+    let mut kit_containers = kit_spec.containers.into_iter();
+    let kit_driver = kit_containers.next().unwrap_or_default();
+    let mut driver = user_containers.next().unwrap_or_default();
+
+    driver
+        .volume_mounts
+        .get_or_insert_with(Vec::new)
+        .extend(driver_mounts);
+    let ports = driver.ports.get_or_insert_with(Vec::new);
+    for port in kit_driver.ports.into_iter().flatten() {
+        if !ports
+            .iter()
+            .any(|p| p.name == port.name || p.container_port == port.container_port)
+        {
+            ports.push(port);
+        }
+    }
+    if driver.liveness_probe.is_none() {
+        driver.liveness_probe = kit_driver.liveness_probe.map(|mut probe| {
+            if let Some(period) = probe_period {
+                probe.period_seconds = Some(period);
+            }
+            probe
+        });
+    }
+    if driver.termination_message_policy.is_none() {
+        driver.termination_message_policy = kit_driver.termination_message_policy;
+    }
+
+    let mut containers = vec![driver];
+    containers.extend(user_containers);
+    containers.extend(kit_containers);
+    let mut volumes = kit_spec.volumes.unwrap_or_default();
+    volumes.extend(spec.volumes.take().unwrap_or_default());
+
+    spec.containers = containers;
+    spec.volumes = Some(volumes);
+    spec.service_account_name = kit_spec.service_account_name;
+    spec.service_account = None;
+    spec.node_selector = spec.node_selector.or(kit_spec.node_selector);
+    spec.tolerations = spec.tolerations.or(kit_spec.tolerations);
+    spec.affinity = spec.affinity.or(kit_spec.affinity);
+    spec.priority_class_name = spec.priority_class_name.or(kit_spec.priority_class_name);
+    kit.spec = Some(spec);
+
+    let meta = kit.metadata.get_or_insert_with(ObjectMeta::default);
+    let user_meta = user.metadata.clone().unwrap_or_default();
+    for (mine, theirs) in [
+        (&mut meta.labels, user_meta.labels),
+        (&mut meta.annotations, user_meta.annotations),
+    ] {
+        // The kit's entries (the `app` selector label, the SCC annotation) win.
+        let mut merged = theirs.unwrap_or_default();
+        merged.extend(mine.take().unwrap_or_default());
+        *mine = Some(merged);
+    }
+}
+
+fn build_deployment(
+    cd: &CSIDriverDeployment,
+    def: &DriverDef,
+    kit: &Inputs,
+    template: &PodTemplateSpec,
+    socket: (&str, &str),
+) -> Deployment {
+    let mut deployment = workloads::build_controller_deployment(def, kit);
+    // The kit's proxy injection names its own driver container; a declared driver sets its
+    // environment in its template.
+    deployment.metadata.annotations = None;
+    if let Some(spec) = deployment.spec.as_mut() {
+        if let Some(replicas) = cd.spec.controller_replicas {
+            spec.replicas = Some(replicas);
+        }
+        if let Some(pod) = spec.template.spec.as_mut() {
+            for c in pod.containers.iter_mut().skip(1) {
+                retarget_container(c, socket.1, KIT_KUBELET_DIR);
+            }
+        }
+        adopt(
+            &mut spec.template,
+            template,
+            vec![mount("socket-dir", socket.0)],
+            cd.spec.probe_period_seconds,
+        );
+    }
+    deployment
+}
+
+fn build_daemon_set(
+    cd: &CSIDriverDeployment,
+    def: &DriverDef,
+    kit: &Inputs,
+    socket: (&str, &str),
+) -> k8s_openapi::api::apps::v1::DaemonSet {
+    let kubelet_dir = cd.spec.kubelet_root_dir().trim_end_matches('/').to_owned();
+    let mut daemon_set = workloads::build_node_daemon_set(def, kit);
+    daemon_set.metadata.annotations = None;
+    if let Some(spec) = daemon_set.spec.as_mut() {
+        if cd.spec.node_update_strategy == Some(NodeUpdateStrategy::OnDelete) {
+            spec.update_strategy = Some(DaemonSetUpdateStrategy {
+                type_: Some("OnDelete".to_owned()),
+                rolling_update: None,
+            });
+        }
+        if let Some(pod) = spec.template.spec.as_mut() {
+            for c in pod.containers.iter_mut().skip(1) {
+                retarget_container(c, socket.1, &kubelet_dir);
+                let command = c
+                    .lifecycle
+                    .as_mut()
+                    .and_then(|l| l.pre_stop.as_mut())
+                    .and_then(|h| h.exec.as_mut())
+                    .and_then(|e| e.command.as_mut());
+                for part in command.into_iter().flatten() {
+                    *part = part.replace(
+                        &format!("/csi/{KIT_SOCKET_FILE}"),
+                        &format!("/csi/{}", socket.1),
+                    );
+                }
+            }
+            let plugin_dir = format!("{kubelet_dir}/plugins/{}/", def.name);
+            for volume in pod.volumes.iter_mut().flatten() {
+                *volume = match volume.name.as_str() {
+                    "kubelet-dir" => host_path("kubelet-dir", kubelet_dir.clone(), "Directory"),
+                    "socket-dir" => {
+                        host_path("socket-dir", plugin_dir.clone(), "DirectoryOrCreate")
+                    }
+                    "registration-dir" => host_path(
+                        "registration-dir",
+                        format!("{kubelet_dir}/plugins_registry/"),
+                        "Directory",
+                    ),
+                    _ => continue,
+                };
+            }
+        }
+        let kubelet_mount = VolumeMount {
+            mount_propagation: Some("Bidirectional".to_owned()),
+            ..mount("kubelet-dir", &kubelet_dir)
+        };
+        adopt(
+            &mut spec.template,
+            &cd.spec.driver_per_node_template,
+            vec![mount("socket-dir", socket.0), kubelet_mount],
+            cd.spec.probe_period_seconds,
+        );
+        // Bidirectional propagation works only in a privileged container.
+        if let Some(driver) = spec
+            .template
+            .spec
+            .as_mut()
+            .and_then(|p| p.containers.first_mut())
+        {
+            driver
+                .security_context
+                .get_or_insert_with(SecurityContext::default)
+                .privileged = Some(true);
+        }
+    }
+    daemon_set
+}
+
+fn build_storage_classes(
+    cd: &CSIDriverDeployment,
+    def: &DriverDef,
+    kit: &Inputs,
+) -> Vec<StorageClass> {
+    let mut classes = storage::build_storage_classes(def, kit);
+    for (class, template) in classes.iter_mut().zip(&cd.spec.storage_class_templates) {
+        let mut labels = template.metadata.labels.clone().unwrap_or_default();
+        labels.extend(class.metadata.labels.take().unwrap_or_default());
+        class.metadata.labels = Some(labels);
+        let mut annotations = template.metadata.annotations.clone().unwrap_or_default();
+        if template.default != Some(true) {
+            // Only the rule decides the default-class annotation.
+            annotations.remove(names::DEFAULT_STORAGE_CLASS_ANNOTATION);
+        }
+        annotations.extend(class.metadata.annotations.take().unwrap_or_default());
+        class.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
+        class.mount_options =
+            (!template.mount_options.is_empty()).then(|| template.mount_options.clone());
+        class.allowed_topologies =
+            (!template.allowed_topologies.is_empty()).then(|| template.allowed_topologies.clone());
+    }
+    classes
+}
+
+/// Every object of a valid CSIDriverDeployment, in apply order: identities and RBAC, the
+/// CSIDriver, the workloads, then the StorageClasses.
+pub fn build_operands(cd: &CSIDriverDeployment, inputs: &DeclaredInputs) -> Vec<Operand> {
+    let def = driver_def(cd);
+    let kit = kit_inputs(cd, &def, inputs);
+    let socket = split_socket(&cd.spec.driver_socket).unwrap_or(("/csi", KIT_SOCKET_FILE));
+    let has_controller = cd.spec.driver_controller_template.is_some();
+    let controller_sa = names::controller_sa(&def);
+
+    let mut out = Vec::new();
+    out.extend(
+        rbac::build_service_accounts(&def)
+            .into_iter()
+            .filter(|sa| has_controller || sa.metadata.name.as_ref() != Some(&controller_sa))
+            .map(Operand::ServiceAccount),
+    );
+    let (roles, bindings): (Vec<_>, Vec<_>) = cluster_rbac(&def, inputs).into_iter().unzip();
+    out.extend(roles.into_iter().map(Operand::ClusterRole));
+    out.extend(bindings.into_iter().map(Operand::ClusterRoleBinding));
+    if has_controller {
+        out.extend(rbac::build_roles(&def, &kit).into_iter().map(Operand::Role));
+        out.extend(
+            rbac::build_role_bindings(&def, &kit)
+                .into_iter()
+                .map(Operand::RoleBinding),
+        );
+    }
+    out.push(Operand::CSIDriver(build_csi_driver(cd, &def)));
+    if let Some(template) = &cd.spec.driver_controller_template {
+        out.push(Operand::PodDisruptionBudget(
+            workloads::build_pod_disruption_budget(&def),
+        ));
+        out.push(Operand::Deployment(build_deployment(
+            cd, &def, &kit, template, socket,
+        )));
+    }
+    out.push(Operand::DaemonSet(build_daemon_set(cd, &def, &kit, socket)));
+    out.extend(
+        build_storage_classes(cd, &def, &kit)
+            .into_iter()
+            .map(Operand::StorageClass),
+    );
+    for operand in &mut out {
+        if let Some(meta) = metadata_mut(operand) {
+            own(cd, meta);
+        }
+    }
+    out
+}
+
+fn metadata_mut(operand: &mut Operand) -> Option<&mut ObjectMeta> {
+    Some(match operand {
+        Operand::ServiceAccount(o) => &mut o.metadata,
+        Operand::ClusterRole(o) => &mut o.metadata,
+        Operand::ClusterRoleBinding(o) => &mut o.metadata,
+        Operand::Role(o) => &mut o.metadata,
+        Operand::RoleBinding(o) => &mut o.metadata,
+        Operand::ConfigMap(o) => &mut o.metadata,
+        Operand::CSIDriver(o) => &mut o.metadata,
+        Operand::Service(o) => &mut o.metadata,
+        Operand::PodDisruptionBudget(o) => &mut o.metadata,
+        Operand::Deployment(o) => &mut o.metadata,
+        Operand::DaemonSet(o) => &mut o.metadata,
+        Operand::StorageClass(o) => &mut o.metadata,
+        Operand::Dynamic(_) => return None,
+    })
+}

@@ -1,0 +1,1034 @@
+//! The CSIDriverDeployment controller: for every CSIDriverDeployment, validate it against the
+//! cluster (claimants of the driver name, an existing CSIDriver), apply its objects with
+//! server-side apply (drift restored, an Event on the CSIDriverDeployment naming the operand),
+//! delete the objects it no longer wants, and write its status only when it changed.
+//!
+//! Namespaced operands are owned through ownerReferences (the garbage collector removes them);
+//! cluster-scoped ones (CSIDriver, ClusterRoles and bindings, StorageClasses) carry the owner
+//! labels and are removed through [`FINALIZER`] on deletion, or on `managementState: Removed`.
+//! The CSIDriver and the StorageClasses stay while PersistentVolumes of the driver exist (the
+//! status says so); PersistentVolumes and claims are never touched.
+//!
+//! `Unmanaged` touches nothing and reports only `state` and `observedGeneration`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use api::config_v1::Infrastructure;
+use api::csidriver_v1alpha1::{CSIDriverDeployment, CSIDriverDeploymentStatus, GenerationHistory};
+use api::operator_v1::{ConditionStatus, ManagementState, OperatorCondition};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use opkit::admin::Readiness;
+use opkit::apply::{Applier, Outcome};
+use opkit::backoff::PerObjectBackoff;
+use opkit::conditions::{AVAILABLE, DEGRADED, PROGRESSING, condition, set_condition};
+use opkit::metrics::Metrics;
+use opkit::runtime::{Informers, LoopConfig, ReconcileError, snapshot};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::build::{DeclaredInputs, build_operands};
+use super::validate::{Claimant, ClusterFacts, Invalid, validate};
+use super::{CONTROLLER_NAME, FINALIZER, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
+use crate::inputs::Topology;
+use crate::inputs::from_objects;
+use crate::render::Operand;
+use crate::status::{
+    PROGRESSING_TIMEOUT, daemon_set_conditions, deployment_conditions, progressing_too_long,
+};
+
+/// How long the caches may take to fill at start.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+/// Reason of Degraded when objects could not be written.
+pub const REASON_SYNC_FAILED: &str = "SyncFailed";
+/// Reason of Degraded while PersistentVolumes keep the CSIDriver and StorageClasses.
+pub const REASON_VOLUMES_IN_USE: &str = "VolumesInUse";
+/// Reason of the workload conditions when all is well.
+pub const REASON_AS_EXPECTED: &str = "AsExpected";
+/// Reason of Degraded when the controller Deployment rolls out for longer than the deadline.
+pub const REASON_PROGRESSING_TOO_LONG: &str = "ProgressingTooLong";
+/// Reason of Available when the driver is removed.
+pub const REASON_REMOVED: &str = "Removed";
+
+/// The operator could not start.
+pub use opkit::runtime::StartError;
+
+/// What the controller was configured with.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// This pod's name, the Events' reporting instance.
+    pub instance: Option<String>,
+}
+
+/// A pass that could not write everything; the loop retries with backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("syncing CSIDriverDeployments failed: {}", .0.join("; "))]
+pub struct Failure(pub Vec<String>);
+
+impl ReconcileError for Failure {
+    fn category(&self) -> &'static str {
+        "sync"
+    }
+}
+
+/// The watch caches: the CSIDriverDeployments, every operand by its owner label, the
+/// StorageClasses and CSIDrivers (for the default-class rule and foreign drivers) and the
+/// PersistentVolumes (a driver with volumes keeps its CSIDriver).
+#[derive(Clone)]
+pub struct Caches {
+    deployments_declared: Store<CSIDriverDeployment>,
+    service_accounts: Store<ServiceAccount>,
+    roles: Store<Role>,
+    role_bindings: Store<RoleBinding>,
+    cluster_roles: Store<ClusterRole>,
+    cluster_role_bindings: Store<ClusterRoleBinding>,
+    pdbs: Store<PodDisruptionBudget>,
+    deployments: Store<Deployment>,
+    daemon_sets: Store<DaemonSet>,
+    csi_drivers: Store<CSIDriver>,
+    storage_classes: Store<StorageClass>,
+    volumes: Store<PersistentVolume>,
+}
+
+fn owned_config() -> watcher::Config {
+    watcher::Config::default().labels(OWNER_NAME_LABEL)
+}
+
+/// Starts the caches and waits until they are filled.
+pub async fn start_caches(client: &Client) -> Result<(Caches, Informers), StartError> {
+    let mut informers = Informers::new();
+    let c = client.clone();
+    let caches = Caches {
+        deployments_declared: informers.watch(
+            "csidriverdeployments",
+            Api::all(c.clone()),
+            watcher::Config::default(),
+        ),
+        service_accounts: informers.watch("serviceaccounts", Api::all(c.clone()), owned_config()),
+        roles: informers.watch("roles", Api::all(c.clone()), owned_config()),
+        role_bindings: informers.watch("rolebindings", Api::all(c.clone()), owned_config()),
+        cluster_roles: informers.watch("clusterroles", Api::all(c.clone()), owned_config()),
+        cluster_role_bindings: informers.watch(
+            "clusterrolebindings",
+            Api::all(c.clone()),
+            owned_config(),
+        ),
+        pdbs: informers.watch("poddisruptionbudgets", Api::all(c.clone()), owned_config()),
+        deployments: informers.watch("deployments", Api::all(c.clone()), owned_config()),
+        daemon_sets: informers.watch("daemonsets", Api::all(c.clone()), owned_config()),
+        csi_drivers: informers.watch(
+            "csidrivers",
+            Api::all(c.clone()),
+            watcher::Config::default(),
+        ),
+        storage_classes: informers.watch(
+            "storageclasses",
+            Api::all(c.clone()),
+            watcher::Config::default(),
+        ),
+        volumes: informers.watch(
+            "persistentvolumes",
+            Api::all(c.clone()),
+            watcher::Config::default(),
+        ),
+    };
+    informers.wait_synced(SYNC_TIMEOUT).await?;
+    Ok((caches, informers))
+}
+
+/// The cluster's layout and whether SCCs exist, asked once at start: OpenShift's
+/// Infrastructure when served, else the nodes.
+pub async fn discover(client: &Client) -> Result<(Topology, bool), kube::Error> {
+    let scc_api = opkit::discovery::served_resources(client, "security.openshift.io/v1")
+        .await?
+        .contains("securitycontextconstraints");
+    let config = opkit::discovery::served_resources(client, "config.openshift.io/v1").await?;
+    let infrastructure = if config.contains("infrastructures") {
+        Api::<Infrastructure>::all(client.clone())
+            .get_opt(api::config_v1::CLUSTER)
+            .await?
+    } else {
+        None
+    };
+    let topology = match infrastructure {
+        Some(infra) => Topology::from_openshift(&infra.control_plane_topology()),
+        None => {
+            let nodes = Api::<Node>::all(client.clone())
+                .list(&Default::default())
+                .await?;
+            from_objects::kubernetes_topology(&nodes.items)
+        }
+    };
+    Ok((topology, scc_api))
+}
+
+/// Runs the controller until `shutdown` completes.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    readiness: Option<Readiness>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let (topology, scc_api) = discover(&client).await.map_err(StartError::Discovery)?;
+    tracing::info!(%topology, scc_api, "CSIDriverDeployment controller starting");
+    let (caches, informers) = start_caches(&client).await?;
+    if let Some(readiness) = readiness {
+        readiness.set(true);
+    }
+    let context = Context {
+        applier: Applier::new(client.clone(), CONTROLLER_NAME),
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: CONTROLLER_NAME.to_owned(),
+                instance: settings.instance.clone(),
+            },
+        ),
+        client,
+        caches,
+        topology,
+        scc_api,
+        metrics: metrics.clone(),
+        backoff: PerObjectBackoff::default(),
+        retry: Mutex::default(),
+    };
+    opkit::runtime::run(
+        CONTROLLER_NAME,
+        informers.trigger(),
+        LoopConfig::default(),
+        metrics,
+        || reconcile_all(&context),
+        shutdown,
+    )
+    .await;
+    Ok(())
+}
+
+struct Context {
+    client: Client,
+    applier: Applier,
+    recorder: Recorder,
+    caches: Caches,
+    topology: Topology,
+    scc_api: bool,
+    metrics: Metrics,
+    backoff: PerObjectBackoff,
+    /// Failed objects: not retried before the instant unless they change (resourceVersion).
+    retry: Mutex<BTreeMap<String, (Instant, Option<String>)>>,
+}
+
+/// One pass over every CSIDriverDeployment. A failing object backs off on its own (retried
+/// sooner when it changes); the others are not held up, so the pass itself never fails.
+async fn reconcile_all(context: &Context) -> Result<Option<Duration>, Failure> {
+    let mut requeue: Option<Duration> = None;
+    let mut later = |after: Duration| requeue = Some(requeue.map_or(after, |r| r.min(after)));
+    let now = Instant::now();
+    for cd in snapshot(&context.caches.deployments_declared) {
+        let key = key(&cd);
+        let waiting = lock(&context.retry).get(&key).cloned();
+        if let Some((at, version)) = waiting
+            && at > now
+            && version == cd.metadata.resource_version
+        {
+            later(at - now);
+            continue;
+        }
+        match reconcile(context, &cd).await {
+            Ok(after) => {
+                context.backoff.succeeded(&key);
+                lock(&context.retry).remove(&key);
+                if let Some(after) = after {
+                    later(after);
+                }
+            }
+            Err(errors) => {
+                let delay = context.backoff.failed(&key);
+                let failure = Failure(errors);
+                context.metrics.failed(CONTROLLER_NAME, failure.category());
+                tracing::warn!(owner = %key, error = %failure, retry_in = ?delay, "sync failed");
+                lock(&context.retry)
+                    .insert(key, (now + delay, cd.metadata.resource_version.clone()));
+                later(delay);
+            }
+        }
+    }
+    Ok(requeue)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn key(cd: &CSIDriverDeployment) -> String {
+    format!("{}/{}", cd.namespace().unwrap_or_default(), cd.name_any())
+}
+
+fn owned_by(
+    cd: &CSIDriverDeployment,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> bool {
+    let labels = meta.labels.clone().unwrap_or_default();
+    labels.get(OWNER_NAMESPACE_LABEL) == cd.metadata.namespace.as_ref()
+        && labels.get(OWNER_NAME_LABEL) == cd.metadata.name.as_ref()
+}
+
+/// The facts about the cluster that validation needs.
+fn facts(context: &Context, cd: &CSIDriverDeployment) -> ClusterFacts {
+    let claimants = snapshot(&context.caches.deployments_declared)
+        .into_iter()
+        .filter(|other| {
+            other.spec.driver_name == cd.spec.driver_name
+                && other.metadata.deletion_timestamp.is_none()
+                && other.metadata.uid != cd.metadata.uid
+        })
+        .map(|other| Claimant {
+            namespace: other.namespace().unwrap_or_default(),
+            name: other.name_any(),
+            created: other.metadata.creation_timestamp.clone(),
+        })
+        .collect();
+    let csi_driver_owner = context
+        .caches
+        .csi_drivers
+        .get(&ObjectRef::new(&cd.spec.driver_name))
+        .map(|driver| {
+            let labels = driver.metadata.labels.clone().unwrap_or_default();
+            match (
+                labels.get(OWNER_NAMESPACE_LABEL),
+                labels.get(OWNER_NAME_LABEL),
+            ) {
+                (Some(ns), Some(name)) => Some((ns.clone(), name.clone())),
+                _ => None,
+            }
+        });
+    ClusterFacts {
+        claimants,
+        csi_driver_owner,
+    }
+}
+
+fn volumes_of(context: &Context, driver: &str) -> usize {
+    context
+        .caches
+        .volumes
+        .state()
+        .iter()
+        .filter(|pv| {
+            pv.spec
+                .as_ref()
+                .and_then(|s| s.csi.as_ref())
+                .is_some_and(|csi| csi.driver == driver)
+        })
+        .count()
+}
+
+/// One operand that exists: kind, namespace, name.
+type Existing = (&'static str, Option<String>, String);
+
+fn existing_of<K>(
+    store: &Store<K>,
+    kind: &'static str,
+    cd: &CSIDriverDeployment,
+    out: &mut Vec<Existing>,
+) where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    for object in store.state() {
+        if owned_by(cd, object.meta()) {
+            out.push((kind, object.meta().namespace.clone(), object.name_any()));
+        }
+    }
+}
+
+/// Every operand of `cd` in the caches.
+fn existing(context: &Context, cd: &CSIDriverDeployment) -> Vec<Existing> {
+    let c = &context.caches;
+    let mut out = Vec::new();
+    existing_of(&c.service_accounts, "ServiceAccount", cd, &mut out);
+    existing_of(&c.roles, "Role", cd, &mut out);
+    existing_of(&c.role_bindings, "RoleBinding", cd, &mut out);
+    existing_of(&c.cluster_roles, "ClusterRole", cd, &mut out);
+    existing_of(&c.cluster_role_bindings, "ClusterRoleBinding", cd, &mut out);
+    existing_of(&c.pdbs, "PodDisruptionBudget", cd, &mut out);
+    existing_of(&c.deployments, "Deployment", cd, &mut out);
+    existing_of(&c.daemon_sets, "DaemonSet", cd, &mut out);
+    existing_of(&c.csi_drivers, "CSIDriver", cd, &mut out);
+    existing_of(&c.storage_classes, "StorageClass", cd, &mut out);
+    out
+}
+
+fn operand_key(operand: &Operand) -> Existing {
+    let v = operand.to_value();
+    let kind = match v["kind"].as_str().unwrap_or_default() {
+        "ServiceAccount" => "ServiceAccount",
+        "Role" => "Role",
+        "RoleBinding" => "RoleBinding",
+        "ClusterRole" => "ClusterRole",
+        "ClusterRoleBinding" => "ClusterRoleBinding",
+        "PodDisruptionBudget" => "PodDisruptionBudget",
+        "Deployment" => "Deployment",
+        "DaemonSet" => "DaemonSet",
+        "CSIDriver" => "CSIDriver",
+        "StorageClass" => "StorageClass",
+        _ => "Other",
+    };
+    (
+        kind,
+        v["metadata"]["namespace"].as_str().map(str::to_owned),
+        v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+async fn delete_one<K>(api: Api<K>, name: &str) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result<(), String> {
+    let c = context.client.clone();
+    let ns = namespace.as_deref().unwrap_or_default();
+    let result = match *kind {
+        "ServiceAccount" => delete_one(Api::<ServiceAccount>::namespaced(c, ns), name).await,
+        "Role" => delete_one(Api::<Role>::namespaced(c, ns), name).await,
+        "RoleBinding" => delete_one(Api::<RoleBinding>::namespaced(c, ns), name).await,
+        "PodDisruptionBudget" => {
+            delete_one(Api::<PodDisruptionBudget>::namespaced(c, ns), name).await
+        }
+        "Deployment" => delete_one(Api::<Deployment>::namespaced(c, ns), name).await,
+        "DaemonSet" => delete_one(Api::<DaemonSet>::namespaced(c, ns), name).await,
+        "ClusterRole" => delete_one(Api::<ClusterRole>::all(c), name).await,
+        "ClusterRoleBinding" => delete_one(Api::<ClusterRoleBinding>::all(c), name).await,
+        "CSIDriver" => delete_one(Api::<CSIDriver>::all(c), name).await,
+        "StorageClass" => delete_one(Api::<StorageClass>::all(c), name).await,
+        _ => Ok(()),
+    };
+    tracing::info!(kind, name, "deleted operand");
+    result.map_err(|error| format!("deleting {kind} {name}: {error}"))
+}
+
+/// Whether a kind holds volumes of the driver in place (kept while PersistentVolumes exist).
+fn holds_volumes(kind: &str) -> bool {
+    matches!(kind, "CSIDriver" | "StorageClass")
+}
+
+async fn apply_typed<K>(
+    context: &Context,
+    store: &Store<K>,
+    desired: &K,
+) -> Result<(Outcome, Option<i64>), opkit::apply::ApplyError>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + 'static,
+{
+    let mut reference = ObjectRef::<K>::new(&desired.name_any());
+    if let Some(ns) = desired.meta().namespace.as_deref() {
+        reference = reference.within(ns);
+    }
+    let observed = store.get(&reference);
+    let generation = observed.as_ref().and_then(|o| o.meta().generation);
+    context
+        .applier
+        .apply(desired, observed.as_deref())
+        .await
+        .map(|outcome| (outcome, generation))
+}
+
+/// A StorageClass whose immutable fields (parameters, provisioner, reclaim policy, binding
+/// mode) changed cannot be patched: it is deleted and created again, as the built-in drivers
+/// do. Volumes provisioned from it keep their copy of the parameters.
+async fn apply_storage_class(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    desired: &StorageClass,
+) -> Result<(Outcome, Option<i64>), opkit::apply::ApplyError> {
+    match apply_typed(context, &context.caches.storage_classes, desired).await {
+        Err(error) if error.category() == "invalid" => {
+            let name = desired.name_any();
+            tracing::info!(owner = %key(cd), class = name, %error, "recreating StorageClass");
+            let existing: Existing = ("StorageClass", None, name.clone());
+            if let Err(message) = delete(context, &existing).await {
+                tracing::warn!(class = name, message, "deleting StorageClass failed");
+                return Err(error);
+            }
+            let outcome = context.applier.apply(desired, None).await?;
+            let event = Event {
+                type_: EventType::Normal,
+                reason: "OperandRecreated".to_owned(),
+                note: Some(format!(
+                    "StorageClass/{name} was recreated: its immutable fields changed"
+                )),
+                action: "Apply".to_owned(),
+                secondary: None,
+            };
+            if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
+                tracing::warn!(class = name, %error, "recording an Event failed");
+            }
+            Ok((outcome, None))
+        }
+        other => other,
+    }
+}
+
+async fn apply(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    operand: &Operand,
+) -> Result<(Outcome, Option<i64>), String> {
+    let c = &context.caches;
+    let result = match operand {
+        Operand::ServiceAccount(o) => apply_typed(context, &c.service_accounts, o).await,
+        Operand::Role(o) => apply_typed(context, &c.roles, o).await,
+        Operand::RoleBinding(o) => apply_typed(context, &c.role_bindings, o).await,
+        Operand::ClusterRole(o) => apply_typed(context, &c.cluster_roles, o).await,
+        Operand::ClusterRoleBinding(o) => apply_typed(context, &c.cluster_role_bindings, o).await,
+        Operand::PodDisruptionBudget(o) => apply_typed(context, &c.pdbs, o).await,
+        Operand::Deployment(o) => apply_typed(context, &c.deployments, o).await,
+        Operand::DaemonSet(o) => apply_typed(context, &c.daemon_sets, o).await,
+        Operand::CSIDriver(o) => apply_typed(context, &c.csi_drivers, o).await,
+        Operand::StorageClass(o) => apply_storage_class(context, cd, o).await,
+        other => {
+            return Err(format!(
+                "{} is not an operand of a CSIDriverDeployment",
+                other.key()
+            ));
+        }
+    };
+    result.map_err(|error| error.to_string())
+}
+
+fn history(operand: &Operand, generation: Option<i64>) -> GenerationHistory {
+    let (kind, namespace, name) = operand_key(operand);
+    let (group, resource) = match kind {
+        "ServiceAccount" => ("", "serviceaccounts"),
+        "Role" => ("rbac.authorization.k8s.io", "roles"),
+        "RoleBinding" => ("rbac.authorization.k8s.io", "rolebindings"),
+        "ClusterRole" => ("rbac.authorization.k8s.io", "clusterroles"),
+        "ClusterRoleBinding" => ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        "PodDisruptionBudget" => ("policy", "poddisruptionbudgets"),
+        "Deployment" => ("apps", "deployments"),
+        "DaemonSet" => ("apps", "daemonsets"),
+        "CSIDriver" => ("storage.k8s.io", "csidrivers"),
+        "StorageClass" => ("storage.k8s.io", "storageclasses"),
+        _ => ("", ""),
+    };
+    GenerationHistory {
+        group: group.to_owned(),
+        resource: resource.to_owned(),
+        namespace: namespace.unwrap_or_default(),
+        name,
+        last_generation: generation.unwrap_or_default(),
+    }
+}
+
+/// Records restored drift: a changed operand (`OperandDriftRestored`), or one that was
+/// created before and deleted by someone (`OperandRecreated`).
+async fn record_drift(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    operand: &Operand,
+    recreated: bool,
+) {
+    let reference: ObjectReference = cd.object_ref(&());
+    let (reason, what) = if recreated {
+        ("OperandRecreated", "was deleted by someone else; recreated")
+    } else {
+        (
+            "OperandDriftRestored",
+            "was changed by someone else; restored",
+        )
+    };
+    let event = Event {
+        type_: EventType::Normal,
+        reason: reason.to_owned(),
+        note: Some(format!("{} {what}", operand.key())),
+        action: "Apply".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = context.recorder.publish(&event, &reference).await {
+        tracing::warn!(object = %operand.key(), %error, "recording an Event failed");
+    }
+}
+
+async fn set_finalizer(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    present: bool,
+) -> Result<(), String> {
+    let mut finalizers = cd.finalizers().to_vec();
+    let has = finalizers.iter().any(|f| f == FINALIZER);
+    if has == present {
+        return Ok(());
+    }
+    if present {
+        finalizers.push(FINALIZER.to_owned());
+    } else {
+        finalizers.retain(|f| f != FINALIZER);
+    }
+    let api: Api<CSIDriverDeployment> =
+        Api::namespaced(context.client.clone(), &cd.namespace().unwrap_or_default());
+    // The resourceVersion makes this a compare-and-swap on the list.
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": cd.resource_version(),
+    }});
+    api.patch(
+        &cd.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(drop)
+    .map_err(|error| {
+        format!(
+            "updating the finalizers of CSIDriverDeployment {}: {error}",
+            key(cd)
+        )
+    })
+}
+
+/// What a pass found, for the status.
+#[derive(Default)]
+struct Pass {
+    problems: Vec<Invalid>,
+    failures: Vec<String>,
+    volumes_in_use: usize,
+    children: Vec<GenerationHistory>,
+    removed: bool,
+}
+
+/// Deletes the given operands, keeping the CSIDriver and StorageClasses while volumes exist.
+/// Returns the failures and whether something was held back.
+async fn remove(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    doomed: Vec<Existing>,
+    pass: &mut Pass,
+) {
+    let volumes = volumes_of(context, &cd.spec.driver_name);
+    for object in doomed {
+        if holds_volumes(object.0) && volumes > 0 {
+            pass.volumes_in_use = volumes;
+            continue;
+        }
+        if let Err(error) = delete(context, &object).await {
+            pass.failures.push(error);
+        }
+    }
+}
+
+async fn reconcile(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+) -> Result<Option<Duration>, Vec<String>> {
+    let now = Time(Timestamp::now());
+    let mut pass = Pass::default();
+
+    if cd.metadata.deletion_timestamp.is_some() {
+        if !cd.finalizers().iter().any(|f| f == FINALIZER) {
+            return Ok(None);
+        }
+        let cluster_scoped: Vec<Existing> = existing(context, cd)
+            .into_iter()
+            .filter(|(_, ns, _)| ns.is_none())
+            .collect();
+        let left = !cluster_scoped.is_empty();
+        remove(context, cd, cluster_scoped, &mut pass).await;
+        if !left {
+            // Everything is gone from the caches: nothing of ours is left.
+            return set_finalizer(context, cd, false)
+                .await
+                .map(|()| None)
+                .map_err(|e| vec![e]);
+        }
+        pass.removed = true;
+        write_status(context, cd, &pass, &now).await;
+        return if pass.failures.is_empty() {
+            Ok(None)
+        } else {
+            Err(pass.failures)
+        };
+    }
+
+    match &cd.spec.management_state {
+        ManagementState::Unmanaged => {}
+        ManagementState::Removed => {
+            if let Err(error) = set_finalizer(context, cd, true).await {
+                pass.failures.push(error);
+            }
+            remove(context, cd, existing(context, cd), &mut pass).await;
+            pass.removed = true;
+        }
+        _ => {
+            pass.problems = validate(cd, &facts(context, cd));
+            if pass.problems.is_empty() {
+                sync(context, cd, &mut pass).await;
+            }
+        }
+    }
+    let requeue = write_status(context, cd, &pass, &now).await;
+    if pass.failures.is_empty() {
+        Ok(requeue)
+    } else {
+        Err(pass.failures)
+    }
+}
+
+async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
+    // The finalizer comes first: no cluster-scoped object exists without it.
+    if let Err(error) = set_finalizer(context, cd, true).await {
+        pass.failures.push(error);
+        return;
+    }
+    let inputs = DeclaredInputs {
+        topology: context.topology,
+        scc_api: context.scc_api,
+        storage_classes: context
+            .caches
+            .storage_classes
+            .state()
+            .iter()
+            .map(|sc| from_objects::existing_storage_class(sc))
+            .collect(),
+    };
+    let desired = build_operands(cd, &inputs);
+    let wanted: BTreeSet<Existing> = desired.iter().map(operand_key).collect();
+    for operand in &desired {
+        match apply(context, cd, operand).await {
+            Ok((outcome, generation)) => {
+                let child = history(operand, generation);
+                let known = cd.status.iter().flat_map(|s| &s.children).any(|c| {
+                    (&c.resource, &c.namespace, &c.name)
+                        == (&child.resource, &child.namespace, &child.name)
+                });
+                match outcome {
+                    Outcome::DriftRestored => record_drift(context, cd, operand, false).await,
+                    Outcome::Created if known => record_drift(context, cd, operand, true).await,
+                    _ => {}
+                }
+                if outcome.wrote() {
+                    tracing::info!(owner = %key(cd), object = %operand.key(), ?outcome, "applied");
+                }
+                pass.children.push(child);
+            }
+            Err(error) => pass.failures.push(error),
+        }
+    }
+    let stale: Vec<Existing> = existing(context, cd)
+        .into_iter()
+        .filter(|e| !wanted.contains(e))
+        .collect();
+    remove(context, cd, stale, pass).await;
+}
+
+/// Available, Progressing and Degraded from the observed workloads and the pass.
+/// Also returns when to look again: when a rolling Deployment would reach the progressing
+/// deadline.
+fn conditions(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    pass: &Pass,
+    now: &Time,
+) -> (Vec<OperatorCondition>, Option<Duration>) {
+    let mut out = Vec::new();
+    let mut requeue = None;
+    let mut too_long = false;
+    let ns = cd.namespace().unwrap_or_default();
+    let name = cd.name_any();
+    let deployment = context
+        .caches
+        .deployments
+        .get(&ObjectRef::new(&format!("{name}-controller")).within(&ns));
+    let daemon_set = context
+        .caches
+        .daemon_sets
+        .get(&ObjectRef::new(&format!("{name}-node")).within(&ns));
+    if pass.removed {
+        out.push(condition(
+            AVAILABLE,
+            ConditionStatus::False,
+            REASON_REMOVED,
+            "the driver is removed",
+        ));
+        out.push(condition(
+            PROGRESSING,
+            ConditionStatus::False,
+            REASON_REMOVED,
+            "",
+        ));
+    } else {
+        let mut workloads = Vec::new();
+        if cd.spec.driver_controller_template.is_some() {
+            let controller = deployment.map(|d| deployment_conditions("", &d));
+            if let Some(controller) = &controller {
+                // As the built-in drivers: a rollout longer than the deadline is Degraded.
+                let previous = cd
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.iter().find(|c| c.type_ == PROGRESSING));
+                too_long = progressing_too_long(now, controller, previous);
+                if controller.is_progressing() && !too_long {
+                    let since = previous
+                        .filter(|p| p.status == ConditionStatus::True)
+                        .and_then(|p| p.last_transition_time.as_ref())
+                        .map_or(now.0, |t| t.0);
+                    let left = PROGRESSING_TIMEOUT - now.0.duration_since(since);
+                    requeue = Duration::try_from(left)
+                        .ok()
+                        .map(|d| d + Duration::from_secs(1));
+                }
+            }
+            workloads.push(controller);
+        }
+        workloads.push(daemon_set.map(|d| daemon_set_conditions("", &d)));
+        let available = workloads.iter().all(|w| {
+            w.as_ref()
+                .is_some_and(|w| w.available.status == ConditionStatus::True)
+        });
+        let waiting: Vec<String> = workloads
+            .iter()
+            .map(|w| match w {
+                Some(w) if w.available.status != ConditionStatus::True => {
+                    w.available.message.clone().unwrap_or_default()
+                }
+                None => "Waiting for the workloads to be created".to_owned(),
+                _ => String::new(),
+            })
+            .filter(|m| !m.is_empty())
+            .collect();
+        out.push(if available {
+            condition(AVAILABLE, ConditionStatus::True, REASON_AS_EXPECTED, "")
+        } else {
+            condition(
+                AVAILABLE,
+                ConditionStatus::False,
+                "Deploying",
+                waiting.join("\n"),
+            )
+        });
+        let progress: Vec<String> = workloads
+            .iter()
+            .flatten()
+            .filter(|w| w.is_progressing())
+            .map(|w| w.progressing.message.clone().unwrap_or_default())
+            .collect();
+        out.push(if progress.is_empty() {
+            condition(PROGRESSING, ConditionStatus::False, REASON_AS_EXPECTED, "")
+        } else {
+            condition(
+                PROGRESSING,
+                ConditionStatus::True,
+                "Deploying",
+                progress.join("\n"),
+            )
+        });
+    }
+    let degraded = if let Some(first) = pass.problems.first() {
+        let lines: Vec<String> = pass.problems.iter().map(ToString::to_string).collect();
+        condition(
+            DEGRADED,
+            ConditionStatus::True,
+            first.reason,
+            lines.join("\n"),
+        )
+    } else if !pass.failures.is_empty() {
+        condition(
+            DEGRADED,
+            ConditionStatus::True,
+            REASON_SYNC_FAILED,
+            pass.failures.join("\n"),
+        )
+    } else if too_long {
+        condition(
+            DEGRADED,
+            ConditionStatus::True,
+            REASON_PROGRESSING_TOO_LONG,
+            "Deployment was progressing too long",
+        )
+    } else if pass.volumes_in_use > 0 {
+        condition(
+            DEGRADED,
+            ConditionStatus::True,
+            REASON_VOLUMES_IN_USE,
+            format!(
+                "{} PersistentVolumes of driver {} exist: the CSIDriver and StorageClasses stay until they are deleted",
+                pass.volumes_in_use, cd.spec.driver_name
+            ),
+        )
+    } else {
+        condition(DEGRADED, ConditionStatus::False, REASON_AS_EXPECTED, "")
+    };
+    out.push(degraded);
+    (out, requeue)
+}
+
+/// The status this pass should leave: `Unmanaged` keeps conditions and children as they were.
+fn desired_status(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    pass: &Pass,
+    now: &Time,
+) -> (CSIDriverDeploymentStatus, Option<Duration>) {
+    let mut status = cd.status.clone().unwrap_or_default();
+    status.observed_generation = cd.metadata.generation;
+    status.state = Some(cd.spec.management_state.clone());
+    if cd.spec.management_state == ManagementState::Unmanaged
+        && cd.metadata.deletion_timestamp.is_none()
+    {
+        return (status, None);
+    }
+    if pass.problems.is_empty() {
+        status.children = pass.children.clone();
+    }
+    let (conditions, requeue) = conditions(context, cd, pass, now);
+    for new in conditions {
+        set_condition(&mut status.conditions, new, now);
+    }
+    (status, requeue)
+}
+
+async fn write_status(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    pass: &Pass,
+    now: &Time,
+) -> Option<Duration> {
+    let (status, requeue) = desired_status(context, cd, pass, now);
+    if cd.status.as_ref() == Some(&status) {
+        return requeue;
+    }
+    let api: Api<CSIDriverDeployment> =
+        Api::namespaced(context.client.clone(), &cd.namespace().unwrap_or_default());
+    // A merge patch leaves out what is unset; name every field so emptied lists are cleared.
+    let mut body = serde_json::to_value(&status).unwrap_or_default();
+    for field in ["observedGeneration", "children", "state", "conditions"] {
+        if body.get(field).is_none() {
+            body[field] = serde_json::Value::Null;
+        }
+    }
+    let patch = json!({ "status": body });
+    if let Err(error) = api
+        .patch_status(
+            &cd.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(owner = %key(cd), %error, "writing the status failed");
+    }
+    requeue
+}
+
+/// Every permission the controller needs, cluster-wide: its own API (finalizers, status), the
+/// operands in any namespace, the cluster-scoped ones, what it reads, and every rule of every
+/// role it can create (RBAC lets it grant only what it holds).
+pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    use opkit::rbac::rule;
+    const READ: &[&str] = &["get", "list", "watch"];
+    const MANAGE: &[&str] = &[
+        "get", "list", "watch", "create", "update", "patch", "delete",
+    ];
+    let mut rules = vec![
+        rule(
+            &["csidriver.storage.openshift.io"],
+            &["csidriverdeployments"],
+            &["get", "list", "watch", "patch", "update"],
+        ),
+        rule(
+            &["csidriver.storage.openshift.io"],
+            &["csidriverdeployments/status"],
+            &["get", "patch", "update"],
+        ),
+        // Owner references that block deletion need this where admission enforces it.
+        rule(
+            &["csidriver.storage.openshift.io"],
+            &["csidriverdeployments/finalizers"],
+            &["update"],
+        ),
+        rule(
+            &["", "apps", "policy", "rbac.authorization.k8s.io"],
+            &[
+                "serviceaccounts",
+                "deployments",
+                "daemonsets",
+                "poddisruptionbudgets",
+                "roles",
+                "rolebindings",
+            ],
+            MANAGE,
+        ),
+        rule(
+            &["rbac.authorization.k8s.io", "storage.k8s.io"],
+            &[
+                "clusterroles",
+                "clusterrolebindings",
+                "csidrivers",
+                "storageclasses",
+            ],
+            MANAGE,
+        ),
+        rule(&[""], &["persistentvolumes", "nodes"], READ),
+        rule(&["config.openshift.io"], &["infrastructures"], READ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+    ];
+    // What it grants: the roles of the largest declared drivers, on OpenShift.
+    let inputs = DeclaredInputs::offline(Topology::HighlyAvailable);
+    for controller in [
+        json!({"spec": {"hostNetwork": true, "containers": [{"name": "driver"}]}}),
+        json!({"spec": {"containers": [{"name": "driver", "securityContext": {"privileged": true}}]}}),
+    ] {
+        let object = json!({
+            "metadata": {"name": "all", "namespace": "ns"},
+            "spec": {
+                "driverName": "all.csi.example.com",
+                "driverSocket": "/csi/csi.sock",
+                "sidecars": {"resizer": true, "snapshotter": true},
+                "driverControllerTemplate": controller,
+                "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+            }
+        });
+        let Ok(cd) = serde_json::from_value::<CSIDriverDeployment>(object) else {
+            continue;
+        };
+        for operand in build_operands(&cd, &inputs) {
+            match operand {
+                Operand::ClusterRole(role) => rules.extend(role.rules.into_iter().flatten()),
+                Operand::Role(role) => rules.extend(role.rules.into_iter().flatten()),
+                _ => {}
+            }
+        }
+    }
+    opkit::rbac::dedupe(&mut rules);
+    rules
+}

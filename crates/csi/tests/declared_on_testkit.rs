@@ -1,0 +1,611 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a panic is a failure
+//! The CSIDriverDeployment controller on the in-process API server: converge, idle, drift
+//! restored, validation failures, two claimants, and deletion (with and without volumes).
+
+use std::path::Path;
+use std::time::Duration;
+
+use api::csidriver_v1alpha1::CSIDriverDeployment;
+use csi::declared::FINALIZER;
+use csi::declared::controller::{Settings, run};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use opkit::metrics::Metrics;
+use serde_json::{Value, json};
+use testkit::{Background, Cluster, SimConfig};
+
+const AGENT: &str = "csidriverdeployment-controller";
+const NS: &str = "csi";
+
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    testkit::eventually(what, Duration::from_secs(60), check).await
+}
+
+async fn setup() -> (Cluster, Client) {
+    let cluster = Cluster::start().await;
+    let admin = cluster.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    for crd in api::crds::all() {
+        if crd.spec.names.kind == "CSIDriverDeployment" {
+            crds.create(&PostParams::default(), &crd).await.unwrap();
+        }
+    }
+    for ns in [NS, "other"] {
+        Api::<Namespace>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    cluster.add_node("worker-1", true);
+    cluster.simulate_workloads(SimConfig::default());
+    (cluster, admin)
+}
+
+fn start(cluster: &Cluster) -> Background {
+    let client = cluster.client_with_agent(AGENT);
+    Background::spawn(|shutdown| async move {
+        run(client, Settings::default(), Metrics::new(), None, shutdown)
+            .await
+            .unwrap();
+    })
+}
+
+fn example(file: &str, namespace: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/csidriverdeployment")
+        .join(file);
+    let mut object: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    object["metadata"]["namespace"] = json!(namespace);
+    object
+}
+
+async fn create(client: &Client, object: Value) -> CSIDriverDeployment {
+    let ns = object["metadata"]["namespace"].as_str().unwrap().to_owned();
+    Api::<CSIDriverDeployment>::namespaced(client.clone(), &ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(object).unwrap(),
+        )
+        .await
+        .unwrap()
+}
+
+async fn get(client: &Client, ns: &str, name: &str) -> Option<CSIDriverDeployment> {
+    Api::<CSIDriverDeployment>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .unwrap()
+}
+
+fn condition(cd: &CSIDriverDeployment, type_: &str) -> Option<(String, String, String)> {
+    cd.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| {
+            (
+                c.status.to_string(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+async fn wait_condition(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    type_: &str,
+    status: &str,
+) -> (String, String, String) {
+    eventually(&format!("{type_}={status} on {ns}/{name}"), async || {
+        let cd = get(client, ns, name).await?;
+        condition(&cd, type_).filter(|c| c.0 == status)
+    })
+    .await
+}
+
+/// Waits until the controller sends no write for a whole 2-second window.
+async fn quiet(cluster: &Cluster) {
+    for _ in 0..30 {
+        cluster.clear_requests();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        if cluster.count_writes(AGENT) == 0 {
+            return;
+        }
+    }
+    panic!("the controller never stopped writing");
+}
+
+#[tokio::test]
+async fn converges_then_writes_nothing_and_restores_drift() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("cinder-3.11.yaml", NS)).await;
+
+    let deployment = eventually("the controller Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt("cinder-controller")
+            .await
+            .unwrap()
+    })
+    .await;
+    let owner = &deployment.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(owner.kind, "CSIDriverDeployment");
+    eventually("the node DaemonSet", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt("cinder-node")
+            .await
+            .unwrap()
+    })
+    .await;
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("csi-cinderplugin")
+            .await
+            .unwrap()
+    })
+    .await;
+    let class = eventually("the StorageClass", async || {
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("cinder")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(
+        class.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+    wait_condition(&admin, NS, "cinder", "Available", "True").await;
+    wait_condition(&admin, NS, "cinder", "Degraded", "False").await;
+    let cd = eventually("children with generations", async || {
+        let cd = get(&admin, NS, "cinder").await?;
+        let status = cd.status.as_ref()?;
+        status
+            .children
+            .iter()
+            .any(|c| c.resource == "daemonsets" && c.last_generation > 0)
+            .then_some(cd)
+    })
+    .await;
+    let status = cd.status.clone().unwrap();
+    assert_eq!(status.observed_generation, cd.metadata.generation);
+    assert_eq!(
+        status.state,
+        Some(api::operator_v1::ManagementState::Managed)
+    );
+    assert!(
+        cd.metadata
+            .finalizers
+            .unwrap()
+            .contains(&FINALIZER.to_owned())
+    );
+
+    // Idle: nothing written.
+    quiet(&cluster).await;
+    cluster.clear_requests();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(cluster.count_writes(AGENT), 0);
+
+    // Drift: someone edits a ClusterRole we own; it is put back.
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
+    roles
+        .patch(
+            "csi-cinderplugin-csi-provisioner-role",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"rules": []})),
+        )
+        .await
+        .unwrap();
+    eventually("the ClusterRole restored", async || {
+        let role = roles
+            .get("csi-cinderplugin-csi-provisioner-role")
+            .await
+            .unwrap();
+        role.rules.filter(|r| !r.is_empty())
+    })
+    .await;
+    eventually("an Event naming the restored operand", async || {
+        let events = Api::<Event>::namespaced(admin.clone(), NS)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("OperandDriftRestored")
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("csi-cinderplugin-csi-provisioner-role"))
+        })
+    })
+    .await;
+
+    // Deleted by someone: recreated, and said so.
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
+    let uid = daemon_sets.get("cinder-node").await.unwrap().metadata.uid;
+    daemon_sets
+        .delete("cinder-node", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the DaemonSet recreated", async || {
+        daemon_sets
+            .get_opt("cinder-node")
+            .await
+            .unwrap()
+            .filter(|ds| ds.metadata.uid != uid)
+    })
+    .await;
+    eventually("an Event saying it was recreated", async || {
+        let events = Api::<Event>::namespaced(admin.clone(), NS)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("OperandRecreated")
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("DaemonSet/csi/cinder-node"))
+        })
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_invalid_object_gets_a_condition_and_nothing_is_applied() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    let mut object = example("hostpath.yaml", NS);
+    object["spec"]["driverPerNodeTemplate"]["spec"]["volumes"][0]["name"] = json!("socket-dir");
+    object["spec"]["driverPerNodeTemplate"]["spec"]["containers"][0]["volumeMounts"][0]["name"] =
+        json!("socket-dir");
+    create(&admin, object).await;
+    let (_, reason, message) = wait_condition(&admin, NS, "hostpath", "Degraded", "True").await;
+    assert_eq!(reason, "TemplateConflict");
+    assert!(
+        message.contains("spec.driverPerNodeTemplate.spec.volumes[0].name"),
+        "{message}"
+    );
+    quiet(&cluster).await;
+    assert!(
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("hostpath.csi.k8s.io")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt("hostpath-node")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let roles = Api::<ClusterRole>::all(admin.clone())
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert!(roles.items.iter().all(|r| {
+        !r.metadata
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("hostpath.csi.k8s.io")
+    }));
+
+    // Fixed: it converges.
+    Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS)
+        .patch(
+            "hostpath",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"driverPerNodeTemplate": example("hostpath.yaml", NS)["spec"]["driverPerNodeTemplate"]}})),
+        )
+        .await
+        .unwrap();
+    wait_condition(&admin, NS, "hostpath", "Degraded", "False").await;
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("hostpath.csi.k8s.io")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_second_claimant_of_a_driver_name_is_refused() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    eventually("the first claimant's CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    let mut second = example("fuse-ondelete.yaml", "other");
+    second["metadata"]["name"] = json!("second");
+    create(&admin, second).await;
+    let (_, reason, message) = wait_condition(&admin, "other", "second", "Degraded", "True").await;
+    assert_eq!(reason, "DriverNameClaimed");
+    assert!(message.contains("csi/csi-s3"), "{message}");
+    assert!(
+        Api::<DaemonSet>::namespaced(admin.clone(), "other")
+            .get_opt("second-node")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+
+    // A CSIDriver nobody declared blocks its name too.
+    Api::<CSIDriver>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "foreign.csi.example.com"}, "spec": {}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut third = example("fuse-ondelete.yaml", "other");
+    third["metadata"]["name"] = json!("third");
+    third["spec"]["driverName"] = json!("foreign.csi.example.com");
+    create(&admin, third).await;
+    let (_, reason, _) = wait_condition(&admin, "other", "third", "Degraded", "True").await;
+    assert_eq!(reason, "CSIDriverExists");
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn deletion_cleans_cluster_scoped_objects_once_volumes_are_gone() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    eventually("the StorageClass", async || {
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("csi-s3")
+            .await
+            .unwrap()
+    })
+    .await;
+    wait_condition(&admin, NS, "csi-s3", "Available", "True").await;
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    volumes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "pv-1"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "csi": {"driver": "ru.yandex.s3.csi", "volumeHandle": "bucket-1"},
+                },
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let api = Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS);
+    api.delete("csi-s3", &DeleteParams::default())
+        .await
+        .unwrap();
+    let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
+    assert_eq!(reason, "VolumesInUse");
+    assert!(message.contains("1 PersistentVolumes"), "{message}");
+    eventually("the ClusterRoles removed", async || {
+        let roles = Api::<ClusterRole>::all(admin.clone())
+            .list(&Default::default())
+            .await
+            .unwrap();
+        roles
+            .items
+            .iter()
+            .all(|r| {
+                !r.metadata
+                    .name
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("ru.yandex.s3.csi")
+            })
+            .then_some(())
+    })
+    .await;
+    assert!(
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("csi-s3")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        volumes.get_opt("pv-1").await.unwrap().is_some(),
+        "volumes are never touched"
+    );
+
+    volumes
+        .delete("pv-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the CSIDriverDeployment gone", async || {
+        get(&admin, NS, "csi-s3").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("csi-s3")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    eventually("the DaemonSet collected", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt("csi-s3-node")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn removed_deletes_and_unmanaged_leaves_alone() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    let api = Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS);
+    let state = |s: &str| Patch::Merge(json!({"spec": {"managementState": s}}));
+
+    api.patch("csi-s3", &PatchParams::default(), &state("Unmanaged"))
+        .await
+        .unwrap();
+    eventually("state Unmanaged", async || {
+        let cd = get(&admin, NS, "csi-s3").await?;
+        (cd.status?.state == Some(api::operator_v1::ManagementState::Unmanaged)).then_some(())
+    })
+    .await;
+    let ds: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
+    ds.patch(
+        "csi-s3-node",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"edited": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    quiet(&cluster).await;
+    assert!(
+        ds.get("csi-s3-node")
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap()
+            .contains_key("edited")
+    );
+
+    api.patch("csi-s3", &PatchParams::default(), &state("Removed"))
+        .await
+        .unwrap();
+    eventually("everything removed", async || {
+        let gone = Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+            .is_none()
+            && ds.get_opt("csi-s3-node").await.unwrap().is_none()
+            && Api::<StorageClass>::all(admin.clone())
+                .get_opt("csi-s3")
+                .await
+                .unwrap()
+                .is_none();
+        gone.then_some(())
+    })
+    .await;
+    wait_condition(&admin, NS, "csi-s3", "Available", "False").await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_storage_class_with_new_parameters_is_recreated() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    let object = example("fuse-ondelete.yaml", NS);
+    create(&admin, object.clone()).await;
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let first = eventually("the StorageClass", async || {
+        classes.get_opt("csi-s3").await.unwrap()
+    })
+    .await;
+    let mut templates = object["spec"]["storageClassTemplates"].clone();
+    templates[0]["parameters"]["mounter"] = json!("rclone");
+    Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS)
+        .patch(
+            "csi-s3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassTemplates": templates}})),
+        )
+        .await
+        .unwrap();
+    let second = eventually("the StorageClass with the new parameters", async || {
+        classes.get_opt("csi-s3").await.unwrap().filter(|c| {
+            c.parameters
+                .as_ref()
+                .is_some_and(|p| p["mounter"] == "rclone")
+        })
+    })
+    .await;
+    assert_ne!(first.metadata.uid, second.metadata.uid, "a new object");
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_write_is_degraded_naming_the_object_and_retried() {
+    let (cluster, admin) = setup().await;
+    cluster.inject(testkit::FaultRule::status(
+        Some("patch"),
+        Some("daemonsets"),
+        500,
+    ));
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
+    assert_eq!(reason, "SyncFailed");
+    assert!(message.contains("DaemonSet csi/csi-s3-node"), "{message}");
+    // The rest is applied.
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    cluster.clear_faults();
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+    eventually("the DaemonSet", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
+            .get_opt("csi-s3-node")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}
