@@ -605,7 +605,11 @@ pub struct CustomTLSProfile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ciphers: Vec<String>,
     /// VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13.
-    #[serde(rename = "minTLSVersion", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "minTLSVersion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub min_tls_version: Option<String>,
 }
 
