@@ -63,10 +63,22 @@ pub struct DriverDef {
     /// Cloud credentials of the controller, if the driver needs any.
     #[serde(default)]
     pub credentials: Option<CredentialsDef>,
+    /// ConfigMaps of the operand namespace that the operator derives from a ConfigMap it
+    /// observes (e.g. the driver's cloud config from the cluster's); see [`crate::derived`].
+    #[serde(default)]
+    pub config_maps: Vec<crate::derived::DerivedConfigMapDef>,
     /// Behaviour that data cannot express. Not part of the table; set by the driver module.
     #[serde(skip)]
     pub hooks: Hooks,
+    /// Whether the driver can run with these inputs; an error (why not, and what would fix it)
+    /// makes the operator report `<prefix>DriverControllerServiceControllerDisabled` and apply
+    /// nothing. Set by the driver module, not part of the table.
+    #[serde(skip)]
+    pub precondition: Option<Precondition>,
 }
+
+/// See [`DriverDef::precondition`].
+pub type Precondition = fn(&Inputs) -> Result<(), String>;
 
 /// A hook on the controller Deployment, run after every generic hook.
 pub type DeploymentHook = fn(&Inputs, &mut Deployment);
@@ -174,6 +186,13 @@ pub enum VolumeSourceDef {
     Secret {
         /// The Secret's name.
         secret_name: String,
+    },
+    /// A ConfigMap of the operand namespace (e.g. one the operator derives, see
+    /// [`crate::derived`]); its hash rolls the pods when it changes.
+    #[serde(rename_all = "camelCase")]
+    ConfigMap {
+        /// The ConfigMap's name.
+        config_map_name: String,
     },
     /// A bound service account token (for workload identity).
     #[serde(rename_all = "camelCase")]

@@ -237,6 +237,12 @@ pub struct Inputs {
     pub csi_driver_ephemeral_profile: Option<String>,
     /// TLS settings of the metrics proxies.
     pub tls: ServingTls,
+    /// The data of the source ConfigMaps of derived ConfigMaps that exist, by
+    /// `namespace/name` (see [`crate::derived`]).
+    pub source_config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// What the driver operator's probe found outside the cluster (e.g. the share types a
+    /// cloud offers), for the driver's hooks; empty without a probe.
+    pub probe_facts: Vec<String>,
 }
 
 impl Inputs {
@@ -258,15 +264,23 @@ impl Inputs {
             storage_classes: Vec::new(),
             csi_driver_ephemeral_profile: None,
             tls: ServingTls::default(),
+            source_config_maps: BTreeMap::new(),
+            probe_facts: Vec::new(),
         }
     }
 
     /// Inputs for offline rendering: as [`Inputs::new`], plus every optional CRD on OpenShift
-    /// topologies (none on plain Kubernetes).
+    /// topologies (none on plain Kubernetes) and the example sources of derived ConfigMaps.
     pub fn offline(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
         let mut inputs = Self::new(def, topology, env);
         if topology.is_openshift() {
             inputs.crds = OptionalCrds::all();
+        }
+        for derived in def.config_maps.iter().filter(|d| !d.example.is_empty()) {
+            inputs
+                .source_config_maps
+                .entry(derived.source.id())
+                .or_insert_with(|| derived.example.clone());
         }
         inputs
     }

@@ -16,6 +16,7 @@
 //! - [`status`]: condition names and workload conditions from observed objects.
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
+//! - [`derived`]: operand ConfigMaps generated from an observed ConfigMap (cloud configs).
 //! - [`render`](mod@render): everything, in order.
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
@@ -37,6 +38,7 @@
 //!   templates) so controllers can watch their operands by label.
 
 pub mod def;
+pub mod derived;
 pub mod hash;
 pub mod hooks;
 pub mod inputs;

@@ -5,6 +5,7 @@
 use csi::DriverDef;
 
 pub mod gcp_pd;
+pub mod openstack_cinder;
 
 /// A driver could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -38,11 +39,18 @@ struct Entry {
     def: fn() -> Result<DriverDef, DriverError>,
 }
 
-const CATALOGUE: &[Entry] = &[Entry {
-    short_name: gcp_pd::SHORT_NAME,
-    csi_name: gcp_pd::CSI_NAME,
-    def: gcp_pd::def,
-}];
+const CATALOGUE: &[Entry] = &[
+    Entry {
+        short_name: gcp_pd::SHORT_NAME,
+        csi_name: gcp_pd::CSI_NAME,
+        def: gcp_pd::def,
+    },
+    Entry {
+        short_name: openstack_cinder::SHORT_NAME,
+        csi_name: openstack_cinder::CSI_NAME,
+        def: openstack_cinder::def,
+    },
+];
 
 /// The short names of every driver in the catalogue.
 pub fn short_names() -> Vec<&'static str> {

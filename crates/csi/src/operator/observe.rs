@@ -3,9 +3,10 @@
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
 //! default-class rule must see other classes); nodes only on plain Kubernetes. Kinds whose CRD
 //! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
-//! their CRD exists.
+//! their CRD exists. Source ConfigMaps of derived ConfigMaps (e.g. `openshift-config/cloud-provider-config`)
+//! are watched by name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -160,6 +161,11 @@ pub struct Observed {
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
     /// Optional kinds.
     pub optional: BTreeMap<OptionalKind, OptionalObjects>,
+    /// The source ConfigMaps of derived ConfigMaps that exist (see [`crate::derived`]).
+    pub source_config_maps: Vec<ConfigMap>,
+    /// The last answer of the driver's probe, when it has one: the facts it found, or why
+    /// the driver cannot run here.
+    pub probe: Option<Result<Vec<String>, String>>,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -195,6 +201,8 @@ pub struct Caches {
     crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
+    /// One cache per source ConfigMap of derived ConfigMaps.
+    sources: Vec<Store<ConfigMap>>,
 }
 
 impl std::fmt::Debug for Caches {
@@ -281,6 +289,16 @@ impl Caches {
             crds,
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
+            sources: source_ids(def)
+                .into_iter()
+                .map(|(namespace, name)| {
+                    informers.watch(
+                        &format!("configmaps {namespace}/{name} (source)"),
+                        Api::namespaced(c(), &namespace),
+                        named(&name),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -371,8 +389,18 @@ impl Caches {
                 .collect(),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
             optional,
+            source_config_maps: self.sources.iter().filter_map(single).collect(),
+            probe: None,
         }
     }
+}
+
+/// The distinct source ConfigMaps (namespace, name) of the driver's derived ConfigMaps.
+pub fn source_ids(def: &DriverDef) -> BTreeSet<(String, String)> {
+    def.config_maps
+        .iter()
+        .map(|d| (d.source.namespace.clone(), d.source.name.clone()))
+        .collect()
 }
 
 /// Starts the caches and waits for them to sync.
