@@ -219,6 +219,41 @@ fn render_platform_prints_every_operand_of_its_drivers() {
 }
 
 #[test]
+fn render_platform_vsphere_prints_a_complete_install() {
+    let output = storage_operator(&["render", "--platform", "VSphere"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let docs = documents(&stdout(&output));
+    find(&docs, "Deployment", "vmware-vsphere-csi-driver-operator");
+    find(&docs, "ClusterCSIDriver", "csi.vsphere.vmware.com");
+    let controller = find(&docs, "Deployment", "vmware-vsphere-csi-driver-controller");
+    let containers = controller["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert!(containers.iter().any(|c| c["name"] == "vsphere-syncer"));
+    find(&docs, "DaemonSet", "vmware-vsphere-csi-driver-node");
+    find(&docs, "CSIDriver", "csi.vsphere.vmware.com");
+    let config = find(&docs, "ConfigMap", "vsphere-csi-config");
+    assert!(
+        config["data"]["cloud.conf"]
+            .as_str()
+            .unwrap()
+            .contains("[VirtualCenter")
+    );
+    find(
+        &docs,
+        "ConfigMap",
+        "internal-feature-states.csi.vsphere.vmware.com",
+    );
+    find(&docs, "StorageClass", "thin-csi");
+    find(&docs, "VolumeSnapshotClass", "thin-csi-vsc");
+    find(
+        &docs,
+        "CredentialsRequest",
+        "openshift-vmware-vsphere-csi-driver-operator",
+    );
+}
+
+#[test]
 fn render_driver_follows_topology_and_image_env() {
     let output = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
         .args([

@@ -48,6 +48,10 @@ pub struct DriverDef {
     pub removable: bool,
     /// The images of the driver and every sidecar.
     pub images: Images,
+    /// Further images the driver's hooks use (e.g. vSphere's syncer, Manila's NFS node
+    /// plugin), by role; resolved into [`Inputs::extra_images`].
+    #[serde(default)]
+    pub extra_images: BTreeMap<String, ImageDef>,
     /// The controller Deployment.
     pub controller: ControllerDef,
     /// The node DaemonSet.

@@ -142,6 +142,14 @@ pub struct ResolvedImages {
     pub kube_rbac_proxy: String,
 }
 
+/// An image from the operator's environment variable when set and not empty, else its default.
+pub fn resolve(image: &ImageDef, env: &BTreeMap<String, String>) -> String {
+    env.get(&image.env)
+        .filter(|v| !v.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| image.default.clone())
+}
+
 impl ResolvedImages {
     /// Resolves every image of `images` from `env` (the operator's environment, passed in).
     pub fn from_env(images: &Images, env: &BTreeMap<String, String>) -> Self {
@@ -228,6 +236,9 @@ pub struct Inputs {
     pub config_map_hashes: BTreeMap<String, String>,
     /// The images to run.
     pub images: ResolvedImages,
+    /// The driver's extra images by role ([`DriverDef::extra_images`]), resolved as
+    /// [`ResolvedImages`] are.
+    pub extra_images: BTreeMap<String, String>,
     /// Which optional CRDs exist.
     pub crds: OptionalCrds,
     /// StorageClasses that exist now.
@@ -260,6 +271,11 @@ impl Inputs {
             secret_hashes: BTreeMap::new(),
             config_map_hashes: BTreeMap::new(),
             images: ResolvedImages::from_env(&def.images, env),
+            extra_images: def
+                .extra_images
+                .iter()
+                .map(|(role, image)| (role.clone(), resolve(image, env)))
+                .collect(),
             crds: OptionalCrds::default(),
             storage_classes: Vec::new(),
             csi_driver_ephemeral_profile: None,

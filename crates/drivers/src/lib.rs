@@ -6,6 +6,7 @@ use csi::DriverDef;
 
 pub mod gcp_pd;
 pub mod openstack_cinder;
+pub mod vsphere;
 
 /// A driver could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +50,11 @@ const CATALOGUE: &[Entry] = &[
         short_name: openstack_cinder::SHORT_NAME,
         csi_name: openstack_cinder::CSI_NAME,
         def: openstack_cinder::def,
+    },
+    Entry {
+        short_name: vsphere::SHORT_NAME,
+        csi_name: vsphere::CSI_NAME,
+        def: vsphere::def,
     },
 ];
 
