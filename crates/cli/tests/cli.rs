@@ -254,6 +254,54 @@ fn render_platform_vsphere_prints_a_complete_install() {
 }
 
 #[test]
+fn render_platform_openstack_prints_cinder_and_manila() {
+    let output = storage_operator(&["render", "--platform", "OpenStack"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let docs = documents(&stdout(&output));
+    for (driver, prefix, operator) in [
+        (
+            "cinder.csi.openstack.org",
+            "openstack-cinder",
+            "openstack-cinder-csi-driver-operator",
+        ),
+        (
+            "manila.csi.openstack.org",
+            "openstack-manila",
+            "manila-csi-driver-operator",
+        ),
+    ] {
+        find(&docs, "ClusterCSIDriver", driver);
+        find(&docs, "CSIDriver", driver);
+        find(&docs, "Deployment", operator);
+        find(
+            &docs,
+            "Deployment",
+            &format!("{prefix}-csi-driver-controller"),
+        );
+        find(&docs, "DaemonSet", &format!("{prefix}-csi-driver-node"));
+    }
+    let conf = find(&docs, "ConfigMap", "cloud-conf");
+    assert!(
+        conf["data"]["cloud.conf"]
+            .as_str()
+            .unwrap()
+            .contains("clouds-file = /etc/openstack/clouds.yaml")
+    );
+    find(&docs, "StorageClass", "standard-csi");
+    find(&docs, "StorageClass", "csi-manila-default");
+    find(
+        &docs,
+        "CredentialsRequest",
+        "openshift-cinder-csi-driver-operator",
+    );
+    find(
+        &docs,
+        "CredentialsRequest",
+        "openshift-manila-csi-driver-operator",
+    );
+}
+
+#[test]
 fn render_driver_follows_topology_and_image_env() {
     let output = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
         .args([

@@ -79,7 +79,18 @@ pub struct DriverDef {
     /// nothing. Set by the driver module, not part of the table.
     #[serde(skip)]
     pub precondition: Option<Precondition>,
+    /// StorageClasses computed from the inputs (e.g. one per share type the cloud offers),
+    /// built after the table's. Set by the driver module, not part of the table.
+    #[serde(skip)]
+    pub storage_class_generator: Option<StorageClassGenerator>,
+    /// Probe facts that offline renders use ([`Inputs::offline`]), so a render shows what
+    /// depends on them; never used by the operator.
+    #[serde(default)]
+    pub probe_example: Vec<String>,
 }
+
+/// See [`DriverDef::storage_class_generator`].
+pub type StorageClassGenerator = fn(&Inputs) -> Vec<StorageClassDef>;
 
 /// See [`DriverDef::precondition`].
 pub type Precondition = fn(&Inputs) -> Result<(), String>;

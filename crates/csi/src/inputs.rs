@@ -292,6 +292,7 @@ impl Inputs {
         if topology.is_openshift() {
             inputs.crds = OptionalCrds::all();
         }
+        inputs.probe_facts = def.probe_example.clone();
         for derived in def.config_maps.iter().filter(|d| !d.example.is_empty()) {
             inputs
                 .source_config_maps

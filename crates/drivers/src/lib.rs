@@ -6,6 +6,7 @@ use csi::DriverDef;
 
 pub mod gcp_pd;
 pub mod openstack_cinder;
+pub mod openstack_manila;
 pub mod vsphere;
 
 /// A driver could not be produced.
@@ -52,6 +53,11 @@ const CATALOGUE: &[Entry] = &[
         def: openstack_cinder::def,
     },
     Entry {
+        short_name: openstack_manila::SHORT_NAME,
+        csi_name: openstack_manila::CSI_NAME,
+        def: openstack_manila::def,
+    },
+    Entry {
         short_name: vsphere::SHORT_NAME,
         csi_name: vsphere::CSI_NAME,
         def: vsphere::def,
@@ -75,6 +81,17 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
     let def = (entry.def)()?;
     def.validate()?;
     Ok(def)
+}
+
+/// What the driver operator of `def` asks outside the cluster, if anything (Manila: the
+/// cloud's share types).
+pub fn probe(def: &DriverDef) -> Option<csi::operator::ProbeConfig> {
+    (def.short_name == openstack_manila::SHORT_NAME).then(|| {
+        openstack_manila::probe(
+            openstack_manila::OpenStackShareTypes,
+            openstack_manila::PROBE_INTERVAL,
+        )
+    })
 }
 
 /// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).

@@ -88,3 +88,48 @@ fn vsphere_without_credentials_is_available_as_disabled() {
         Some(REASON_DRIVER_DISABLED)
     );
 }
+
+#[test]
+fn manila_without_share_types_is_available_as_disabled_and_enabled_once_they_exist() {
+    let now = Timestamp::from_second(1_800_000_000).unwrap();
+    let entry = find("openstack-manila").unwrap();
+    assert!(entry.allow_disabled);
+    for answer in [
+        Ok(vec![]),
+        Err("cannot list the Manila share types: 503".to_owned()),
+    ] {
+        let mut observed = observed("manila.csi.openstack.org", "OpenStack");
+        observed.probe = Some(answer);
+        let status = planned_status("openstack-manila", &observed);
+        let conditions = storage_conditions(&entry, Some(&status), now);
+        assert_eq!(conditions[0].type_, "ManilaCSIDriverOperatorCRAvailable");
+        assert_eq!(conditions[0].status, ConditionStatus::True);
+        assert_eq!(
+            conditions[0].reason.as_deref(),
+            Some(REASON_DRIVER_DISABLED)
+        );
+    }
+
+    // Share types appear: the driver plans its operands and Disabled turns False.
+    let def = drivers::by_name("openstack-manila").unwrap();
+    let mut observed = observed("manila.csi.openstack.org", "OpenStack");
+    observed.probe = Some(Ok(vec!["default".to_owned()]));
+    let plan = csi::operator::plan::plan(
+        &def,
+        &BTreeMap::new(),
+        &observed,
+        &Time(Timestamp::from_second(1_800_000_000).unwrap()),
+    );
+    assert!(
+        plan.steps
+            .iter()
+            .any(|s| s.operand.key() == "StorageClass/csi-manila-default")
+    );
+    let disabled = plan
+        .status
+        .iter()
+        .flat_map(|p| &p.part.conditions)
+        .find(|c| c.type_ == "OpenStackManilaDriverControllerServiceControllerDisabled")
+        .unwrap();
+    assert_eq!(disabled.status, ConditionStatus::False);
+}
