@@ -64,9 +64,12 @@ pub fn driver(
         &namespace,
         &lease,
         move |client, metrics, readiness, shutdown| async move {
-            csi::operator::run(client, def, settings, metrics, readiness, shutdown)
-                .await
-                .map_err(anyhow::Error::from)
+            let probe = drivers::probe(&def);
+            csi::operator::run_with_probe(
+                client, def, settings, probe, metrics, readiness, shutdown,
+            )
+            .await
+            .map_err(anyhow::Error::from)
         },
     )
 }

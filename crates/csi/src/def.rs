@@ -52,6 +52,10 @@ pub struct DriverDef {
     pub removal_blocked_by_volumes: bool,
     /// The images of the driver and every sidecar.
     pub images: Images,
+    /// Further images the driver's hooks use (e.g. vSphere's syncer, Manila's NFS node
+    /// plugin), by role; resolved into [`Inputs::extra_images`].
+    #[serde(default)]
+    pub extra_images: BTreeMap<String, ImageDef>,
     /// The controller Deployment.
     pub controller: ControllerDef,
     /// The node DaemonSet.
@@ -72,10 +76,33 @@ pub struct DriverDef {
     /// Hooks see their data in [`Inputs::copied_config_maps`].
     #[serde(default)]
     pub copied_config_maps: Vec<CopiedConfigMapDef>,
+    /// ConfigMaps of the operand namespace that the operator derives from a ConfigMap it
+    /// observes (e.g. the driver's cloud config from the cluster's); see [`crate::derived`].
+    #[serde(default)]
+    pub config_maps: Vec<crate::derived::DerivedConfigMapDef>,
     /// Behaviour that data cannot express. Not part of the table; set by the driver module.
     #[serde(skip)]
     pub hooks: Hooks,
+    /// Whether the driver can run with these inputs; an error (why not, and what would fix it)
+    /// makes the operator report `<prefix>DriverControllerServiceControllerDisabled` and apply
+    /// nothing. Set by the driver module, not part of the table.
+    #[serde(skip)]
+    pub precondition: Option<Precondition>,
+    /// StorageClasses computed from the inputs (e.g. one per share type the cloud offers),
+    /// built after the table's. Set by the driver module, not part of the table.
+    #[serde(skip)]
+    pub storage_class_generator: Option<StorageClassGenerator>,
+    /// Probe facts that offline renders use ([`Inputs::offline`]), so a render shows what
+    /// depends on them; never used by the operator.
+    #[serde(default)]
+    pub probe_example: Vec<String>,
 }
+
+/// See [`DriverDef::storage_class_generator`].
+pub type StorageClassGenerator = fn(&Inputs) -> Vec<StorageClassDef>;
+
+/// See [`DriverDef::precondition`].
+pub type Precondition = fn(&Inputs) -> Result<(), String>;
 
 /// A hook on the controller Deployment, run after every generic hook.
 pub type DeploymentHook = fn(&Inputs, &mut Deployment);
@@ -187,6 +214,13 @@ pub enum VolumeSourceDef {
     Secret {
         /// The Secret's name.
         secret_name: String,
+    },
+    /// A ConfigMap of the operand namespace (e.g. one the operator derives, see
+    /// [`crate::derived`]); its hash rolls the pods when it changes.
+    #[serde(rename_all = "camelCase")]
+    ConfigMap {
+        /// The ConfigMap's name.
+        config_map_name: String,
     },
     /// A bound service account token (for workload identity).
     #[serde(rename_all = "camelCase")]

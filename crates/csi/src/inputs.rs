@@ -142,6 +142,14 @@ pub struct ResolvedImages {
     pub kube_rbac_proxy: String,
 }
 
+/// An image from the operator's environment variable when set and not empty, else its default.
+pub fn resolve(image: &ImageDef, env: &BTreeMap<String, String>) -> String {
+    env.get(&image.env)
+        .filter(|v| !v.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| image.default.clone())
+}
+
 impl ResolvedImages {
     /// Resolves every image of `images` from `env` (the operator's environment, passed in).
     pub fn from_env(images: &Images, env: &BTreeMap<String, String>) -> Self {
@@ -228,6 +236,9 @@ pub struct Inputs {
     pub config_map_hashes: BTreeMap<String, String>,
     /// The images to run.
     pub images: ResolvedImages,
+    /// The driver's extra images by role ([`DriverDef::extra_images`]), resolved as
+    /// [`ResolvedImages`] are.
+    pub extra_images: BTreeMap<String, String>,
     /// Which optional CRDs exist.
     pub crds: OptionalCrds,
     /// StorageClasses that exist now.
@@ -239,6 +250,12 @@ pub struct Inputs {
     pub tls: ServingTls,
     /// The data of each source of [`DriverDef::copied_config_maps`] that exists, by name.
     pub copied_config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// The data of the source ConfigMaps of derived ConfigMaps that exist, by
+    /// `namespace/name` (see [`crate::derived`]).
+    pub source_config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// What the driver operator's probe found outside the cluster (e.g. the share types a
+    /// cloud offers), for the driver's hooks; empty without a probe.
+    pub probe_facts: Vec<String>,
 }
 
 impl Inputs {
@@ -256,20 +273,34 @@ impl Inputs {
             secret_hashes: BTreeMap::new(),
             config_map_hashes: BTreeMap::new(),
             images: ResolvedImages::from_env(&def.images, env),
+            extra_images: def
+                .extra_images
+                .iter()
+                .map(|(role, image)| (role.clone(), resolve(image, env)))
+                .collect(),
             crds: OptionalCrds::default(),
             storage_classes: Vec::new(),
             csi_driver_ephemeral_profile: None,
             tls: ServingTls::default(),
             copied_config_maps: BTreeMap::new(),
+            source_config_maps: BTreeMap::new(),
+            probe_facts: Vec::new(),
         }
     }
 
     /// Inputs for offline rendering: as [`Inputs::new`], plus every optional CRD on OpenShift
-    /// topologies (none on plain Kubernetes).
+    /// topologies (none on plain Kubernetes) and the example sources of derived ConfigMaps.
     pub fn offline(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
         let mut inputs = Self::new(def, topology, env);
         if topology.is_openshift() {
             inputs.crds = OptionalCrds::all();
+        }
+        inputs.probe_facts = def.probe_example.clone();
+        for derived in def.config_maps.iter().filter(|d| !d.example.is_empty()) {
+            inputs
+                .source_config_maps
+                .entry(derived.source.id())
+                .or_insert_with(|| derived.example.clone());
         }
         inputs
     }

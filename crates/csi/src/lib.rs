@@ -16,6 +16,7 @@
 //! - [`status`]: condition names and workload conditions from observed objects.
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
+//! - [`derived`]: operand ConfigMaps generated from an observed ConfigMap (cloud configs).
 //! - [`render`](mod@render): everything, in order.
 //! - [`declared`]: a user's CSIDriverDeployment as one more source of a `DriverDef`.
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
@@ -39,6 +40,7 @@
 
 pub mod declared;
 pub mod def;
+pub mod derived;
 pub mod hash;
 pub mod hooks;
 pub mod inputs;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::def::DriverDef;
 use crate::inputs::Inputs;
-use crate::{metrics, names, rbac, storage, workloads};
+use crate::{derived, metrics, names, rbac, storage, workloads};
 
 /// One desired operand. Kinds without a typed struct (ServiceMonitor, VolumeSnapshotClass,
 /// CredentialsRequest) are JSON values with `apiVersion` and `kind`.
@@ -138,6 +138,14 @@ pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Val
 /// configuration, the CSIDriver, metrics, workloads, then classes and credentials. On plain
 /// Kubernetes this includes the shared sidecar ClusterRoles (see [`rbac`]).
 pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
+    // Derived ConfigMaps are built in this pass; the workloads carry their hashes.
+    let hashed;
+    let inputs = if def.config_maps.is_empty() {
+        inputs
+    } else {
+        hashed = derived::with_derived_hashes(def, inputs);
+        &hashed
+    };
     let mut out = Vec::new();
     out.extend(
         rbac::build_service_accounts(def)
@@ -177,6 +185,12 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
     out.extend(
         build_copied_config_maps(def, inputs)
             .into_iter()
+            .map(Operand::ConfigMap),
+    );
+    out.extend(
+        derived::build_derived_config_maps(def, inputs)
+            .into_iter()
+            .flatten()
             .map(Operand::ConfigMap),
     );
     out.push(Operand::CSIDriver(storage::build_csi_driver(def, inputs)));

@@ -72,6 +72,24 @@ pub fn default_class_annotation(name: &str, inputs: &Inputs) -> String {
     if other_default { "false" } else { "true" }.to_owned()
 }
 
+/// The classes of the table this cluster gets (after the filter), then the generated ones.
+fn wanted_classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageClassDef> {
+    let mut classes: Vec<StorageClassDef> = def
+        .storage_classes
+        .iter()
+        .filter(|sc| {
+            def.hooks
+                .storage_class_filter
+                .is_none_or(|keep| keep(inputs, sc))
+        })
+        .cloned()
+        .collect();
+    if let Some(generate) = def.storage_class_generator {
+        classes.extend(generate(inputs));
+    }
+    classes
+}
+
 fn build_storage_class(def: &DriverDef, sc: &StorageClassDef, inputs: &Inputs) -> StorageClass {
     let mut class = StorageClass {
         metadata: names::meta(def, sc.name.clone(), None),
@@ -105,13 +123,8 @@ pub fn build_storage_classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageCla
     if inputs.spec.storage_class_state() != StorageClassStateName::Managed {
         return Vec::new();
     }
-    def.storage_classes
+    wanted_classes(def, inputs)
         .iter()
-        .filter(|sc| {
-            def.hooks
-                .storage_class_filter
-                .is_none_or(|keep| keep(inputs, sc))
-        })
         .map(|sc| build_storage_class(def, sc, inputs))
         .collect()
 }
@@ -124,14 +137,9 @@ pub fn storage_classes_to_delete(def: &DriverDef, inputs: &Inputs) -> Vec<String
     }
     // Only the classes this cluster would get: a class of the same name outside the selection
     // is somebody else's.
-    def.storage_classes
-        .iter()
-        .filter(|sc| {
-            def.hooks
-                .storage_class_filter
-                .is_none_or(|keep| keep(inputs, sc))
-        })
-        .map(|sc| sc.name.clone())
+    wanted_classes(def, inputs)
+        .into_iter()
+        .map(|sc| sc.name)
         .collect()
 }
 

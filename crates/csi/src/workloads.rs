@@ -7,11 +7,12 @@ use k8s_openapi::api::apps::v1::{
     DeploymentStrategy, RollingUpdateDaemonSet, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
-    HTTPGetAction, HostPathVolumeSource, Lifecycle, LifecycleHandler, ObjectFieldSelector,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, ProjectedVolumeSource,
-    ResourceRequirements, SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection,
-    Toleration, Volume, VolumeMount, VolumeProjection, WeightedPodAffinityTerm,
+    Affinity, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
+    EnvVarSource, ExecAction, HTTPGetAction, HostPathVolumeSource, Lifecycle, LifecycleHandler,
+    ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe,
+    ProjectedVolumeSource, ResourceRequirements, SecretVolumeSource, SecurityContext,
+    ServiceAccountTokenProjection, Toleration, Volume, VolumeMount, VolumeProjection,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -148,6 +149,12 @@ fn volume_from_def(v: &VolumeDef) -> Volume {
             volume.secret = Some(SecretVolumeSource {
                 secret_name: Some(secret_name.clone()),
                 ..SecretVolumeSource::default()
+            });
+        }
+        VolumeSourceDef::ConfigMap { config_map_name } => {
+            volume.config_map = Some(ConfigMapVolumeSource {
+                name: config_map_name.clone(),
+                ..ConfigMapVolumeSource::default()
             });
         }
         VolumeSourceDef::ServiceAccountToken { audience, path } => {

@@ -11,8 +11,11 @@ pub mod azure_file;
 mod common;
 pub mod gcp_pd;
 pub mod ibm_vpc_block;
+pub mod openstack_cinder;
+pub mod openstack_manila;
 pub mod powervs_block;
 pub mod smb;
+pub mod vsphere;
 
 /// A driver could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +90,21 @@ const CATALOGUE: &[Entry] = &[
         csi_name: powervs_block::CSI_NAME,
         def: powervs_block::def,
     },
+    Entry {
+        short_name: openstack_cinder::SHORT_NAME,
+        csi_name: openstack_cinder::CSI_NAME,
+        def: openstack_cinder::def,
+    },
+    Entry {
+        short_name: openstack_manila::SHORT_NAME,
+        csi_name: openstack_manila::CSI_NAME,
+        def: openstack_manila::def,
+    },
+    Entry {
+        short_name: vsphere::SHORT_NAME,
+        csi_name: vsphere::CSI_NAME,
+        def: vsphere::def,
+    },
 ];
 
 /// The short names of every driver in the catalogue.
@@ -106,6 +124,17 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
     let def = (entry.def)()?;
     def.validate()?;
     Ok(def)
+}
+
+/// What the driver operator of `def` asks outside the cluster, if anything (Manila: the
+/// cloud's share types).
+pub fn probe(def: &DriverDef) -> Option<csi::operator::ProbeConfig> {
+    (def.short_name == openstack_manila::SHORT_NAME).then(|| {
+        openstack_manila::probe(
+            openstack_manila::OpenStackShareTypes,
+            openstack_manila::PROBE_INTERVAL,
+        )
+    })
 }
 
 /// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).

@@ -187,6 +187,17 @@ pub fn build_rbac(
             &["create", "patch", "update"],
         ),
     ];
+    // The ConfigMaps it derives operand ConfigMaps from (the cloud config), by name.
+    let sources: BTreeSet<String> = csi::operator::observe::source_ids(def)
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect();
+    if !sources.is_empty() {
+        cluster_rules.push(PolicyRule {
+            resource_names: Some(sources.into_iter().collect()),
+            ..rule(&[""], &["configmaps"], READ)
+        });
+    }
     // What it writes: exactly the kinds it renders.
     let mut cluster_written = BTreeSet::new();
     let mut namespaced_written = BTreeSet::new();

@@ -620,9 +620,9 @@ async fn every_platform_gets_its_drivers_or_a_reason() {
         (
             "OpenStack",
             &["openstack-manila", "openstack-cinder"][..],
-            false,
+            true,
         ),
-        ("VSphere", &["vsphere"][..], false),
+        ("VSphere", &["vsphere"][..], true),
         ("IBMCloud", &["ibm-vpc-block"][..], true),
         ("PowerVS", &["powervs-block"][..], true),
         ("BareMetal", &[][..], true),

@@ -203,6 +203,11 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         // The declared controller keeps its own finalizer while PersistentVolumes exist.
         removal_blocked_by_volumes: false,
         copied_config_maps: Vec::new(),
+        config_maps: Vec::new(),
+        extra_images: Default::default(),
+        precondition: None,
+        storage_class_generator: None,
+        probe_example: Vec::new(),
         images: Images {
             driver: image(""),
             provisioner: image(PROVISIONER_IMAGE),

@@ -109,11 +109,52 @@ pub fn operator_name(def: &DriverDef) -> String {
     format!("{}-csi-driver-operator", def.short_name)
 }
 
+/// Asks something outside the cluster whether the driver can run, and what it offers (e.g.
+/// the share types of an OpenStack cloud). Behind a trait so tests use a fake.
+pub trait Probe: Send + Sync {
+    /// The facts found (given to the driver's hooks as [`crate::Inputs::probe_facts`]), or
+    /// why the driver cannot run here (reported as its Disabled condition).
+    fn check(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>>;
+}
+
+/// A probe and how often to ask it again (its answer can change without any watch event).
+#[derive(Clone)]
+pub struct ProbeConfig {
+    /// The probe.
+    pub probe: std::sync::Arc<dyn Probe>,
+    /// The time between two checks.
+    pub interval: Duration,
+}
+
+impl std::fmt::Debug for ProbeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeConfig")
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Runs the driver operator of `def` until `shutdown` completes.
 pub async fn run(
     client: Client,
     def: DriverDef,
     settings: Settings,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    run_with_probe(client, def, settings, None, metrics, readiness, shutdown).await
+}
+
+/// [`run`], asking `probe` (when set) on every reconcile and at least every
+/// `probe.interval` whether the driver can run.
+pub async fn run_with_probe(
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    probe: Option<ProbeConfig>,
     metrics: Metrics,
     readiness: Readiness,
     shutdown: impl Future<Output = ()>,
@@ -148,6 +189,7 @@ pub async fn run(
         applied: Mutex::default(),
         name: name.clone(),
         log_level: Default::default(),
+        probe,
     };
     opkit::runtime::run(
         &name,
@@ -174,11 +216,20 @@ struct Context {
     name: String,
     /// Follows the ClusterCSIDriver's operatorLogLevel.
     log_level: opkit::log_level::LogLevelSync,
+    /// Asks whether the driver can run here.
+    probe: Option<ProbeConfig>,
 }
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let def = &context.def;
-    let observed = context.caches.observe();
+    let mut observed = context.caches.observe();
+    if let Some(probe) = &context.probe {
+        let answer = probe.probe.check().await;
+        if let Err(reason) = &answer {
+            tracing::info!(driver = %def.short_name, %reason, "the driver cannot run here");
+        }
+        observed.probe = Some(answer);
+    }
     if let Some(driver) = &observed.cluster_csi_driver {
         let level = driver.spec.operator.operator_log_level();
         context
@@ -269,7 +320,11 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             messages: failures.into_iter().map(|(_, _, m)| m).collect(),
         });
     }
-    Ok(plan.requeue)
+    let probe_again = context.probe.as_ref().map(|p| p.interval);
+    Ok(match (plan.requeue, probe_again) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
 }
 
 fn kind_of(operand: &Operand) -> &'static str {

@@ -5,8 +5,10 @@
 //! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
 //! their CRD exists. The sources of a driver's copied ConfigMaps are watched by name in their
 //! own namespaces; PersistentVolumes only for drivers whose removal waits for them.
+//! Source ConfigMaps of derived ConfigMaps (e.g. `openshift-config/cloud-provider-config`)
+//! are watched by name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -179,6 +181,11 @@ pub struct Observed {
     pub copied_config_map_sources: Vec<ConfigMap>,
     /// Every PersistentVolume, only for drivers whose removal waits for their volumes.
     pub persistent_volumes: Vec<PersistentVolume>,
+    /// The source ConfigMaps of derived ConfigMaps that exist (see [`crate::derived`]).
+    pub source_config_maps: Vec<ConfigMap>,
+    /// The last answer of the driver's probe, when it has one: the facts it found, or why
+    /// the driver cannot run here.
+    pub probe: Option<Result<Vec<String>, String>>,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -218,6 +225,8 @@ pub struct Caches {
     persistent_volumes: Option<Store<PersistentVolume>>,
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
+    /// One cache per source ConfigMap of derived ConfigMaps.
+    sources: Vec<Store<ConfigMap>>,
 }
 
 impl std::fmt::Debug for Caches {
@@ -327,6 +336,16 @@ impl Caches {
                 .then(|| informers.watch("persistentvolumes", Api::all(c()), Config::default())),
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
+            sources: source_ids(def)
+                .into_iter()
+                .map(|(namespace, name)| {
+                    informers.watch(
+                        &format!("configmaps {namespace}/{name} (source)"),
+                        Api::namespaced(c(), &namespace),
+                        named(&name),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -433,8 +452,18 @@ impl Caches {
                 .as_ref()
                 .map(snapshot)
                 .unwrap_or_default(),
+            source_config_maps: self.sources.iter().filter_map(single).collect(),
+            probe: None,
         }
     }
+}
+
+/// The distinct source ConfigMaps (namespace, name) of the driver's derived ConfigMaps.
+pub fn source_ids(def: &DriverDef) -> BTreeSet<(String, String)> {
+    def.config_maps
+        .iter()
+        .map(|d| (d.source.namespace.clone(), d.source.name.clone()))
+        .collect()
 }
 
 /// Starts the caches and waits for them to sync.

@@ -230,6 +230,31 @@ pub fn inputs(
                 .insert(name, source.data.clone().unwrap_or_default());
         }
     }
+    for source in &observed.source_config_maps {
+        let id = format!(
+            "{}/{}",
+            source.namespace().unwrap_or_default(),
+            source.name_any()
+        );
+        inputs
+            .source_config_maps
+            .insert(id, source.data.clone().unwrap_or_default());
+    }
+    // The derived ConfigMaps applied last: their hashes stand until a new one is generated.
+    for derived in &def.config_maps {
+        if let Some(applied) = observed
+            .config_maps
+            .iter()
+            .find(|c| c.name_any() == derived.name)
+        {
+            inputs
+                .config_map_hashes
+                .insert(derived.name.clone(), hash::config_map_hash(applied));
+        }
+    }
+    if let Some(Ok(facts)) = &observed.probe {
+        inputs.probe_facts = facts.clone();
+    }
     if let Some(secret) = &observed.credentials_secret {
         inputs
             .secret_hashes
@@ -509,7 +534,16 @@ pub fn plan(
             return plan;
         }
     };
+    let disabled = match &observed.probe {
+        Some(Err(reason)) => Some(reason.clone()),
+        _ => def.precondition.and_then(|check| check(&inputs).err()),
+    };
+    if let Some(reason) = disabled {
+        plan.status.extend(disabled_status(def, &reason));
+        return plan;
+    }
     let storage_class_error = storage::validate_storage_class_state(&inputs).err();
+    let derived_errors = crate::derived::derived_config_map_errors(def, &inputs);
 
     for operand in render_operands(def, &inputs) {
         let group = Group::of(&operand);
@@ -625,6 +659,14 @@ pub fn plan(
         ),
         ..StatusPart::default()
     };
+    if def.precondition.is_some() || observed.probe.is_some() {
+        controller_part.conditions.push(condition(
+            disabled_type(def),
+            ConditionStatus::False,
+            status::REASON_AS_EXPECTED,
+            "",
+        ));
+    }
     if let Some(d) = deployment {
         controller_part.generations.push(generation(
             "deployments",
@@ -662,7 +704,13 @@ pub fn plan(
         (
             Group::Static,
             StatusPart {
-                conditions: vec![degraded(def, Group::Static, None)],
+                conditions: vec![degraded(
+                    def,
+                    Group::Static,
+                    (!derived_errors.is_empty())
+                        .then(|| derived_errors.join("\n"))
+                        .as_deref(),
+                )],
                 ..StatusPart::default()
             },
         ),
@@ -694,6 +742,70 @@ pub fn plan(
         });
     }
     plan
+}
+
+/// Reason of the Disabled condition when the driver cannot run on this cluster.
+pub const REASON_PRECONDITION_NOT_SATISFIED: &str = "PreConditionNotSatisfied";
+
+/// `<prefix>DriverControllerServiceControllerDisabled`: True when the driver cannot run here
+/// (its precondition or probe said why); cluster-storage-operator then reports the driver
+/// Available with `DriverDisabled` when the registry allows it.
+pub fn disabled_type(def: &DriverDef) -> String {
+    format!("{}Disabled", Group::ControllerService.controller(def))
+}
+
+/// The status of a driver that cannot run here: Disabled True with `reason` as the message,
+/// nothing progressing or degraded. Operands applied earlier are left alone (their volumes may
+/// still need unmounting); the workloads' Available conditions are dropped, so the roll-up
+/// reads the driver as disabled rather than unavailable.
+fn disabled_status(def: &DriverDef, reason: &str) -> Vec<ControllerStatus> {
+    let controller = Group::ControllerService.controller(def);
+    let node = Group::NodeService.controller(def);
+    let part = |group: Group, conditions: Vec<OperatorCondition>| ControllerStatus {
+        group: Some(group),
+        controller: group.controller(def),
+        part: StatusPart {
+            conditions,
+            ..StatusPart::default()
+        },
+    };
+    vec![
+        part(Group::Static, vec![degraded(def, Group::Static, None)]),
+        part(
+            Group::ControllerService,
+            vec![
+                condition(
+                    disabled_type(def),
+                    ConditionStatus::True,
+                    REASON_PRECONDITION_NOT_SATISFIED,
+                    reason,
+                ),
+                condition(
+                    format!("{controller}Progressing"),
+                    ConditionStatus::False,
+                    REASON_PRECONDITION_NOT_SATISFIED,
+                    "",
+                ),
+                degraded(def, Group::ControllerService, None),
+            ],
+        ),
+        part(
+            Group::NodeService,
+            vec![
+                condition(
+                    format!("{node}Progressing"),
+                    ConditionStatus::False,
+                    REASON_PRECONDITION_NOT_SATISFIED,
+                    "",
+                ),
+                degraded(def, Group::NodeService, None),
+            ],
+        ),
+        part(
+            Group::StorageClass,
+            vec![degraded(def, Group::StorageClass, None)],
+        ),
+    ]
 }
 
 /// Puts the stable-generation annotation (see [`status::STABLE_GENERATION_ANNOTATION`]) on the

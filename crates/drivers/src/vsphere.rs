@@ -1,0 +1,494 @@
+//! VMware vSphere (`csi.vsphere.vmware.com`): the table in `vsphere.yaml` plus
+//! - `csi-vsphere.conf` (operand ConfigMap `vsphere-csi-config`, key `cloud.conf`) generated
+//!   from the cluster's cloud config (`openshift-config/cloud-provider-config`, key `config`,
+//!   INI) and `driverConfig.vSphere`: the vCenter and its datacenters, the cluster ID, topology
+//!   categories (`driverConfig.vSphere.topologyCategories`, else the cloud config's
+//!   `[Labels] region`/`zone`, which the installer writes for failure domains) and snapshot
+//!   limits;
+//! - the syncer container and the vCenter credentials (`VSPHERE_USER`/`VSPHERE_PASSWORD` from
+//!   the Secret `vmware-vsphere-cloud-credentials`, keys `<server>.username` and
+//!   `<server>.password`, as cloud-credential-operator writes them), never in a ConfigMap;
+//! - `MAX_VOLUMES_PER_NODE` from `driverConfig.vSphere.maxAllowedBlockVolumesPerNode` (59);
+//! - a precondition: without the credentials Secret, or with a cloud config the driver cannot
+//!   use, the operator reports `VMwareVSphereDriverControllerServiceControllerDisabled` with
+//!   the reason and applies nothing, rather than starting pods that crash-loop. Disabled, not
+//!   Degraded, as OpenShift's vSphere operator does since OCPBUGS-27159: a cluster whose
+//!   vSphere environment cannot serve volumes stays upgradeable and Available (reason
+//!   `DriverDisabled`), and the message says what to fix.
+
+use std::collections::BTreeMap;
+
+use csi::derived::ini;
+use csi::{DriverDef, Hooks, Inputs, names};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, SecretKeySelector};
+
+use crate::DriverError;
+
+/// The short name.
+pub const SHORT_NAME: &str = "vsphere";
+/// The CSI driver name.
+pub const CSI_NAME: &str = "csi.vsphere.vmware.com";
+/// The operand ConfigMap with `cloud.conf`.
+pub const CONFIG_MAP: &str = "vsphere-csi-config";
+/// The driver's feature-switch ConfigMap.
+pub const FEATURE_STATES_CONFIG_MAP: &str = "internal-feature-states.csi.vsphere.vmware.com";
+/// The credentials Secret (cloud-credential-operator's).
+pub const CREDENTIALS_SECRET: &str = "vmware-vsphere-cloud-credentials";
+/// The syncer container.
+pub const SYNCER_CONTAINER: &str = "vsphere-syncer";
+/// Snapshots per block volume when `driverConfig` does not say.
+pub const DEFAULT_MAX_SNAPSHOTS: u32 = 3;
+/// Block volumes per node when `driverConfig` does not say.
+pub const DEFAULT_MAX_VOLUMES_PER_NODE: u32 = 59;
+
+const SOURCE_ID: &str = "openshift-config/cloud-provider-config";
+const SOURCE_KEY: &str = "config";
+const TABLE: &str = include_str!("vsphere.yaml");
+
+/// The vSphere driver with its hooks.
+pub fn def() -> Result<DriverDef, DriverError> {
+    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    for derived in &mut def.config_maps {
+        derived.generate = Some(if derived.name == CONFIG_MAP {
+            generate_config
+        } else {
+            feature_states
+        });
+    }
+    def.hooks = Hooks {
+        deployment: vec![with_syncer_and_credentials, with_topology],
+        daemon_set: vec![with_max_volumes_per_node],
+        storage_class: Vec::new(),
+        storage_class_filter: None,
+        volume_snapshot_class: Vec::new(),
+    };
+    def.precondition = Some(precondition);
+    Ok(def)
+}
+
+/// What the driver's config says about the vCenter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VCenter {
+    /// Its host name or address.
+    pub server: String,
+    /// Datacenters, comma-separated.
+    pub datacenters: String,
+    /// Whether its certificate is not verified.
+    pub insecure: bool,
+    /// Its port, when not 443.
+    pub port: Option<String>,
+}
+
+fn parse_bool(field: &str, value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "true" | "yes" | "on" | "1" => Ok(true),
+        "false" | "no" | "off" | "0" => Ok(false),
+        _ => Err(format!(
+            "{field} = {value:?} is not a boolean: use true or false"
+        )),
+    }
+}
+
+/// The one vCenter of the cloud config: a `[VirtualCenter "<server>"]` section, else
+/// `[Workspace] server`. Several vCenters are refused (one set of credentials is passed).
+pub fn vcenter(sections: &ini::Sections) -> Result<VCenter, String> {
+    let vcenters: Vec<(&String, &BTreeMap<String, String>)> = sections
+        .iter()
+        .filter(|(name, _)| name.starts_with("VirtualCenter"))
+        .collect();
+    let workspace = sections.get("Workspace").cloned().unwrap_or_default();
+    let global = sections.get("Global").cloned().unwrap_or_default();
+    let (server, section) = match vcenters.as_slice() {
+        [] => match workspace.get("server").filter(|s| !s.is_empty()) {
+            Some(server) => (server.clone(), BTreeMap::new()),
+            None => {
+                return Err(
+                    "it names no vCenter: add a [VirtualCenter \"<server>\"] section or [Workspace] server"
+                        .to_owned(),
+                );
+            }
+        },
+        [(name, section)] => {
+            let server = name
+                .trim_start_matches("VirtualCenter")
+                .trim()
+                .trim_matches('"')
+                .to_owned();
+            if server.is_empty() {
+                return Err(
+                    "[VirtualCenter] has no server: write [VirtualCenter \"<server>\"]".to_owned(),
+                );
+            }
+            (server, (*section).clone())
+        }
+        more => {
+            return Err(format!(
+                "it names {} vCenters: this operator passes one set of credentials, so it supports one vCenter",
+                more.len()
+            ));
+        }
+    };
+    let datacenters = section
+        .get("datacenters")
+        .or_else(|| workspace.get("datacenter"))
+        .filter(|d| !d.trim().is_empty())
+        .cloned()
+        .ok_or_else(|| {
+            format!("vCenter {server} has no datacenters: set datacenters in its [VirtualCenter] section or [Workspace] datacenter")
+        })?;
+    let insecure = match section.get("insecure-flag").or(global.get("insecure-flag")) {
+        Some(v) => parse_bool("insecure-flag", v)?,
+        None => false,
+    };
+    let port = section
+        .get("port")
+        .or(global.get("port"))
+        .filter(|p| !p.is_empty())
+        .cloned();
+    if let Some(p) = &port
+        && p.parse::<u16>().is_err()
+    {
+        return Err(format!("port = {p:?} is not a port number"));
+    }
+    Ok(VCenter {
+        server,
+        datacenters,
+        insecure,
+        port,
+    })
+}
+
+/// Whether a cloud config is the newer YAML layout (top-level `global:` or `vcenter:`).
+fn looks_like_yaml(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim_end();
+        l.starts_with("global:") || l.starts_with("vcenter:")
+    })
+}
+
+/// The topology categories: `driverConfig.vSphere.topologyCategories` when set, else the
+/// cloud config's `[Labels] region` and `zone` (the installer's failure domains).
+pub fn topology_categories(inputs: &Inputs, sections: &ini::Sections) -> Vec<String> {
+    let configured = inputs
+        .spec
+        .driver_config
+        .as_ref()
+        .and_then(|c| c.vsphere.as_ref())
+        .and_then(|v| v.topology_categories.clone())
+        .unwrap_or_default();
+    if !configured.is_empty() {
+        return configured;
+    }
+    let labels = sections.get("Labels").cloned().unwrap_or_default();
+    ["region", "zone"]
+        .iter()
+        .filter_map(|k| labels.get(*k).filter(|v| !v.is_empty()).cloned())
+        .collect()
+}
+
+/// Generates `cloud.conf` (csi-vsphere.conf) from the cloud config and `driverConfig.vSphere`.
+/// An error names what to fix.
+pub fn generate_config(
+    inputs: &Inputs,
+    text: &str,
+    _data: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    if looks_like_yaml(text) {
+        return Err(
+            "it is in the YAML format (global:/vcenter:), which this operator does not read yet: write it in the INI format ([Global], [VirtualCenter \"<server>\"])"
+                .to_owned(),
+        );
+    }
+    let sections = ini::parse(text)?;
+    let vc = vcenter(&sections)?;
+    let config = inputs
+        .spec
+        .driver_config
+        .as_ref()
+        .and_then(|c| c.vsphere.clone())
+        .unwrap_or_default();
+    let limit = |field: &str, value: Option<u32>| -> Result<Option<u32>, String> {
+        match value {
+            Some(n) if !(1..=32).contains(&n) => Err(format!(
+                "driverConfig.vSphere.{field} = {n} is out of range: use 1 to 32"
+            )),
+            other => Ok(other),
+        }
+    };
+    let global_max = limit(
+        "globalMaxSnapshotsPerBlockVolume",
+        config.global_max_snapshots_per_block_volume,
+    )?
+    .unwrap_or(DEFAULT_MAX_SNAPSHOTS);
+    let vsan = limit(
+        "granularMaxSnapshotsPerBlockVolumeInVSAN",
+        config.granular_max_snapshots_per_block_volume_in_vsan,
+    )?;
+    let vvol = limit(
+        "granularMaxSnapshotsPerBlockVolumeInVVOL",
+        config.granular_max_snapshots_per_block_volume_in_vvol,
+    )?;
+
+    let cluster_id = inputs
+        .cluster_id
+        .clone()
+        .unwrap_or_else(|| "kubernetes".to_owned());
+    let mut out = vec![(
+        "Global".to_owned(),
+        vec![
+            ("cluster-id".to_owned(), cluster_id),
+            ("cluster-distribution".to_owned(), "OpenShift".to_owned()),
+        ],
+    )];
+    let mut vc_entries = vec![
+        ("insecure-flag".to_owned(), vc.insecure.to_string()),
+        ("datacenters".to_owned(), vc.datacenters.clone()),
+    ];
+    if let Some(port) = &vc.port {
+        vc_entries.push(("port".to_owned(), port.clone()));
+    }
+    out.push((format!("VirtualCenter \"{}\"", vc.server), vc_entries));
+    let categories = topology_categories(inputs, &sections);
+    if !categories.is_empty() {
+        out.push((
+            "Labels".to_owned(),
+            vec![("topology-categories".to_owned(), categories.join(","))],
+        ));
+    }
+    let mut snapshot = vec![(
+        "global-max-snapshots-per-block-volume".to_owned(),
+        global_max.to_string(),
+    )];
+    if let Some(n) = vsan {
+        snapshot.push((
+            "granular-max-snapshots-per-block-volume-vsan".to_owned(),
+            n.to_string(),
+        ));
+    }
+    if let Some(n) = vvol {
+        snapshot.push((
+            "granular-max-snapshots-per-block-volume-vvol".to_owned(),
+            n.to_string(),
+        ));
+    }
+    out.push(("Snapshot".to_owned(), snapshot));
+    Ok(BTreeMap::from([(
+        "cloud.conf".to_owned(),
+        ini::render(&out),
+    )]))
+}
+
+/// The driver's feature switches: a fixed set, what OpenShift enables.
+pub fn feature_states(
+    _inputs: &Inputs,
+    _text: &str,
+    _data: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    Ok([
+        ("async-query-volume", "true"),
+        ("block-volume-snapshot", "true"),
+        ("csi-auth-check", "true"),
+        ("csi-migration", "true"),
+        ("csi-windows-support", "false"),
+        ("list-volumes", "true"),
+        ("max-pvscsi-targets-per-vm", "true"),
+        ("online-volume-extend", "true"),
+        ("topology-preferential-datastores", "true"),
+        ("trigger-csi-fullsync", "false"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect())
+}
+
+fn source_sections(inputs: &Inputs) -> Option<ini::Sections> {
+    let text = inputs.source_config_maps.get(SOURCE_ID)?.get(SOURCE_KEY)?;
+    ini::parse(text).ok()
+}
+
+/// Whether the driver can work here: the credentials Secret exists and the cloud config gives
+/// a usable driver config. The error is the Disabled condition's message.
+pub fn precondition(inputs: &Inputs) -> Result<(), String> {
+    if !inputs.secret_hashes.contains_key(CREDENTIALS_SECRET) {
+        return Err(format!(
+            "Secret {}/{CREDENTIALS_SECRET} with the vCenter credentials does not exist: on OpenShift cloud-credential-operator writes it from the CredentialsRequest; elsewhere create it with keys <server>.username and <server>.password",
+            csi::def::DEFAULT_NAMESPACE
+        ));
+    }
+    let Some(data) = inputs.source_config_maps.get(SOURCE_ID) else {
+        return Err(format!(
+            "ConfigMap {SOURCE_ID} with the vSphere cloud config does not exist: create it with key {SOURCE_KEY}"
+        ));
+    };
+    let Some(text) = data.get(SOURCE_KEY) else {
+        return Err(format!("ConfigMap {SOURCE_ID} has no key {SOURCE_KEY}"));
+    };
+    generate_config(inputs, text, data)
+        .map(|_| ())
+        .map_err(|e| format!("the vSphere cloud config (key {SOURCE_KEY} of ConfigMap {SOURCE_ID}) cannot be used: {e}"))
+}
+
+fn secret_env(name: &str, key: String) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: CREDENTIALS_SECRET.to_owned(),
+                key,
+                optional: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+fn with_credentials(container: &mut Container, server: &str) {
+    let env = container.env.get_or_insert_with(Vec::new);
+    env.retain(|e| e.name != "VSPHERE_USER" && e.name != "VSPHERE_PASSWORD");
+    env.push(secret_env("VSPHERE_USER", format!("{server}.username")));
+    env.push(secret_env("VSPHERE_PASSWORD", format!("{server}.password")));
+}
+
+/// Adds the syncer (a copy of the driver container's settings, so it gets the same proxy, CA
+/// and config) and the vCenter credentials of both.
+pub fn with_syncer_and_credentials(inputs: &Inputs, deployment: &mut Deployment) {
+    let server = source_sections(inputs).and_then(|s| vcenter(&s).ok().map(|v| v.server));
+    // The credentials reach the pods as environment, not as a mounted volume, so the kit's
+    // hash hook does not see them: their hash is put here, and a rotation rolls the pods.
+    if let Some(hash) = inputs.secret_hashes.get(CREDENTIALS_SECRET) {
+        let key = csi::hash::annotation_key(
+            csi::def::DEFAULT_NAMESPACE,
+            CREDENTIALS_SECRET,
+            csi::hash::HashedKind::Secret,
+        );
+        deployment
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.clone(), hash.clone());
+        if let Some(spec) = deployment.spec.as_mut() {
+            spec.template
+                .metadata
+                .get_or_insert_with(Default::default)
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(key, hash.clone());
+        }
+    }
+    let Some(spec) = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    else {
+        return;
+    };
+    let Some(driver) = spec
+        .containers
+        .iter()
+        .find(|c| c.name == names::DRIVER_CONTAINER)
+        .cloned()
+    else {
+        return;
+    };
+    let mut syncer = driver;
+    syncer.name = SYNCER_CONTAINER.to_owned();
+    syncer.image = inputs.extra_images.get("syncer").cloned();
+    syncer.args = Some(vec![
+        "--leader-election".to_owned(),
+        format!(
+            "--leader-election-lease-duration={}",
+            names::LEADER_ELECTION_LEASE_DURATION
+        ),
+        format!(
+            "--leader-election-renew-deadline={}",
+            names::LEADER_ELECTION_RENEW_DEADLINE
+        ),
+        format!(
+            "--leader-election-retry-period={}",
+            names::LEADER_ELECTION_RETRY_PERIOD
+        ),
+        format!("--fss-name={FEATURE_STATES_CONFIG_MAP}"),
+        "--fss-namespace=$(CSI_NAMESPACE)".to_owned(),
+        format!("--v={}", inputs.verbosity()),
+    ]);
+    syncer.ports = None;
+    syncer.liveness_probe = None;
+    if let Some(env) = syncer.env.as_mut() {
+        env.retain(|e| e.name != "CSI_ENDPOINT" && !e.name.starts_with("X_CSI_"));
+        env.push(EnvVar {
+            name: "FULL_SYNC_INTERVAL_MINUTES".to_owned(),
+            value: Some("30".to_owned()),
+            ..EnvVar::default()
+        });
+    }
+    if let Some(mounts) = syncer.volume_mounts.as_mut() {
+        mounts.retain(|m| m.name != "socket-dir");
+    }
+    spec.containers.retain(|c| c.name != SYNCER_CONTAINER);
+    let position = spec
+        .containers
+        .iter()
+        .position(|c| c.name == names::DRIVER_CONTAINER)
+        .map_or(0, |i| i + 1);
+    spec.containers.insert(position, syncer);
+    if let Some(server) = server {
+        for container in spec
+            .containers
+            .iter_mut()
+            .filter(|c| c.name == names::DRIVER_CONTAINER || c.name == SYNCER_CONTAINER)
+        {
+            with_credentials(container, &server);
+        }
+    }
+}
+
+/// Without topology categories the provisioner neither asks for nor enforces topology.
+pub fn with_topology(inputs: &Inputs, deployment: &mut Deployment) {
+    let on = source_sections(inputs).is_some_and(|s| !topology_categories(inputs, &s).is_empty());
+    let containers = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .map(|s| s.containers.iter_mut());
+    for container in containers.into_iter().flatten() {
+        if container.name != "csi-provisioner" {
+            continue;
+        }
+        let args = container.args.get_or_insert_with(Vec::new);
+        args.retain(|a| a != "--strict-topology" && !a.starts_with("--feature-gates=Topology="));
+        args.push(format!("--feature-gates=Topology={on}"));
+        if on {
+            args.push("--strict-topology".to_owned());
+        }
+    }
+}
+
+/// `MAX_VOLUMES_PER_NODE` on the node driver.
+pub fn with_max_volumes_per_node(inputs: &Inputs, daemon_set: &mut DaemonSet) {
+    let max = inputs
+        .spec
+        .driver_config
+        .as_ref()
+        .and_then(|c| c.vsphere.as_ref())
+        .and_then(|v| v.max_allowed_block_volumes_per_node)
+        .filter(|n| (1..=255).contains(n))
+        .unwrap_or(DEFAULT_MAX_VOLUMES_PER_NODE);
+    let containers = daemon_set
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .map(|s| s.containers.iter_mut());
+    for container in containers.into_iter().flatten() {
+        if container.name == names::DRIVER_CONTAINER {
+            let env = container.env.get_or_insert_with(Vec::new);
+            env.retain(|e| e.name != "MAX_VOLUMES_PER_NODE");
+            env.push(EnvVar {
+                name: "MAX_VOLUMES_PER_NODE".to_owned(),
+                value: Some(max.to_string()),
+                ..EnvVar::default()
+            });
+        }
+    }
+}

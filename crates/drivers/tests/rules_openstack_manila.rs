@@ -1,0 +1,177 @@
+#![allow(clippy::unwrap_used)]
+//! The OpenStack Manila hooks: StorageClass names and parameters per share type (table tests,
+//! odd names included), the share-type precondition, the probe over a fake client, and the
+//! NFS node plugin.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::time::Duration;
+
+use csi::{DriverDef, Inputs, Topology};
+use drivers::openstack_manila::{self, ShareTypes, class_name, precondition, storage_classes};
+use rstest::rstest;
+
+fn manila() -> DriverDef {
+    drivers::by_name("openstack-manila").unwrap()
+}
+
+fn with_types(types: &[&str]) -> Inputs {
+    let def = manila();
+    let mut inputs = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    inputs.probe_facts = types.iter().map(|t| (*t).to_owned()).collect();
+    inputs
+}
+
+#[test]
+fn the_catalogue_has_manila_as_the_registry_names_it() {
+    let def = drivers::by_name("manila.csi.openstack.org").unwrap();
+    assert_eq!(def.short_name, "openstack-manila");
+    assert_eq!(def.condition_prefix, "OpenStackManila");
+    assert!(
+        def.storage_classes.is_empty(),
+        "classes come from share types"
+    );
+    assert!(def.storage_class_generator.is_some() && def.precondition.is_some());
+    assert_eq!(def.extra_images["nfs"].env, "MANILA_NFS_DRIVER_IMAGE");
+    assert!(drivers::probe(&def).is_some());
+    assert!(drivers::probe(&drivers::by_name("openstack-cinder").unwrap()).is_none());
+}
+
+#[rstest]
+#[case("default", Some("csi-manila-default"))]
+#[case("CephFS_Gold", Some("csi-manila-cephfs-gold"))]
+#[case("  nfs.fast ", Some("csi-manila-nfs-fast"))]
+#[case("___", None)]
+#[case("", None)]
+fn class_names(#[case] share_type: &str, #[case] want: Option<&str>) {
+    assert_eq!(class_name(share_type).as_deref(), want);
+}
+
+#[test]
+fn a_very_long_share_type_gives_a_valid_name() {
+    let name = class_name(&"x".repeat(400)).unwrap();
+    assert_eq!(name.len(), 253);
+}
+
+#[test]
+fn one_class_per_share_type_with_the_driver_secrets() {
+    let classes = storage_classes(&with_types(&["default", "gold", "Gold", "__"]));
+    let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["csi-manila-default", "csi-manila-gold"],
+        "collisions and unusable names dropped"
+    );
+    let gold = &classes[1];
+    assert_eq!(gold.parameters["type"], "gold");
+    assert_eq!(
+        gold.parameters["csi.storage.k8s.io/node-stage-secret-name"],
+        "csi-manila-secrets"
+    );
+    assert!(!gold.default && gold.allow_volume_expansion);
+    assert_eq!(gold.volume_binding_mode, "Immediate");
+    // And the kit builds them, none as the cluster default.
+    let built = csi::build_storage_classes(&manila(), &with_types(&["default"]));
+    assert_eq!(built.len(), 1);
+    assert!(built[0].metadata.annotations.is_none());
+}
+
+#[rstest]
+#[case::none(&[], false)]
+#[case::some(&["default"], true)]
+fn manila_runs_only_with_share_types(#[case] types: &[&str], #[case] runs: bool) {
+    let result = precondition(&with_types(types));
+    assert_eq!(result.is_ok(), runs);
+    if let Err(reason) = result {
+        assert!(reason.contains("no Manila share types"), "{reason}");
+    }
+}
+
+struct Fake(Result<Vec<&'static str>, &'static str>);
+
+impl ShareTypes for Fake {
+    fn share_types(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>> {
+        let answer = self
+            .0
+            .clone()
+            .map(|t| t.into_iter().map(str::to_owned).collect())
+            .map_err(str::to_owned);
+        Box::pin(async move { answer })
+    }
+}
+
+#[rstest]
+#[case::types(Ok(vec!["b", "a", "b"]), Ok(vec!["a", "b"]))]
+#[case::none(Ok(vec![]), Err("no Manila share types"))]
+#[case::cloud_error(
+    Err("401 Unauthorized"),
+    Err("cannot list the Manila share types of the cloud: 401 Unauthorized")
+)]
+#[tokio::test]
+async fn the_probe_turns_share_types_into_facts_or_a_reason(
+    #[case] answer: Result<Vec<&'static str>, &'static str>,
+    #[case] want: Result<Vec<&str>, &str>,
+) {
+    let probe = openstack_manila::probe(Fake(answer), Duration::from_secs(5));
+    assert_eq!(probe.interval, Duration::from_secs(5));
+    match (probe.probe.check().await, want) {
+        (Ok(got), Ok(want)) => assert_eq!(got, want),
+        (Err(got), Err(want)) => assert!(got.contains(want), "{got}"),
+        (got, want) => panic!("got {got:?}, want {want:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_real_client_says_it_cannot_ask_yet() {
+    let error = openstack_manila::OpenStackShareTypes
+        .share_types()
+        .await
+        .unwrap_err();
+    assert!(error.contains("not implemented"), "{error}");
+}
+
+#[test]
+fn the_nfs_node_plugin_runs_beside_manilas_on_the_forward_socket() {
+    let def = manila();
+    let env = BTreeMap::from([(
+        "MANILA_NFS_DRIVER_IMAGE".to_owned(),
+        "example.com/nfs:9".to_owned(),
+    )]);
+    let inputs = Inputs::new(&def, Topology::HighlyAvailable, &env);
+    let ds = csi::build_node_daemon_set(&def, &inputs);
+    let containers = ds.spec.unwrap().template.spec.unwrap().containers;
+    let manila = containers.iter().find(|c| c.name == "csi-driver").unwrap();
+    let nfs = containers
+        .iter()
+        .find(|c| c.name == "csi-nfs-node")
+        .unwrap();
+    assert_eq!(nfs.image.as_deref(), Some("example.com/nfs:9"));
+    let endpoint = "unix:///var/lib/kubelet/plugins/csi-nfsplugin/csi.sock";
+    assert!(
+        nfs.args
+            .as_ref()
+            .unwrap()
+            .contains(&format!("--endpoint={endpoint}"))
+    );
+    assert!(
+        manila
+            .args
+            .as_ref()
+            .unwrap()
+            .contains(&format!("--fwdendpoint={endpoint}"))
+    );
+    assert!(nfs.liveness_probe.is_none() && nfs.ports.is_none());
+    assert_eq!(
+        nfs.security_context.as_ref().unwrap().privileged,
+        Some(true)
+    );
+    let mounts: Vec<&str> = nfs
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(mounts, ["kubelet-dir", "fwd-plugin-dir"]);
+}
