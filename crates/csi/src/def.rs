@@ -72,7 +72,7 @@ pub struct DriverDef {
     #[serde(default)]
     pub credentials: Option<CredentialsDef>,
     /// ConfigMaps of other namespaces that the operator copies into the operand namespace
-    /// (same name) while they exist, so pods can mount them (e.g. a cloud's custom CA bundle).
+    /// while they exist, so pods can mount them (e.g. a cloud's custom CA bundle).
     /// Hooks see their data in [`Inputs::copied_config_maps`].
     #[serde(default)]
     pub copied_config_maps: Vec<CopiedConfigMapDef>,
@@ -460,8 +460,19 @@ pub struct CredentialsDef {
 pub struct CopiedConfigMapDef {
     /// The source's namespace (e.g. `openshift-config-managed`).
     pub namespace: String,
-    /// The source's name, also the copy's name.
+    /// The source's name.
     pub name: String,
+    /// The copy's name, when not the source's (OpenShift names some copies differently,
+    /// e.g. `azure-cloud-config`).
+    #[serde(default)]
+    pub copy_name: Option<String>,
+}
+
+impl CopiedConfigMapDef {
+    /// The copy's name in the operand namespace.
+    pub fn target(&self) -> &str {
+        self.copy_name.as_deref().unwrap_or(&self.name)
+    }
 }
 
 /// A `cloudcredential.openshift.io/v1` CredentialsRequest.
@@ -593,7 +604,7 @@ impl DriverDef {
                 problems.push("a copied ConfigMap needs both namespace and name".to_owned());
             }
         }
-        for name in duplicates(self.copied_config_maps.iter().map(|c| c.name.as_str())) {
+        for name in duplicates(self.copied_config_maps.iter().map(|c| c.target())) {
             problems.push(format!("copied ConfigMap {name} is listed twice"));
         }
         for name in duplicates(self.storage_classes.iter().map(|c| c.name.as_str())) {

@@ -248,7 +248,8 @@ pub struct Inputs {
     pub csi_driver_ephemeral_profile: Option<String>,
     /// TLS settings of the metrics proxies.
     pub tls: ServingTls,
-    /// The data of each source of [`DriverDef::copied_config_maps`] that exists, by name.
+    /// The data of each source of [`DriverDef::copied_config_maps`] that exists, by the name
+    /// of its copy.
     pub copied_config_maps: BTreeMap<String, BTreeMap<String, String>>,
     /// The data of the source ConfigMaps of derived ConfigMaps that exist, by
     /// `namespace/name` (see [`crate::derived`]).

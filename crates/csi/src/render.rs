@@ -94,15 +94,15 @@ pub fn build_trusted_ca_bundle_config_map(def: &DriverDef) -> ConfigMap {
     }
 }
 
-/// The copies of [`DriverDef::copied_config_maps`] whose source exists: same name and data,
+/// The copies of [`DriverDef::copied_config_maps`] whose source exists: the same data,
 /// in the operand namespace, labelled as operands.
 pub fn build_copied_config_maps(def: &DriverDef, inputs: &Inputs) -> Vec<ConfigMap> {
     def.copied_config_maps
         .iter()
         .filter_map(|copied| {
-            let data = inputs.copied_config_maps.get(&copied.name)?;
+            let data = inputs.copied_config_maps.get(copied.target())?;
             Some(ConfigMap {
-                metadata: names::ns_meta(def, copied.name.clone()),
+                metadata: names::ns_meta(def, copied.target().to_owned()),
                 data: Some(data.clone()),
                 ..ConfigMap::default()
             })

@@ -1,5 +1,6 @@
 //! Azure Disk (`disk.csi.azure.com`): the table in `azure_disk.yaml` plus hooks: the cluster's
-//! Azure cloud config (copied from `openshift-config/cloud-provider-config`; the node's
+//! Azure cloud config (copied from `openshift-config/cloud-provider-config` as
+//! `azure-cloud-config`, as OpenShift names it; the node's
 //! `/etc/kubernetes/azure.json` on plain Kubernetes without it), workload identity credentials,
 //! the disk encryption set of `driverConfig.azure.diskEncryptionSet` as a StorageClass
 //! parameter, and the Azure Stack Hub variant.
@@ -33,8 +34,9 @@ pub const CSI_NAME: &str = "disk.csi.azure.com";
 pub const DISK_ENCRYPTION_SET_PARAMETER: &str = "diskEncryptionSetID";
 /// The credentials Secret cloud-credential-operator writes.
 pub const CREDENTIALS_SECRET: &str = "azure-disk-credentials";
-/// The cluster's cloud config, copied from `openshift-config`.
-pub const CLOUD_CONFIG: &str = "cloud-provider-config";
+/// The copy of the cluster's cloud config (`openshift-config/cloud-provider-config`), named as
+/// OpenShift names it.
+pub const CLOUD_CONFIG: &str = "azure-cloud-config";
 /// Where the driver reads the Azure Stack Hub endpoints.
 pub const STACK_HUB_ENVIRONMENT_PATH: &str = "/etc/azure/azurestackcloud.json";
 

@@ -440,7 +440,7 @@ async fn azure_disk_on_azure_stack_hub_converges_with_its_endpoints_and_encrypti
         Some("/etc/kubernetes/config")
     );
     let copy = Api::<ConfigMap>::namespaced(admin.clone(), NS)
-        .get("cloud-provider-config")
+        .get("azure-cloud-config")
         .await
         .unwrap();
     assert!(copy.data.unwrap().contains_key("endpoints"));

@@ -289,7 +289,7 @@ fn cloud_config(inputs: &mut Inputs, endpoints: bool) {
     }
     inputs
         .copied_config_maps
-        .insert("cloud-provider-config".to_owned(), data);
+        .insert("azure-cloud-config".to_owned(), data);
 }
 
 #[test]
@@ -395,7 +395,7 @@ fn azure_cloud_config_comes_from_the_copy_or_the_node(
     assert!(volume.get(source).is_some(), "{volume}");
     let copies = csi::render(&def, &inputs)
         .into_iter()
-        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "cloud-provider-config")
+        .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "azure-cloud-config")
         .count();
     assert_eq!(copies, usize::from(copied));
 }

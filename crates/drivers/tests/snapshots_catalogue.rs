@@ -129,10 +129,10 @@ fn with_cloud_config(inputs: &mut Inputs, endpoints: bool) {
     }
     inputs
         .copied_config_maps
-        .insert("cloud-provider-config".to_owned(), data);
+        .insert("azure-cloud-config".to_owned(), data);
     inputs
         .config_map_hashes
-        .insert("cloud-provider-config".to_owned(), "cLoUdCfG=".to_owned());
+        .insert("azure-cloud-config".to_owned(), "cLoUdCfG=".to_owned());
 }
 
 /// Azure Disk with a disk encryption set, on Azure and on Azure Stack Hub.

@@ -220,14 +220,18 @@ pub fn inputs(
         }
     }
     for source in &observed.copied_config_map_sources {
-        let name = source.name_any();
-        if def.copied_config_maps.iter().any(|c| c.name == name) {
+        let copied = def.copied_config_maps.iter().find(|c| {
+            c.name == source.name_any()
+                && source.metadata.namespace.as_deref() == Some(&c.namespace)
+        });
+        if let Some(copied) = copied {
+            let target = copied.target().to_owned();
             inputs
                 .config_map_hashes
-                .insert(name.clone(), hash::config_map_hash(source));
+                .insert(target.clone(), hash::config_map_hash(source));
             inputs
                 .copied_config_maps
-                .insert(name, source.data.clone().unwrap_or_default());
+                .insert(target, source.data.clone().unwrap_or_default());
         }
     }
     for source in &observed.source_config_maps {
@@ -592,16 +596,17 @@ pub fn plan(
     credentials_request(&mut plan, def, env, observed, &inputs);
     // A copy outlives its source only until the next pass.
     for copied in &def.copied_config_maps {
-        let stale = !inputs.copied_config_maps.contains_key(&copied.name)
+        let target = copied.target();
+        let stale = !inputs.copied_config_maps.contains_key(target)
             && observed
                 .config_maps
                 .iter()
-                .any(|c| c.name_any() == copied.name && is_ours(c.labels(), def));
+                .any(|c| c.name_any() == target && is_ours(c.labels(), def));
         if stale {
             plan.deletions.push(Deletion {
                 group: Group::Static,
                 kind: DeleteKind::ConfigMap,
-                name: copied.name.clone(),
+                name: target.to_owned(),
             });
         }
     }

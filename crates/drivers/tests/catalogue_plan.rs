@@ -1,0 +1,200 @@
+//! The pure plan of the driver operator (`csi::operator::plan`) for what the catalogue added to
+//! the kit: removal guarded by bound volumes (AWS EFS) and ConfigMaps copied from other
+//! namespaces (AWS EBS).
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
+use csi::operator::observe::{Apis, Observed};
+use csi::operator::plan::{self, DeleteKind, Plan};
+use csi::render::Operand;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+fn now() -> Time {
+    Time(Timestamp::from_second(1_800_000_000).unwrap())
+}
+
+fn observed(def: &csi::DriverDef, spec: Value, finalizers: &[String]) -> Observed {
+    Observed {
+        apis: Apis {
+            infrastructure: true,
+            proxy: true,
+        },
+        cluster_csi_driver: Some(
+            serde_json::from_value::<ClusterCSIDriver>(json!({
+                "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+                "metadata": {"name": def.name, "generation": 2, "finalizers": finalizers},
+                "spec": spec
+            }))
+            .unwrap(),
+        ),
+        infrastructure: Some(
+            serde_json::from_value(json!({
+                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+                "metadata": {"name": "cluster"}, "spec": {},
+                "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+                           "platformStatus": {"type": "AWS", "aws": {"region": "us-east-2"}}}
+            }))
+            .unwrap(),
+        ),
+        ..Observed::default()
+    }
+}
+
+fn condition(plan: &Plan, type_: &str) -> Option<(ConditionStatus, String)> {
+    plan.status
+        .iter()
+        .flat_map(|p| p.part.conditions.iter())
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.message.clone().unwrap_or_default()))
+}
+
+fn pv(name: &str, driver: &str, phase: &str) -> PersistentVolume {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"csi": {"driver": driver, "volumeHandle": name}},
+        "status": {"phase": phase}
+    }))
+    .unwrap()
+}
+
+fn workloads(def: &csi::DriverDef, observed: &mut Observed) {
+    observed.deployments = vec![
+        serde_json::from_value::<Deployment>(
+            json!({"metadata": {"name": csi::names::controller(def), "namespace": def.namespace}}),
+        )
+        .unwrap(),
+    ];
+    observed.daemon_sets = vec![
+        serde_json::from_value::<DaemonSet>(
+            json!({"metadata": {"name": csi::names::node(def), "namespace": def.namespace}}),
+        )
+        .unwrap(),
+    ];
+}
+
+#[test]
+fn efs_removal_waits_while_a_volume_is_bound_then_proceeds() {
+    let def = drivers::by_name("aws-efs").unwrap();
+    let finalizers = plan::finalizers(&def).to_vec();
+    let mut observed = observed(&def, json!({"managementState": "Removed"}), &finalizers);
+    workloads(&def, &mut observed);
+    observed.persistent_volumes = vec![
+        pv("pv-efs", "efs.csi.aws.com", "Bound"),
+        pv("pv-ebs", "ebs.csi.aws.com", "Bound"),
+    ];
+
+    let blocked = plan::plan(&def, &Default::default(), &observed, &now());
+    assert!(blocked.deletions.is_empty(), "{:?}", blocked.deletions);
+    assert!(blocked.finalizers.is_none(), "the finalizers stay");
+    assert!(blocked.steps.is_empty());
+    let (status, message) = condition(&blocked, "AWSEFSRemovalProgressing").unwrap();
+    assert_eq!(status, ConditionStatus::True);
+    assert!(
+        message.contains("pv-efs") && !message.contains("pv-ebs"),
+        "{message}"
+    );
+
+    observed.persistent_volumes = vec![pv("pv-efs", "efs.csi.aws.com", "Released")];
+    let removing = plan::plan(&def, &Default::default(), &observed, &now());
+    let kinds: Vec<DeleteKind> = removing.deletions.iter().map(|d| d.kind).collect();
+    assert!(kinds.contains(&DeleteKind::Deployment) && kinds.contains(&DeleteKind::DaemonSet));
+    assert_eq!(removing.finalizers, Some(Vec::new()));
+    assert_eq!(
+        condition(&removing, "AWSEFSRemovalProgressing").unwrap().0,
+        ConditionStatus::False
+    );
+}
+
+#[test]
+fn managed_efs_reports_no_removal_and_other_drivers_do_not_have_the_condition() {
+    let efs = drivers::by_name("aws-efs").unwrap();
+    let plan = plan::plan(
+        &efs,
+        &Default::default(),
+        &observed(&efs, json!({"managementState": "Managed"}), &[]),
+        &now(),
+    );
+    assert_eq!(
+        condition(&plan, "AWSEFSRemovalProgressing").unwrap().0,
+        ConditionStatus::False
+    );
+    let ebs = drivers::by_name("aws-ebs").unwrap();
+    let plan = plan::plan(
+        &ebs,
+        &Default::default(),
+        &observed(&ebs, json!({"managementState": "Managed"}), &[]),
+        &now(),
+    );
+    assert!(condition(&plan, "AWSEBSRemovalProgressing").is_none());
+}
+
+fn source(pem: &str) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": "kube-cloud-config", "namespace": "openshift-config-managed"},
+        "data": {"ca-bundle.pem": pem}
+    }))
+    .unwrap()
+}
+
+fn copy_step(plan: &Plan) -> Option<ConfigMap> {
+    plan.steps.iter().find_map(|s| match &s.operand {
+        Operand::ConfigMap(cm) if cm.metadata.name.as_deref() == Some("kube-cloud-config") => {
+            Some(cm.clone())
+        }
+        _ => None,
+    })
+}
+
+#[test]
+fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
+    let def = drivers::by_name("aws-ebs").unwrap();
+    let mut observed = observed(&def, json!({"managementState": "Managed"}), &[]);
+    let template_hashes = |plan: &Plan| {
+        plan.steps
+            .iter()
+            .find_map(|s| match &s.operand {
+                Operand::Deployment(d) => d.spec.as_ref()?.template.metadata.clone()?.annotations,
+                _ => None,
+            })
+            .unwrap_or_default()
+    };
+
+    let without = plan::plan(&def, &Default::default(), &observed, &now());
+    assert!(copy_step(&without).is_none());
+    assert!(without.deletions.is_empty());
+
+    observed.copied_config_map_sources = vec![source("pem-1")];
+    let first = plan::plan(&def, &Default::default(), &observed, &now());
+    let copy = copy_step(&first).unwrap();
+    assert_eq!(
+        copy.metadata.namespace.as_deref(),
+        Some(def.namespace.as_str())
+    );
+    assert_eq!(copy.data.unwrap()["ca-bundle.pem"], "pem-1");
+
+    observed.copied_config_map_sources = vec![source("pem-2")];
+    let second = plan::plan(&def, &Default::default(), &observed, &now());
+    assert_ne!(
+        template_hashes(&first),
+        template_hashes(&second),
+        "a new bundle rolls"
+    );
+
+    // The source is gone while our copy exists: the copy is deleted.
+    observed.copied_config_map_sources = Vec::new();
+    observed.config_maps = vec![copy_step(&second).unwrap()];
+    let gone = plan::plan(&def, &Default::default(), &observed, &now());
+    assert!(copy_step(&gone).is_none());
+    assert!(
+        gone.deletions
+            .iter()
+            .any(|d| d.kind == DeleteKind::ConfigMap && d.name == "kube-cloud-config"),
+        "{:?}",
+        gone.deletions
+    );
+}
