@@ -17,6 +17,7 @@
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
 //! - [`render`](mod@render): everything, in order.
+//! - [`migration`]: in-tree to CSI migration translation (csi-translation-lib's behaviour).
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
 //! Where this differs from library-go on purpose:
@@ -41,6 +42,7 @@ pub mod hash;
 pub mod hooks;
 pub mod inputs;
 pub mod metrics;
+pub mod migration;
 pub mod names;
 pub mod operator;
 pub mod rbac;
