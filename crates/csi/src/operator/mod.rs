@@ -28,6 +28,7 @@
 //! - The DaemonSet's stable-generation annotation records the generation its own write
 //!   produces (see [`plan::with_stable_generation`]).
 
+pub mod migration;
 pub mod observe;
 pub mod plan;
 

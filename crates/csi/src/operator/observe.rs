@@ -1,8 +1,9 @@
 //! What a driver operator watches, and the snapshot of it each reconcile reads. Every cache is
 //! scoped: the ClusterCSIDriver, the CSIDriver, Infrastructure, Proxy, the credentials Secret
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
-//! default-class rule must see other classes); nodes only on plain Kubernetes. Kinds whose CRD
-//! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
+//! default-class rule must see other classes); nodes only on plain Kubernetes; for a driver
+//! that replaces an in-tree plugin, PVs and the metadata of PVCs and CSINodes (see
+//! [`super::migration`]). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
 //! their CRD exists.
 
 use std::collections::BTreeMap;
@@ -160,6 +161,8 @@ pub struct Observed {
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
     /// Optional kinds.
     pub optional: BTreeMap<OptionalKind, OptionalObjects>,
+    /// The CSI migration audit's figures (empty for a driver that is no migration target).
+    pub migration: super::migration::Observed,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -195,6 +198,8 @@ pub struct Caches {
     crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
+    /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
+    migration: Option<super::migration::Caches>,
 }
 
 impl std::fmt::Debug for Caches {
@@ -281,6 +286,7 @@ impl Caches {
             crds,
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
+            migration: super::migration::Caches::start(client, def, informers),
         }
     }
 
@@ -371,6 +377,11 @@ impl Caches {
                 .collect(),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
             optional,
+            migration: self
+                .migration
+                .as_ref()
+                .map(super::migration::Caches::observe)
+                .unwrap_or_default(),
         }
     }
 }
