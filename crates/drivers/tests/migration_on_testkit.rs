@@ -100,6 +100,36 @@ fn only_upgradeable_is_read_by_the_cso_roll_up() {
 }
 
 #[test]
+fn the_roll_up_turns_upgradeable_false_and_ignores_the_informational_conditions() {
+    use opkit::conditions::{Inertia, union_condition};
+    // In-tree volumes, nodes pending, driver down: only Upgradeable moves.
+    let part = status(&def(), &observed(&["pv-1"], 2, &["node-b"]), &[], false).unwrap();
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let union = |kind: &str, default: ConditionStatus| {
+        union_condition(kind, default, &Inertia::none(), &part.part.conditions, now)
+    };
+    let upgradeable = union("Upgradeable", ConditionStatus::True);
+    assert_eq!(upgradeable.status, ConditionStatus::False);
+    assert!(
+        upgradeable
+            .message
+            .unwrap_or_default()
+            .contains("would lose attach, mount and provisioning")
+    );
+    for (kind, default) in [
+        ("Available", ConditionStatus::True),
+        ("Progressing", ConditionStatus::False),
+        ("Degraded", ConditionStatus::False),
+    ] {
+        assert_eq!(
+            union(kind, default).reason.as_deref(),
+            Some(opkit::conditions::REASON_NO_DATA),
+            "{kind} picked up a migration condition"
+        );
+    }
+}
+
+#[test]
 fn node_lists_are_capped() {
     let pending: Vec<String> = (0..13).map(|i| format!("node-{i:02}")).collect();
     assert_eq!(
