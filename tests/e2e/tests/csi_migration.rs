@@ -118,7 +118,10 @@ async fn audit_reports_an_in_tree_volume_and_the_nodes() {
         "Unknown"
     } else if csi_nodes.iter().all(|n| {
         csi::operator::migration::lists_plugin(
-            n.metadata.annotations.as_ref().unwrap_or(&Default::default()),
+            n.metadata
+                .annotations
+                .as_ref()
+                .unwrap_or(&Default::default()),
             csi::migration::Plugin::GcePd,
         )
     }) {

@@ -71,10 +71,11 @@ fn csi(
     source: &AWSElasticBlockStoreVolumeSource,
 ) -> Result<CSIPersistentVolumeSource> {
     let handle = ebs_volume_id(field, &source.volume_id)?;
-    let mut attributes = BTreeMap::new();
-    if let Some(partition) = source.partition.filter(|p| *p != 0) {
-        attributes.insert(PARTITION.to_string(), partition.to_string());
-    }
+    // Upstream always sets the attribute, "0" for the whole disk.
+    let attributes = BTreeMap::from([(
+        PARTITION.to_string(),
+        source.partition.unwrap_or(0).to_string(),
+    )]);
     Ok(csi_source(
         PLUGIN,
         handle,
@@ -122,7 +123,8 @@ pub(crate) fn inline_to_csi(volume: &Volume, notes: &mut Vec<Note>) -> Result<Pe
             csi.volume_handle, csi.driver
         ),
     ));
-    Ok(inline_pv(PLUGIN, &source.volume_id, csi, "ReadWriteOnce"))
+    let unique = csi.volume_handle.clone();
+    Ok(inline_pv(PLUGIN, &unique, csi, "ReadWriteOnce"))
 }
 
 pub(crate) fn pv_to_in_tree(
@@ -159,7 +161,7 @@ pub(crate) fn pv_to_in_tree(
 }
 
 /// `us-east-1a` -> `us-east-1`; local zones (`us-west-2-lax-1a`) and wavelength zones
-/// (`us-east-1-wl1-bos-wlz-1`) -> the first three parts. All zones must share one region.
+/// (`us-east-1-wl1-bos-wlz-1`) -> their first three parts. All zones must share one region.
 pub(crate) fn region_from_zones(zones: &[String]) -> std::result::Result<String, String> {
     let mut regions = std::collections::BTreeSet::new();
     for zone in zones {
@@ -172,7 +174,8 @@ pub(crate) fn region_from_zones(zones: &[String]) -> std::result::Result<String,
                 region.push(&digit);
                 region.join("-")
             }
-            n if n >= 5 => parts[..3].join("-"),
+            // Local zones (5 parts) and wavelength zones (7 parts).
+            5 | 7 => parts[..3].join("-"),
             _ => return Err(format!("{zone:?} is not an AWS availability zone")),
         };
         regions.insert(region);

@@ -94,7 +94,8 @@ fn csi(field: &str, source: &AzureDiskVolumeSource) -> Result<CSIPersistentVolum
     ))
 }
 
-fn attribute_notes(prefix: &str, source: &AzureDiskVolumeSource, notes: &mut Vec<Note>) {
+/// `prefix` is the in-tree source's field, `csi` the output's CSI source field.
+fn attribute_notes(prefix: &str, csi: &str, source: &AzureDiskVolumeSource, notes: &mut Vec<Note>) {
     notes.push(Note::new(
         format!("{prefix}.diskURI"),
         "becomes the volumeHandle; diskName is not carried (the URI names the disk)",
@@ -112,7 +113,7 @@ fn attribute_notes(prefix: &str, source: &AzureDiskVolumeSource, notes: &mut Vec
         ));
     }
     notes.push(Note::new(
-        format!("volumeAttributes.{CSI_MIGRATION}"),
+        format!("{csi}.volumeAttributes.{CSI_MIGRATION}"),
         "added \"true\": tells the driver the volume comes from the in-tree plugin",
     ));
 }
@@ -122,7 +123,7 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
         return Ok(());
     };
     let csi = csi("spec.azureDisk.diskURI", &source)?;
-    attribute_notes("spec.azureDisk", &source, notes);
+    attribute_notes("spec.azureDisk", "spec.csi", &source, notes);
     notes.push(set_csi(pv, "azureDisk", csi));
     Ok(())
 }
@@ -132,7 +133,7 @@ pub(crate) fn inline_to_csi(volume: &Volume, notes: &mut Vec<Note>) -> Result<Pe
         return Err(TranslateError::unsupported("azureDisk", "missing"));
     };
     let csi = csi("azureDisk.diskURI", source)?;
-    attribute_notes("azureDisk", source, notes);
+    attribute_notes("azureDisk", "csi", source, notes);
     Ok(inline_pv(PLUGIN, &source.disk_name, csi, "ReadWriteOnce"))
 }
 

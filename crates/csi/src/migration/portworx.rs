@@ -35,7 +35,16 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
     let Some(source) = pv.spec.as_mut().and_then(|s| s.portworx_volume.take()) else {
         return Ok(());
     };
-    let csi = csi("spec.portworxVolume.volumeID", &source)?;
+    let mut csi = csi("spec.portworxVolume.volumeID", &source)?;
+    if csi.read_only.take().is_some() {
+        // Upstream's PersistentVolume translation does not carry readOnly; say so, as it
+        // changes how the volume is mounted.
+        notes.push(Note::new(
+            "spec.portworxVolume.readOnly",
+            "dropped by the translation: the CSI volume is published read-write unless the \
+             pod's volumeMount is readOnly",
+        ));
+    }
     notes.push(set_csi(pv, "portworxVolume", csi));
     Ok(())
 }
@@ -45,7 +54,12 @@ pub(crate) fn inline_to_csi(volume: &Volume, _notes: &mut Vec<Note>) -> Result<P
         return Err(TranslateError::unsupported("portworxVolume", "missing"));
     };
     let csi = csi("portworxVolume.volumeID", source)?;
-    Ok(inline_pv(PLUGIN, &source.volume_id, csi, "ReadWriteOnce"))
+    let mode = if source.read_only == Some(true) {
+        "ReadOnlyMany"
+    } else {
+        "ReadWriteOnce"
+    };
+    Ok(inline_pv(PLUGIN, &source.volume_id, csi, mode))
 }
 
 pub(crate) fn pv_to_in_tree(

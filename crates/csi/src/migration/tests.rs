@@ -461,6 +461,29 @@ fn vsphere_pv() {
 }
 
 #[test]
+fn portworx_pv_loses_read_only_as_upstream_does() {
+    let out = translate_pv_to_csi(&pv(
+        json!({}),
+        json!({"portworxVolume": {"volumeID": "px1", "readOnly": true}}),
+    ))
+    .expect("translates");
+    assert_eq!(
+        to_json(&out.object)["spec"]["csi"],
+        json!({"driver": "pxd.portworx.com", "volumeHandle": "px1"})
+    );
+    assert!(fields(&out.notes).contains(&"spec.portworxVolume.readOnly"));
+    let volume: Volume = serde_json::from_value(
+        json!({"name": "v", "portworxVolume": {"volumeID": "p1", "readOnly": true}}),
+    )
+    .expect("volume");
+    let inline = translate_inline_volume(&volume, "ns").expect("translates");
+    assert_eq!(
+        to_json(&inline.object)["spec"]["accessModes"],
+        json!(["ReadOnlyMany"])
+    );
+}
+
+#[test]
 fn portworx_pv_and_non_migratable_pv() {
     let out = translate_pv_to_csi(&pv(
         json!({}),
@@ -479,7 +502,7 @@ fn portworx_pv_and_non_migratable_pv() {
 // Inline volumes.
 
 #[rstest]
-#[case::ebs(json!({"name": "v", "awsElasticBlockStore": {"volumeID": "vol-1"}}), "ebs.csi.aws.com-vol-1", "vol-1", "ReadWriteOnce")]
+#[case::ebs(json!({"name": "v", "awsElasticBlockStore": {"volumeID": "aws://us-east-1a/vol-1"}}), "ebs.csi.aws.com-vol-1", "vol-1", "ReadWriteOnce")]
 #[case::gce(json!({"name": "v", "gcePersistentDisk": {"pdName": "d1"}}), "pd.csi.storage.gke.io-d1", "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d1", "ReadWriteOnce")]
 #[case::gce_ro(json!({"name": "v", "gcePersistentDisk": {"pdName": "d1", "readOnly": true}}), "pd.csi.storage.gke.io-d1", "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d1", "ReadOnlyMany")]
 #[case::azure_disk(json!({"name": "v", "azureDisk": {"diskName": "d1", "diskURI": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1"}}), "disk.csi.azure.com-d1", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1", "ReadWriteOnce")]
@@ -579,6 +602,8 @@ fn ebs_back_to_in_tree_derives_region() {
 #[case::aws_local_zone(&["us-west-2-lax-1a"], Ok("us-west-2"))]
 #[case::aws_gov(&["us-gov-east-1a"], Ok("us-gov-east-1"))]
 #[case::aws_two(&["us-west-2a", "us-east-1a"], Err(()))]
+#[case::aws_wavelength(&["us-east-1-wl1-bos-wlz-1"], Ok("us-east-1"))]
+#[case::aws_six_parts(&["us-east-1-wl1-bos-1"], Err(()))]
 #[case::aws_garbage(&["nowhere"], Err(()))]
 fn aws_regions(#[case] zones: &[&str], #[case] expected: Result<&str, ()>) {
     let zones: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
