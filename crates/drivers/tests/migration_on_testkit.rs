@@ -435,7 +435,13 @@ async fn reports_in_tree_volumes_half_migrated_nodes_and_an_in_tree_default() {
         "consider making the CSI class standard-csi",
     )
     .await;
-    condition_says(&admin, UPGRADEABLE, "True", "").await;
+    condition_says(
+        &admin,
+        UPGRADEABLE,
+        "True",
+        "in-tree volumes of kubernetes.io/gce-pd depend on pd.csi.storage.gke.io, which is available",
+    )
+    .await;
     // The admin's in-tree default is left alone.
     let standard = Api::<StorageClass>::all(admin.clone())
         .get("standard")
@@ -490,6 +496,16 @@ async fn reports_in_tree_volumes_half_migrated_nodes_and_an_in_tree_default() {
         VOLUMES,
         "False",
         "no PersistentVolume of kubernetes.io/gce-pd",
+    )
+    .await;
+    eventually(
+        "Upgradeable silent once no volume depends on the driver",
+        async || {
+            condition(&admin, UPGRADEABLE).await.filter(|c| {
+                c.status == ConditionStatus::True
+                    && c.message.as_deref().unwrap_or_default().is_empty()
+            })
+        },
     )
     .await;
     running.stop().await;

@@ -16,7 +16,9 @@
 //!   class. The operator never changes an admin's default.
 //! - `<Prefix>CSIMigrationUpgradeable`: False while in-tree volumes exist and the driver is not
 //!   Available (its controller Deployment or node DaemonSet): those volumes would lose attach,
-//!   mount and provisioning across an upgrade. The message names them.
+//!   mount and provisioning across an upgrade. The message names them. While True it says
+//!   whether in-tree volumes depend on the driver: cluster-storage-operator carries that into
+//!   `Storage/cluster` (`<Prefix>CSIDriverOperatorCRUpgradeable`).
 //!
 //! Only `...Upgradeable` ends in a suffix that cluster-storage-operator's roll-up reads
 //! (`Available`, `Progressing`, `Degraded`, `Upgradeable`): the other three are informational
@@ -339,11 +341,19 @@ pub fn status(
             ),
         )
     } else {
+        // Said only while in-tree volumes exist: this message is what reaches Storage and the
+        // ClusterOperator (the union carries the messages of its conditions). No count, so a
+        // new volume does not rewrite three statuses.
+        let message = if volumes.is_empty() {
+            String::new()
+        } else {
+            format!("in-tree volumes of {in_tree} depend on {driver}, which is available")
+        };
         condition(
             upgradeable_type(def),
             ConditionStatus::True,
             "AsExpected",
-            "",
+            message,
         )
     });
 
