@@ -16,6 +16,9 @@
 //!   shape, an empty volume ID for any plugin.
 //! - A vSphere CSI volume without the `initialvolumefilepath` attribute cannot go back to
 //!   in-tree (upstream returns an in-tree volume with an empty path).
+//!
+//! As upstream, StorageClasses translate one way only (in-tree to CSI), and Portworx
+//! PersistentVolumes lose `readOnly` (a note says so).
 
 mod aws_ebs;
 mod azure_disk;
@@ -311,6 +314,19 @@ pub fn translate_storage_class(sc: &StorageClass) -> Result<Translation<StorageC
         ),
     )];
     out.provisioner = plugin.csi_driver().to_string();
+    if sc
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
+        .is_some_and(|v| v == "true")
+    {
+        notes.push(Note::new(
+            format!("metadata.annotations[{DEFAULT_CLASS_ANNOTATION}]"),
+            "kept: created next to the in-tree class under another name, it would make a \
+             second default; keep the annotation on one of them",
+        ));
+    }
     let params = sc.parameters.clone().unwrap_or_default();
     let mut ctx = ScContext {
         allowed_topologies: out.allowed_topologies.take(),

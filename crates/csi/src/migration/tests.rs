@@ -154,6 +154,25 @@ fn storage_class_table(
 }
 
 #[test]
+fn a_default_class_keeps_its_annotation_with_a_warning() {
+    let mut class = sc("kubernetes.io/gce-pd", json!({}));
+    class.metadata.annotations =
+        Some([(DEFAULT_CLASS_ANNOTATION.to_string(), "true".to_string())].into());
+    let out = translate_storage_class(&class).expect("translates");
+    assert_eq!(
+        to_json(&out.object)["metadata"]["annotations"][DEFAULT_CLASS_ANNOTATION],
+        "true"
+    );
+    assert!(
+        fields(&out.notes)
+            .contains(&"metadata.annotations[storageclass.kubernetes.io/is-default-class]")
+    );
+    let plain =
+        translate_storage_class(&sc("kubernetes.io/gce-pd", json!({}))).expect("translates");
+    assert_eq!(fields(&plain.notes), vec!["provisioner"]);
+}
+
+#[test]
 fn vsphere_drops_unsupported_parameter_with_a_note() {
     let out = translate_storage_class(&sc(
         "kubernetes.io/vsphere-volume",
