@@ -3,8 +3,8 @@
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
 //! default-class rule must see other classes); nodes only on plain Kubernetes; for a driver
 //! that replaces an in-tree plugin, PVs and the metadata of PVCs and CSINodes (see
-//! [`super::migration`]). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
-//! their CRD exists.
+//! [`super::migration`]). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass,
+//! CredentialsRequest) get a cache once their CRD exists.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
