@@ -2,7 +2,8 @@
 //! to CSI translation turns StorageClasses, PersistentVolumes and pods' inline volumes into,
 //! and explains every parameter or field dropped, renamed or added.
 //!
-//! Input is multi-document YAML. StorageClasses of an in-tree provisioner and in-tree
+//! Input is multi-document YAML (a `List`, as `kubectl get -o yaml` prints, counts as its
+//! items). StorageClasses of an in-tree provisioner and in-tree
 //! PersistentVolumes are translated to CSI; CSI PersistentVolumes of a migration driver are
 //! translated back to in-tree (as Kubernetes stores volumes provisioned for an in-tree class);
 //! each migratable inline volume of a Pod becomes the PersistentVolume that stands in for it.
@@ -26,24 +27,24 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
     /// The document is not an object this command reads.
-    #[error("document {index} ({what}): {reason}")]
+    #[error("{at} ({what}): {reason}")]
     Unsupported {
-        /// 1-based position in the input.
-        index: usize,
+        /// Where in the input: `document 2`, or `document 1, item 3` inside a List.
+        at: String,
         /// `Kind/name` as far as known.
         what: String,
         /// Why.
         reason: String,
     },
     /// The translation refused the object.
-    #[error("document {index} ({what}): {cause}")]
+    #[error("{at} ({what}): {cause}")]
     Translate {
-        /// 1-based position in the input.
-        index: usize,
+        /// Where in the input: `document 2`, or `document 1, item 3` inside a List.
+        at: String,
         /// `Kind/name`.
         what: String,
         /// The field and what is wrong with it.
-        cause: TranslateError,
+        cause: Box<TranslateError>,
     },
 }
 
@@ -68,11 +69,34 @@ pub fn translate_text(input: &str) -> anyhow::Result<String> {
     let documents: Vec<Value> =
         serde_saphyr::from_multiple(input).context("parsing the input as YAML")?;
     let mut out = Vec::new();
-    for (position, document) in documents.into_iter().enumerate() {
+    for (position, mut document) in documents.into_iter().enumerate() {
         if document.is_null() {
             continue;
         }
-        for (header, notes, object) in translate_document(position + 1, document)? {
+        // `kubectl get ... -o yaml` prints a List: its items are translated one by one.
+        let is_list = document["kind"] == "List" && document["items"].is_array();
+        let items: Vec<(String, Value)> = if is_list {
+            let items = document["items"].take();
+            items
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, item)| {
+                    let at = format!("document {}, item {}", position + 1, i + 1);
+                    (at, item.clone())
+                })
+                .collect()
+        } else {
+            vec![(format!("document {}", position + 1), document)]
+        };
+        for (header, notes, object) in items
+            .into_iter()
+            .map(|(at, item)| translate_document(at, item))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+        {
             let mut text = String::new();
             writeln!(text, "# {header}")?;
             for note in &notes {
@@ -99,17 +123,17 @@ fn what(document: &Value) -> String {
 
 type Rendered = (String, Vec<Note>, String);
 
-fn translate_document(index: usize, document: Value) -> Result<Vec<Rendered>, DocumentError> {
+fn translate_document(at: String, document: Value) -> Result<Vec<Rendered>, DocumentError> {
     let what = what(&document);
     let unsupported = |reason: String| DocumentError::Unsupported {
-        index,
+        at: at.clone(),
         what: what.clone(),
         reason,
     };
     let translate_error = |cause: TranslateError| DocumentError::Translate {
-        index,
+        at: at.clone(),
         what: what.clone(),
-        cause,
+        cause: Box::new(cause),
     };
     let kind = document["kind"].as_str().unwrap_or_default().to_string();
     let api_version = document["apiVersion"]

@@ -155,6 +155,40 @@ fn unsupported_kinds_and_bad_yaml_are_refused() {
 }
 
 #[test]
+fn reads_kubectl_lists() {
+    let list = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: a}
+  spec: {portworxVolume: {volumeID: px-1}}
+- apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: b}
+  spec: {cinder: {volumeID: ""}}
+"#;
+    let output = translate(list);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr)
+            .contains("document 1, item 2 (PersistentVolume/b): spec.cinder.volumeID: malformed"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = translate(&list.replace("volumeID: \"\"", "volumeID: c-1"));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text(&output.stdout)).unwrap();
+    assert_eq!(documents.len(), 2);
+    assert_eq!(
+        documents[1]["spec"]["csi"]["driver"],
+        "cinder.csi.openstack.org"
+    );
+}
+
+#[test]
 fn reads_a_file() {
     let dir = std::env::temp_dir().join(format!("migration-translate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
