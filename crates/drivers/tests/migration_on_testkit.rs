@@ -421,7 +421,8 @@ async fn reports_in_tree_volumes_half_migrated_nodes_and_an_in_tree_default() {
         volumes,
         "pd.csi.storage.gke.io serves 2 in-tree PersistentVolumes of kubernetes.io/gce-pd through \
          CSI migration: pv-gce-1, pv-gce-2; 1 PersistentVolumeClaim is annotated \
-         pv.kubernetes.io/migrated-to: team/data"
+         pv.kubernetes.io/migrated-to: team/data; 1 StorageClass of kubernetes.io/gce-pd \
+         provisions through it: standard"
     );
     let nodes = condition_says(&admin, NODES, "False", "node-b, node-c").await;
     assert!(

@@ -7,7 +7,8 @@
 //!
 //! - `<Prefix>CSIMigrationInTreeVolumes`: True while in-tree PersistentVolumes of the plugin
 //!   (or volumes annotated `pv.kubernetes.io/migrated-to: <driver>`) exist, which the driver
-//!   now serves; the message counts and names them (a capped list).
+//!   now serves; the message counts and names them (a capped list), and the in-tree
+//!   StorageClasses whose volumes it provisions.
 //! - `<Prefix>CSIMigrationNodesMigrated`: False while some CSINodes' kubelets have not migrated
 //!   the plugin (their `storage.alpha.kubernetes.io/migrated-plugins` annotation does not list
 //!   it), naming them (capped).
@@ -214,12 +215,28 @@ pub fn status(
     let mut conditions: Vec<OperatorCondition> = Vec::new();
 
     let volumes = &observed.volumes;
+    let mut in_tree_classes: Vec<String> = storage_classes
+        .iter()
+        .filter(|sc| sc.provisioner == in_tree)
+        .map(|sc| sc.name_any())
+        .collect();
+    in_tree_classes.sort();
+    let classes = if in_tree_classes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} of {in_tree} provision{} through it: {}",
+            plural(in_tree_classes.len(), "StorageClass", "StorageClasses"),
+            if in_tree_classes.len() == 1 { "s" } else { "" },
+            capped(&in_tree_classes)
+        )
+    };
     conditions.push(if volumes.is_empty() {
         condition(
             in_tree_volumes_type(def),
             ConditionStatus::False,
             "NoInTreeVolumes",
-            format!("no PersistentVolume of {in_tree} exists"),
+            format!("no PersistentVolume of {in_tree} exists{classes}"),
         )
     } else {
         let mut message = format!(
@@ -242,6 +259,7 @@ pub fn status(
                 capped(&observed.claims)
             ));
         }
+        message.push_str(&classes);
         condition(
             in_tree_volumes_type(def),
             ConditionStatus::True,
