@@ -192,6 +192,26 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         check: Option<PathBuf>,
     },
+
+    /// In-tree to CSI volume migration tools.
+    Migration {
+        #[command(subcommand)]
+        command: MigrationCommand,
+    },
+}
+
+/// Subcommands of `migration`.
+#[derive(Debug, Subcommand)]
+pub enum MigrationCommand {
+    /// Print, offline, what Kubernetes' in-tree to CSI translation makes of StorageClasses,
+    /// PersistentVolumes and Pods' inline volumes (CSI PersistentVolumes of a migration driver
+    /// are translated back to in-tree), as multi-document YAML; every dropped, renamed or added
+    /// parameter is explained in comments.
+    Translate {
+        /// Multi-document YAML to translate; `-` reads standard input.
+        #[arg(short = 'f', long = "filename", value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 #[cfg(test)]

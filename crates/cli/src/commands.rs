@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::cli::Command;
+use crate::cli::{Command, MigrationCommand};
 use crate::render;
 
 /// Runs one subcommand.
@@ -65,6 +65,9 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
             ..
         } => check_manifests(&dir, &image),
         Command::Manifests { .. } => anyhow::bail!("manifests needs --out-dir or --check"),
+        Command::Migration {
+            command: MigrationCommand::Translate { file },
+        } => crate::migration::translate(&file),
     }
 }
 

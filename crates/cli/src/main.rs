@@ -7,6 +7,7 @@ use clap::Parser;
 mod cli;
 mod commands;
 mod logging;
+mod migration;
 mod render;
 mod run;
 

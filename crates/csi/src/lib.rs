@@ -19,6 +19,7 @@
 //! - [`derived`]: operand ConfigMaps generated from an observed ConfigMap (cloud configs).
 //! - [`render`](mod@render): everything, in order.
 //! - [`declared`]: a user's CSIDriverDeployment as one more source of a `DriverDef`.
+//! - [`migration`]: in-tree to CSI migration translation (csi-translation-lib's behaviour).
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
 //! Where this differs from library-go on purpose:
@@ -45,6 +46,7 @@ pub mod hash;
 pub mod hooks;
 pub mod inputs;
 pub mod metrics;
+pub mod migration;
 pub mod names;
 pub mod operator;
 pub mod rbac;

@@ -23,6 +23,7 @@ fn observed(def: &csi::DriverDef, spec: Value, finalizers: &[String]) -> Observe
         apis: Apis {
             infrastructure: true,
             proxy: true,
+            ..Apis::default()
         },
         cluster_csi_driver: Some(
             serde_json::from_value::<ClusterCSIDriver>(json!({

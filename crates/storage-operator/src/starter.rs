@@ -179,7 +179,13 @@ pub fn build_rbac(
             &["customresourcedefinitions"],
             READ,
         ),
-        rule(&[""], &["nodes", "persistentvolumes"], READ),
+        // Nodes on plain Kubernetes; PVs, PVCs (metadata) and CSINodes for the CSI migration
+        // audit of drivers that replace an in-tree plugin.
+        rule(
+            &[""],
+            &["nodes", "persistentvolumes", "persistentvolumeclaims"],
+            READ,
+        ),
         rule(&["storage.k8s.io"], &["csinodes"], READ),
         rule(
             &["", "events.k8s.io"],
@@ -728,6 +734,20 @@ mod tests {
                 .contains(&"openshift-csi-main-provisioner-role".to_owned())
         );
         assert!(!allows(&cluster_rules, "", "persistentvolumes", "create"));
+        // The CSI migration audit watches these.
+        for (group, resource) in [
+            ("", "persistentvolumes"),
+            ("", "persistentvolumeclaims"),
+            ("storage.k8s.io", "csinodes"),
+            ("storage.k8s.io", "storageclasses"),
+        ] {
+            for verb in ["list", "watch"] {
+                assert!(
+                    allows(&cluster_rules, group, resource, verb),
+                    "{resource} {verb}"
+                );
+            }
+        }
         // Nothing cluster-admin-like.
         assert!(
             !cluster_rules

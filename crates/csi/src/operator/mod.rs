@@ -33,6 +33,7 @@
 
 pub mod config_observer;
 pub mod credentials;
+pub mod migration;
 pub mod observe;
 pub mod plan;
 pub mod removal;

@@ -1,12 +1,13 @@
 //! What a driver operator watches, and the snapshot of it each reconcile reads. Every cache is
 //! scoped: the ClusterCSIDriver, the CSIDriver, Infrastructure, Proxy, the credentials Secret
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
-//! default-class rule must see other classes); nodes only on plain Kubernetes. Kinds whose CRD
-//! may be missing (ServiceMonitor, VolumeSnapshotClass, CredentialsRequest) get a cache once
-//! their CRD exists. The sources of a driver's copied ConfigMaps are watched by name in their
-//! own namespaces; PersistentVolumes only for drivers whose removal waits for them.
-//! Source ConfigMaps of derived ConfigMaps (e.g. `openshift-config/cloud-provider-config`)
-//! are watched by name.
+//! default-class rule must see other classes); nodes only on plain Kubernetes; for a driver
+//! that replaces an in-tree plugin, PVs and the metadata of PVCs and CSINodes (see
+//! [`super::migration`]). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass,
+//! CredentialsRequest) get a cache once their CRD exists. The sources of a driver's copied
+//! ConfigMaps are watched by name in their own namespaces; PersistentVolumes only for drivers
+//! whose removal waits for them. Source ConfigMaps of derived ConfigMaps (e.g.
+//! `openshift-config/cloud-provider-config`) are watched by name.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -186,6 +187,8 @@ pub struct Observed {
     /// The last answer of the driver's probe, when it has one: the facts it found, or why
     /// the driver cannot run here.
     pub probe: Option<Result<Vec<String>, String>>,
+    /// The CSI migration audit's figures (empty for a driver that is no migration target).
+    pub migration: super::migration::Observed,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -227,6 +230,8 @@ pub struct Caches {
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
     /// One cache per source ConfigMap of derived ConfigMaps.
     sources: Vec<Store<ConfigMap>>,
+    /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
+    migration: Option<super::migration::Caches>,
 }
 
 impl std::fmt::Debug for Caches {
@@ -346,6 +351,7 @@ impl Caches {
                     )
                 })
                 .collect(),
+            migration: super::migration::Caches::start(client, def, informers),
         }
     }
 
@@ -454,6 +460,11 @@ impl Caches {
                 .unwrap_or_default(),
             source_config_maps: self.sources.iter().filter_map(single).collect(),
             probe: None,
+            migration: self
+                .migration
+                .as_ref()
+                .map(super::migration::Caches::observe)
+                .unwrap_or_default(),
         }
     }
 }

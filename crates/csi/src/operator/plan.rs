@@ -689,6 +689,9 @@ pub fn plan(
         &def.condition_prefix,
         daemon_set.unwrap_or(&DaemonSet::default()),
     );
+    // Hook: the CSI migration audit (see `super::migration`) needs the driver's availability.
+    let driver_available = deployment_conditions.available.status == ConditionStatus::True
+        && node_conditions.available.status == ConditionStatus::True;
     let mut node_part = StatusPart {
         conditions: vec![
             node_conditions.available,
@@ -746,6 +749,13 @@ pub fn plan(
             part,
         });
     }
+    // Hook: the CSI migration audit, for a driver that replaces an in-tree plugin.
+    plan.status.extend(super::migration::status(
+        def,
+        &observed.migration,
+        &observed.storage_classes,
+        driver_available,
+    ));
     plan
 }
 

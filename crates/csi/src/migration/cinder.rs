@@ -1,0 +1,93 @@
+//! OpenStack Cinder (`kubernetes.io/cinder` -> `cinder.csi.openstack.org`).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, CinderPersistentVolumeSource, PersistentVolume, Volume,
+};
+
+use super::{
+    Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
+    require_id, set_csi, topology,
+};
+
+/// The driver's zone topology key.
+pub(crate) const TOPOLOGY_KEY: &str = "topology.cinder.csi.openstack.org/zone";
+const PLUGIN: Plugin = Plugin::Cinder;
+
+pub(crate) fn storage_class(
+    params: BTreeMap<String, String>,
+    ctx: &mut ScContext<'_>,
+) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (key, value) in &params {
+        if rename_fstype(key, value, &mut out, ctx.notes) {
+            continue;
+        }
+        // The driver supports the other parameters, `availability` included, under the same
+        // names, so the zone stays a parameter rather than becoming allowed topologies.
+        out.insert(key.clone(), value.clone());
+    }
+    topology::finish_storage_class(ctx, None, TOPOLOGY_KEY, None)?;
+    Ok(out)
+}
+
+pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Result<()> {
+    let Some(source) = pv.spec.as_mut().and_then(|s| s.cinder.take()) else {
+        return Ok(());
+    };
+    require_id(PLUGIN, "spec.cinder.volumeID", &source.volume_id)?;
+    if source.secret_ref.is_some() {
+        notes.push(Note::new(
+            "spec.cinder.secretRef",
+            "dropped: the CSI driver authenticates with its own cloud credentials",
+        ));
+    }
+    let csi = csi_source(
+        PLUGIN,
+        source.volume_id.clone(),
+        source.fs_type.clone(),
+        source.read_only,
+        BTreeMap::new(),
+    );
+    notes.push(set_csi(pv, "cinder", csi));
+    topology::pv_to_csi(pv, TOPOLOGY_KEY, None, notes);
+    Ok(())
+}
+
+pub(crate) fn inline_to_csi(volume: &Volume, notes: &mut Vec<Note>) -> Result<PersistentVolume> {
+    let Some(source) = volume.cinder.as_ref() else {
+        return Err(TranslateError::unsupported("cinder", "missing"));
+    };
+    require_id(PLUGIN, "cinder.volumeID", &source.volume_id)?;
+    if source.secret_ref.is_some() {
+        notes.push(Note::new(
+            "cinder.secretRef",
+            "dropped: the CSI driver authenticates with its own cloud credentials",
+        ));
+    }
+    let csi = csi_source(
+        PLUGIN,
+        source.volume_id.clone(),
+        source.fs_type.clone(),
+        source.read_only,
+        BTreeMap::new(),
+    );
+    Ok(inline_pv(PLUGIN, &source.volume_id, csi, "ReadWriteOnce"))
+}
+
+pub(crate) fn pv_to_in_tree(
+    csi: &CSIPersistentVolumeSource,
+    pv: &mut PersistentVolume,
+    notes: &mut Vec<Note>,
+) -> Result<()> {
+    require_id(PLUGIN, "spec.csi.volumeHandle", &csi.volume_handle)?;
+    let source = CinderPersistentVolumeSource {
+        volume_id: csi.volume_handle.clone(),
+        fs_type: csi.fs_type.clone(),
+        read_only: csi.read_only,
+        secret_ref: None,
+    };
+    pv.spec.get_or_insert_with(Default::default).cinder = Some(source);
+    topology::pv_to_in_tree(pv, TOPOLOGY_KEY, None, notes)
+}
