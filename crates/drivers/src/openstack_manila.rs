@@ -2,7 +2,7 @@
 //! - the precondition: the driver runs only where the cloud offers Manila share types. The
 //!   operator asks the cloud through [`ShareTypes`] (a small trait, so tests use a fake) on
 //!   every reconcile and every [`PROBE_INTERVAL`]; while there are none, or the cloud cannot be
-//!   asked, it reports `OpenStackManilaDriverControllerServiceControllerDisabled` True with the
+//!   asked, it reports `ManilaDriverControllerServiceControllerDisabled` True with the
 //!   reason and applies nothing, and cluster-storage-operator reports the driver Available with
 //!   `DriverDisabled`. Operands applied while share types existed are left alone (volumes may
 //!   still need unmounting), as OpenShift's Manila operator does;

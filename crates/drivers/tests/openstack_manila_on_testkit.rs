@@ -18,9 +18,9 @@ use kube::Api;
 use serde_json::json;
 
 const DRIVER: &str = "manila.csi.openstack.org";
-const PREFIX: &str = "OpenStackManila";
+const PREFIX: &str = "Manila";
 const WORKLOADS: &str = "openstack-manila-csi-driver";
-const DISABLED: &str = "OpenStackManilaDriverControllerServiceControllerDisabled";
+const DISABLED: &str = "ManilaDriverControllerServiceControllerDisabled";
 
 /// A cloud whose share types the test changes.
 #[derive(Clone, Default)]

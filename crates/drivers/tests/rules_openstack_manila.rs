@@ -26,7 +26,7 @@ fn with_types(types: &[&str]) -> Inputs {
 fn the_catalogue_has_manila_as_the_registry_names_it() {
     let def = drivers::by_name("manila.csi.openstack.org").unwrap();
     assert_eq!(def.short_name, "openstack-manila");
-    assert_eq!(def.condition_prefix, "OpenStackManila");
+    assert_eq!(def.condition_prefix, "Manila");
     assert!(
         def.storage_classes.is_empty(),
         "classes come from share types"

@@ -131,7 +131,7 @@ fn manila_without_share_types_is_available_as_disabled_and_enabled_once_they_exi
         .status
         .iter()
         .flat_map(|p| &p.part.conditions)
-        .find(|c| c.type_ == "OpenStackManilaDriverControllerServiceControllerDisabled")
+        .find(|c| c.type_ == "ManilaDriverControllerServiceControllerDisabled")
         .unwrap();
     assert_eq!(disabled.status, ConditionStatus::False);
 }
