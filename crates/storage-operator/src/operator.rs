@@ -96,19 +96,38 @@ pub async fn run(
     Ok(())
 }
 
-/// Runs the CSIDriverDeployment controller when its CRD is served (asked once at start:
-/// installing the CRD later takes a restart). It failing to start leaves the rest running.
+/// The CRD of CSIDriverDeployments.
+const DECLARED_CRD: &str = "csidriverdeployments.csidriver.storage.openshift.io";
+
+/// Runs the CSIDriverDeployment controller once its CRD is served: at once when it is, else as
+/// soon as the CRD is installed and established (watched, not polled). It failing to start
+/// leaves the rest of the operator running.
 async fn run_declared(client: &Client, metrics: &Metrics, shutdown: impl Future<Output = ()>) {
     let group_version = "csidriver.storage.openshift.io/v1alpha1";
-    match opkit::discovery::served_resources(client, group_version).await {
-        Ok(served) if served.contains("csidriverdeployments") => {}
-        Ok(_) => {
-            tracing::info!("CSIDriverDeployment CRD not served; its controller does not run");
-            return;
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut said = false;
+    loop {
+        match opkit::discovery::served_resources(client, group_version).await {
+            Ok(served) if served.contains("csidriverdeployments") => break,
+            Ok(_) if !said => {
+                tracing::info!(
+                    "CSIDriverDeployment CRD not served; its controller starts once the CRD is installed"
+                );
+                said = true;
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "discovering {group_version} failed; waiting for its CRD");
+            }
         }
-        Err(error) => {
-            tracing::error!(%error, "discovering {group_version} failed; the CSIDriverDeployment controller does not run");
-            return;
+        tokio::select! {
+            () = &mut shutdown => return,
+            () = crd_established(client, DECLARED_CRD) => {}
+        }
+        // Established a moment before discovery lists it.
+        tokio::select! {
+            () = &mut shutdown => return,
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
     let settings = csi::declared::controller::Settings { instance: None };
@@ -118,6 +137,33 @@ async fn run_declared(client: &Client, metrics: &Metrics, shutdown: impl Future<
     {
         tracing::error!(%error, "the CSIDriverDeployment controller could not start");
     }
+}
+
+/// Completes once the CRD `name` exists and is Established.
+async fn crd_established(client: &Client, name: &str) {
+    use futures::StreamExt;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::runtime::{WatchStreamExt, watcher};
+
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut events = std::pin::pin!(
+        watcher(api, opkit::runtime::named(name))
+            .default_backoff()
+            .applied_objects()
+    );
+    while let Some(event) = events.next().await {
+        let established = event.ok().is_some_and(|crd| {
+            crd.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+        if established {
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
 }
 
 struct Context {

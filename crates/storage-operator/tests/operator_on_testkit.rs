@@ -721,3 +721,43 @@ async fn it_runs_the_csidriverdeployment_controller_when_the_crd_is_served() {
     .await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn the_csidriverdeployment_controller_starts_when_its_crd_is_installed_later() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(&admin, &["ClusterCSIDriver", "Storage"]).await;
+    create::<Node>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},
+               "spec": {"providerID": "kind://docker/kind/kind-worker"}}),
+    )
+    .await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    // The operator runs without it; then an admin installs the CRD, no restart.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    install_crds(&admin, &["CSIDriverDeployment"]).await;
+    let declared: api::csidriver_v1alpha1::CSIDriverDeployment = serde_json::from_value(json!({
+        "apiVersion": "csidriver.storage.openshift.io/v1alpha1",
+        "kind": "CSIDriverDeployment",
+        "metadata": {"name": "later", "namespace": "default"},
+        "spec": {
+            "driverName": "later.csi.example.com",
+            "driverSocket": "/csi/csi.sock",
+            "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver", "image": "example.com/d:1"}]}},
+        }
+    }))
+    .unwrap();
+    Api::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &declared)
+        .await
+        .unwrap();
+    eventually("the declared driver's CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("later.csi.example.com")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}
