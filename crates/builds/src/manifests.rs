@@ -3,20 +3,12 @@
 //! Kubernetes. On OpenShift the Deployment runs with a label selector, so it handles only the
 //! builds labelled for it and never races openshift-controller-manager.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
-    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, ServiceAccount,
-};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use opkit::rbac::{MANAGE, READ, rule};
 use serde_json::Value;
 
@@ -116,102 +108,18 @@ fn role_ref(kind: &str, name: &str) -> RoleRef {
 
 /// The controller's Deployment.
 pub fn deployment(flavour: Flavour, image: &str) -> Deployment {
-    let labels: BTreeMap<String, String> = [("name".to_owned(), NAME.to_owned())].into();
-    let from_field = |name: &str, path: &str| EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let probe = |path: &str| Probe {
-        http_get: Some(HTTPGetAction {
-            path: Some(path.into()),
-            port: IntOrString::Int(8080),
-            ..Default::default()
-        }),
-        period_seconds: Some(10),
-        ..Default::default()
-    };
     let mut args = vec!["builds".to_owned()];
     if flavour == Flavour::OpenShift {
         args.extend(["--selector".to_owned(), OPENSHIFT_SELECTOR.to_owned()]);
     }
-    Deployment {
+    opkit::install::operator_deployment(opkit::install::OperatorDeployment {
         metadata: meta(NAME, Some(NAME)),
-        spec: Some(DeploymentSpec {
-            replicas: Some(1),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..Default::default()
-            },
-            strategy: Some(DeploymentStrategy {
-                type_: Some("Recreate".into()),
-                ..Default::default()
-            }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    service_account_name: Some(NAME.into()),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                    containers: vec![Container {
-                        name: "controller".into(),
-                        image: Some(image.into()),
-                        args: Some(args),
-                        env: Some(vec![
-                            from_field("POD_NAME", "metadata.name"),
-                            from_field("POD_NAMESPACE", "metadata.namespace"),
-                        ]),
-                        ports: Some(vec![ContainerPort {
-                            name: Some("admin".into()),
-                            container_port: 8080,
-                            ..Default::default()
-                        }]),
-                        liveness_probe: Some(probe("/healthz")),
-                        readiness_probe: Some(probe("/readyz")),
-                        resources: Some(ResourceRequirements {
-                            requests: Some(
-                                [
-                                    ("cpu".to_owned(), Quantity("10m".into())),
-                                    ("memory".to_owned(), Quantity("30Mi".into())),
-                                ]
-                                .into(),
-                            ),
-                            ..Default::default()
-                        }),
-                        security_context: Some(SecurityContext {
-                            allow_privilege_escalation: Some(false),
-                            read_only_root_filesystem: Some(true),
-                            capabilities: Some(Capabilities {
-                                drop: Some(vec!["ALL".into()]),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        }),
-                        termination_message_policy: Some("FallbackToLogsOnError".into()),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-            },
-            ..Default::default()
-        }),
+        name: NAME.into(),
+        container: "controller".into(),
+        image: image.into(),
+        args,
         ..Default::default()
-    }
+    })
 }
 
 /// Every object of one flavour, in apply order, as JSON.

@@ -8,6 +8,7 @@ pub mod backoff;
 pub mod cluster_operator;
 pub mod conditions;
 pub mod discovery;
+pub mod install;
 pub mod leader;
 pub mod log_level;
 pub mod management;

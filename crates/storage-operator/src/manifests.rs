@@ -9,18 +9,12 @@
 use std::collections::BTreeMap;
 
 use csi::Topology;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, Namespace,
-    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, ServiceAccount, Toleration,
-};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{EnvVar, Namespace, ServiceAccount, Toleration};
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use crate::plan::OPERATOR_NAMESPACE;
@@ -178,120 +172,34 @@ fn role_ref(kind: &str, name: &str) -> RoleRef {
 
 /// The operator's Deployment.
 pub fn build_deployment(flavour: Flavour, image: &str) -> Deployment {
-    let labels: BTreeMap<String, String> = [("name".to_owned(), NAME.to_owned())].into();
-    let env = |name: &str, value: &str| EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        ..Default::default()
-    };
-    let from_field = |name: &str, path: &str| EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let probe = |path: &str| Probe {
-        http_get: Some(HTTPGetAction {
-            path: Some(path.into()),
-            port: IntOrString::Int(8080),
-            ..Default::default()
-        }),
-        period_seconds: Some(10),
-        ..Default::default()
-    };
     let openshift = flavour == Flavour::OpenShift;
     let control_plane = if openshift {
         "node-role.kubernetes.io/master"
     } else {
         "node-role.kubernetes.io/control-plane"
     };
-    let requests: BTreeMap<String, Quantity> = [
-        ("cpu".to_owned(), Quantity("10m".into())),
-        ("memory".to_owned(), Quantity("30Mi".into())),
-    ]
-    .into();
-    Deployment {
+    opkit::install::operator_deployment(opkit::install::OperatorDeployment {
         metadata: meta(NAME, Some(OPERATOR_NAMESPACE)),
-        spec: Some(DeploymentSpec {
-            replicas: Some(1),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..Default::default()
-            },
-            strategy: Some(DeploymentStrategy {
-                type_: Some("Recreate".into()),
-                ..Default::default()
-            }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    service_account_name: Some(NAME.into()),
-                    priority_class_name: openshift.then(|| "system-cluster-critical".into()),
-                    // On plain Kubernetes the control plane may be managed and invisible: prefer
-                    // it through the toleration, never require it.
-                    node_selector: openshift
-                        .then(|| [(control_plane.to_owned(), String::new())].into()),
-                    tolerations: Some(vec![Toleration {
-                        key: Some(control_plane.into()),
-                        operator: Some("Exists".into()),
-                        effect: Some("NoSchedule".into()),
-                        ..Default::default()
-                    }]),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                    containers: vec![Container {
-                        name: "operator".into(),
-                        image: Some(image.into()),
-                        args: Some(vec!["run".into()]),
-                        env: Some(vec![
-                            env(OPERATOR_IMAGE_ENV, image),
-                            from_field("POD_NAME", "metadata.name"),
-                            from_field("POD_NAMESPACE", "metadata.namespace"),
-                        ]),
-                        ports: Some(vec![ContainerPort {
-                            name: Some("admin".into()),
-                            container_port: 8080,
-                            ..Default::default()
-                        }]),
-                        liveness_probe: Some(probe("/healthz")),
-                        readiness_probe: Some(probe("/readyz")),
-                        resources: Some(ResourceRequirements {
-                            requests: Some(requests),
-                            ..Default::default()
-                        }),
-                        security_context: Some(SecurityContext {
-                            allow_privilege_escalation: Some(false),
-                            read_only_root_filesystem: Some(true),
-                            capabilities: Some(Capabilities {
-                                drop: Some(vec!["ALL".into()]),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        }),
-                        termination_message_policy: Some("FallbackToLogsOnError".into()),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-            },
+        name: NAME.into(),
+        container: "operator".into(),
+        image: image.into(),
+        args: vec!["run".into()],
+        env: vec![EnvVar {
+            name: OPERATOR_IMAGE_ENV.into(),
+            value: Some(image.into()),
             ..Default::default()
-        }),
-        ..Default::default()
-    }
+        }],
+        priority_class: openshift.then(|| "system-cluster-critical".into()),
+        // On plain Kubernetes the control plane may be managed and invisible: prefer it
+        // through the toleration, never require it.
+        node_selector: openshift.then(|| [(control_plane.to_owned(), String::new())].into()),
+        tolerations: vec![Toleration {
+            key: Some(control_plane.into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        }],
+    })
 }
 
 /// Every object of one flavour, in apply order, as JSON.
