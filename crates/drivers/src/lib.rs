@@ -11,6 +11,7 @@ pub mod azure_file;
 mod common;
 pub mod gcp_pd;
 pub mod ibm_vpc_block;
+pub mod openstack_api;
 pub mod openstack_cinder;
 pub mod openstack_manila;
 pub mod powervs_block;
@@ -127,11 +128,14 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
 }
 
 /// What the driver operator of `def` asks outside the cluster, if anything (Manila: the
-/// cloud's share types).
-pub fn probe(def: &DriverDef) -> Option<csi::operator::ProbeConfig> {
+/// cloud's share types, with the credentials read through `client`, which also writes the
+/// driver's `csi-manila-secrets`).
+pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::ProbeConfig> {
     (def.short_name == openstack_manila::SHORT_NAME).then(|| {
-        openstack_manila::probe(
-            openstack_manila::OpenStackShareTypes,
+        openstack_manila::probe_with_secret(
+            openstack_manila::OpenStackShareTypes::new(client.clone(), def),
+            client,
+            def,
             openstack_manila::PROBE_INTERVAL,
         )
     })
