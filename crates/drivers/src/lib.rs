@@ -3,6 +3,7 @@
 //! (`gcp-pd`) or its CSI name (`pd.csi.storage.gke.io`).
 
 use csi::DriverDef;
+use k8s_openapi::api::rbac::v1::PolicyRule;
 
 pub mod aws_ebs;
 pub mod aws_efs;
@@ -139,6 +140,29 @@ pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::Pro
             openstack_manila::PROBE_INTERVAL,
         )
     })
+}
+
+/// Rules the driver operator of `def` needs in its namespace beyond those of its rendered
+/// operands (Manila: writing `csi-manila-secrets`, which the probe derives from the
+/// credentials Secret). Creating cannot be limited by name; the rest is by name.
+pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
+    if def.short_name != openstack_manila::SHORT_NAME {
+        return Vec::new();
+    }
+    let rule = |verbs: &[&str], names: Option<Vec<String>>| PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["secrets".to_owned()]),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        resource_names: names,
+        ..PolicyRule::default()
+    };
+    vec![
+        rule(&["create"], None),
+        rule(
+            &["get", "update", "patch"],
+            Some(vec![openstack_manila::CSI_SECRET.to_owned()]),
+        ),
+    ]
 }
 
 /// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).

@@ -11,10 +11,26 @@
 //! - the NFS node plugin Manila forwards node calls to, as a second container of the node
 //!   DaemonSet (one DaemonSet, two plugins sharing a socket on the host).
 //!
-//! Not done here: OpenShift's operator converts the credentials Secret's `clouds.yaml` into
-//! the `os-*` keys of Secret `csi-manila-secrets` that the classes reference; an admin creates
-//! that Secret. The real [`ShareTypes`] client ([`OpenStackShareTypes`]) does not talk to the
-//! OpenStack API yet and says so (the driver stays Disabled with that message).
+//! - the real cloud client, [`OpenStackShareTypes`]: at every check it reads the credentials
+//!   Secret (`manila-cloud-credentials`, key `clouds.yaml`, cloud `openstack`, as
+//!   cloud-credential-operator writes it; optional key `cacert` with the CA bundle of a
+//!   self-signed cloud) through the API, authenticates with Keystone v3 and lists the share
+//!   types of the `sharev2` endpoint ([`crate::openstack_api`]). Every failure (missing Secret
+//!   or key, a bad `clouds.yaml` field, a 401, no Manila in the catalog, Manila's HTTP status)
+//!   is the Disabled message;
+//! - Secret `csi-manila-secrets`, which the classes and the snapshot class reference: the
+//!   `os-*` keys the Manila CSI driver reads, derived from the same `clouds.yaml`
+//!   ([`csi_secret_data`], the keys OpenShift's Manila operator writes). The kit derives
+//!   ConfigMaps only, and a derived Secret would need a new operand kind in every shared
+//!   match, so the probe writes it ([`sync_csi_secret`]) once the cloud has answered with
+//!   share types (nothing is written while Disabled): server-side apply under its own field
+//!   manager (keys no longer derived, e.g. the password after a switch to an application
+//!   credential, are removed), skipped when the data and its hash annotation already match
+//!   (an idle cluster sees no write). A rotation of the credentials Secret triggers a
+//!   reconcile, hence a check, hence the new Secret at once. A broken `clouds.yaml` is
+//!   reported as Disabled naming the Secret and the key, and the last good
+//!   `csi-manila-secrets` stays. The driver pods never mount it: the sidecars read it per
+//!   call, so nothing rolls.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -374,11 +390,15 @@ pub fn csi_secret_data(credentials: &Credentials) -> BTreeMap<String, String> {
     } else if put("os-userDomainName", &auth.user_domain_name) {
         put("os-domainName", &auth.user_domain_name);
     }
-    if !put("os-certAuthority", &credentials.ca) {
+    if credentials.ca.is_none() {
         put("os-certAuthorityPath", &cloud.cacert);
     }
     if cloud.verify == Some(false) {
         put("os-TLSInsecure", &Some("true".to_owned()));
+    }
+    if let Some(ca) = &credentials.ca {
+        // The PEM as it is (the plugin reads it whole).
+        data.insert("os-certAuthority".to_owned(), ca.clone());
     }
     data
 }

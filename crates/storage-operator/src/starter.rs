@@ -264,6 +264,8 @@ pub fn build_rbac(
             namespace_rules.extend(role.rules.iter().flatten().cloned());
         }
     }
+    // What a driver's own code writes besides its operands (Manila: csi-manila-secrets).
+    namespace_rules.extend(drivers::extra_namespace_rules(def));
     dedupe(&mut namespace_rules);
 
     let name = entry.operator_deployment;
