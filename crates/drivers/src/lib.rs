@@ -165,6 +165,21 @@ pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
     ]
 }
 
+/// Rules the driver operator of `def` needs cluster-wide beyond those of its rendered
+/// operands (Manila: reading the cloud config's CA bundle, by name).
+pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
+    if def.short_name != openstack_manila::SHORT_NAME {
+        return Vec::new();
+    }
+    vec![PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["configmaps".to_owned()]),
+        verbs: vec!["get".to_owned()],
+        resource_names: Some(vec![openstack_manila::CLOUD_CONFIG.1.to_owned()]),
+        ..PolicyRule::default()
+    }]
+}
+
 /// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).
 fn parse_table(driver: &'static str, yaml: &str) -> Result<DriverDef, DriverError> {
     serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {

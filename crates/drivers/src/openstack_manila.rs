@@ -14,7 +14,8 @@
 //! - the real cloud client, [`OpenStackShareTypes`]: at every check it reads the credentials
 //!   Secret (`manila-cloud-credentials`, key `clouds.yaml`, cloud `openstack`, as
 //!   cloud-credential-operator writes it; optional key `cacert` with the CA bundle of a
-//!   self-signed cloud) through the API, authenticates with Keystone v3 and lists the share
+//!   self-signed cloud, else, when `clouds.yaml` names a `cacert` file, the CA bundle of
+//!   ConfigMap `openshift-config/cloud-provider-config`) through the API, authenticates with Keystone v3 and lists the share
 //!   types of the `sharev2` endpoint ([`crate::openstack_api`]). Every failure (missing Secret
 //!   or key, a bad `clouds.yaml` field, a 401, no Manila in the catalog, Manila's HTTP status)
 //!   is the Disabled message;
@@ -41,7 +42,7 @@ use csi::operator::{Probe, ProbeConfig};
 use csi::{DriverDef, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Secret, VolumeMount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, VolumeMount};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
@@ -264,8 +265,14 @@ pub fn credentials_from(
     Ok(Credentials { cloud, ca })
 }
 
+/// The cluster's cloud config, which holds the CA bundle of a self-signed cloud (keys
+/// [`crate::openstack_cinder::SOURCE_CA_KEYS`]) when `clouds.yaml` names a `cacert` file.
+pub const CLOUD_CONFIG: (&str, &str) = ("openshift-config", "cloud-provider-config");
+
 /// Reads the credentials Secret through the API (at every check, so a rotation is seen at
-/// once); an error names the Secret.
+/// once); an error names the Secret. When `clouds.yaml` names a `cacert` file and the Secret
+/// has no CA of its own, the CA bundle of the cluster's cloud config ([`CLOUD_CONFIG`]) is
+/// used, as OpenShift's operators do; without one the system roots are used.
 pub async fn fetch_credentials(
     client: &kube::Client,
     namespace: &str,
@@ -281,7 +288,32 @@ pub async fn fetch_credentials(
                 "Secret {id} does not exist: cloud-credential-operator creates it from the driver's CredentialsRequest (or create it with key {CLOUDS_KEY})"
             )
         })?;
-    credentials_from(&id, &secret.data.unwrap_or_default())
+    let mut credentials = credentials_from(&id, &secret.data.unwrap_or_default())?;
+    if credentials.ca.is_none() && credentials.cloud.cacert.is_some() {
+        credentials.ca = cloud_config_ca(client).await;
+    }
+    Ok(credentials)
+}
+
+/// The CA bundle of the cluster's cloud config, if it has one and can be read (a cloud
+/// whose certificate the system roots accept needs none, so its absence is no error).
+async fn cloud_config_ca(client: &kube::Client) -> Option<String> {
+    let (namespace, name) = CLOUD_CONFIG;
+    match Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+    {
+        Ok(config) => {
+            let data = config?.data?;
+            crate::openstack_cinder::SOURCE_CA_KEYS
+                .iter()
+                .find_map(|k| data.get(*k).filter(|v| !v.trim().is_empty()).cloned())
+        }
+        Err(error) => {
+            tracing::debug!(%error, "cannot read the cloud config's CA bundle");
+            None
+        }
+    }
 }
 
 /// Where the driver's OpenStack credentials come from: the table's credentials Secret in
@@ -338,8 +370,9 @@ impl ShareTypes for OpenStackShareTypes {
 /// The data of [`CSI_SECRET`] for `credentials`: the `os-*` keys the Manila CSI driver reads
 /// (as OpenShift's Manila operator derives them): auth URL and region; the application
 /// credential, or the user, password, project and domains (IDs win over names; the user's
-/// domain is also the default `os-domain*`); the CA as `os-certAuthority` (contents) when the
-/// credentials Secret has one, else `clouds.yaml`'s `cacert` path as `os-certAuthorityPath`;
+/// domain is also the default `os-domain*`); the CA as `os-certAuthority` (contents) when one
+/// was found ([`fetch_credentials`]), else `clouds.yaml`'s `cacert` path as
+/// `os-certAuthorityPath`;
 /// `os-TLSInsecure` for `verify: false`.
 pub fn csi_secret_data(credentials: &Credentials) -> BTreeMap<String, String> {
     let cloud = &credentials.cloud;

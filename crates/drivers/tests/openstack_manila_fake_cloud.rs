@@ -321,3 +321,59 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
         .unwrap();
     assert_eq!(client.share_types().await.unwrap(), ["default", "cephfs"]);
 }
+
+#[tokio::test]
+async fn the_ca_comes_from_the_secret_or_else_the_cloud_config() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    for ns in ["openshift-cluster-csi-drivers", "openshift-config"] {
+        let namespace: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+    let clouds = format!(
+        "clouds:\n  openstack:\n    auth:\n      auth_url: https://k\n{APP_CREDENTIAL}    cacert: /etc/ca.pem\n"
+    );
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "creds"}, "stringData": {"clouds.yaml": clouds},
+    }))
+    .unwrap();
+    let secrets = Api::<Secret>::namespaced(admin.clone(), "openshift-cluster-csi-drivers");
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let fetch = async || {
+        openstack_manila::fetch_credentials(&admin, "openshift-cluster-csi-drivers", "creds")
+            .await
+            .unwrap()
+    };
+    // No CA anywhere: the system roots.
+    assert_eq!(fetch().await.tls(), Tls::System);
+
+    let config: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "cloud-provider-config"},
+        "data": {"config": "[Global]\n", "ca-bundle.pem": "CLOUD-CONFIG-CA"},
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(admin.clone(), "openshift-config")
+        .create(&PostParams::default(), &config)
+        .await
+        .unwrap();
+    assert_eq!(fetch().await.tls(), Tls::WithCa("CLOUD-CONFIG-CA".into()));
+
+    // The Secret's own CA wins.
+    let mut secret = secrets.get("creds").await.unwrap();
+    secret.string_data = Some(BTreeMap::from([(
+        "cacert".to_owned(),
+        "SECRET-CA".to_owned(),
+    )]));
+    secrets
+        .replace("creds", &PostParams::default(), &secret)
+        .await
+        .unwrap();
+    assert_eq!(fetch().await.tls(), Tls::WithCa("SECRET-CA".into()));
+}

@@ -250,6 +250,8 @@ pub fn build_rbac(
             ..rule(&[""], &["configmaps"], READ)
         });
     }
+    // What a driver's own code reads besides its sources (Manila: the cloud config's CA).
+    cluster_rules.extend(drivers::extra_cluster_rules(def));
     dedupe(&mut cluster_rules);
 
     let mut namespace_rules = vec![
