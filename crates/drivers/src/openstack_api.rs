@@ -143,10 +143,41 @@ impl Auth {
     }
 }
 
+/// The first line of a parser error with quoted text removed: the parser quotes the
+/// source (a snippet of the line, the offending value), which may be a password.
+fn redacted(message: &str) -> String {
+    let line = message.lines().next().unwrap_or_default();
+    let mut out = String::new();
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                out.push('…');
+                out.push(c);
+            }
+            Some(_) => {}
+            None if matches!(c, '"' | '`' | '\'') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            None => out.push(c),
+        }
+    }
+    if quote.is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// Reads cloud `name` of a `clouds.yaml` text; an error names the field to fix.
 pub fn parse_cloud(text: &str, name: &str) -> Result<Cloud, String> {
-    let file: CloudsYaml = serde_saphyr::from_str(text)
-        .map_err(|e| format!("clouds.yaml does not parse as YAML: {e}"))?;
+    let file: CloudsYaml = serde_saphyr::from_str(text).map_err(|e| {
+        format!(
+            "clouds.yaml does not parse as YAML: {}",
+            redacted(&e.to_string())
+        )
+    })?;
     let cloud = file.clouds.get(name).cloned().ok_or_else(|| {
         format!(
             "clouds.yaml has no cloud {name:?} (it has: {}): the cloud must be under clouds.{name}",
@@ -673,6 +704,19 @@ mod tests {
             let cloud = parse_cloud(&text, "openstack").unwrap();
             let error = auth_request(&cloud).unwrap_err();
             assert!(error.contains(expected), "{error}");
+        }
+    }
+
+    #[test]
+    fn yaml_errors_do_not_quote_the_credentials() {
+        for text in [
+            "clouds:\n  openstack:\n    auth:\n      password: [s3cret-value\n",
+            "clouds:\n  openstack:\n    auth:\n      password: {a: s3cret-value}\n",
+            "clouds:\n  openstack:\n    verify: s3cret-value\n",
+        ] {
+            let error = parse_cloud(text, "openstack").unwrap_err();
+            assert!(!error.contains("s3cret"), "{error}");
+            assert!(error.contains("line"), "{error}");
         }
     }
 
