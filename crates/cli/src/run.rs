@@ -64,7 +64,7 @@ pub fn driver(
         &namespace,
         &lease,
         move |client, metrics, readiness, shutdown| async move {
-            let probe = drivers::probe(&def);
+            let probe = drivers::probe(&def, client.clone());
             csi::operator::run_with_probe(
                 client, def, settings, probe, metrics, readiness, shutdown,
             )

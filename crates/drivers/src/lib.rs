@@ -3,6 +3,7 @@
 //! (`gcp-pd`) or its CSI name (`pd.csi.storage.gke.io`).
 
 use csi::DriverDef;
+use k8s_openapi::api::rbac::v1::PolicyRule;
 
 pub mod aws_ebs;
 pub mod aws_efs;
@@ -11,6 +12,7 @@ pub mod azure_file;
 mod common;
 pub mod gcp_pd;
 pub mod ibm_vpc_block;
+pub mod openstack_api;
 pub mod openstack_cinder;
 pub mod openstack_manila;
 pub mod powervs_block;
@@ -127,14 +129,55 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
 }
 
 /// What the driver operator of `def` asks outside the cluster, if anything (Manila: the
-/// cloud's share types).
-pub fn probe(def: &DriverDef) -> Option<csi::operator::ProbeConfig> {
+/// cloud's share types, with the credentials read through `client`, which also writes the
+/// driver's `csi-manila-secrets`).
+pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::ProbeConfig> {
     (def.short_name == openstack_manila::SHORT_NAME).then(|| {
-        openstack_manila::probe(
-            openstack_manila::OpenStackShareTypes,
+        openstack_manila::probe_with_secret(
+            openstack_manila::OpenStackShareTypes::new(client.clone(), def),
+            client,
+            def,
             openstack_manila::PROBE_INTERVAL,
         )
     })
+}
+
+/// Rules the driver operator of `def` needs in its namespace beyond those of its rendered
+/// operands (Manila: writing `csi-manila-secrets`, which the probe derives from the
+/// credentials Secret). Creating cannot be limited by name; the rest is by name.
+pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
+    if def.short_name != openstack_manila::SHORT_NAME {
+        return Vec::new();
+    }
+    let rule = |verbs: &[&str], names: Option<Vec<String>>| PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["secrets".to_owned()]),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        resource_names: names,
+        ..PolicyRule::default()
+    };
+    vec![
+        rule(&["create"], None),
+        rule(
+            &["get", "update", "patch"],
+            Some(vec![openstack_manila::CSI_SECRET.to_owned()]),
+        ),
+    ]
+}
+
+/// Rules the driver operator of `def` needs cluster-wide beyond those of its rendered
+/// operands (Manila: reading the cloud config's CA bundle, by name).
+pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
+    if def.short_name != openstack_manila::SHORT_NAME {
+        return Vec::new();
+    }
+    vec![PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(vec!["configmaps".to_owned()]),
+        verbs: vec!["get".to_owned()],
+        resource_names: Some(vec![openstack_manila::CLOUD_CONFIG.1.to_owned()]),
+        ..PolicyRule::default()
+    }]
 }
 
 /// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).

@@ -11,10 +11,27 @@
 //! - the NFS node plugin Manila forwards node calls to, as a second container of the node
 //!   DaemonSet (one DaemonSet, two plugins sharing a socket on the host).
 //!
-//! Not done here: OpenShift's operator converts the credentials Secret's `clouds.yaml` into
-//! the `os-*` keys of Secret `csi-manila-secrets` that the classes reference; an admin creates
-//! that Secret. The real [`ShareTypes`] client ([`OpenStackShareTypes`]) does not talk to the
-//! OpenStack API yet and says so (the driver stays Disabled with that message).
+//! - the real cloud client, [`OpenStackShareTypes`]: at every check it reads the credentials
+//!   Secret (`manila-cloud-credentials`, key `clouds.yaml`, cloud `openstack`, as
+//!   cloud-credential-operator writes it; optional key `cacert` with the CA bundle of a
+//!   self-signed cloud, else, when `clouds.yaml` names a `cacert` file, the CA bundle of
+//!   ConfigMap `openshift-config/cloud-provider-config`) through the API, authenticates with Keystone v3 and lists the share
+//!   types of the `sharev2` endpoint ([`crate::openstack_api`]). Every failure (missing Secret
+//!   or key, a bad `clouds.yaml` field, a 401, no Manila in the catalog, Manila's HTTP status)
+//!   is the Disabled message;
+//! - Secret `csi-manila-secrets`, which the classes and the snapshot class reference: the
+//!   `os-*` keys the Manila CSI driver reads, derived from the same `clouds.yaml`
+//!   ([`csi_secret_data`], the keys OpenShift's Manila operator writes). The kit derives
+//!   ConfigMaps only, and a derived Secret would need a new operand kind in every shared
+//!   match, so the probe writes it ([`sync_csi_secret`]) once the cloud has answered with
+//!   share types (nothing is written while Disabled): server-side apply under its own field
+//!   manager (keys no longer derived, e.g. the password after a switch to an application
+//!   credential, are removed), skipped when the data and its hash annotation already match
+//!   (an idle cluster sees no write). A rotation of the credentials Secret triggers a
+//!   reconcile, hence a check, hence the new Secret at once. A broken `clouds.yaml` is
+//!   reported as Disabled naming the Secret and the key, and the last good
+//!   `csi-manila-secrets` stays. The driver pods never mount it: the sidecars read it per
+//!   call, so nothing rolls.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -23,10 +40,14 @@ use std::time::Duration;
 
 use csi::operator::{Probe, ProbeConfig};
 use csi::{DriverDef, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::VolumeMount;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, VolumeMount};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 
 use crate::DriverError;
+use crate::openstack_api::{self, Cloud, Tls};
 
 /// The short name.
 pub const SHORT_NAME: &str = "openstack-manila";
@@ -183,30 +204,322 @@ pub trait ShareTypes: Send + Sync {
     -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>>;
 }
 
-/// The real client: not implemented in this build (it needs the OpenStack identity and
-/// shared-file-system APIs); it says so, and the driver stays Disabled with that message.
-#[derive(Clone, Debug, Default)]
-pub struct OpenStackShareTypes;
+/// The credentials Secret's key with `clouds.yaml` (written by cloud-credential-operator).
+pub const CLOUDS_KEY: &str = "clouds.yaml";
+/// The credentials Secret's optional key with the cloud's CA bundle (PEM), for a cloud with a
+/// self-signed certificate.
+pub const CA_KEY: &str = "cacert";
+/// The cloud's name in `clouds.yaml`.
+pub const CLOUD_NAME: &str = crate::openstack_cinder::CLOUD_NAME;
+/// The field manager of [`CSI_SECRET`].
+pub const SECRET_FIELD_MANAGER: &str = "storage-operator/openstack-manila-secret";
+/// The annotation on [`CSI_SECRET`] with the hash of its data, so an unchanged Secret is
+/// recognised without comparing every key (and without a write).
+pub const SECRET_HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
+
+/// What the credentials Secret says about the cloud.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    /// The cloud [`CLOUD_NAME`] of `clouds.yaml`.
+    pub cloud: Cloud,
+    /// The CA bundle of key [`CA_KEY`], when the Secret has one.
+    pub ca: Option<String>,
+}
+
+impl Credentials {
+    /// How to check the cloud's certificates: `verify: false` turns checks off; a CA bundle
+    /// is added to the system roots.
+    pub fn tls(&self) -> Tls {
+        match (&self.ca, self.cloud.verify) {
+            (_, Some(false)) => Tls::Insecure,
+            (Some(ca), _) => Tls::WithCa(ca.clone()),
+            (None, _) => Tls::System,
+        }
+    }
+}
+
+/// Reads the credentials from the data of Secret `secret` (`namespace/name`, for messages);
+/// an error names the Secret, the key and the field to fix.
+pub fn credentials_from(
+    secret: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<Credentials, String> {
+    let text = |key: &str| -> Result<Option<String>, String> {
+        data.get(key)
+            .map(|v| {
+                String::from_utf8(v.0.clone())
+                    .map_err(|_| format!("key {key} of Secret {secret} is not UTF-8 text"))
+            })
+            .transpose()
+    };
+    let Some(clouds) = text(CLOUDS_KEY)? else {
+        return Err(format!(
+            "Secret {secret} has no key {CLOUDS_KEY}: cloud-credential-operator writes it; check the CredentialsRequest of the driver"
+        ));
+    };
+    let cloud = openstack_api::parse_cloud(&clouds, CLOUD_NAME)
+        .map_err(|e| format!("key {CLOUDS_KEY} of Secret {secret} is invalid: {e}"))?;
+    openstack_api::auth_request(&cloud)
+        .map_err(|e| format!("key {CLOUDS_KEY} of Secret {secret} is invalid: {e}"))?;
+    let ca = text(CA_KEY)?.filter(|ca| !ca.trim().is_empty());
+    Ok(Credentials { cloud, ca })
+}
+
+/// The cluster's cloud config, which holds the CA bundle of a self-signed cloud (keys
+/// [`crate::openstack_cinder::SOURCE_CA_KEYS`]) when `clouds.yaml` names a `cacert` file.
+pub const CLOUD_CONFIG: (&str, &str) = ("openshift-config", "cloud-provider-config");
+
+/// Reads the credentials Secret through the API (at every check, so a rotation is seen at
+/// once); an error names the Secret. When `clouds.yaml` names a `cacert` file and the Secret
+/// has no CA of its own, the CA bundle of the cluster's cloud config ([`CLOUD_CONFIG`]) is
+/// used, as OpenShift's operators do; without one the system roots are used.
+pub async fn fetch_credentials(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Credentials, String> {
+    let id = format!("{namespace}/{name}");
+    let secret = Api::<Secret>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading Secret {id} failed: {e}"))?
+        .ok_or_else(|| {
+            format!(
+                "Secret {id} does not exist: cloud-credential-operator creates it from the driver's CredentialsRequest (or create it with key {CLOUDS_KEY})"
+            )
+        })?;
+    let mut credentials = credentials_from(&id, &secret.data.unwrap_or_default())?;
+    if credentials.ca.is_none() && credentials.cloud.cacert.is_some() {
+        credentials.ca = cloud_config_ca(client).await;
+    }
+    Ok(credentials)
+}
+
+/// The CA bundle of the cluster's cloud config, if it has one and can be read (a cloud
+/// whose certificate the system roots accept needs none, so its absence is no error).
+async fn cloud_config_ca(client: &kube::Client) -> Option<String> {
+    let (namespace, name) = CLOUD_CONFIG;
+    match Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get_opt(name)
+        .await
+    {
+        Ok(config) => {
+            let data = config?.data?;
+            crate::openstack_cinder::SOURCE_CA_KEYS
+                .iter()
+                .find_map(|k| data.get(*k).filter(|v| !v.trim().is_empty()).cloned())
+        }
+        Err(error) => {
+            tracing::debug!(%error, "cannot read the cloud config's CA bundle");
+            None
+        }
+    }
+}
+
+/// Where the driver's OpenStack credentials come from: the table's credentials Secret in
+/// the driver namespace.
+fn credentials_secret(def: &DriverDef) -> (String, String) {
+    let name = def
+        .credentials
+        .as_ref()
+        .map_or("manila-cloud-credentials", |c| c.secret_name.as_str());
+    (def.namespace.clone(), name.to_owned())
+}
+
+/// The real client: reads the credentials Secret, authenticates with Keystone and lists the
+/// share types of the cloud's Manila ([`openstack_api::list_share_types`]).
+#[derive(Clone)]
+pub struct OpenStackShareTypes {
+    client: kube::Client,
+    namespace: String,
+    secret: String,
+}
+
+impl std::fmt::Debug for OpenStackShareTypes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenStackShareTypes")
+            .field("secret", &format!("{}/{}", self.namespace, self.secret))
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenStackShareTypes {
+    /// The client of `def`'s cloud, with its credentials Secret read through `client`.
+    pub fn new(client: kube::Client, def: &DriverDef) -> Self {
+        let (namespace, secret) = credentials_secret(def);
+        Self {
+            client,
+            namespace,
+            secret,
+        }
+    }
+}
 
 impl ShareTypes for OpenStackShareTypes {
     fn share_types(
         &self,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>> {
-        Box::pin(async {
-            Err("asking the OpenStack cloud for Manila share types is not implemented in this build: the Manila driver cannot be enabled automatically yet".to_owned())
+        Box::pin(async move {
+            let credentials =
+                fetch_credentials(&self.client, &self.namespace, &self.secret).await?;
+            openstack_api::list_share_types(&credentials.cloud, &credentials.tls()).await
         })
     }
 }
 
+/// The data of [`CSI_SECRET`] for `credentials`: the `os-*` keys the Manila CSI driver reads
+/// (as OpenShift's Manila operator derives them): auth URL and region; the application
+/// credential, or the user, password, project and domains (IDs win over names; the user's
+/// domain is also the default `os-domain*`); the CA as `os-certAuthority` (contents) when one
+/// was found ([`fetch_credentials`]), else `clouds.yaml`'s `cacert` path as
+/// `os-certAuthorityPath`;
+/// `os-TLSInsecure` for `verify: false`.
+pub fn csi_secret_data(credentials: &Credentials) -> BTreeMap<String, String> {
+    let cloud = &credentials.cloud;
+    let auth = &cloud.auth;
+    let mut data = BTreeMap::new();
+    let mut put = |key: &str, value: &Option<String>| -> bool {
+        match value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) => {
+                data.insert(key.to_owned(), v.to_owned());
+                true
+            }
+            None => false,
+        }
+    };
+    put("os-authURL", &Some(auth.auth_url.clone()));
+    put("os-region", &cloud.region_name);
+    if auth.is_application_credential(cloud.auth_type.as_deref()) {
+        if !put(
+            "os-applicationCredentialID",
+            &auth.application_credential_id,
+        ) {
+            put(
+                "os-applicationCredentialName",
+                &auth.application_credential_name,
+            );
+        }
+        put(
+            "os-applicationCredentialSecret",
+            &auth.application_credential_secret,
+        );
+    } else {
+        put("os-password", &auth.password);
+        if !put("os-projectID", &auth.project_id) {
+            put("os-projectName", &auth.project_name);
+        }
+        if !put("os-projectDomainID", &auth.project_domain_id) {
+            put("os-projectDomainName", &auth.project_domain_name);
+        }
+    }
+    if !put("os-userID", &auth.user_id) {
+        put("os-userName", &auth.username);
+    }
+    if !put("os-domainID", &auth.domain_id) {
+        put("os-domainName", &auth.domain_name);
+    }
+    if put("os-userDomainID", &auth.user_domain_id) {
+        put("os-domainID", &auth.user_domain_id);
+    } else if put("os-userDomainName", &auth.user_domain_name) {
+        put("os-domainName", &auth.user_domain_name);
+    }
+    if credentials.ca.is_none() {
+        put("os-certAuthorityPath", &cloud.cacert);
+    }
+    if cloud.verify == Some(false) {
+        put("os-TLSInsecure", &Some("true".to_owned()));
+    }
+    if let Some(ca) = &credentials.ca {
+        // The PEM as it is (the plugin reads it whole).
+        data.insert("os-certAuthority".to_owned(), ca.clone());
+    }
+    data
+}
+
+/// [`CSI_SECRET`] in the driver namespace for `credentials`, with the hash of its data.
+pub fn build_csi_secret(def: &DriverDef, credentials: &Credentials) -> Secret {
+    let data = csi_secret_data(credentials);
+    let bytes: BTreeMap<String, Vec<u8>> = data
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+        .collect();
+    let mut metadata = names::ns_meta(def, CSI_SECRET);
+    metadata.annotations = Some(BTreeMap::from([(
+        SECRET_HASH_ANNOTATION.to_owned(),
+        csi::hash::secret_data_hash(Some(&bytes)),
+    )]));
+    Secret {
+        metadata,
+        type_: Some("Opaque".to_owned()),
+        data: Some(bytes.into_iter().map(|(k, v)| (k, ByteString(v))).collect()),
+        ..Secret::default()
+    }
+}
+
+/// Whether `current` already holds everything of `desired` (data keys and hash).
+fn secret_up_to_date(current: &Secret, desired: &Secret) -> bool {
+    let hash = |s: &Secret| {
+        s.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SECRET_HASH_ANNOTATION))
+            .cloned()
+    };
+    let current_data = current.data.clone().unwrap_or_default();
+    hash(current) == hash(desired)
+        && desired
+            .data
+            .iter()
+            .flatten()
+            .all(|(k, v)| current_data.get(k) == Some(v))
+}
+
+/// Writes [`CSI_SECRET`] from the credentials Secret when it differs (server-side apply
+/// under [`SECRET_FIELD_MANAGER`], so keys it wrote before and no longer derives, e.g. the
+/// password after a switch to an application credential, are removed). Returns whether it
+/// wrote; an error names the Secret and what failed.
+pub async fn sync_csi_secret(client: &kube::Client, def: &DriverDef) -> Result<bool, String> {
+    let (namespace, name) = credentials_secret(def);
+    let credentials = fetch_credentials(client, &namespace, &name)
+        .await
+        .map_err(|e| format!("cannot generate Secret {namespace}/{CSI_SECRET}: {e}"))?;
+    let desired = build_csi_secret(def, &credentials);
+    let api = Api::<Secret>::namespaced(client.clone(), &namespace);
+    let current = api
+        .get_opt(CSI_SECRET)
+        .await
+        .map_err(|e| format!("reading Secret {namespace}/{CSI_SECRET} failed: {e}"))?;
+    if current.is_some_and(|c| secret_up_to_date(&c, &desired)) {
+        return Ok(false);
+    }
+    let mut object = serde_json::to_value(&desired)
+        .map_err(|e| format!("serializing Secret {CSI_SECRET} failed: {e}"))?;
+    object["apiVersion"] = "v1".into();
+    object["kind"] = "Secret".into();
+    api.patch(
+        CSI_SECRET,
+        &PatchParams::apply(SECRET_FIELD_MANAGER).force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .map_err(|e| format!("writing Secret {namespace}/{CSI_SECRET} failed: {e}"))?;
+    tracing::info!(object = %format!("{namespace}/{CSI_SECRET}"), "applied the Manila driver's credentials Secret");
+    Ok(true)
+}
+
 /// Turns a [`ShareTypes`] client into the driver operator's probe: its facts are the share
-/// types; none is a reason to stay Disabled.
-struct ShareTypesProbe<C>(C);
+/// types; none is a reason to stay Disabled. With a kube client, an enabled driver also gets
+/// its [`CSI_SECRET`] ([`sync_csi_secret`]); failing that is a reason too.
+struct ShareTypesProbe<C> {
+    cloud: C,
+    secret: Option<(kube::Client, DriverDef)>,
+}
 
 impl<C: ShareTypes> Probe for ShareTypesProbe<C> {
     fn check(&self) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>> {
         Box::pin(async move {
             let mut types = self
-                .0
+                .cloud
                 .share_types()
                 .await
                 .map_err(|e| format!("cannot list the Manila share types of the cloud: {e}"))?;
@@ -215,15 +528,39 @@ impl<C: ShareTypes> Probe for ShareTypesProbe<C> {
             if types.is_empty() {
                 return Err(NO_SHARE_TYPES.to_owned());
             }
+            if let Some((client, def)) = &self.secret {
+                sync_csi_secret(client, def).await?;
+            }
             Ok(types)
         })
     }
 }
 
-/// The driver operator's probe over `client`, asked every `interval`.
+/// The driver operator's probe over `client`, asked every `interval` (share types only; the
+/// [`CSI_SECRET`] is left to an admin).
 pub fn probe(client: impl ShareTypes + 'static, interval: Duration) -> ProbeConfig {
     ProbeConfig {
-        probe: Arc::new(ShareTypesProbe(client)),
+        probe: Arc::new(ShareTypesProbe {
+            cloud: client,
+            secret: None,
+        }),
+        interval,
+    }
+}
+
+/// The driver operator's probe over `cloud`, asked every `interval`, that also keeps
+/// [`CSI_SECRET`] in step with the credentials Secret of `def` through `client`.
+pub fn probe_with_secret(
+    cloud: impl ShareTypes + 'static,
+    client: kube::Client,
+    def: &DriverDef,
+    interval: Duration,
+) -> ProbeConfig {
+    ProbeConfig {
+        probe: Arc::new(ShareTypesProbe {
+            cloud,
+            secret: Some((client, def.clone())),
+        }),
         interval,
     }
 }

@@ -22,8 +22,8 @@ fn with_types(types: &[&str]) -> Inputs {
     inputs
 }
 
-#[test]
-fn the_catalogue_has_manila_as_the_registry_names_it() {
+#[tokio::test]
+async fn the_catalogue_has_manila_as_the_registry_names_it() {
     let def = drivers::by_name("manila.csi.openstack.org").unwrap();
     assert_eq!(def.short_name, "openstack-manila");
     assert_eq!(def.condition_prefix, "Manila");
@@ -33,8 +33,10 @@ fn the_catalogue_has_manila_as_the_registry_names_it() {
     );
     assert!(def.storage_class_generator.is_some() && def.precondition.is_some());
     assert_eq!(def.extra_images["nfs"].env, "MANILA_NFS_DRIVER_IMAGE");
-    assert!(drivers::probe(&def).is_some());
-    assert!(drivers::probe(&drivers::by_name("openstack-cinder").unwrap()).is_none());
+    let cluster = testkit::Cluster::start().await;
+    assert!(drivers::probe(&def, cluster.client()).is_some());
+    let cinder = drivers::by_name("openstack-cinder").unwrap();
+    assert!(drivers::probe(&cinder, cluster.client()).is_none());
 }
 
 #[rstest]
@@ -123,15 +125,6 @@ async fn the_probe_turns_share_types_into_facts_or_a_reason(
     }
 }
 
-#[tokio::test]
-async fn the_real_client_says_it_cannot_ask_yet() {
-    let error = openstack_manila::OpenStackShareTypes
-        .share_types()
-        .await
-        .unwrap_err();
-    assert!(error.contains("not implemented"), "{error}");
-}
-
 #[test]
 fn the_nfs_node_plugin_runs_beside_manilas_on_the_forward_socket() {
     let def = manila();
@@ -174,4 +167,108 @@ fn the_nfs_node_plugin_runs_beside_manilas_on_the_forward_socket() {
         .map(|m| m.name.as_str())
         .collect();
     assert_eq!(mounts, ["kubelet-dir", "fwd-plugin-dir"]);
+}
+
+fn credentials(clouds: &str, ca: Option<&str>) -> Result<openstack_manila::Credentials, String> {
+    let mut data = BTreeMap::from([(
+        "clouds.yaml".to_owned(),
+        k8s_openapi::ByteString(clouds.as_bytes().to_vec()),
+    )]);
+    if let Some(ca) = ca {
+        data.insert(
+            "cacert".to_owned(),
+            k8s_openapi::ByteString(ca.as_bytes().to_vec()),
+        );
+    }
+    openstack_manila::credentials_from("ns/creds", &data)
+}
+
+#[test]
+fn csi_secret_keys_from_ids_ca_path_and_insecure() {
+    let clouds = "clouds:\n  openstack:\n    auth:\n      auth_url: https://k:5000/v3\n      user_id: u1\n      password: p\n      project_id: p1\n      user_domain_id: d1\n    cacert: /etc/pki/ca.pem\n    verify: false\n";
+    let creds = credentials(clouds, None).unwrap();
+    assert_eq!(creds.tls(), drivers::openstack_api::Tls::Insecure);
+    let data = openstack_manila::csi_secret_data(&creds);
+    let want: BTreeMap<String, String> = [
+        ("os-authURL", "https://k:5000/v3"),
+        ("os-userID", "u1"),
+        ("os-password", "p"),
+        ("os-projectID", "p1"),
+        ("os-userDomainID", "d1"),
+        ("os-domainID", "d1"),
+        ("os-certAuthorityPath", "/etc/pki/ca.pem"),
+        ("os-TLSInsecure", "true"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    assert_eq!(data, want);
+}
+
+#[test]
+fn a_ca_in_the_credentials_secret_is_trusted_and_passed_on() {
+    let clouds = "clouds:\n  openstack:\n    auth:\n      auth_url: https://k\n      application_credential_id: a\n      application_credential_secret: s\n    cacert: /etc/pki/ca.pem\n";
+    let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let creds = credentials(clouds, Some(pem)).unwrap();
+    assert_eq!(
+        creds.tls(),
+        drivers::openstack_api::Tls::WithCa(pem.to_owned())
+    );
+    let data = openstack_manila::csi_secret_data(&creds);
+    assert_eq!(data["os-certAuthority"], pem);
+    assert!(!data.contains_key("os-certAuthorityPath"));
+    assert_eq!(data["os-applicationCredentialID"], "a");
+    assert_eq!(data["os-applicationCredentialSecret"], "s");
+
+    let def = manila();
+    let secret = openstack_manila::build_csi_secret(&def, &creds);
+    assert_eq!(secret.metadata.name.as_deref(), Some("csi-manila-secrets"));
+    assert_eq!(
+        secret.metadata.namespace.as_deref(),
+        Some("openshift-cluster-csi-drivers")
+    );
+    let hash = &secret.metadata.annotations.unwrap()[openstack_manila::SECRET_HASH_ANNOTATION];
+    assert!(!hash.is_empty());
+}
+
+#[rstest]
+#[case::no_key(None, "Secret ns/creds has no key clouds.yaml")]
+#[case::no_cloud(
+    Some("clouds: {}\n"),
+    "key clouds.yaml of Secret ns/creds is invalid: clouds.yaml has no cloud \"openstack\""
+)]
+#[case::no_password(
+    Some(
+        "clouds:\n  openstack:\n    auth: {auth_url: https://k, username: a, user_domain_name: D}\n"
+    ),
+    "auth.password is missing"
+)]
+#[case::not_yaml(Some("clouds: ["), "does not parse as YAML")]
+fn bad_credentials_name_the_secret_key_and_field(#[case] clouds: Option<&str>, #[case] want: &str) {
+    let data = clouds
+        .map(|c| {
+            BTreeMap::from([(
+                "clouds.yaml".to_owned(),
+                k8s_openapi::ByteString(c.as_bytes().to_vec()),
+            )])
+        })
+        .unwrap_or_default();
+    let error = openstack_manila::credentials_from("ns/creds", &data).unwrap_err();
+    assert!(error.contains(want), "{error}");
+}
+
+#[test]
+fn the_manila_operator_may_write_its_csi_secret_and_no_other() {
+    let rules = drivers::extra_namespace_rules(&manila());
+    let named: Vec<_> = rules
+        .iter()
+        .filter(|r| r.resource_names.is_some())
+        .collect();
+    assert_eq!(
+        named[0].resource_names.as_deref(),
+        Some(&["csi-manila-secrets".to_owned()][..])
+    );
+    assert!(
+        drivers::extra_namespace_rules(&drivers::by_name("openstack-cinder").unwrap()).is_empty()
+    );
 }

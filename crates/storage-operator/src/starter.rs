@@ -256,6 +256,8 @@ pub fn build_rbac(
             ..rule(&[""], &["configmaps"], READ)
         });
     }
+    // What a driver's own code reads besides its sources (Manila: the cloud config's CA).
+    cluster_rules.extend(drivers::extra_cluster_rules(def));
     dedupe(&mut cluster_rules);
 
     let mut namespace_rules = vec![
@@ -270,6 +272,8 @@ pub fn build_rbac(
             namespace_rules.extend(role.rules.iter().flatten().cloned());
         }
     }
+    // What a driver's own code writes besides its operands (Manila: csi-manila-secrets).
+    namespace_rules.extend(drivers::extra_namespace_rules(def));
     dedupe(&mut namespace_rules);
 
     let name = entry.operator_deployment;
