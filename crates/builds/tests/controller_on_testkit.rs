@@ -139,14 +139,7 @@ async fn set_pod_phase(client: &Client, name: &str, phase: &str) {
 
 /// Waits until the controller sends no write for a whole 2-second window.
 async fn quiet(cluster: &Cluster) {
-    for _ in 0..30 {
-        cluster.clear_requests();
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        if cluster.count_writes(AGENT) == 0 {
-            return;
-        }
-    }
-    panic!("the controller never stopped writing");
+    cluster.wait_quiet(AGENT).await;
 }
 
 #[tokio::test]

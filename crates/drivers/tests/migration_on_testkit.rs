@@ -352,14 +352,7 @@ async fn condition_says(client: &Client, type_: &str, status: &str, text: &str) 
 
 /// Waits until the operator sends no write for a whole 2-second window.
 async fn quiet(cluster: &Cluster) {
-    for _ in 0..30 {
-        cluster.clear_requests();
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        if cluster.count_writes(AGENT) == 0 {
-            return;
-        }
-    }
-    panic!("the operator never stopped writing");
+    cluster.wait_quiet(AGENT).await;
 }
 
 const GA_PLUGINS: &str = "kubernetes.io/aws-ebs,kubernetes.io/gce-pd";

@@ -697,28 +697,7 @@ async fn it_runs_the_csidriverdeployment_controller_when_the_crd_is_served() {
     )
     .await;
     let running = start(cluster.client_with_agent("storage-operator"));
-    let declared: api::csidriver_v1alpha1::CSIDriverDeployment = serde_json::from_value(json!({
-        "apiVersion": "csidriver.storage.openshift.io/v1alpha1",
-        "kind": "CSIDriverDeployment",
-        "metadata": {"name": "mine", "namespace": "default"},
-        "spec": {
-            "driverName": "mine.csi.example.com",
-            "driverSocket": "/csi/csi.sock",
-            "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver", "image": "example.com/d:1"}]}},
-        }
-    }))
-    .unwrap();
-    Api::namespaced(admin.clone(), "default")
-        .create(&PostParams::default(), &declared)
-        .await
-        .unwrap();
-    eventually("the declared driver's CSIDriver", async || {
-        Api::<CSIDriver>::all(admin.clone())
-            .get_opt("mine.csi.example.com")
-            .await
-            .unwrap()
-    })
-    .await;
+    declare_and_see_installed(&admin, "mine", "mine.csi.example.com").await;
     running.stop().await;
 }
 
@@ -737,12 +716,19 @@ async fn the_csidriverdeployment_controller_starts_when_its_crd_is_installed_lat
     // The operator runs without it; then an admin installs the CRD, no restart.
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     install_crds(&admin, &["CSIDriverDeployment"]).await;
+    declare_and_see_installed(&admin, "later", "later.csi.example.com").await;
+    running.stop().await;
+}
+
+/// Creates a minimal CSIDriverDeployment in `default` and waits for the CSIDriver its
+/// controller installs.
+async fn declare_and_see_installed(admin: &Client, name: &str, driver: &str) {
     let declared: api::csidriver_v1alpha1::CSIDriverDeployment = serde_json::from_value(json!({
         "apiVersion": "csidriver.storage.openshift.io/v1alpha1",
         "kind": "CSIDriverDeployment",
-        "metadata": {"name": "later", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "driverName": "later.csi.example.com",
+            "driverName": driver,
             "driverSocket": "/csi/csi.sock",
             "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver", "image": "example.com/d:1"}]}},
         }
@@ -754,10 +740,9 @@ async fn the_csidriverdeployment_controller_starts_when_its_crd_is_installed_lat
         .unwrap();
     eventually("the declared driver's CSIDriver", async || {
         Api::<CSIDriver>::all(admin.clone())
-            .get_opt("later.csi.example.com")
+            .get_opt(driver)
             .await
             .unwrap()
     })
     .await;
-    running.stop().await;
 }

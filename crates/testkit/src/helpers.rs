@@ -109,6 +109,28 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Waits until the client `agent` sends no write for a whole 2-second window, for up to a
+    /// minute; panics listing the writes it kept sending. How a controller test proves it has
+    /// converged and that a pass without changes writes nothing.
+    pub async fn wait_quiet(&self, agent: &str) {
+        for _ in 0..30 {
+            self.clear_requests();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if self.count_writes(agent) == 0 {
+                return;
+            }
+        }
+        let writes: Vec<String> = self
+            .requests()
+            .iter()
+            .filter(|r| r.is_write() && r.from_client(agent))
+            .map(|r| format!("{} {}", r.verb, r.path))
+            .collect();
+        panic!("{agent} never stopped writing: {writes:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

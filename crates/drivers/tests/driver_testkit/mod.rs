@@ -200,20 +200,7 @@ pub async fn healthy(client: &Client, driver: &str, prefix: &str) {
 
 /// Waits until the operator sends no write for a whole 2-second window.
 pub async fn quiet(cluster: &Cluster) {
-    for _ in 0..30 {
-        cluster.clear_requests();
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        if cluster.count_writes(AGENT) == 0 {
-            return;
-        }
-    }
-    let writes: Vec<String> = cluster
-        .requests()
-        .iter()
-        .filter(|r| r.is_write() && r.from_client(AGENT))
-        .map(|r| format!("{} {}", r.verb, r.path))
-        .collect();
-    panic!("the operator never stopped writing: {writes:?}");
+    cluster.wait_quiet(AGENT).await;
 }
 
 /// The generations of the controller Deployment and node DaemonSet named `prefix`-controller
