@@ -11,6 +11,7 @@ pub mod azure_disk;
 pub mod azure_file;
 mod common;
 pub mod gcp_pd;
+pub mod http;
 pub mod ibm_vpc_block;
 pub mod openstack_api;
 pub mod openstack_cinder;

@@ -7,29 +7,22 @@
 //! - [`list_share_types`] authenticates, finds the `sharev2` endpoint in the token's service
 //!   catalog and lists `GET {endpoint}/types`.
 //!
-//! HTTP is hyper 1 with hyper-util's client and rustls (the stack kube already uses): the
-//! system roots plus an optional CA PEM, or no verification at all when `clouds.yaml` says
-//! `verify: false` (logged as a warning). Every request has a [`REQUEST_TIMEOUT`]. Every error
-//! names what failed and never carries a password, secret or token.
+//! HTTP is [`crate::http`]: the system roots plus an optional CA PEM, or no verification at
+//! all when `clouds.yaml` says `verify: false` (logged as a warning). Every request has a
+//! [`REQUEST_TIMEOUT`]. Every error names what failed and never carries a password, secret or
+//! token.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::{Method, Request, StatusCode};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// How long one HTTP request (connect, send, read the body) may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest response body read (a service catalog is a few hundred KiB at most).
-const MAX_BODY: usize = 8 * 1024 * 1024;
+pub use crate::http::{REQUEST_TIMEOUT, Tls, http_client};
+use crate::http::{HttpClient, send};
+
 /// The Manila microversion asked for: the base of API v2, which every Manila has.
 pub const MANILA_API_VERSION: &str = "2.0";
 /// The catalog service types of Manila's v2 API, in order of preference.
@@ -383,169 +376,6 @@ pub fn share_type_names(body: &Value) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// How to check the cloud's TLS certificates.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Tls {
-    /// The system roots.
-    #[default]
-    System,
-    /// The system roots and this CA bundle (PEM).
-    WithCa(String),
-    /// No verification (`verify: false` in `clouds.yaml`).
-    Insecure,
-}
-
-type HttpClient = Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// An HTTP(S) client for `tls`; an error says what is wrong with the CA bundle.
-pub fn http_client(tls: &Tls) -> Result<HttpClient, String> {
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set up TLS: {e}"))?;
-    let config = match tls {
-        Tls::Insecure => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
-            .with_no_client_auth(),
-        Tls::System | Tls::WithCa(_) => {
-            let mut roots = rustls::RootCertStore::empty();
-            // Unreadable system certificates are skipped: a CA bundle may still do.
-            let native = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(native.certs);
-            if let Tls::WithCa(pem) = tls {
-                let mut added = 0;
-                for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
-                    let cert = cert.map_err(|e| format!("the CA bundle is not valid PEM: {e}"))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("the CA bundle has an unusable certificate: {e}"))?;
-                    added += 1;
-                }
-                if added == 0 {
-                    return Err("the CA bundle has no PEM certificate".to_owned());
-                }
-            }
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
-    };
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Ok(Client::builder(TokioExecutor::new()).build(connector))
-}
-
-/// Accepts any server certificate, for `verify: false` (signatures are still checked).
-#[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// A response: status, the `X-Subject-Token` header if any, the JSON body (`Null` if empty
-/// or not JSON).
-struct Response {
-    status: StatusCode,
-    subject_token: Option<String>,
-    body: Value,
-}
-
-/// Sends one request with [`REQUEST_TIMEOUT`]; `what` names it in errors.
-async fn send(
-    client: &HttpClient,
-    request: Request<Full<Bytes>>,
-    what: &str,
-) -> Result<Response, String> {
-    let exchange = async {
-        let response = client
-            .request(request)
-            .await
-            .map_err(|e| format!("{what} failed: {}", error_chain(&e)))?;
-        let status = response.status();
-        let subject_token = response
-            .headers()
-            .get("x-subject-token")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let bytes = Limited::new(response.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| format!("{what}: reading the response failed: {e}"))?
-            .to_bytes();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok(Response {
-            status,
-            subject_token,
-            body,
-        })
-    };
-    tokio::time::timeout(REQUEST_TIMEOUT, exchange)
-        .await
-        .map_err(|_| format!("{what} timed out after {}s", REQUEST_TIMEOUT.as_secs()))?
-}
-
-/// An error and its causes on one line (hyper's own message is terse).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
-}
-
 /// Authenticates against Keystone: the token and the token response's body (the catalog).
 pub async fn authenticate(client: &HttpClient, cloud: &Cloud) -> Result<(String, Value), String> {
     let url = token_url(&cloud.auth.auth_url);
@@ -569,7 +399,8 @@ pub async fn authenticate(client: &HttpClient, cloud: &Cloud) -> Result<(String,
         s => return Err(format!("{what} failed with HTTP {s}")),
     }
     let token = response
-        .subject_token
+        .header("x-subject-token")
+        .map(str::to_owned)
         .ok_or_else(|| format!("Keystone at {url} answered without an X-Subject-Token header"))?;
     Ok((token, response.body))
 }
