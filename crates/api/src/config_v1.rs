@@ -425,10 +425,26 @@ pub struct IBMCloudPlatformStatus {
     /// Classic or VPC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_type: Option<String>,
+    /// Custom endpoints of IBM Cloud services (`IAM`, `VPC`, `ResourceManager`, ...) that
+    /// replace the public ones, e.g. private endpoints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_endpoints: Vec<IBMCloudServiceEndpoint>,
     /// Fields not modelled here.
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: Extra,
+}
+
+/// A custom endpoint of an IBM Cloud service.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IBMCloudServiceEndpoint {
+    /// The service: `IAM`, `VPC`, `ResourceManager`, `ResourceController`, `COS`, ...
+    #[serde(default)]
+    pub name: String,
+    /// Its URL (`https://...`).
+    #[serde(default)]
+    pub url: String,
 }
 
 /// Power VS details of the platform.

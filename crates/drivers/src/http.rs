@@ -189,4 +189,3 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     out
 }
-

@@ -17,6 +17,7 @@ pub mod openstack_api;
 pub mod openstack_cinder;
 pub mod openstack_manila;
 pub mod powervs_block;
+pub mod secrets;
 pub mod smb;
 pub mod vsphere;
 

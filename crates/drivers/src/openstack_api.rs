@@ -20,8 +20,8 @@ use hyper::{Method, Request, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use crate::http::{REQUEST_TIMEOUT, Tls, http_client};
 use crate::http::{HttpClient, send};
+pub use crate::http::{REQUEST_TIMEOUT, Tls, http_client};
 
 /// The Manila microversion asked for: the base of API v2, which every Manila has.
 pub const MANILA_API_VERSION: &str = "2.0";

@@ -44,7 +44,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, VolumeMount};
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 
 use crate::DriverError;
 use crate::openstack_api::{self, Cloud, Tls};
@@ -215,7 +214,7 @@ pub const CLOUD_NAME: &str = crate::openstack_cinder::CLOUD_NAME;
 pub const SECRET_FIELD_MANAGER: &str = "storage-operator/openstack-manila-secret";
 /// The annotation on [`CSI_SECRET`] with the hash of its data, so an unchanged Secret is
 /// recognised without comparing every key (and without a write).
-pub const SECRET_HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
+pub const SECRET_HASH_ANNOTATION: &str = crate::secrets::HASH_ANNOTATION;
 
 /// What the credentials Secret says about the cloud.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -438,40 +437,7 @@ pub fn csi_secret_data(credentials: &Credentials) -> BTreeMap<String, String> {
 
 /// [`CSI_SECRET`] in the driver namespace for `credentials`, with the hash of its data.
 pub fn build_csi_secret(def: &DriverDef, credentials: &Credentials) -> Secret {
-    let data = csi_secret_data(credentials);
-    let bytes: BTreeMap<String, Vec<u8>> = data
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
-        .collect();
-    let mut metadata = names::ns_meta(def, CSI_SECRET);
-    metadata.annotations = Some(BTreeMap::from([(
-        SECRET_HASH_ANNOTATION.to_owned(),
-        csi::hash::secret_data_hash(Some(&bytes)),
-    )]));
-    Secret {
-        metadata,
-        type_: Some("Opaque".to_owned()),
-        data: Some(bytes.into_iter().map(|(k, v)| (k, ByteString(v))).collect()),
-        ..Secret::default()
-    }
-}
-
-/// Whether `current` already holds everything of `desired` (data keys and hash).
-fn secret_up_to_date(current: &Secret, desired: &Secret) -> bool {
-    let hash = |s: &Secret| {
-        s.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(SECRET_HASH_ANNOTATION))
-            .cloned()
-    };
-    let current_data = current.data.clone().unwrap_or_default();
-    hash(current) == hash(desired)
-        && desired
-            .data
-            .iter()
-            .flatten()
-            .all(|(k, v)| current_data.get(k) == Some(v))
+    crate::secrets::build(def, CSI_SECRET, &csi_secret_data(credentials))
 }
 
 /// Writes [`CSI_SECRET`] from the credentials Secret when it differs (server-side apply
@@ -483,28 +449,12 @@ pub async fn sync_csi_secret(client: &kube::Client, def: &DriverDef) -> Result<b
     let credentials = fetch_credentials(client, &namespace, &name)
         .await
         .map_err(|e| format!("cannot generate Secret {namespace}/{CSI_SECRET}: {e}"))?;
-    let desired = build_csi_secret(def, &credentials);
-    let api = Api::<Secret>::namespaced(client.clone(), &namespace);
-    let current = api
-        .get_opt(CSI_SECRET)
-        .await
-        .map_err(|e| format!("reading Secret {namespace}/{CSI_SECRET} failed: {e}"))?;
-    if current.is_some_and(|c| secret_up_to_date(&c, &desired)) {
-        return Ok(false);
-    }
-    let mut object = serde_json::to_value(&desired)
-        .map_err(|e| format!("serializing Secret {CSI_SECRET} failed: {e}"))?;
-    object["apiVersion"] = "v1".into();
-    object["kind"] = "Secret".into();
-    api.patch(
-        CSI_SECRET,
-        &PatchParams::apply(SECRET_FIELD_MANAGER).force(),
-        &Patch::Apply(object),
+    crate::secrets::apply(
+        client,
+        &build_csi_secret(def, &credentials),
+        SECRET_FIELD_MANAGER,
     )
     .await
-    .map_err(|e| format!("writing Secret {namespace}/{CSI_SECRET} failed: {e}"))?;
-    tracing::info!(object = %format!("{namespace}/{CSI_SECRET}"), "applied the Manila driver's credentials Secret");
-    Ok(true)
 }
 
 /// Turns a [`ShareTypes`] client into the driver operator's probe: its facts are the share

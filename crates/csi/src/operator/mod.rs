@@ -137,6 +137,48 @@ impl std::fmt::Debug for ProbeConfig {
     }
 }
 
+/// A controller of a driver's own beside the kit's, as OpenShift's driver operators add them:
+/// e.g. IBM VPC Block's `SecretSync`, which writes the Secret its driver reads from the
+/// credentials through IBM Cloud's API. Behind a trait so tests use a fake.
+pub trait Task: Send + Sync {
+    /// Does the work once; an error says what failed and how to fix it.
+    fn sync(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+}
+
+/// A [`Task`], its name and how often to run it again (what it reads can change without any
+/// watch event). It runs on every reconcile that applies the operands (Managed, not Disabled,
+/// not being removed) and at least every `interval`. Its outcome is its condition
+/// `<name>Degraded` (False, or True with the error, reason `SyncError`), written under field
+/// manager `storage-operator/<name>`; the operands are applied whatever it says (their pods wait
+/// for what it writes), as library-go's `WithSyncDegradedOnError` controllers do.
+#[derive(Clone)]
+pub struct TaskConfig {
+    /// The controller name (`SecretSync`), prefix of its condition.
+    pub name: String,
+    /// The task.
+    pub task: std::sync::Arc<dyn Task>,
+    /// The longest time between two runs.
+    pub interval: Duration,
+}
+
+impl std::fmt::Debug for TaskConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskConfig")
+            .field("name", &self.name)
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a driver adds to the kit's controllers: a probe and tasks.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    /// Asks whether the driver can run here.
+    pub probe: Option<ProbeConfig>,
+    /// The driver's own controllers.
+    pub tasks: Vec<TaskConfig>,
+}
+
 /// Runs the driver operator of `def` until `shutdown` completes.
 pub async fn run(
     client: Client,
@@ -156,6 +198,24 @@ pub async fn run_with_probe(
     def: DriverDef,
     settings: Settings,
     probe: Option<ProbeConfig>,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let extras = Extras {
+        probe,
+        tasks: Vec::new(),
+    };
+    run_with_extras(client, def, settings, extras, metrics, readiness, shutdown).await
+}
+
+/// [`run`] with the driver's [`Extras`]: its probe (asked on every reconcile and at least
+/// every `probe.interval` whether the driver can run) and its tasks.
+pub async fn run_with_extras(
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    extras: Extras,
     metrics: Metrics,
     readiness: Readiness,
     shutdown: impl Future<Output = ()>,
@@ -190,7 +250,8 @@ pub async fn run_with_probe(
         applied: Mutex::default(),
         name: name.clone(),
         log_level: Default::default(),
-        probe,
+        probe: extras.probe,
+        tasks: extras.tasks,
     };
     opkit::runtime::run(
         &name,
@@ -219,6 +280,8 @@ struct Context {
     log_level: opkit::log_level::LogLevelSync,
     /// Asks whether the driver can run here.
     probe: Option<ProbeConfig>,
+    /// The driver's own controllers.
+    tasks: Vec<TaskConfig>,
 }
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
@@ -285,6 +348,18 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     {
         failures.push((None, "api", error));
     }
+    // The driver's tasks run while its operands are applied (none are when it is Unmanaged,
+    // Disabled or being removed).
+    if !plan.steps.is_empty() {
+        for task in &context.tasks {
+            let outcome = task.task.sync().await;
+            if let Err(message) = &outcome {
+                tracing::warn!(driver = %def.short_name, task = %task.name, %message, "task failed");
+            }
+            plan.status
+                .push(plan::task_status(&task.name, outcome.err().as_deref()));
+        }
+    }
 
     for group in Group::ALL {
         let messages: Vec<&str> = failures
@@ -321,11 +396,15 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             messages: failures.into_iter().map(|(_, _, m)| m).collect(),
         });
     }
-    let probe_again = context.probe.as_ref().map(|p| p.interval);
-    Ok(match (plan.requeue, probe_again) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
+    let again = context
+        .probe
+        .as_ref()
+        .map(|p| p.interval)
+        .into_iter()
+        .chain(context.tasks.iter().map(|t| t.interval))
+        .chain(plan.requeue)
+        .min();
+    Ok(again)
 }
 
 fn kind_of(operand: &Operand) -> &'static str {

@@ -318,6 +318,29 @@ fn degraded(def: &DriverDef, group: Group, error: Option<&str>) -> OperatorCondi
     }
 }
 
+/// The status of a driver's own controller ([`super::TaskConfig`]) named `name`:
+/// `<name>Degraded`, True with `error` (reason `SyncError`) or False.
+pub fn task_status(name: &str, error: Option<&str>) -> ControllerStatus {
+    let type_ = format!("{name}Degraded");
+    let condition = match error {
+        None => condition(
+            type_,
+            ConditionStatus::False,
+            status::REASON_AS_EXPECTED,
+            "",
+        ),
+        Some(message) => condition(type_, ConditionStatus::True, REASON_SYNC_ERROR, message),
+    };
+    ControllerStatus {
+        group: None,
+        controller: name.to_owned(),
+        part: StatusPart {
+            conditions: vec![condition],
+            ..StatusPart::default()
+        },
+    }
+}
+
 /// Marks `group`'s Degraded condition True with `message` in `parts` (for failures found while
 /// executing the plan).
 pub fn set_degraded(parts: &mut [ControllerStatus], def: &DriverDef, group: Group, message: &str) {
