@@ -64,9 +64,9 @@ pub fn driver(
         &namespace,
         &lease,
         move |client, metrics, readiness, shutdown| async move {
-            let probe = drivers::probe(&def, client.clone());
-            csi::operator::run_with_probe(
-                client, def, settings, probe, metrics, readiness, shutdown,
+            let extras = drivers::extras(&def, client.clone());
+            csi::operator::run_with_extras(
+                client, def, settings, extras, metrics, readiness, shutdown,
             )
             .await
             .map_err(anyhow::Error::from)

@@ -12,6 +12,7 @@ pub mod azure_file;
 mod common;
 pub mod gcp_pd;
 pub mod http;
+pub mod ibm_cloud;
 pub mod ibm_vpc_block;
 pub mod openstack_api;
 pub mod openstack_cinder;
@@ -144,13 +145,46 @@ pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::Pro
     })
 }
 
-/// Rules the driver operator of `def` needs in its namespace beyond those of its rendered
-/// operands (Manila: writing `csi-manila-secrets`, which the probe derives from the
-/// credentials Secret). Creating cannot be limited by name; the rest is by name.
-pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
-    if def.short_name != openstack_manila::SHORT_NAME {
-        return Vec::new();
+/// The driver's own controllers beside the kit's (IBM VPC Block: `SecretSync`, which writes
+/// `storage-secret-store` through `client`).
+pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<csi::operator::TaskConfig> {
+    if def.short_name == ibm_vpc_block::SHORT_NAME {
+        vec![ibm_vpc_block::secret_sync(
+            client,
+            def,
+            ibm_vpc_block::SYNC_INTERVAL,
+        )]
+    } else {
+        Vec::new()
     }
+}
+
+/// What the driver operator of `def` adds to the kit's controllers: [`probe`] and [`tasks`].
+pub fn extras(def: &DriverDef, client: kube::Client) -> csi::operator::Extras {
+    csi::operator::Extras {
+        probe: probe(def, client.clone()),
+        tasks: tasks(def, client),
+    }
+}
+
+/// The Secret the driver's own code writes in its namespace, if any (Manila:
+/// `csi-manila-secrets`; IBM VPC Block: `storage-secret-store`).
+fn written_secret(def: &DriverDef) -> Option<&'static str> {
+    match def.short_name.as_str() {
+        openstack_manila::SHORT_NAME => Some(openstack_manila::CSI_SECRET),
+        ibm_vpc_block::SHORT_NAME => Some(ibm_vpc_block::STORAGE_SECRET),
+        _ => None,
+    }
+}
+
+/// Rules the driver operator of `def` needs in its namespace beyond those of its rendered
+/// operands (the Secret its own code writes: Manila's `csi-manila-secrets`, derived by the
+/// probe, IBM VPC Block's `storage-secret-store`, derived by `SecretSync`). Creating cannot be
+/// limited by name; the rest is by name.
+pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
+    let Some(secret) = written_secret(def) else {
+        return Vec::new();
+    };
     let rule = |verbs: &[&str], names: Option<Vec<String>>| PolicyRule {
         api_groups: Some(vec![String::new()]),
         resources: Some(vec!["secrets".to_owned()]),
@@ -162,22 +196,26 @@ pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
         rule(&["create"], None),
         rule(
             &["get", "update", "patch"],
-            Some(vec![openstack_manila::CSI_SECRET.to_owned()]),
+            Some(vec![secret.to_owned()]),
         ),
     ]
 }
 
 /// Rules the driver operator of `def` needs cluster-wide beyond those of its rendered
-/// operands (Manila: reading the cloud config's CA bundle, by name).
+/// operands: reading, by name, the cloud config its own code reads (Manila: the CA bundle of
+/// `openshift-config/cloud-provider-config`; IBM VPC Block:
+/// `openshift-cloud-controller-manager/cloud-conf`).
 pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
-    if def.short_name != openstack_manila::SHORT_NAME {
-        return Vec::new();
-    }
+    let config_map = match def.short_name.as_str() {
+        openstack_manila::SHORT_NAME => openstack_manila::CLOUD_CONFIG.1,
+        ibm_vpc_block::SHORT_NAME => ibm_vpc_block::CLOUD_CONF.1,
+        _ => return Vec::new(),
+    };
     vec![PolicyRule {
         api_groups: Some(vec![String::new()]),
         resources: Some(vec!["configmaps".to_owned()]),
         verbs: vec!["get".to_owned()],
-        resource_names: Some(vec![openstack_manila::CLOUD_CONFIG.1.to_owned()]),
+        resource_names: Some(vec![config_map.to_owned()]),
         ..PolicyRule::default()
     }]
 }
