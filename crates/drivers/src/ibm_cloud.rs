@@ -207,10 +207,7 @@ mod tests {
     #[test]
     fn encoding_keeps_unreserved_characters_only() {
         assert_eq!(form_encode("aZ09-_.~"), "aZ09-_.~");
-        assert_eq!(
-            form_encode("urn:ibm:params"),
-            "urn%3Aibm%3Aparams"
-        );
+        assert_eq!(form_encode("urn:ibm:params"), "urn%3Aibm%3Aparams");
         assert_eq!(form_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
 
@@ -234,7 +231,10 @@ mod tests {
         ]});
         assert_eq!(group_id(&body, "ocp-abc").unwrap(), "2222");
         let error = group_id(&body, "other").unwrap_err();
-        assert!(error.contains("\"other\"") && error.contains("default, ocp-abc"), "{error}");
+        assert!(
+            error.contains("\"other\"") && error.contains("default, ocp-abc"),
+            "{error}"
+        );
         assert!(group_id(&json!({}), "x").is_err());
     }
 

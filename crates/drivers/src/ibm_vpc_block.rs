@@ -61,7 +61,10 @@ pub const SECRET_FIELD_MANAGER: &str = "storage-operator/SecretSync";
 /// The longest time between two syncs (OpenShift's operator resyncs every 20 minutes).
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(20 * 60);
 /// The node labels the driver needs.
-pub const NODE_LABELS: [&str; 2] = ["topology.kubernetes.io/region", "topology.kubernetes.io/zone"];
+pub const NODE_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+];
 
 const TABLE: &str = include_str!("ibm_vpc_block.yaml");
 
@@ -107,7 +110,9 @@ pub fn with_labelled_nodes_only(_inputs: &Inputs, daemon_set: &mut DaemonSet) {
             values: None,
         })
         .collect();
-    spec.affinity.get_or_insert_with(Affinity::default).node_affinity = Some(NodeAffinity {
+    spec.affinity
+        .get_or_insert_with(Affinity::default)
+        .node_affinity = Some(NodeAffinity {
         required_during_scheduling_ignored_during_execution: Some(NodeSelector {
             node_selector_terms: vec![NodeSelectorTerm {
                 match_expressions: Some(requirements),
@@ -365,11 +370,26 @@ impl Task for SecretSync {
 }
 
 /// The `SecretSync` task of `def` over `client`, run at least every `interval`.
+/// It runs at once when the cloud config or the Secret it writes change (the credentials
+/// Secret is the kit's to watch).
 pub fn secret_sync(client: kube::Client, def: &DriverDef, interval: Duration) -> TaskConfig {
+    let (namespace, name) = CLOUD_CONF;
     TaskConfig {
         name: SECRET_SYNC.to_owned(),
         task: Arc::new(SecretSync::new(client, def)),
         interval,
+        watches: vec![
+            (
+                "configmaps".to_owned(),
+                namespace.to_owned(),
+                name.to_owned(),
+            ),
+            (
+                "secrets".to_owned(),
+                def.namespace.clone(),
+                STORAGE_SECRET.to_owned(),
+            ),
+        ],
     }
 }
 
@@ -396,9 +416,15 @@ mod tests {
 
     #[test]
     fn every_missing_key_is_named() {
-        let error = parse_cloud_conf("[provider]\nregion = eu-de\ng2ResourceGroupName =\n", "key cloud.conf of ConfigMap x/y").unwrap_err();
+        let error = parse_cloud_conf(
+            "[provider]\nregion = eu-de\ng2ResourceGroupName =\n",
+            "key cloud.conf of ConfigMap x/y",
+        )
+        .unwrap_err();
         assert!(
-            error.starts_with("key cloud.conf of ConfigMap x/y has no g2ResourceGroupName, accountID"),
+            error.starts_with(
+                "key cloud.conf of ConfigMap x/y has no g2ResourceGroupName, accountID"
+            ),
             "{error}"
         );
     }
@@ -420,7 +446,13 @@ mod tests {
             vpc: Some("https://eu-de.private.iaas.cloud.ibm.com".into()),
         };
         let toml = slclient_toml(&endpoints, "eu-de", "rg", "k");
-        assert!(toml.contains("g2_token_exchange_endpoint_url = \"https://private.iam.cloud.ibm.com\"\n"));
-        assert!(toml.contains("g2_riaas_endpoint_url = \"https://eu-de.private.iaas.cloud.ibm.com\"\n"));
+        assert!(
+            toml.contains(
+                "g2_token_exchange_endpoint_url = \"https://private.iam.cloud.ibm.com\"\n"
+            )
+        );
+        assert!(
+            toml.contains("g2_riaas_endpoint_url = \"https://eu-de.private.iaas.cloud.ibm.com\"\n")
+        );
     }
 }

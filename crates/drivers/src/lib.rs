@@ -194,27 +194,25 @@ pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
     };
     vec![
         rule(&["create"], None),
-        rule(
-            &["get", "update", "patch"],
-            Some(vec![secret.to_owned()]),
-        ),
+        rule(&["get", "update", "patch"], Some(vec![secret.to_owned()])),
     ]
 }
 
 /// Rules the driver operator of `def` needs cluster-wide beyond those of its rendered
-/// operands: reading, by name, the cloud config its own code reads (Manila: the CA bundle of
+/// operands: reading (and for IBM watching), by name, the cloud config its own code reads (Manila: the CA bundle of
 /// `openshift-config/cloud-provider-config`; IBM VPC Block:
 /// `openshift-cloud-controller-manager/cloud-conf`).
 pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
-    let config_map = match def.short_name.as_str() {
-        openstack_manila::SHORT_NAME => openstack_manila::CLOUD_CONFIG.1,
-        ibm_vpc_block::SHORT_NAME => ibm_vpc_block::CLOUD_CONF.1,
+    // Manila reads its source when it checks; IBM's SecretSync also watches it.
+    let (config_map, verbs) = match def.short_name.as_str() {
+        openstack_manila::SHORT_NAME => (openstack_manila::CLOUD_CONFIG.1, &["get"][..]),
+        ibm_vpc_block::SHORT_NAME => (ibm_vpc_block::CLOUD_CONF.1, &["get", "list", "watch"][..]),
         _ => return Vec::new(),
     };
     vec![PolicyRule {
         api_groups: Some(vec![String::new()]),
         resources: Some(vec!["configmaps".to_owned()]),
-        verbs: vec!["get".to_owned()],
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
         resource_names: Some(vec![config_map.to_owned()]),
         ..PolicyRule::default()
     }]

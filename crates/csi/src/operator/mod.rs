@@ -159,6 +159,9 @@ pub struct TaskConfig {
     pub task: std::sync::Arc<dyn Task>,
     /// The longest time between two runs.
     pub interval: Duration,
+    /// The ConfigMaps and Secrets it reads, (kind, namespace, name) with kind `configmaps` or
+    /// `secrets`: watched by name, so a change runs it at once.
+    pub watches: Vec<(String, String, String)>,
 }
 
 impl std::fmt::Debug for TaskConfig {
@@ -224,7 +227,32 @@ pub async fn run_with_extras(
         .await
         .map_err(StartError::Discovery)?;
     tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
-    let (caches, informers) = start_caches(&client, &def, apis, SYNC_TIMEOUT).await?;
+    let (caches, mut informers) = start_caches(&client, &def, apis, SYNC_TIMEOUT).await?;
+    // What the tasks read: only the events matter (the tasks read through the API).
+    for (kind, namespace, name) in extras.tasks.iter().flat_map(|t| &t.watches) {
+        let config =
+            kube::runtime::watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let what = format!("{kind} {namespace}/{name} (read by a task)");
+        match kind.as_str() {
+            "secrets" => {
+                informers.watch(
+                    &what,
+                    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
+                        client.clone(),
+                        namespace,
+                    ),
+                    config,
+                );
+            }
+            _ => {
+                informers.watch(
+                    &what,
+                    Api::<ConfigMap>::namespaced(client.clone(), namespace),
+                    config,
+                );
+            }
+        }
+    }
     readiness.set(true);
     tracing::info!(driver = %def.short_name, "caches synced; reconciling");
     let name = operator_name(&def);

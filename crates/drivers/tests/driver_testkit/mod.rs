@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
-use csi::operator::{ProbeConfig, Settings};
+use csi::operator::{Extras, ProbeConfig, Settings};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -25,9 +25,23 @@ pub const AGENT: &str = "driver-operator-under-test";
 
 /// Starts the driver operator of `def` (with `probe`, if any) in the background.
 pub fn start(cluster: &Cluster, def: csi::DriverDef, probe: Option<ProbeConfig>) -> Background {
+    start_with_extras(cluster, def, move |_| Extras {
+        probe,
+        tasks: Vec::new(),
+    })
+}
+
+/// Starts the driver operator of `def` in the background with the extras `extras` makes from
+/// the operator's client.
+pub fn start_with_extras(
+    cluster: &Cluster,
+    def: csi::DriverDef,
+    extras: impl FnOnce(Client) -> Extras + Send + 'static,
+) -> Background {
     let client = cluster.client_with_agent(AGENT);
     Background::spawn(|shutdown| async move {
-        csi::operator::run_with_probe(
+        let extras = extras(client.clone());
+        csi::operator::run_with_extras(
             client,
             def,
             Settings {
@@ -35,7 +49,7 @@ pub fn start(cluster: &Cluster, def: csi::DriverDef, probe: Option<ProbeConfig>)
                 instance: Some("operator-0".into()),
                 operator_log_level: None,
             },
-            probe,
+            extras,
             Metrics::new(),
             Readiness::default(),
             shutdown,
