@@ -604,3 +604,92 @@ async fn the_operator_enables_manila_through_the_real_client_over_https() {
     );
     running.stop().await;
 }
+
+#[tokio::test]
+async fn an_untrusted_cloud_stays_disabled_until_the_cloud_config_brings_its_ca() {
+    let cloud = FakeCloud::start().await;
+    let (cluster, admin) = openshift(json!({"type": "OpenStack"})).await;
+    create_cluster_csi_driver(&admin, DRIVER).await;
+    // clouds.yaml names a CA file, as the installer writes it, and the Secret has no CA.
+    let extra =
+        "    cacert: /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem\n";
+    let credentials: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "manila-cloud-credentials", "namespace": NS},
+        "stringData": {"clouds.yaml": clouds_yaml(&cloud.base(), PASSWORD, extra)},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(admin.clone(), NS)
+        .create(&PostParams::default(), &credentials)
+        .await
+        .unwrap();
+    let def = drivers::by_name("openstack-manila").unwrap();
+    let operator = cluster.client_with_agent(AGENT);
+    let probe = openstack_manila::probe_with_secret(
+        openstack_manila::OpenStackShareTypes::new(operator.clone(), &def),
+        operator,
+        &def,
+        Duration::from_millis(500),
+    );
+    let running = start(&cluster, def, Some(probe));
+
+    // The system roots do not trust the cloud: Disabled, saying why, without the password.
+    let message = eventually("Disabled for the unknown issuer", async || {
+        condition(&admin, DRIVER, DISABLED)
+            .await
+            .filter(|(status, _, message)| status == "True" && message.contains("UnknownIssuer"))
+            .map(|(_, _, message)| message)
+    })
+    .await;
+    assert!(
+        message.contains(&format!("{}/v3/auth/tokens", cloud.base())),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "put the cloud's CA bundle (PEM) in key cacert of Secret {NS}/manila-cloud-credentials"
+        )),
+        "{message}"
+    );
+    assert!(!message.contains(PASSWORD), "{message}");
+    assert!(
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("csi-manila-default")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<Secret>::namespaced(admin.clone(), NS)
+            .get_opt(openstack_manila::CSI_SECRET)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing is written while Disabled"
+    );
+
+    // The cluster's cloud config carries the cloud's CA: the next check trusts it.
+    put_config_map(
+        &admin,
+        "openshift-config",
+        "cloud-provider-config",
+        json!({"config": "[Global]\n", "ca-bundle.pem": cloud.ca_pem}),
+    )
+    .await;
+    condition_becomes(&admin, DRIVER, DISABLED, "False").await;
+    eventually("csi-manila-ssd", async || {
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("csi-manila-ssd")
+            .await
+            .unwrap()
+    })
+    .await;
+    let data = Api::<Secret>::namespaced(admin.clone(), NS)
+        .get(openstack_manila::CSI_SECRET)
+        .await
+        .unwrap()
+        .data
+        .unwrap();
+    assert_eq!(data["os-certAuthority"].0, cloud.ca_pem.as_bytes());
+    assert!(!data.contains_key("os-certAuthorityPath"), "{data:?}");
+    running.stop().await;
+}
