@@ -1,11 +1,15 @@
 //! The OpenStack client of the Manila driver against a fake cloud over HTTPS on 127.0.0.1:
 //! Keystone and Manila served by one in-process rustls + hyper server whose certificate is
-//! signed by a throwaway CA made at test time (no key material in the repository). The cloud's
-//! own CA is trusted, the system roots are not enough, `verify: false` skips the check, a
-//! certificate for another name is refused; a wrong password, a CA bundle without a
-//! certificate, a server that hangs up and a closed port are named without leaking the
-//! password; and the driver operator, with the real client reading its credentials Secret
-//! (clouds.yaml and the CA), enables Manila end to end.
+//! signed by a throwaway CA made at test time (no key material in the repository).
+//! - trust: the cloud's own CA (also by host name, from a mixed CRLF bundle, over TLS 1.2
+//!   only), not the system roots alone, nothing with `verify: false`, never a certificate for
+//!   another name;
+//! - failures named without the password: a wrong password (401), a CA bundle without a
+//!   usable certificate, a server that hangs up, a closed port;
+//! - end to end on testkit: the driver operator with the real client, reading its
+//!   credentials Secret (clouds.yaml and the CA), enables Manila with one class per share
+//!   type and writes the CA into `csi-manila-secrets`; without a trusted CA it stays Disabled
+//!   saying where the CA goes, until the cluster's cloud config brings it.
 
 #![allow(clippy::unwrap_used)]
 
