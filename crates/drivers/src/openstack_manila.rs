@@ -361,8 +361,33 @@ impl ShareTypes for OpenStackShareTypes {
         Box::pin(async move {
             let credentials =
                 fetch_credentials(&self.client, &self.namespace, &self.secret).await?;
-            openstack_api::list_share_types(&credentials.cloud, &credentials.tls()).await
+            let tls = credentials.tls();
+            openstack_api::list_share_types(&credentials.cloud, &tls)
+                .await
+                .map_err(|e| with_ca_hint(e, &tls, &format!("{}/{}", self.namespace, self.secret)))
         })
+    }
+}
+
+/// `error` with what to do when it says the cloud's certificate is signed by a CA the client
+/// does not trust (rustls' `UnknownIssuer`), where the CA bundle comes from: the credentials
+/// Secret `secret` (key [`CA_KEY`]) or the cluster's cloud config ([`CLOUD_CONFIG`]).
+pub fn with_ca_hint(error: String, tls: &Tls, secret: &str) -> String {
+    if !error.contains("UnknownIssuer") {
+        return error;
+    }
+    let (namespace, name) = CLOUD_CONFIG;
+    let source = format!(
+        "key {CA_KEY} of Secret {secret}, or key ca-bundle.pem of ConfigMap {namespace}/{name} when clouds.yaml names a cacert file"
+    );
+    match tls {
+        Tls::System => format!(
+            "{error}: the cloud's certificate is signed by a CA the system does not trust: put the cloud's CA bundle (PEM) in {source}"
+        ),
+        Tls::WithCa(_) => format!(
+            "{error}: the cloud's certificate is signed by none of the CAs of the CA bundle: check the bundle in {source}"
+        ),
+        Tls::Insecure => error,
     }
 }
 
@@ -512,5 +537,39 @@ pub fn probe_with_secret(
             secret: Some((client, def.clone())),
         }),
         interval,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_issuer_says_where_the_ca_goes() {
+        let error = "authenticating at Keystone https://k/v3/auth/tokens failed: client error (Connect): invalid peer certificate: UnknownIssuer".to_owned();
+        let hinted = with_ca_hint(error.clone(), &Tls::System, "ns/creds");
+        assert!(hinted.starts_with(&error), "{hinted}");
+        assert!(
+            hinted.contains("put the cloud's CA bundle (PEM) in key cacert of Secret ns/creds"),
+            "{hinted}"
+        );
+        assert!(
+            hinted.contains("ConfigMap openshift-config/cloud-provider-config"),
+            "{hinted}"
+        );
+        let hinted = with_ca_hint(error.clone(), &Tls::WithCa("PEM".into()), "ns/creds");
+        assert!(
+            hinted.contains("none of the CAs of the CA bundle"),
+            "{hinted}"
+        );
+        assert_eq!(
+            with_ca_hint(error.clone(), &Tls::Insecure, "ns/creds"),
+            error
+        );
+        let other = "Keystone at https://k/v3/auth/tokens rejected the credentials (HTTP 401)";
+        assert_eq!(
+            with_ca_hint(other.to_owned(), &Tls::System, "ns/creds"),
+            other
+        );
     }
 }
