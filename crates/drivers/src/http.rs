@@ -3,6 +3,12 @@
 //! already uses), with the system roots plus an optional CA PEM, or no verification at all
 //! when the cloud's configuration says so. Every request has a [`REQUEST_TIMEOUT`] and a body
 //! limit; every error names what failed.
+//!
+//! HTTPS goes through the cluster's egress proxy when there is one ([`Proxy`]: `HTTPS_PROXY`
+//! and `NO_PROXY` of the process, which cluster-storage-operator sets from the cluster's Proxy
+//! object), as an HTTP `CONNECT` tunnel, with basic credentials from the proxy URL. Loopback
+//! hosts are always reached directly; plain-HTTP URLs too (a cloud API over plain HTTP is
+//! a lab setup, inside the cluster's network).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +17,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::{HeaderMap, Request, StatusCode};
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::Value;
@@ -34,17 +42,133 @@ pub enum Tls {
 }
 
 /// The HTTP(S) client of [`http_client`].
-pub type HttpClient = Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
+pub type HttpClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes>>;
+
+/// Which proxy HTTPS requests go through.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Proxy {
+    /// The proxy of HTTPS URLs (`http://[user:password@]host:port`), if any.
+    pub https: Option<String>,
+    /// The hosts, domains and networks reached directly (`NO_PROXY` syntax).
+    pub no_proxy: Option<String>,
+}
+
+impl Proxy {
+    /// The proxy of the process environment: `HTTPS_PROXY` (else `https_proxy`) and
+    /// `NO_PROXY` (else `no_proxy`); empty values count as unset.
+    pub fn from_env() -> Self {
+        let var = |names: [&str; 2]| {
+            names
+                .iter()
+                .find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
+        };
+        Self {
+            https: var(["HTTPS_PROXY", "https_proxy"]),
+            no_proxy: var(["NO_PROXY", "no_proxy"]),
+        }
+    }
+
+    fn matcher(&self) -> hyper_util::client::proxy::matcher::Matcher {
+        let mut builder = hyper_util::client::proxy::matcher::Matcher::builder();
+        if let Some(https) = &self.https {
+            builder = builder.https(https.as_str());
+        }
+        if let Some(no) = &self.no_proxy {
+            builder = builder.no(no.as_str());
+        }
+        builder.build()
+    }
+}
+
+/// `uri` without its credentials, for messages.
+fn redacted_uri(uri: &hyper::Uri) -> String {
+    format!(
+        "{}://{}",
+        uri.scheme_str().unwrap_or("http"),
+        uri.authority()
+            .map(|a| a.as_str().rsplit('@').next().unwrap_or_default())
+            .unwrap_or_default()
+    )
+}
+
+fn is_loopback(uri: &hyper::Uri) -> bool {
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The TCP connector under TLS: direct, or a `CONNECT` tunnel through the [`Proxy`].
+#[derive(Clone)]
+pub struct ProxyConnector {
+    direct: HttpConnector,
+    proxies: Arc<hyper_util::client::proxy::matcher::Matcher>,
+}
+
+impl std::fmt::Debug for ProxyConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyConnector").finish_non_exhaustive()
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl tower_service::Service<hyper::Uri> for ProxyConnector {
+    type Response = TokioIo<tokio::net::TcpStream>;
+    type Error = BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.direct.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, dst: hyper::Uri) -> Self::Future {
+        let mut direct = self.direct.clone();
+        let intercept = if dst.scheme_str() == Some("https") && !is_loopback(&dst) {
+            self.proxies.intercept(&dst)
+        } else {
+            None
+        };
+        Box::pin(async move {
+            let Some(proxy) = intercept else {
+                return direct.call(dst).await.map_err(Into::into);
+            };
+            let via = redacted_uri(proxy.uri());
+            let mut tunnel = Tunnel::new(proxy.uri().clone(), direct);
+            if let Some(auth) = proxy.basic_auth() {
+                tunnel = tunnel.with_auth(auth.clone());
+            }
+            std::future::poll_fn(|cx| tunnel.poll_ready(cx))
+                .await
+                .map_err(|e| format!("proxy {via}: {e}"))?;
+            tunnel
+                .call(dst)
+                .await
+                .map_err(|e| format!("through the proxy {via}: {}", error_chain(&e)).into())
+        })
+    }
+}
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// An HTTP(S) client for `tls`; an error says what is wrong with the CA bundle.
+/// An HTTP(S) client for `tls` through the proxy of the environment ([`Proxy::from_env`]); an
+/// error says what is wrong with the CA bundle.
 pub fn http_client(tls: &Tls) -> Result<HttpClient, String> {
+    http_client_with(tls, &Proxy::from_env())
+}
+
+/// An HTTP(S) client for `tls` through `proxy`; an error says what is wrong with the CA
+/// bundle.
+pub fn http_client_with(tls: &Tls, proxy: &Proxy) -> Result<HttpClient, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("cannot set up TLS: {e}"))?;
@@ -62,9 +186,17 @@ pub fn http_client(tls: &Tls) -> Result<HttpClient, String> {
                 let mut added = 0;
                 for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
                     let cert = cert.map_err(|e| format!("the CA bundle is not valid PEM: {e}"))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("the CA bundle has an unusable certificate: {e}"))?;
+                    roots.add(cert).map_err(|e| {
+                        // rustls words this for a server's certificate; name the bundle's.
+                        let reason = match e {
+                            rustls::Error::InvalidCertificate(reason) => format!("{reason:?}"),
+                            other => other.to_string(),
+                        };
+                        format!(
+                            "the CA bundle's certificate number {} is unusable: {reason}",
+                            added + 1
+                        )
+                    })?;
                     added += 1;
                 }
                 if added == 0 {
@@ -74,11 +206,17 @@ pub fn http_client(tls: &Tls) -> Result<HttpClient, String> {
             builder.with_root_certificates(roots).with_no_client_auth()
         }
     };
+    let mut direct = HttpConnector::new();
+    direct.enforce_http(false);
+    let inner = ProxyConnector {
+        direct,
+        proxies: Arc::new(proxy.matcher()),
+    };
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(config)
         .https_or_http()
         .enable_http1()
-        .build();
+        .wrap_connector(inner);
     Ok(Client::builder(TokioExecutor::new()).build(connector))
 }
 

@@ -10,6 +10,9 @@
 //!   credentials Secret (clouds.yaml and the CA), enables Manila with one class per share
 //!   type and writes the CA into `csi-manila-secrets`; without a trusted CA it stays Disabled
 //!   saying where the CA goes, until the cluster's cloud config brings it.
+//! - the egress proxy: HTTPS through a `CONNECT` tunnel with the proxy URL's credentials, the
+//!   host resolved by the proxy only; loopback reached directly; a refusing proxy named
+//!   without its password.
 
 #![allow(clippy::unwrap_used)]
 
@@ -470,7 +473,7 @@ async fn a_ca_bundle_without_a_usable_certificate_is_named() {
         (
             "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
                 .to_owned(),
-            "the CA bundle has an unusable certificate",
+            "the CA bundle's certificate number 1 is unusable: BadEncoding",
         ),
     ];
     for (bundle, expected) in cases {
@@ -478,6 +481,7 @@ async fn a_ca_bundle_without_a_usable_certificate_is_named() {
         let error = openstack_api::http_client(&tls).map(|_| ()).unwrap_err();
         assert!(error.contains(expected), "{error}");
         assert!(!error.contains("PRIVATE KEY"), "{error}");
+        assert!(!error.contains("peer certificate"), "{error}");
         let error = share_types(&text, &tls).await.unwrap_err();
         assert!(error.contains(expected), "{error}");
     }
@@ -696,4 +700,104 @@ async fn an_untrusted_cloud_stays_disabled_until_the_cloud_config_brings_its_ca(
     assert_eq!(data["os-certAuthority"].0, cloud.ca_pem.as_bytes());
     assert!(!data.contains_key("os-certAuthorityPath"), "{data:?}");
     running.stop().await;
+}
+
+/// A fake egress proxy: answers each `CONNECT` with `status` and, when 200, tunnels to the
+/// fake cloud on 127.0.0.1 `port` whatever host was asked. Returns its URL and the request
+/// heads it saw.
+async fn fake_proxy(port: u16, status: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let heads: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let reply = format!("HTTP/1.1 {status}\r\n\r\n");
+                client.write_all(reply.as_bytes()).await.unwrap();
+                if !status.starts_with("200") {
+                    return;
+                }
+                let mut cloud = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut cloud).await;
+            });
+        }
+    });
+    (url, heads)
+}
+
+#[tokio::test]
+async fn https_goes_through_the_egress_proxy_with_its_credentials() {
+    let pki = Pki::new(&["keystone.example.com"]);
+    let cloud = FakeCloud::start_with(&pki, &[&TLS13]).await;
+    let (proxy_url, heads) = fake_proxy(cloud.port, "200 Connection established").await;
+    let proxy = drivers::http::Proxy {
+        https: Some(proxy_url.replace("http://", "http://squid:s3cr3t@")),
+        no_proxy: Some("localhost,127.0.0.1,.cluster.local".into()),
+    };
+    let client = drivers::http::http_client_with(&Tls::WithCa(pki.ca_pem.clone()), &proxy).unwrap();
+    // The host is resolved by the proxy only: nothing resolves it here.
+    let text = clouds_yaml("https://keystone.example.com/v3", PASSWORD, "");
+    let parsed = openstack_api::parse_cloud(&text, "openstack").unwrap();
+    let (token, _) = openstack_api::authenticate(&client, &parsed).await.unwrap();
+    assert_eq!(token, TOKEN);
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert!(
+        heads[0].starts_with("CONNECT keystone.example.com:443 HTTP/1.1\r\n"),
+        "{heads:?}"
+    );
+    // Basic credentials of the proxy URL: base64("squid:s3cr3t").
+    assert!(
+        heads[0].contains("Proxy-Authorization: Basic c3F1aWQ6czNjcjN0\r\n"),
+        "{heads:?}"
+    );
+    assert_eq!(cloud.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn loopback_is_reached_directly_and_a_refusing_proxy_is_named_without_its_password() {
+    let cloud = FakeCloud::start().await;
+    let (proxy_url, heads) = fake_proxy(cloud.port, "407 Proxy Authentication Required").await;
+    let proxy = drivers::http::Proxy {
+        https: Some(proxy_url.replace("http://", "http://squid:s3cr3t@")),
+        no_proxy: None,
+    };
+    let client =
+        drivers::http::http_client_with(&Tls::WithCa(cloud.ca_pem.clone()), &proxy).unwrap();
+    let text = clouds_yaml(&format!("{}/v3", cloud.base()), PASSWORD, "");
+    let parsed = openstack_api::parse_cloud(&text, "openstack").unwrap();
+    openstack_api::authenticate(&client, &parsed).await.unwrap();
+    assert!(
+        heads.lock().unwrap().is_empty(),
+        "loopback never goes through the proxy"
+    );
+
+    let text = clouds_yaml("https://keystone.example.com/v3", PASSWORD, "");
+    let parsed = openstack_api::parse_cloud(&text, "openstack").unwrap();
+    let error = openstack_api::authenticate(&client, &parsed)
+        .await
+        .unwrap_err();
+    assert!(
+        error.contains(&format!("through the proxy {proxy_url}"))
+            && error.contains("https://keystone.example.com/v3/auth/tokens"),
+        "{error}"
+    );
+    assert!(!error.contains("s3cr3t"), "{error}");
+    assert_eq!(heads.lock().unwrap().len(), 1);
 }
