@@ -60,6 +60,13 @@ pub async fn apply_crd(
 /// Declares the platform GCP (an Infrastructure `cluster`, and its CRD when missing) unless the
 /// cluster already says what it is. Returns whether it did, so the test can remove it.
 pub async fn ensure_gcp(client: &Client) -> bool {
+    ensure_platform(client, serde_json::json!({"type": "GCP"})).await
+}
+
+/// Declares the platform of `platform_status` (an Infrastructure `cluster`, and its CRD when
+/// missing) unless the cluster already says what it is. Returns whether it did, so the test
+/// can remove it.
+pub async fn ensure_platform(client: &Client, platform_status: serde_json::Value) -> bool {
     use api::config_v1::Infrastructure;
     use kube::api::{Patch, PatchParams};
     let served = opkit::discovery::served_resources(client, "config.openshift.io/v1")
@@ -79,7 +86,7 @@ pub async fn ensure_gcp(client: &Client) -> bool {
     tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     let infrastructure = serde_json::json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-        "spec": {}, "status": {"infrastructureName": "e2e", "platformStatus": {"type": "GCP"}}
+        "spec": {}, "status": {"infrastructureName": "e2e", "platformStatus": platform_status}
     });
     for status in [false, true] {
         let params = PatchParams::apply("e2e");
