@@ -60,6 +60,13 @@ fn container(name: &str, image: &str, args: Vec<String>, memory: &str) -> Contai
     }
 }
 
+/// A container for a driver's own helper process (an init container, a controller next to the
+/// driver) with the settings every container the kit builds has: `IfNotPresent`, requests of
+/// 10m CPU and 50Mi memory, a read-only root file system, logs as termination message.
+pub fn operand_container(name: &str, image: &str, args: Vec<String>) -> Container {
+    container(name, image, args, REQUEST_MEMORY)
+}
+
 fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
         name: name.to_owned(),

@@ -1,6 +1,7 @@
 //! Azure File (`file.csi.azure.com`): the table in `azure_file.yaml` plus hooks shared with
-//! Azure Disk (the cloud config, workload identity) and the SMB mount options OpenShift puts
-//! on `azurefile-csi`. The registry does not start it on Azure Stack Hub, which has no Azure
+//! Azure Disk (the cloud config with `azure-file-credentials` merged into it, on the controller
+//! and the nodes; see [`crate::azure_disk`] for when and how) and the SMB mount options
+//! OpenShift puts on `azurefile-csi`. The registry does not start it on Azure Stack Hub, which has no Azure
 //! Files.
 
 use csi::{DriverDef, Hooks, Inputs};
@@ -8,7 +9,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::DriverError;
-use crate::azure_disk::{CLOUD_CONFIG, mount_cloud_config, with_identity_from};
+use crate::azure_disk::{CLOUD_CONFIG, mount_cloud_config};
 use crate::common::{ds_pod_spec, pod_spec};
 
 /// The short name.
@@ -28,7 +29,7 @@ const TABLE: &str = include_str!("azure_file.yaml");
 pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
-        deployment: vec![with_cloud_config, with_workload_identity],
+        deployment: vec![with_cloud_config],
         daemon_set: vec![with_cloud_config_on_nodes],
         storage_class: vec![with_smb_mount_options],
         ..Hooks::default()
@@ -36,23 +37,19 @@ pub fn def() -> Result<DriverDef, DriverError> {
     Ok(def)
 }
 
-/// The cloud config on the controller (see [`mount_cloud_config`]).
+/// The cloud config with `azure-file-credentials` on the controller (see
+/// [`mount_cloud_config`]).
 pub fn with_cloud_config(inputs: &Inputs, deployment: &mut Deployment) {
     if let Some(spec) = pod_spec(deployment) {
-        mount_cloud_config(inputs, spec, CLOUD_CONFIG);
+        mount_cloud_config(inputs, spec, CLOUD_CONFIG, CREDENTIALS_SECRET);
     }
 }
 
-/// The cloud config on the nodes.
+/// The cloud config with `azure-file-credentials` on the nodes.
 pub fn with_cloud_config_on_nodes(inputs: &Inputs, daemon_set: &mut DaemonSet) {
     if let Some(spec) = ds_pod_spec(daemon_set) {
-        mount_cloud_config(inputs, spec, CLOUD_CONFIG);
+        mount_cloud_config(inputs, spec, CLOUD_CONFIG, CREDENTIALS_SECRET);
     }
-}
-
-/// Workload identity from `azure-file-credentials` (see [`with_identity_from`]).
-pub fn with_workload_identity(inputs: &Inputs, deployment: &mut Deployment) {
-    with_identity_from(inputs, deployment, CREDENTIALS_SECRET, "azure-credentials");
 }
 
 /// [`SMB_MOUNT_OPTIONS`] on every class that is not NFS.

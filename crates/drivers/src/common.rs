@@ -1,9 +1,10 @@
 //! Small pieces several driver modules' hooks share: finding the `csi-driver` container and
-//! setting its environment, and dropping a credentials volume where there are none.
+//! setting its environment, dropping a credentials volume where there are none, and locking down
+//! the helper containers drivers add.
 
 use csi::{Inputs, names};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec};
+use k8s_openapi::api::core::v1::{Capabilities, Container, EnvVar, PodSpec};
 
 /// The pod spec of a Deployment, if it has one.
 pub fn pod_spec(deployment: &mut Deployment) -> Option<&mut PodSpec> {
@@ -112,4 +113,17 @@ pub fn mount_in_driver(
         mounts.retain(|m| m.mount_path != mount.mount_path);
         mounts.push(mount);
     }
+}
+
+/// Forbids privilege escalation and drops every capability: for the helper containers a
+/// driver adds, which need neither (the kit's containers get what their SCC imposes).
+pub fn unprivileged(container: &mut Container) {
+    let sc = container
+        .security_context
+        .get_or_insert_with(Default::default);
+    sc.allow_privilege_escalation = Some(false);
+    sc.capabilities = Some(Capabilities {
+        drop: Some(vec!["ALL".to_owned()]),
+        ..Capabilities::default()
+    });
 }

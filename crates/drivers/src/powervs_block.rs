@@ -5,11 +5,9 @@
 
 use csi::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::DriverError;
-use crate::common::{driver_container, from_secret, pod_spec, set_env};
+use crate::common::{driver_container, from_secret, pod_spec, set_env, unprivileged};
 
 /// The short name.
 pub const SHORT_NAME: &str = "powervs-block";
@@ -36,7 +34,8 @@ pub fn def() -> Result<DriverDef, DriverError> {
 
 /// Adds `IBMCLOUD_API_KEY` (from the credentials Secret) to the driver and a
 /// `node-update-controller` container (the driver image's `/node-update-controller`) with the
-/// same key.
+/// same key, the settings of the kit's own containers and neither privilege escalation nor
+/// capabilities.
 pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deployment) {
     let Some(spec) = pod_spec(deployment) else {
         return;
@@ -47,24 +46,12 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
             from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY),
         );
     }
+    let mut updater =
+        csi::workloads::operand_container(NODE_UPDATE_CONTAINER, &inputs.images.driver, Vec::new());
+    updater.args = None;
+    updater.command = Some(vec!["/node-update-controller".to_owned()]);
+    updater.env = Some(vec![from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY)]);
+    unprivileged(&mut updater);
     spec.containers.retain(|c| c.name != NODE_UPDATE_CONTAINER);
-    spec.containers.push(Container {
-        name: NODE_UPDATE_CONTAINER.to_owned(),
-        image: Some(inputs.images.driver.clone()),
-        image_pull_policy: Some("IfNotPresent".to_owned()),
-        command: Some(vec!["/node-update-controller".to_owned()]),
-        env: Some(vec![from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY)]),
-        resources: Some(ResourceRequirements {
-            requests: Some(
-                [
-                    ("cpu".to_owned(), Quantity("10m".to_owned())),
-                    ("memory".to_owned(), Quantity("50Mi".to_owned())),
-                ]
-                .into(),
-            ),
-            ..ResourceRequirements::default()
-        }),
-        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        ..Container::default()
-    });
+    spec.containers.push(updater);
 }

@@ -424,7 +424,19 @@ async fn azure_disk_on_azure_stack_hub_converges_with_its_endpoints_and_encrypti
     );
     assert_eq!(
         env_value(&deployment, "AZURE_CREDENTIAL_FILE").as_deref(),
-        Some("/etc/kubernetes/config")
+        Some("/etc/kubernetes/cloud.conf")
+    );
+    let init = deployment
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        init.init_containers.as_ref().unwrap()[0].name,
+        "azure-inject-credentials"
     );
     let copy = Api::<ConfigMap>::namespaced(admin.clone(), NS)
         .get("azure-cloud-config")

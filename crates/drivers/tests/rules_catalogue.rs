@@ -343,6 +343,36 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
         node_env.contains(&"AZURE_ENVIRONMENT_FILEPATH".to_owned()),
         hub
     );
+    // The endpoints come from the source cloud config, next to the merged file the
+    // credentials injector writes.
+    for (pod_name, spec) in azure_pods(&def, &inputs) {
+        assert!(
+            init_container(&spec, "azure-inject-credentials").is_some(),
+            "{pod_name}"
+        );
+        let driver = driver_container(&spec);
+        let endpoints = driver
+            .volume_mounts
+            .iter()
+            .flatten()
+            .find(|m| m.mount_path == "/etc/azure/azurestackcloud.json");
+        assert_eq!(endpoints.is_some(), hub, "{pod_name}");
+        if hub {
+            assert_eq!(
+                serde_json::to_value(endpoints).unwrap(),
+                json!({"name": "cloud-config", "mountPath": "/etc/azure/azurestackcloud.json",
+                       "subPath": "endpoints", "readOnly": true})
+            );
+            assert_eq!(
+                volume_json(&spec, "cloud-config")["configMap"]["name"],
+                "azure-cloud-config"
+            );
+            assert_eq!(
+                env_json(driver)["AZURE_ENVIRONMENT_FILEPATH"]["value"],
+                "/etc/azure/azurestackcloud.json"
+            );
+        }
+    }
     let sku = classes(&def, &inputs)[0].parameters.clone().unwrap()["skuname"].clone();
     assert_eq!(
         sku,
@@ -362,11 +392,16 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
 }
 
 #[rstest]
-#[case::openshift_copy(Topology::HighlyAvailable, true, "/etc/kubernetes/config", "configMap")]
+#[case::openshift_copy(
+    Topology::HighlyAvailable,
+    true,
+    "/etc/kubernetes/cloud.conf",
+    "configMap"
+)]
 #[case::openshift_waits_for_the_copy(
     Topology::HighlyAvailable,
     false,
-    "/etc/kubernetes/config",
+    "/etc/kubernetes/cloud.conf",
     "configMap"
 )]
 #[case::kubernetes_copy(Topology::Kubernetes { control_plane_nodes: true }, true, "/etc/kubernetes/config", "configMap")]
@@ -400,14 +435,63 @@ fn azure_cloud_config_comes_from_the_copy_or_the_node(
     assert_eq!(copies, usize::from(copied));
 }
 
+fn init_container<'a>(spec: &'a PodSpec, name: &str) -> Option<&'a Container> {
+    spec.init_containers
+        .iter()
+        .flatten()
+        .find(|c| c.name == name)
+}
+
+fn volume_json(spec: &PodSpec, name: &str) -> Value {
+    let volume = spec.volumes.iter().flatten().find(|v| v.name == name);
+    serde_json::to_value(volume.unwrap_or_else(|| panic!("no volume {name}"))).unwrap()
+}
+
+fn mount_json(container: &Container, path: &str) -> Value {
+    let mount = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == path);
+    serde_json::to_value(mount.unwrap_or_else(|| panic!("no mount at {path}"))).unwrap()
+}
+
+fn env_json(container: &Container) -> BTreeMap<String, Value> {
+    container
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), serde_json::to_value(e).unwrap()))
+        .collect()
+}
+
+/// The controller's and the node's pod specs.
+fn azure_pods(def: &DriverDef, inputs: &Inputs) -> [(&'static str, PodSpec); 2] {
+    let deployment = controller(def, inputs);
+    let daemon_set = csi::workloads::build_node_daemon_set(def, inputs);
+    [
+        ("controller", pod(&deployment).clone()),
+        ("node", daemon_set.spec.unwrap().template.spec.unwrap()),
+    ]
+}
+
+/// Mint and passthrough modes: the Secret has a client ID and secret, which only the injector
+/// sees; the driver reads the merged file.
 #[rstest]
-#[case::openshift(Topology::HighlyAvailable, false, true)]
-#[case::kubernetes_with_the_secret(Topology::Kubernetes { control_plane_nodes: true }, true, true)]
-#[case::kubernetes_without(Topology::Kubernetes { control_plane_nodes: true }, false, false)]
-fn azure_workload_identity_comes_from_the_credentials_secret(
+#[case::openshift(Topology::HighlyAvailable, true, false, "/etc/cloud-config/config")]
+#[case::openshift_before_the_secret(
+    Topology::HighlyAvailable,
+    false,
+    false,
+    "/etc/cloud-config/config"
+)]
+#[case::kubernetes_with_the_copy(Topology::Kubernetes { control_plane_nodes: true }, true, true, "/etc/cloud-config/config")]
+#[case::kubernetes_with_the_node_file(Topology::Kubernetes { control_plane_nodes: true }, true, false, "/etc/cloud-config/azure.json")]
+fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container(
     #[case] topology: Topology,
     #[case] secret_exists: bool,
-    #[case] set: bool,
+    #[case] copied: bool,
+    #[case] source_file: &str,
     #[values("azure-disk", "azure-file")] driver: &str,
 ) {
     let def = def(driver);
@@ -416,20 +500,212 @@ fn azure_workload_identity_comes_from_the_credentials_secret(
     if secret_exists {
         inputs.secret_hashes.insert(secret.clone(), "h".to_owned());
     }
-    let deployment = controller(&def, &inputs);
-    let env = env(&deployment);
-    for var in [
-        "AZURE_CLIENT_ID",
-        "AZURE_TENANT_ID",
-        "AZURE_FEDERATED_TOKEN_FILE",
-    ] {
-        assert_eq!(env.contains_key(var), set, "{var}");
+    if copied {
+        cloud_config(&mut inputs, false);
     }
-    if set {
+    for (pod_name, spec) in azure_pods(&def, &inputs) {
+        let injector = init_container(&spec, "azure-inject-credentials")
+            .unwrap_or_else(|| panic!("{pod_name}: no injector"));
         assert_eq!(
-            env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"]["name"],
+            injector.image.as_deref(),
+            Some("quay.io/openshift/origin-cluster-cloud-controller-manager-operator:latest")
+        );
+        assert_eq!(
+            injector.command.clone().unwrap(),
+            ["/azure-config-credentials-injector"]
+        );
+        assert_eq!(
+            injector.args.clone().unwrap(),
+            [
+                format!("--cloud-config-file-path={source_file}"),
+                "--output-file-path=/etc/merged-cloud-config/cloud.conf".to_owned(),
+                "--disable-identity-extension-auth".to_owned(),
+                "--enable-azure-workload-identity=true".to_owned(),
+            ]
+        );
+        let env = env_json(injector);
+        assert_eq!(
+            env["AZURE_CLIENT_SECRET"]["valueFrom"]["secretKeyRef"],
+            json!({"name": secret, "key": "azure_client_secret", "optional": true}),
+            "{pod_name}"
+        );
+        assert_eq!(
+            env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"],
+            json!({"name": secret, "key": "azure_client_id"}),
+            "{pod_name}: the client ID is required"
+        );
+        for (var, key) in [
+            ("AZURE_TENANT_ID", "azure_tenant_id"),
+            ("AZURE_FEDERATED_TOKEN_FILE", "azure_federated_token_file"),
+        ] {
+            assert_eq!(
+                env[var]["valueFrom"]["secretKeyRef"],
+                json!({"name": secret, "key": key, "optional": true}),
+                "{pod_name}"
+            );
+        }
+        // Reads the source, writes the emptyDir, has the Secret mounted (for its hash).
+        assert_eq!(
+            mount_json(injector, "/etc/cloud-config"),
+            json!({"name": "cloud-config", "mountPath": "/etc/cloud-config", "readOnly": true})
+        );
+        assert_eq!(
+            mount_json(injector, "/etc/merged-cloud-config"),
+            json!({"name": "merged-cloud-config", "mountPath": "/etc/merged-cloud-config"})
+        );
+        assert_eq!(
+            mount_json(injector, "/etc/azure/credentials")["name"],
+            "azure-credentials"
+        );
+        assert_eq!(
+            volume_json(&spec, "azure-credentials")["secret"]["secretName"],
             secret.as_str()
         );
+        let source = volume_json(&spec, "cloud-config");
+        assert_eq!(
+            source.get("configMap").is_some(),
+            source_file.ends_with("/config")
+        );
+        assert_eq!(
+            source.get("hostPath").is_some(),
+            source_file.ends_with("azure.json")
+        );
+        assert_eq!(
+            volume_json(&spec, "merged-cloud-config")["emptyDir"],
+            json!({})
+        );
+        // The kit's container settings, and no privileges.
+        assert_eq!(
+            serde_json::to_value(&injector.security_context).unwrap(),
+            json!({"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
+                   "capabilities": {"drop": ["ALL"]}})
+        );
+        assert_eq!(
+            serde_json::to_value(&injector.resources).unwrap(),
+            json!({"requests": {"cpu": "10m", "memory": "50Mi"}})
+        );
+        assert_eq!(
+            injector.termination_message_policy.as_deref(),
+            Some("FallbackToLogsOnError")
+        );
+        // The driver reads the merged file, never the Secret.
+        let driver = driver_container(&spec);
+        let driver_env = env_json(driver);
+        assert_eq!(
+            driver_env["AZURE_CREDENTIAL_FILE"]["value"], "/etc/kubernetes/cloud.conf",
+            "{pod_name}"
+        );
+        assert_eq!(
+            mount_json(driver, "/etc/kubernetes/"),
+            json!({"name": "merged-cloud-config", "mountPath": "/etc/kubernetes/", "readOnly": true})
+        );
+        for var in [
+            "AZURE_CLIENT_ID",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_TENANT_ID",
+            "AZURE_FEDERATED_TOKEN_FILE",
+        ] {
+            assert!(!driver_env.contains_key(var), "{pod_name}: {var}");
+        }
+        assert!(
+            driver
+                .volume_mounts
+                .iter()
+                .flatten()
+                .all(|m| m.name != "azure-credentials"),
+            "{pod_name}"
+        );
+    }
+    // A new Secret rolls the pods, whose injector merged the old one at start.
+    let deployment = controller(&def, &inputs);
+    let hash_key =
+        csi::hash::annotation_key(&def.namespace, &secret, csi::hash::HashedKind::Secret);
+    assert_eq!(
+        template_annotations(&deployment).contains_key(&hash_key),
+        secret_exists,
+        "{:?}",
+        template_annotations(&deployment)
+    );
+    // The controller's driver keeps the workload identity token the merged file points at.
+    assert!(volume_names(&deployment).contains(&"bound-sa-token".to_owned()));
+    // Hooks may run again on a hooked object: still one injector, one of each volume.
+    let mut again = deployment.clone();
+    if driver == "azure-disk" {
+        drivers::azure_disk::with_cloud_config(&inputs, &mut again);
+    } else {
+        drivers::azure_file::with_cloud_config(&inputs, &mut again);
+    }
+    assert_eq!(pod(&again).init_containers.as_ref().unwrap().len(), 1);
+    let mut names = volume_names(&again);
+    let count = names.len();
+    names.dedup();
+    assert_eq!(names.len(), count, "{names:?}");
+    assert_eq!(again, deployment);
+}
+
+#[rstest]
+fn azure_injector_image_comes_from_the_cloud_controller_manager_operator_env(
+    #[values("azure-disk", "azure-file")] driver: &str,
+) {
+    let def = def(driver);
+    assert_eq!(
+        def.extra_images["credentialsInjector"].env,
+        "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE"
+    );
+    let env = BTreeMap::from([(
+        "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE".to_owned(),
+        "example.com/ccm-operator@sha256:1".to_owned(),
+    )]);
+    let inputs = Inputs::offline(&def, Topology::HighlyAvailable, &env);
+    for (pod_name, spec) in azure_pods(&def, &inputs) {
+        assert_eq!(
+            init_container(&spec, "azure-inject-credentials").and_then(|c| c.image.as_deref()),
+            Some("example.com/ccm-operator@sha256:1"),
+            "{pod_name}"
+        );
+    }
+}
+
+/// Plain Kubernetes without the Secret: nothing to merge, the driver reads its cloud config
+/// (the copy, or the node's azure.json) with whatever identity it names.
+#[rstest]
+#[case::node_file(false, "/etc/kubernetes/azure.json", "hostPath")]
+#[case::copy(true, "/etc/kubernetes/config", "configMap")]
+fn azure_on_kubernetes_without_the_secret_has_no_injector(
+    #[case] copied: bool,
+    #[case] file: &str,
+    #[case] source: &str,
+    #[values("azure-disk", "azure-file")] driver: &str,
+) {
+    let def = def(driver);
+    let mut inputs = inputs(
+        &def,
+        Topology::Kubernetes {
+            control_plane_nodes: true,
+        },
+    );
+    if copied {
+        cloud_config(&mut inputs, false);
+    }
+    for (pod_name, spec) in azure_pods(&def, &inputs) {
+        assert!(spec.init_containers.is_none(), "{pod_name}");
+        let names: Vec<&str> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert!(!names.contains(&"azure-credentials"), "{pod_name}");
+        assert!(!names.contains(&"merged-cloud-config"), "{pod_name}");
+        assert!(volume_json(&spec, "cloud-config").get(source).is_some());
+        let driver = driver_container(&spec);
+        assert_eq!(
+            mount_json(driver, "/etc/kubernetes/"),
+            json!({"name": "cloud-config", "mountPath": "/etc/kubernetes/", "readOnly": true})
+        );
+        let env = env_json(driver);
+        assert_eq!(env["AZURE_CREDENTIAL_FILE"]["value"], file, "{pod_name}");
+        assert!(!env.contains_key("AZURE_CLIENT_ID"), "{pod_name}");
     }
 }
 
@@ -659,6 +935,22 @@ fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
         json!({"name": "ibm-powervs-cloud-credentials", "key": "ibmcloud_api_key", "optional": true})
     );
     assert!(env(&deployment).contains_key("IBMCLOUD_API_KEY"));
+    // The settings of the kit's containers, and no privileges.
+    assert_eq!(
+        serde_json::to_value(&updater.security_context).unwrap(),
+        json!({"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
+               "capabilities": {"drop": ["ALL"]}})
+    );
+    assert_eq!(
+        serde_json::to_value(&updater.resources).unwrap(),
+        json!({"requests": {"cpu": "10m", "memory": "50Mi"}})
+    );
+    assert_eq!(updater.image_pull_policy.as_deref(), Some("IfNotPresent"));
+    assert_eq!(
+        updater.termination_message_policy.as_deref(),
+        Some("FallbackToLogsOnError")
+    );
+    assert_eq!(updater.args, None);
     // Rendering twice gives one updater (hooks may run on an already hooked object).
     let mut again = deployment.clone();
     drivers::powervs_block::with_api_key_and_node_updater(&inputs, &mut again);

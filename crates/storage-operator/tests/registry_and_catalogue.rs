@@ -38,6 +38,65 @@ fn every_catalogue_driver_agrees_with_its_registry_entry() {
     }
 }
 
+/// Every extra image a driver's hooks use (Manila's NFS plugin, vSphere's syncer, the Azure
+/// credentials injector) comes from an env var CSO passes to its driver operator.
+#[test]
+fn cso_passes_every_extra_image_env_the_catalogue_reads() {
+    for short_name in drivers::short_names() {
+        let def = drivers::by_name(short_name).unwrap();
+        let entry = storage_operator::registry::find(short_name).unwrap();
+        for (role, image) in &def.extra_images {
+            assert!(
+                entry.extra_image_envs.contains(&image.env.as_str()),
+                "{short_name}: the {role} image's {} is not passed by CSO",
+                image.env
+            );
+        }
+    }
+}
+
+#[rstest::rstest]
+#[case::azure_disk("azure-disk")]
+#[case::azure_file("azure-file")]
+fn azure_driver_operators_get_the_credentials_injector_image(#[case] driver: &str) {
+    use storage_operator::starter::{StarterInputs, build_deployment};
+    let entry = storage_operator::registry::find(driver).unwrap();
+    let inputs = StarterInputs {
+        topology: csi::Topology::HighlyAvailable,
+        log_level: api::operator_v1::LogLevel::Normal,
+        proxy: Default::default(),
+        env: [(
+            "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE".to_owned(),
+            "example.com/ccm-operator:1".to_owned(),
+        )]
+        .into(),
+        operator_image: "example.com/operator:1".to_owned(),
+    };
+    let deployment = build_deployment(&entry, &inputs);
+    let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+    let passed = container
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE");
+    assert_eq!(
+        passed.and_then(|e| e.value.as_deref()),
+        Some("example.com/ccm-operator:1")
+    );
+    // What the driver operator then runs the injector with.
+    let def = drivers::by_name(driver).unwrap();
+    let env = [(
+        "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE".to_owned(),
+        "example.com/ccm-operator:1".to_owned(),
+    )]
+    .into();
+    let operands = csi::Inputs::offline(&def, csi::Topology::HighlyAvailable, &env);
+    assert_eq!(
+        operands.extra_images["credentialsInjector"],
+        "example.com/ccm-operator:1"
+    );
+}
+
 #[test]
 fn the_registry_names_each_catalogue_driver_by_both_names() {
     for entry in registry() {
