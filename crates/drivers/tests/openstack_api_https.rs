@@ -553,17 +553,16 @@ async fn a_closed_port_is_named() {
 const DRIVER: &str = "manila.csi.openstack.org";
 const DISABLED: &str = "ManilaDriverControllerServiceControllerDisabled";
 
-#[tokio::test]
-async fn the_operator_enables_manila_through_the_real_client_over_https() {
-    let cloud = FakeCloud::start().await;
-    let (cluster, admin) = openshift(json!({"type": "OpenStack"})).await;
-    create_cluster_csi_driver(&admin, DRIVER).await;
+/// Creates Secret `manila-cloud-credentials` with `string_data` and starts the Manila driver
+/// operator with the real cloud client, asked every half second.
+async fn start_with_credentials(
+    cluster: &testkit::Cluster,
+    admin: &kube::Client,
+    string_data: Value,
+) -> testkit::Background {
     let credentials: Secret = serde_json::from_value(json!({
         "metadata": {"name": "manila-cloud-credentials", "namespace": NS},
-        "stringData": {
-            "clouds.yaml": clouds_yaml(&format!("{}/v3", cloud.base()), PASSWORD, ""),
-            "cacert": cloud.ca_pem,
-        },
+        "stringData": string_data,
     }))
     .unwrap();
     Api::<Secret>::namespaced(admin.clone(), NS)
@@ -578,7 +577,23 @@ async fn the_operator_enables_manila_through_the_real_client_over_https() {
         &def,
         Duration::from_millis(500),
     );
-    let running = start(&cluster, def, Some(probe));
+    start(cluster, def, Some(probe))
+}
+
+#[tokio::test]
+async fn the_operator_enables_manila_through_the_real_client_over_https() {
+    let cloud = FakeCloud::start().await;
+    let (cluster, admin) = openshift(json!({"type": "OpenStack"})).await;
+    create_cluster_csi_driver(&admin, DRIVER).await;
+    let running = start_with_credentials(
+        &cluster,
+        &admin,
+        json!({
+            "clouds.yaml": clouds_yaml(&format!("{}/v3", cloud.base()), PASSWORD, ""),
+            "cacert": cloud.ca_pem,
+        }),
+    )
+    .await;
 
     condition_becomes(&admin, DRIVER, DISABLED, "False").await;
     for (name, share_type) in [("csi-manila-default", "default"), ("csi-manila-ssd", "ssd")] {
@@ -621,24 +636,12 @@ async fn an_untrusted_cloud_stays_disabled_until_the_cloud_config_brings_its_ca(
     // clouds.yaml names a CA file, as the installer writes it, and the Secret has no CA.
     let extra =
         "    cacert: /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem\n";
-    let credentials: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "manila-cloud-credentials", "namespace": NS},
-        "stringData": {"clouds.yaml": clouds_yaml(&cloud.base(), PASSWORD, extra)},
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(admin.clone(), NS)
-        .create(&PostParams::default(), &credentials)
-        .await
-        .unwrap();
-    let def = drivers::by_name("openstack-manila").unwrap();
-    let operator = cluster.client_with_agent(AGENT);
-    let probe = openstack_manila::probe_with_secret(
-        openstack_manila::OpenStackShareTypes::new(operator.clone(), &def),
-        operator,
-        &def,
-        Duration::from_millis(500),
-    );
-    let running = start(&cluster, def, Some(probe));
+    let running = start_with_credentials(
+        &cluster,
+        &admin,
+        json!({"clouds.yaml": clouds_yaml(&cloud.base(), PASSWORD, extra)}),
+    )
+    .await;
 
     // The system roots do not trust the cloud: Disabled, saying why, without the password.
     let message = eventually("Disabled for the unknown issuer", async || {

@@ -102,3 +102,43 @@ pub async fn ensure_platform(client: &Client, platform_status: serde_json::Value
     }
     true
 }
+
+/// Plays the kubelet and controllers where nothing runs pods: every replica of Deployment
+/// `controller` and DaemonSet `node` in `ns` available.
+pub async fn simulate_workloads(client: &Client, ns: &str, controller: &str, node: &str) {
+    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(client.clone(), ns);
+    let d = deployments
+        .get(controller)
+        .await
+        .unwrap_or_else(|e| panic!("reading Deployment {ns}/{controller}: {e}"));
+    let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    deployments
+        .patch_status(
+            controller,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {
+                "observedGeneration": d.metadata.generation, "replicas": replicas,
+                "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+                "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("patching the status of Deployment {ns}/{controller}: {e}"));
+    let daemon_sets: kube::Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        kube::Api::namespaced(client.clone(), ns);
+    let ds = daemon_sets
+        .get(node)
+        .await
+        .unwrap_or_else(|e| panic!("reading DaemonSet {ns}/{node}: {e}"));
+    daemon_sets
+        .patch_status(
+            node,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {
+                "observedGeneration": ds.metadata.generation, "currentNumberScheduled": 1,
+                "desiredNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": 1,
+                "numberAvailable": 1, "updatedNumberScheduled": 1}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("patching the status of DaemonSet {ns}/{node}: {e}"));
+}

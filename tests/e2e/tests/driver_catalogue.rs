@@ -17,7 +17,7 @@
 
 use api::config_v1::Infrastructure;
 use api::operator_v1::ClusterCSIDriver;
-use e2e::{apply_crd, ensure_platform, wait_for};
+use e2e::{apply_crd, ensure_platform, simulate_workloads, wait_for};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -51,37 +51,6 @@ async fn condition_is(client: &Client, driver: &str, type_: &str, status: &str) 
             .map(|(_, m)| m)
     })
     .await
-}
-
-/// Plays the kubelet and controllers where nothing runs pods: every replica available.
-async fn simulate_workloads(client: &Client, ns: &str, controller: &str, node: &str) {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let d = deployments.get(controller).await.unwrap();
-    let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    deployments
-        .patch_status(
-            controller,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "observedGeneration": d.metadata.generation, "replicas": replicas,
-                "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-                "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}})),
-        )
-        .await
-        .unwrap();
-    let daemon_sets: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
-    let ds = daemon_sets.get(node).await.unwrap();
-    daemon_sets
-        .patch_status(
-            node,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "observedGeneration": ds.metadata.generation, "currentNumberScheduled": 1,
-                "desiredNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": 1,
-                "numberAvailable": 1, "updatedNumberScheduled": 1}})),
-        )
-        .await
-        .unwrap();
 }
 
 /// What a driver's scenario expects.

@@ -9,7 +9,7 @@
 
 use api::config_v1::Infrastructure;
 use api::operator_v1::ClusterCSIDriver;
-use e2e::{apply_crd, ensure_gcp, wait_for};
+use e2e::{apply_crd, ensure_gcp, simulate_workloads, wait_for};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
@@ -35,37 +35,6 @@ async fn condition(client: &Client, type_: &str) -> Option<(String, String)> {
         condition.status.as_str().to_owned(),
         condition.reason.unwrap_or_default(),
     ))
-}
-
-/// Plays the kubelet and controllers where nothing runs pods: every replica available.
-async fn simulate_workloads(client: &Client) {
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    let d = deployments.get(CONTROLLER).await.unwrap();
-    let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    deployments
-        .patch_status(
-            CONTROLLER,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "observedGeneration": d.metadata.generation, "replicas": replicas,
-                "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-                "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}})),
-        )
-        .await
-        .unwrap();
-    let daemon_sets: Api<DaemonSet> = Api::namespaced(client.clone(), NS);
-    let ds = daemon_sets.get(NODE).await.unwrap();
-    daemon_sets
-        .patch_status(
-            NODE,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "observedGeneration": ds.metadata.generation, "currentNumberScheduled": 1,
-                "desiredNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": 1,
-                "numberAvailable": 1, "updatedNumberScheduled": 1}})),
-        )
-        .await
-        .unwrap();
 }
 
 #[tokio::test]
@@ -156,7 +125,7 @@ async fn converge_report_drift_and_unmanaged() {
         .unwrap()
         .items;
     if nodes.is_empty() {
-        simulate_workloads(&client).await;
+        simulate_workloads(&client, NS, CONTROLLER, NODE).await;
         wait_for("ControllerServiceControllerAvailable", async || {
             condition(&client, "GCPPDDriverControllerServiceControllerAvailable")
                 .await
