@@ -76,6 +76,11 @@ pub struct DriverDef {
     /// Hooks see their data in [`Inputs::copied_config_maps`].
     #[serde(default)]
     pub copied_config_maps: Vec<CopiedConfigMapDef>,
+    /// Secrets of the operand namespace besides the credentials that pods mount and that change
+    /// while they run (e.g. one the driver's own code derives): watched by name, their data
+    /// hashes roll the pods that mount them.
+    #[serde(default)]
+    pub hashed_secrets: Vec<String>,
     /// ConfigMaps of the operand namespace that the operator derives from a ConfigMap it
     /// observes (e.g. the driver's cloud config from the cluster's); see [`crate::derived`].
     #[serde(default)]

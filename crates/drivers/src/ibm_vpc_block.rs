@@ -11,7 +11,7 @@
 //!   resource group's ID comes from IBM Cloud's Resource Manager ([`crate::ibm_cloud`], at the
 //!   Infrastructure's custom service endpoints when it names some). It runs on every reconcile
 //!   and every [`SYNC_INTERVAL`], asks IBM Cloud only when an input changed, and writes only
-//!   when the Secret differs. Its condition is `SecretSyncDegraded`: True naming the missing
+//!   when the Secret differs; a new Secret (e.g. a rotated API key) rolls the driver's pods. Its condition is `SecretSyncDegraded`: True naming the missing
 //!   Secret, ConfigMap, key or the IBM Cloud error, while the last good Secret stays.
 //!
 //! Where this differs from OpenShift on purpose: OpenShift's operator waits silently for a
@@ -370,26 +370,20 @@ impl Task for SecretSync {
 }
 
 /// The `SecretSync` task of `def` over `client`, run at least every `interval`.
-/// It runs at once when the cloud config or the Secret it writes change (the credentials
-/// Secret is the kit's to watch).
+/// It runs at once when the cloud config changes (the credentials Secret and the Secret it
+/// writes are the kit's to watch: the latter is a hashed Secret of the table, so a new one
+/// rolls the pods).
 pub fn secret_sync(client: kube::Client, def: &DriverDef, interval: Duration) -> TaskConfig {
     let (namespace, name) = CLOUD_CONF;
     TaskConfig {
         name: SECRET_SYNC.to_owned(),
         task: Arc::new(SecretSync::new(client, def)),
         interval,
-        watches: vec![
-            (
-                "configmaps".to_owned(),
-                namespace.to_owned(),
-                name.to_owned(),
-            ),
-            (
-                "secrets".to_owned(),
-                def.namespace.clone(),
-                STORAGE_SECRET.to_owned(),
-            ),
-        ],
+        watches: vec![(
+            "configmaps".to_owned(),
+            namespace.to_owned(),
+            name.to_owned(),
+        )],
     }
 }
 

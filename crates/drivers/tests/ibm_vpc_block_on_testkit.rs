@@ -170,6 +170,20 @@ async fn put_api_key(admin: &Client, key: &str) {
     }
 }
 
+/// The hash annotation of `storage-secret-store` on the controller's pod template.
+async fn controller_secret_hash(admin: &Client) -> String {
+    eventually("the Secret's hash on the controller pods", async || {
+        let deployment = Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt("ibm-vpc-block-csi-driver-controller")
+            .await
+            .unwrap()?;
+        let annotations = deployment.spec?.template.metadata?.annotations?;
+        let key = csi::hash::annotation_key(NS, STORAGE_SECRET, csi::hash::HashedKind::Secret);
+        annotations.get(&key).cloned()
+    })
+    .await
+}
+
 async fn slclient(admin: &Client) -> Option<String> {
     let secret = Api::<Secret>::namespaced(admin.clone(), NS)
         .get_opt(STORAGE_SECRET)
@@ -246,6 +260,33 @@ async fn secret_sync_writes_the_driver_secret_from_the_credentials_and_the_cloud
         .filter(|(_, path, _, _)| path.starts_with("/v2/resource_groups"))
         .count();
     assert_eq!(lookups, 1, "one lookup for unchanged inputs: {requests:?}");
+
+    // The pods mount the Secret: its hash is on their template, and a new Secret rolls them.
+    let hash = controller_secret_hash(&admin).await;
+    let (ns, name) = ibm_vpc_block::CLOUD_CONF;
+    put_config_map(
+        &admin,
+        ns,
+        name,
+        json!({"cloud.conf": CONF.replace("eu-de", "eu-gb")}),
+    )
+    .await;
+    let moved = eventually("the Secret for the new region", async || {
+        slclient(&admin)
+            .await
+            .filter(|t| t.contains("https://eu-gb.iaas.cloud.ibm.com"))
+    })
+    .await;
+    eventually("the pods rolled", async || {
+        let now = controller_secret_hash(&admin).await;
+        (now != hash).then_some(())
+    })
+    .await;
+    put_cloud_conf(&admin).await;
+    let toml = eventually("the Secret back in eu-de", async || {
+        slclient(&admin).await.filter(|t| *t != moved)
+    })
+    .await;
 
     // A rotated key IBM Cloud rejects: said (without the key), the last good Secret stays.
     put_api_key(&admin, "revoked-key").await;

@@ -203,6 +203,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         // The declared controller keeps its own finalizer while PersistentVolumes exist.
         removal_blocked_by_volumes: false,
         copied_config_maps: Vec::new(),
+        hashed_secrets: Vec::new(),
         config_maps: Vec::new(),
         extra_images: Default::default(),
         precondition: None,

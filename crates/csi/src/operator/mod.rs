@@ -336,6 +336,19 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     }
     let mut failures: Vec<(Option<Group>, &'static str, String)> = Vec::new();
 
+    // The driver's tasks run while its operands are applied (none are when it is Unmanaged,
+    // Disabled or being removed), before them: what they write is there when pods start.
+    if !plan.steps.is_empty() {
+        for task in &context.tasks {
+            let outcome = task.task.sync().await;
+            if let Err(message) = &outcome {
+                tracing::warn!(driver = %def.short_name, task = %task.name, %message, "task failed");
+            }
+            plan.status
+                .push(plan::task_status(&task.name, outcome.err().as_deref()));
+        }
+    }
+
     for step in &plan.steps {
         match apply_step(context, step, &observed).await {
             Ok(outcome) => {
@@ -376,19 +389,6 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     {
         failures.push((None, "api", error));
     }
-    // The driver's tasks run while its operands are applied (none are when it is Unmanaged,
-    // Disabled or being removed).
-    if !plan.steps.is_empty() {
-        for task in &context.tasks {
-            let outcome = task.task.sync().await;
-            if let Err(message) = &outcome {
-                tracing::warn!(driver = %def.short_name, task = %task.name, %message, "task failed");
-            }
-            plan.status
-                .push(plan::task_status(&task.name, outcome.err().as_deref()));
-        }
-    }
-
     for group in Group::ALL {
         let messages: Vec<&str> = failures
             .iter()

@@ -152,6 +152,8 @@ pub struct Observed {
     pub nodes: Vec<Node>,
     /// The credentials Secret, if the driver has one and it exists.
     pub credentials_secret: Option<Secret>,
+    /// The driver's hashed Secrets ([`DriverDef::hashed_secrets`]) that exist.
+    pub hashed_secrets: Vec<Secret>,
     /// The CSIDriver of this driver.
     pub csi_driver: Option<CSIDriver>,
     /// Every StorageClass.
@@ -210,6 +212,7 @@ pub struct Caches {
     cloud_credential: Option<Store<CloudCredential>>,
     nodes: Option<Store<Node>>,
     credentials_secret: Option<Store<Secret>>,
+    hashed_secrets: Vec<Store<Secret>>,
     csi_driver: Store<CSIDriver>,
     storage_classes: Store<StorageClass>,
     service_accounts: Store<ServiceAccount>,
@@ -303,6 +306,17 @@ impl Caches {
                     named(&creds.secret_name),
                 )
             }),
+            hashed_secrets: def
+                .hashed_secrets
+                .iter()
+                .map(|name| {
+                    informers.watch(
+                        &format!("secrets/{name} (hashed)"),
+                        Api::namespaced(c(), ns),
+                        named(name),
+                    )
+                })
+                .collect(),
             csi_driver: informers.watch("csidrivers", Api::all(c()), named(&def.name)),
             storage_classes: informers.watch("storageclasses", Api::all(c()), Config::default()),
             service_accounts: informers.watch("serviceaccounts", Api::namespaced(c(), ns), ours()),
@@ -432,6 +446,7 @@ impl Caches {
                 .map(|c| c.spec.credentials_mode.unwrap_or_default()),
             nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
             credentials_secret: self.credentials_secret.as_ref().and_then(single),
+            hashed_secrets: self.hashed_secrets.iter().filter_map(single).collect(),
             csi_driver: single(&self.csi_driver),
             storage_classes: snapshot(&self.storage_classes),
             service_accounts: snapshot(&self.service_accounts),

@@ -259,7 +259,11 @@ pub fn inputs(
     if let Some(Ok(facts)) = &observed.probe {
         inputs.probe_facts = facts.clone();
     }
-    if let Some(secret) = &observed.credentials_secret {
+    for secret in observed
+        .credentials_secret
+        .iter()
+        .chain(&observed.hashed_secrets)
+    {
         inputs
             .secret_hashes
             .insert(secret.name_any(), hash::secret_hash(secret));
