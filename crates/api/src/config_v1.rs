@@ -435,7 +435,7 @@ pub struct IBMCloudPlatformStatus {
     pub extra: Extra,
 }
 
-/// A custom endpoint of an IBM Cloud service.
+/// A custom endpoint of an IBM Cloud service (IBM Cloud and Power VS platforms).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IBMCloudServiceEndpoint {
@@ -461,6 +461,10 @@ pub struct PowerVSPlatformStatus {
     /// The resource group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_group: Option<String>,
+    /// Custom endpoints of IBM Cloud services (`IAM`, `ResourceController`, `Power`, ...)
+    /// that replace the public ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_endpoints: Vec<IBMCloudServiceEndpoint>,
     /// Fields not modelled here.
     #[serde(flatten)]
     #[schemars(skip)]

@@ -1,13 +1,21 @@
 //! IBM Power Virtual Server Block (`powervs.csi.ibm.com`): the table in `powervs_block.yaml`
 //! plus the driver image's node-update-controller next to the driver (it labels each node
-//! with its PowerVS instance, which the driver's topology needs) and the IBM Cloud API key of
-//! the credentials Secret.
+//! with its PowerVS instance, which the driver's topology needs), the IBM Cloud API key of
+//! the credentials Secret, and the custom service endpoints of the Infrastructure
+//! (`status.platformStatus.powervs.serviceEndpoints`: `IAM`, `ResourceController` and `Power`,
+//! as `IBMCLOUD_IAM_API_ENDPOINT`, `IBMCLOUD_RESOURCE_CONTROLLER_ENDPOINT` and
+//! `IBMCLOUD_POWER_API_ENDPOINT`, as OpenShift's operator passes them; other names are
+//! ignored). Where OpenShift gives them to the driver containers only, the node-update-controller
+//! gets them too: it calls the same APIs.
 
 use csi::{DriverDef, Hooks, Inputs};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::PodSpec;
 
 use crate::DriverError;
-use crate::common::{driver_container, from_secret, pod_spec, set_env, unprivileged};
+use crate::common::{
+    driver_container, ds_pod_spec, from_secret, literal, pod_spec, set_env, unprivileged,
+};
 
 /// The short name.
 pub const SHORT_NAME: &str = "powervs-block";
@@ -26,7 +34,8 @@ const API_KEY: &str = "ibmcloud_api_key";
 pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
-        deployment: vec![with_api_key_and_node_updater],
+        deployment: vec![with_api_key_and_node_updater, with_service_endpoints],
+        daemon_set: vec![with_service_endpoints_on_nodes],
         ..Hooks::default()
     };
     Ok(def)
@@ -54,4 +63,60 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
     unprivileged(&mut updater);
     spec.containers.retain(|c| c.name != NODE_UPDATE_CONTAINER);
     spec.containers.push(updater);
+}
+
+/// The service endpoint names OpenShift passes on, and their variables.
+pub const ENDPOINT_ENV: [(&str, &str); 3] = [
+    ("IAM", "IBMCLOUD_IAM_API_ENDPOINT"),
+    (
+        "ResourceController",
+        "IBMCLOUD_RESOURCE_CONTROLLER_ENDPOINT",
+    ),
+    ("Power", "IBMCLOUD_POWER_API_ENDPOINT"),
+];
+
+/// The variables of the Infrastructure's custom service endpoints (see the module docs).
+pub fn endpoint_env(inputs: &Inputs) -> Vec<(&'static str, String)> {
+    let endpoints = inputs
+        .platform_status
+        .as_ref()
+        .and_then(|p| p.powervs.as_ref())
+        .map(|p| p.service_endpoints.as_slice())
+        .unwrap_or_default();
+    ENDPOINT_ENV
+        .iter()
+        .filter_map(|(name, var)| {
+            endpoints
+                .iter()
+                .find(|e| e.name == *name && !e.url.trim().is_empty())
+                .map(|e| (*var, e.url.trim().to_owned()))
+        })
+        .collect()
+}
+
+fn set_endpoints(inputs: &Inputs, spec: &mut PodSpec) {
+    let env = endpoint_env(inputs);
+    for container in spec
+        .containers
+        .iter_mut()
+        .filter(|c| c.name == csi::names::DRIVER_CONTAINER || c.name == NODE_UPDATE_CONTAINER)
+    {
+        for (var, url) in &env {
+            set_env(container, literal(var, url));
+        }
+    }
+}
+
+/// The custom service endpoints on the controller's driver and node-update-controller.
+pub fn with_service_endpoints(inputs: &Inputs, deployment: &mut Deployment) {
+    if let Some(spec) = pod_spec(deployment) {
+        set_endpoints(inputs, spec);
+    }
+}
+
+/// The custom service endpoints on the node plugin.
+pub fn with_service_endpoints_on_nodes(inputs: &Inputs, daemon_set: &mut DaemonSet) {
+    if let Some(spec) = ds_pod_spec(daemon_set) {
+        set_endpoints(inputs, spec);
+    }
 }

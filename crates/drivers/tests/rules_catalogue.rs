@@ -914,6 +914,74 @@ fn ibm_vpc_block_reads_its_config_from_storage_secret_store_and_retains_where_as
 }
 
 #[test]
+fn powervs_block_passes_the_custom_service_endpoints() {
+    let def = def("powervs-block");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.platform_status = Some(
+        serde_json::from_value(
+            json!({"type": "PowerVS", "powervs": {"region": "dal", "serviceEndpoints": [
+                {"name": "IAM", "url": "https://private.iam.cloud.ibm.com"},
+                {"name": "Power", "url": "https://dal.power-iaas.cloud.ibm.com"},
+                {"name": "ResourceController", "url": " "},
+                {"name": "COS", "url": "https://cos.example.com"},
+            ]}}),
+        )
+        .unwrap(),
+    );
+    let deployment = controller(&def, &inputs);
+    for name in ["csi-driver", "node-update-controller"] {
+        let container = pod(&deployment)
+            .containers
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap();
+        let env: BTreeMap<String, Option<String>> = container
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.clone(), e.value.clone()))
+            .collect();
+        assert_eq!(
+            env["IBMCLOUD_IAM_API_ENDPOINT"].as_deref(),
+            Some("https://private.iam.cloud.ibm.com"),
+            "{name}"
+        );
+        assert_eq!(
+            env["IBMCLOUD_POWER_API_ENDPOINT"].as_deref(),
+            Some("https://dal.power-iaas.cloud.ibm.com")
+        );
+        assert!(
+            !env.contains_key("IBMCLOUD_RESOURCE_CONTROLLER_ENDPOINT"),
+            "empty URLs are ignored"
+        );
+        assert!(!env.keys().any(|k| k.contains("COS")));
+    }
+    let node = csi::workloads::build_node_daemon_set(&def, &inputs);
+    let driver = node
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers
+        .iter()
+        .find(|c| c.name == "csi-driver")
+        .unwrap();
+    assert!(
+        driver
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == "IBMCLOUD_IAM_API_ENDPOINT")
+    );
+    // Without custom endpoints, nothing is set.
+    let plain = controller(&def, &self::inputs(&def, Topology::HighlyAvailable));
+    assert!(!env(&plain).contains_key("IBMCLOUD_IAM_API_ENDPOINT"));
+}
+
+#[test]
 fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
     let def = def("powervs-block");
     let mut inputs = inputs(&def, Topology::HighlyAvailable);
