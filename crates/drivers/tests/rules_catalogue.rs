@@ -929,26 +929,23 @@ fn powervs_block_passes_the_custom_service_endpoints() {
         .unwrap(),
     );
     let deployment = controller(&def, &inputs);
-    for name in ["csi-driver", "node-update-controller"] {
-        let container = pod(&deployment)
-            .containers
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap();
-        let env: BTreeMap<String, Option<String>> = container
-            .env
-            .iter()
-            .flatten()
-            .map(|e| (e.name.clone(), e.value.clone()))
-            .collect();
+    let daemon_set = csi::workloads::build_node_daemon_set(&def, &inputs);
+    let node = daemon_set.spec.unwrap().template.spec.unwrap();
+    let containers = [
+        ("csi-driver", pod(&deployment)),
+        ("node-update-controller", pod(&deployment)),
+        ("csi-driver", &node),
+    ];
+    for (name, spec) in containers {
+        let container = spec.containers.iter().find(|c| c.name == name).unwrap();
+        let env = env_json(container);
         assert_eq!(
-            env["IBMCLOUD_IAM_API_ENDPOINT"].as_deref(),
-            Some("https://private.iam.cloud.ibm.com"),
+            env["IBMCLOUD_IAM_API_ENDPOINT"]["value"], "https://private.iam.cloud.ibm.com",
             "{name}"
         );
         assert_eq!(
-            env["IBMCLOUD_POWER_API_ENDPOINT"].as_deref(),
-            Some("https://dal.power-iaas.cloud.ibm.com")
+            env["IBMCLOUD_POWER_API_ENDPOINT"]["value"],
+            "https://dal.power-iaas.cloud.ibm.com"
         );
         assert!(
             !env.contains_key("IBMCLOUD_RESOURCE_CONTROLLER_ENDPOINT"),
@@ -956,26 +953,6 @@ fn powervs_block_passes_the_custom_service_endpoints() {
         );
         assert!(!env.keys().any(|k| k.contains("COS")));
     }
-    let node = csi::workloads::build_node_daemon_set(&def, &inputs);
-    let driver = node
-        .spec
-        .as_ref()
-        .unwrap()
-        .template
-        .spec
-        .as_ref()
-        .unwrap()
-        .containers
-        .iter()
-        .find(|c| c.name == "csi-driver")
-        .unwrap();
-    assert!(
-        driver
-            .env
-            .iter()
-            .flatten()
-            .any(|e| e.name == "IBMCLOUD_IAM_API_ENDPOINT")
-    );
     // Without custom endpoints, nothing is set.
     let plain = controller(&def, &self::inputs(&def, Topology::HighlyAvailable));
     assert!(!env(&plain).contains_key("IBMCLOUD_IAM_API_ENDPOINT"));
