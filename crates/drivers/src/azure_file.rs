@@ -1,8 +1,8 @@
 //! Azure File (`file.csi.azure.com`): the table in `azure_file.yaml` plus hooks shared with
 //! Azure Disk (the cloud config with `azure-file-credentials` merged into it, on the controller
 //! and the nodes; see [`crate::azure_disk`] for when and how) and the SMB mount options
-//! OpenShift puts on `azurefile-csi`. The registry does not start it on Azure Stack Hub, which has no Azure
-//! Files.
+//! OpenShift puts on `azurefile-csi`. The registry does not start it on Azure Stack Hub, which
+//! has no Azure Files.
 
 use csi::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
