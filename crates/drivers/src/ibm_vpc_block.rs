@@ -379,11 +379,7 @@ pub fn secret_sync(client: kube::Client, def: &DriverDef, interval: Duration) ->
         name: SECRET_SYNC.to_owned(),
         task: Arc::new(SecretSync::new(client, def)),
         interval,
-        watches: vec![(
-            "configmaps".to_owned(),
-            namespace.to_owned(),
-            name.to_owned(),
-        )],
+        config_maps: vec![(namespace.to_owned(), name.to_owned())],
     }
 }
 

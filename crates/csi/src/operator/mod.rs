@@ -159,9 +159,10 @@ pub struct TaskConfig {
     pub task: std::sync::Arc<dyn Task>,
     /// The longest time between two runs.
     pub interval: Duration,
-    /// The ConfigMaps and Secrets it reads, (kind, namespace, name) with kind `configmaps` or
-    /// `secrets`: watched by name, so a change runs it at once.
-    pub watches: Vec<(String, String, String)>,
+    /// The ConfigMaps of other namespaces it reads, (namespace, name): watched by name, so a
+    /// change runs it at once. (Secrets it reads or writes in the operand namespace are the
+    /// driver's credentials or [`DriverDef::hashed_secrets`], which the kit watches.)
+    pub config_maps: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for TaskConfig {
@@ -229,29 +230,12 @@ pub async fn run_with_extras(
     tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
     let (caches, mut informers) = start_caches(&client, &def, apis, SYNC_TIMEOUT).await?;
     // What the tasks read: only the events matter (the tasks read through the API).
-    for (kind, namespace, name) in extras.tasks.iter().flat_map(|t| &t.watches) {
-        let config =
-            kube::runtime::watcher::Config::default().fields(&format!("metadata.name={name}"));
-        let what = format!("{kind} {namespace}/{name} (read by a task)");
-        match kind.as_str() {
-            "secrets" => {
-                informers.watch(
-                    &what,
-                    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
-                        client.clone(),
-                        namespace,
-                    ),
-                    config,
-                );
-            }
-            _ => {
-                informers.watch(
-                    &what,
-                    Api::<ConfigMap>::namespaced(client.clone(), namespace),
-                    config,
-                );
-            }
-        }
+    for (namespace, name) in extras.tasks.iter().flat_map(|t| &t.config_maps) {
+        informers.watch(
+            &format!("configmaps {namespace}/{name} (read by a task)"),
+            Api::<ConfigMap>::namespaced(client.clone(), namespace),
+            kube::runtime::watcher::Config::default().fields(&format!("metadata.name={name}")),
+        );
     }
     readiness.set(true);
     tracing::info!(driver = %def.short_name, "caches synced; reconciling");
