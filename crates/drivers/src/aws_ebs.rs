@@ -12,7 +12,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::DriverError;
 use crate::common::{
-    driver_container, drop_missing_credentials, from_secret, literal, pod_spec, set_arg, set_env,
+    add_volume, driver_container, drop_missing_credentials, from_secret, literal, pod_spec,
+    set_arg, set_env,
 };
 
 /// The short name.
@@ -174,16 +175,17 @@ pub fn with_custom_ca_bundle(inputs: &Inputs, deployment: &mut Deployment) {
     let Some(spec) = pod_spec(deployment) else {
         return;
     };
-    let volumes = spec.volumes.get_or_insert_with(Vec::new);
-    volumes.retain(|v| v.name != CA_BUNDLE_VOLUME);
-    volumes.push(Volume {
-        name: CA_BUNDLE_VOLUME.to_owned(),
-        config_map: Some(ConfigMapVolumeSource {
-            name: CLOUD_CONFIG.to_owned(),
-            ..ConfigMapVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
+    add_volume(
+        spec,
+        Volume {
+            name: CA_BUNDLE_VOLUME.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: CLOUD_CONFIG.to_owned(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    );
     let Some(container) = driver_container(spec) else {
         return;
     };

@@ -41,8 +41,8 @@ use serde_json::Value;
 
 use crate::DriverError;
 use crate::common::{
-    driver_container, ds_pod_spec, from_secret, literal, mount_in_driver, pod_spec, set_env,
-    unprivileged,
+    add_volume, driver_container, ds_pod_spec, from_secret, literal, mount_in_driver, pod_spec,
+    set_env, unprivileged,
 };
 
 /// The short name.
@@ -195,13 +195,6 @@ pub fn mount_cloud_config(inputs: &Inputs, spec: &mut PodSpec, cloud_config: &st
             });
         }
     }
-}
-
-/// Adds `volume` to the pod, replacing one of the same name.
-fn add_volume(spec: &mut PodSpec, volume: Volume) {
-    let volumes = spec.volumes.get_or_insert_with(Vec::new);
-    volumes.retain(|v| v.name != volume.name);
-    volumes.push(volume);
 }
 
 /// Adds (or replaces) the [`INJECTOR_CONTAINER`] init container, reading `file` of the

@@ -98,6 +98,13 @@ pub fn from_secret(name: &str, secret: &str, key: &str) -> EnvVar {
     }
 }
 
+/// Adds `volume` to the pod, replacing one of the same name.
+pub fn add_volume(spec: &mut PodSpec, volume: k8s_openapi::api::core::v1::Volume) {
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != volume.name);
+    volumes.push(volume);
+}
+
 /// Adds `volume` to the pod (replacing one of the same name) and mounts it in the driver
 /// container.
 pub fn mount_in_driver(
@@ -105,9 +112,7 @@ pub fn mount_in_driver(
     volume: k8s_openapi::api::core::v1::Volume,
     mount: k8s_openapi::api::core::v1::VolumeMount,
 ) {
-    let volumes = spec.volumes.get_or_insert_with(Vec::new);
-    volumes.retain(|v| v.name != volume.name);
-    volumes.push(volume);
+    add_volume(spec, volume);
     if let Some(container) = driver_container(spec) {
         let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
         mounts.retain(|m| m.mount_path != mount.mount_path);
