@@ -217,6 +217,16 @@ pub fn build_rbac(
     for (group, resource) in &cluster_written {
         cluster_rules.push(rule(&[group], &[resource], MANAGE));
     }
+    // What the kit watches for every driver, rendered or not (SMB has no StorageClass but
+    // watches them for the default-class rules): read, where writing does not cover it.
+    for (group, resource, _) in csi::operator::observe::ALWAYS_WATCHED
+        .iter()
+        .filter(|(_, _, namespaced)| !namespaced)
+    {
+        if !opkit::rbac::allows(&cluster_rules, group, resource, "watch") {
+            cluster_rules.push(rule(&[group], &[resource], READ));
+        }
+    }
     // The roles it creates for its operands, it must hold itself.
     let mut rendered_roles = BTreeSet::new();
     for operand in &operands {
@@ -266,6 +276,14 @@ pub fn build_rbac(
     ];
     for (group, resource) in &namespaced_written {
         namespace_rules.push(rule(&[group], &[resource], MANAGE));
+    }
+    for (group, resource, _) in csi::operator::observe::ALWAYS_WATCHED
+        .iter()
+        .filter(|(_, _, namespaced)| *namespaced)
+    {
+        if !opkit::rbac::allows(&namespace_rules, group, resource, "watch") {
+            namespace_rules.push(rule(&[group], &[resource], READ));
+        }
     }
     for operand in &operands {
         if let Operand::Role(role) = operand {
@@ -788,6 +806,34 @@ mod tests {
             "update"
         ));
         assert_eq!(role.metadata.namespace.as_deref(), Some(DRIVER_NAMESPACE));
+    }
+
+    /// Found on a real API server: SMB renders no StorageClass, so a role derived from the
+    /// rendered kinds alone let it not list the StorageClasses the kit always watches.
+    #[test]
+    fn every_driver_operator_may_read_what_the_kit_always_watches() {
+        for entry in crate::registry::registry() {
+            let def = drivers::by_name(entry.short_name).unwrap();
+            for topology in [Topology::HighlyAvailable, Topology::SingleReplica] {
+                let (cluster_role, role) = build_rbac(&entry, &def, &inputs(topology));
+                let (cluster_rules, role_rules) =
+                    (cluster_role.rules.unwrap(), role.rules.unwrap());
+                for (group, resource, namespaced) in csi::operator::observe::ALWAYS_WATCHED {
+                    let rules = if namespaced {
+                        &role_rules
+                    } else {
+                        &cluster_rules
+                    };
+                    for verb in ["get", "list", "watch"] {
+                        assert!(
+                            opkit::rbac::allows(rules, group, resource, verb),
+                            "{}: {verb} {group}/{resource}",
+                            entry.short_name
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

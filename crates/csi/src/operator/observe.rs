@@ -246,6 +246,27 @@ impl std::fmt::Debug for Caches {
     }
 }
 
+/// The kinds the kit watches for every driver, whether or not the driver renders one (a
+/// driver without StorageClasses still watches them for the default-class rules), as
+/// (API group, resource, namespaced in the driver's namespace). Whoever installs a driver
+/// operator grants it read access to these; [`Caches::start`] is the list's source of truth.
+pub const ALWAYS_WATCHED: [(&str, &str, bool); 14] = [
+    ("operator.openshift.io", "clustercsidrivers", false),
+    ("storage.k8s.io", "csidrivers", false),
+    ("storage.k8s.io", "storageclasses", false),
+    ("rbac.authorization.k8s.io", "clusterroles", false),
+    ("rbac.authorization.k8s.io", "clusterrolebindings", false),
+    ("apiextensions.k8s.io", "customresourcedefinitions", false),
+    ("", "serviceaccounts", true),
+    ("rbac.authorization.k8s.io", "roles", true),
+    ("rbac.authorization.k8s.io", "rolebindings", true),
+    ("", "configmaps", true),
+    ("", "services", true),
+    ("policy", "poddisruptionbudgets", true),
+    ("apps", "deployments", true),
+    ("apps", "daemonsets", true),
+];
+
 impl Caches {
     /// Starts every watch; the caller waits for [`Informers::wait_synced`].
     pub fn start(client: &Client, def: &DriverDef, apis: Apis, informers: &mut Informers) -> Self {
