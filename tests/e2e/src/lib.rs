@@ -1,60 +1,127 @@
-//! Helpers for the end-to-end tests: a client for the cluster named by `E2E_KUBECONFIG`.
+//! The end-to-end tests' harness: the cluster named by `E2E_KUBECONFIG`, the identities the
+//! operators run as there, and the waits a real API server needs.
 //!
-//! The tests are `#[ignore]`d so that `cargo test --workspace` stays offline; run them against
-//! a disposable cluster with
-//! `E2E_KUBECONFIG=/path/to/kubeconfig cargo test -p e2e -- --ignored --test-threads 1`.
-//! Each test removes the objects that would stop the others from running (ClusterCSIDrivers, a
-//! declared Infrastructure, its namespaces); the scenario tests remove everything they created. To check the tests themselves without a cluster, point them at testkit served
-//! over loopback: `cargo run -p testkit --example serve` prints a kubeconfig path to use as
-//! `E2E_KUBECONFIG`.
+//! The tests are `#[ignore]`d so that `cargo test --workspace` stays offline. `.ci/run` runs
+//! them against the real control plane of `../shared/k8s` (kube-apiserver and
+//! kube-controller-manager v1.36.2); by hand:
+//!
+//! ```sh
+//! export E2E_KUBECONFIG=$(../shared/k8s/start.sh --kcm)
+//! cargo test --workspace --no-fail-fast -- --ignored --test-threads 1
+//! ../shared/k8s/stop.sh --clean
+//! ```
+//!
+//! What the harness guarantees every test:
+//! - **Least privilege.** The operators under test run as their own ServiceAccounts, with the
+//!   RBAC that `deploy/` (the cluster storage operator, the build controller) or the starter
+//!   (a driver operator) creates, through TokenRequest tokens: never as the admin. Every 403
+//!   any of them receives is recorded ([`Identity`]); [`wait_for`] names them when it gives up
+//!   and [`Identity::assert_never_refused`] fails the test with the verb, path and identity.
+//! - **Real-server waits.** CRDs are waited for until Established, deleted namespaces until
+//!   they are gone (they pass through Terminating), and objects the test deletes until the API
+//!   server no longer has them, so the next test starts clean.
+//! - **No fighting the controllers.** Workload status belongs to kube-controller-manager and
+//!   pod status to the kubelet; tests read them and assert what the operators make of them.
 
+pub mod cleanup;
+pub mod cso;
+pub mod driver;
+pub mod identity;
+pub mod install;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::{Api, Client, Config};
+
+pub use identity::Identity;
 
 /// The environment variable naming the kubeconfig of the cluster to test against.
 pub const KUBECONFIG_ENV: &str = "E2E_KUBECONFIG";
 
-/// A client for the e2e cluster, or a message saying how to provide one.
-pub async fn client() -> Result<Client, String> {
+/// The field manager of what the harness itself writes.
+pub const MANAGER: &str = "e2e";
+
+/// The admin configuration of the e2e cluster, or a message saying how to provide one.
+pub async fn admin_config() -> Result<Config, String> {
     let path = std::env::var(KUBECONFIG_ENV).map_err(|_| {
         format!(
             "set {KUBECONFIG_ENV} to the kubeconfig of a disposable cluster to run the e2e tests"
         )
     })?;
     let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| format!("reading {path}: {e}"))?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
-        .map_err(|e| format!("using {path}: {e}"))?;
-    Client::try_from(config).map_err(|e| format!("connecting with {path}: {e}"))
+        .map_err(|e| format!("using {path}: {e}"))
 }
 
-/// Polls `check` every half second for up to two minutes; panics naming `what` on time-out.
+/// The admin client of the e2e cluster: for setting the scene and cleaning up, never for the
+/// operators under test. Panics with how to provide a cluster when none is given.
+pub async fn admin() -> Client {
+    let config = admin_config().await.unwrap_or_else(|m| panic!("{m}"));
+    Client::try_from(config).unwrap_or_else(|e| panic!("connecting to the e2e cluster: {e}"))
+}
+
+/// Polls `check` every half second for up to two minutes; panics naming `what`, and every
+/// request the API server refused an operator meanwhile, on time-out.
 pub async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     for _ in 0..240 {
         if let Some(value) = check().await {
             return value;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    panic!("timed out waiting for {what}");
+    let refused = identity::all_refusals();
+    if refused.is_empty() {
+        panic!("timed out waiting for {what}");
+    }
+    panic!(
+        "timed out waiting for {what}; the API server refused:\n{}",
+        refused.join("\n")
+    );
 }
 
-/// Server-side applies a CRD (idempotent; a newer copy of ours wins).
-pub async fn apply_crd(
-    client: &Client,
-    crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-) {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    use kube::api::{Patch, PatchParams};
+/// Server-side applies a CRD (ours wins) and waits until the API server serves it
+/// (`Established`).
+pub async fn apply_crd(client: &Client, crd: &CustomResourceDefinition) {
     let name = crd.metadata.name.clone().unwrap_or_default();
-    kube::Api::<CustomResourceDefinition>::all(client.clone())
-        .patch(
-            &name,
-            &PatchParams::apply("e2e").force(),
-            &Patch::Apply(crd),
-        )
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.patch(
+        &name,
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(crd),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
+    wait_established(client, &name).await;
+}
+
+/// Waits until CRD `name` is `Established`.
+pub async fn wait_established(client: &Client, name: &str) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    wait_for(&format!("CRD {name} Established"), async || {
+        let crd = crds.get_opt(name).await.ok()??;
+        crd.status?
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+}
+
+/// Whether the cluster has any Node (the real node of `../shared/k8s/node.sh`, or a real
+/// cluster's): without one no pod ever runs.
+pub async fn has_nodes(client: &Client) -> bool {
+    !Api::<Node>::all(client.clone())
+        .list(&ListParams::default().limit(1))
         .await
-        .unwrap_or_else(|e| panic!("applying CRD {name}: {e}"));
+        .unwrap_or_else(|e| panic!("listing Nodes: {e}"))
+        .items
+        .is_empty()
 }
 
 /// Declares the platform GCP (an Infrastructure `cluster`, and its CRD when missing) unless the
@@ -65,80 +132,83 @@ pub async fn ensure_gcp(client: &Client) -> bool {
 
 /// Declares the platform of `platform_status` (an Infrastructure `cluster`, and its CRD when
 /// missing) unless the cluster already says what it is. Returns whether it did, so the test
-/// can remove it.
+/// can remove it (with [`cleanup::undeclare_platform`]).
 pub async fn ensure_platform(client: &Client, platform_status: serde_json::Value) -> bool {
     use api::config_v1::Infrastructure;
-    use kube::api::{Patch, PatchParams};
     let served = opkit::discovery::served_resources(client, "config.openshift.io/v1")
         .await
         .unwrap_or_else(|e| panic!("discovering config.openshift.io: {e}"));
-    let infrastructures: kube::Api<Infrastructure> = kube::Api::all(client.clone());
+    let infrastructures: Api<Infrastructure> = Api::all(client.clone());
     if served.contains("infrastructures")
-        && infrastructures
+        && let Some(existing) = infrastructures
             .get_opt("cluster")
             .await
             .unwrap_or_else(|e| panic!("reading Infrastructure/cluster: {e}"))
-            .is_some()
+        && existing
+            .metadata
+            .labels
+            .as_ref()
+            .is_none_or(|l| !l.contains_key(DECLARED_LABEL))
     {
+        // The cluster's own: it says what the platform is. (One an earlier e2e run declared
+        // and left behind is declared anew below.)
         return false;
     }
     apply_crd(client, &<Infrastructure as kube::CustomResourceExt>::crd()).await;
-    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
     let infrastructure = serde_json::json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+        "metadata": {"name": "cluster", "labels": {DECLARED_LABEL: "true"}},
         "spec": {}, "status": {"infrastructureName": "e2e", "platformStatus": platform_status}
     });
-    for status in [false, true] {
-        let params = PatchParams::apply("e2e");
-        let patch = Patch::Apply(&infrastructure);
-        let result = if status {
-            infrastructures
-                .patch_status("cluster", &params, &patch)
-                .await
-        } else {
-            infrastructures.patch("cluster", &params, &patch).await
-        };
-        result.unwrap_or_else(|e| panic!("declaring Infrastructure/cluster: {e}"));
-    }
+    let params = PatchParams::apply(MANAGER);
+    let patch = Patch::Apply(&infrastructure);
+    infrastructures
+        .patch("cluster", &params, &patch)
+        .await
+        .unwrap_or_else(|e| panic!("declaring Infrastructure/cluster: {e}"));
+    infrastructures
+        .patch_status("cluster", &params, &patch)
+        .await
+        .unwrap_or_else(|e| panic!("declaring the status of Infrastructure/cluster: {e}"));
     true
 }
 
-/// Plays the kubelet and controllers where nothing runs pods: every replica of Deployment
-/// `controller` and DaemonSet `node` in `ns` available.
-pub async fn simulate_workloads(client: &Client, ns: &str, controller: &str, node: &str) {
-    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
-        kube::Api::namespaced(client.clone(), ns);
-    let d = deployments
-        .get(controller)
-        .await
-        .unwrap_or_else(|e| panic!("reading Deployment {ns}/{controller}: {e}"));
-    let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    deployments
-        .patch_status(
-            controller,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"status": {
-                "observedGeneration": d.metadata.generation, "replicas": replicas,
-                "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-                "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]}})),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("patching the status of Deployment {ns}/{controller}: {e}"));
-    let daemon_sets: kube::Api<k8s_openapi::api::apps::v1::DaemonSet> =
-        kube::Api::namespaced(client.clone(), ns);
-    let ds = daemon_sets
-        .get(node)
-        .await
-        .unwrap_or_else(|e| panic!("reading DaemonSet {ns}/{node}: {e}"));
-    daemon_sets
-        .patch_status(
-            node,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({"status": {
-                "observedGeneration": ds.metadata.generation, "currentNumberScheduled": 1,
-                "desiredNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": 1,
-                "numberAvailable": 1, "updatedNumberScheduled": 1}})),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("patching the status of DaemonSet {ns}/{node}: {e}"));
+/// Marks an Infrastructure the harness declared, so a leftover is recognised.
+pub const DECLARED_LABEL: &str = "e2e.storage.openshift.io/declared";
+
+/// Runs `future` (an operator's run loop) in the background until [`Background::stop`].
+pub struct Background<E> {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), E>>,
+}
+
+impl<E: std::fmt::Debug + Send + 'static> Background<E> {
+    /// Starts `run`, handing it a future that resolves when the test stops it.
+    pub fn start<F>(
+        run: impl FnOnce(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> F,
+    ) -> Self
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(run(Box::pin(async {
+            let _ = stopped.await;
+        })));
+        Self {
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Stops it and waits for it; panics if it failed.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("the operator under test failed: {e:?}"),
+            Err(e) => panic!("the operator under test panicked: {e}"),
+        }
+    }
 }

@@ -1,22 +1,20 @@
-//! The build controller on a real cluster (see the crate docs for how to run). It runs the
-//! controller with a selector of its own, so on OpenShift it never touches builds that
-//! openshift-controller-manager runs; on plain Kubernetes it installs the Build CRD first.
-//! A Docker build with a CSI volume gets its pod, wired read only. Then either the cluster's
-//! kubelet fails to mount the volume (its driver is not installed) and the build says so, or,
-//! on a cluster where nothing schedules pods, the pod's status is simulated through to
-//! Complete. It removes
-//! what it created.
+//! The build controller on a real cluster (see the crate docs for how to run), as the
+//! ServiceAccount of `deploy/kubernetes/builds.yaml`. It runs with a selector of its own, so on
+//! OpenShift it never touches builds that openshift-controller-manager runs; on plain
+//! Kubernetes the manifest installs the Build CRD. A Docker build with a CSI volume gets its
+//! pod, wired read only, and the build reports what happens to the pod: on a cluster with a
+//! node, the kubelet fails to mount the volume (its driver is not installed) and the build
+//! says so; without one the pod is never scheduled and the build stays Pending. Then the build
+//! is cancelled, which deletes its pod. It removes what it created (the CRD stays).
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
-use std::time::Duration;
-
 use api::build_v1::{Build, BuildPhase};
-use builds::controller::{BUILD_CRD, Settings};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::{Api, Client};
+use builds::controller::Settings;
+use e2e::{Background, cleanup, has_nodes, wait_for};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
 use serde_json::json;
@@ -27,48 +25,16 @@ const VALUE: &str = "e2e";
 /// A driver no cluster has, so a real kubelet reports FailedMount.
 const DRIVER: &str = "absent.e2e.storage.openshift.io";
 
-use e2e::wait_for;
-
-/// Installs the Build CRD unless something already serves Builds. Returns whether it did.
-async fn ensure_build_api(client: &Client) -> bool {
-    let served = opkit::discovery::served_resources(client, "build.openshift.io/v1")
-        .await
-        .unwrap();
-    if served.contains("builds") {
-        return false;
-    }
-    let crd = <Build as kube::CustomResourceExt>::crd();
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .patch(
-            BUILD_CRD,
-            &PatchParams::apply("e2e").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .unwrap();
-    wait_for("the Build API served", async || {
-        opkit::discovery::served_resources(client, "build.openshift.io/v1")
-            .await
-            .unwrap()
-            .contains("builds")
-            .then_some(())
-    })
-    .await;
-    true
-}
-
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
 async fn a_csi_build_gets_its_pod_and_reports_what_happens_to_it() {
-    let client = e2e::client()
-        .await
-        .unwrap_or_else(|message| panic!("{message}"));
-    let installed = ensure_build_api(&client).await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
+    let admin = e2e::admin().await;
+    let identity = e2e::install::build_controller(&admin).await;
+    e2e::install::wait_not_terminating(&admin, NS).await;
+    Api::<Namespace>::all(admin.clone())
         .patch(
             NS,
-            &PatchParams::apply("e2e"),
+            &PatchParams::apply(e2e::MANAGER),
             &Patch::Apply(
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS,
                 "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}),
@@ -83,18 +49,12 @@ async fn a_csi_build_gets_its_pod_and_reports_what_happens_to_it() {
         namespace: Some(NS.into()),
         version: "e2e".into(),
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(builds::controller::run(
-        client.clone(),
-        settings,
-        Metrics::new(),
-        Readiness::default(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let client = identity.client.clone();
+    let running = Background::start(move |stop| {
+        builds::controller::run(client, settings, Metrics::new(), Readiness::default(), stop)
+    });
 
-    let builds: Api<Build> = Api::namespaced(client.clone(), NS);
+    let builds: Api<Build> = Api::namespaced(admin.clone(), NS);
     let build = json!({
         "apiVersion": "build.openshift.io/v1", "kind": "Build",
         "metadata": {"name": "csi-build", "namespace": NS, "labels": {LABEL: VALUE}},
@@ -106,13 +66,13 @@ async fn a_csi_build_gets_its_pod_and_reports_what_happens_to_it() {
     builds
         .patch(
             "csi-build",
-            &PatchParams::apply("e2e"),
+            &PatchParams::apply(e2e::MANAGER),
             &Patch::Apply(&build),
         )
         .await
         .unwrap();
 
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
     let pod = wait_for("the build pod", async || {
         pods.get_opt("csi-build-build").await.unwrap()
     })
@@ -130,31 +90,7 @@ async fn a_csi_build_gets_its_pod_and_reports_what_happens_to_it() {
             .status
             .filter(|s| s.phase.as_ref() == Some(&wanted))
     };
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items;
-    // A scheduler marks the pod within seconds; without one (no nodes, or a fake API server)
-    // nothing ever runs it.
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let scheduled = pods
-        .get("csi-build-build")
-        .await
-        .unwrap()
-        .status
-        .is_some_and(|s| !s.conditions.unwrap_or_default().is_empty());
-    if nodes.is_empty() || !scheduled {
-        // Nothing runs pods: play the kubelet's part.
-        pods.patch_status(
-            "csi-build-build",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"phase": "Succeeded"}})),
-        )
-        .await
-        .unwrap();
-        wait_for("Complete", async || phase(BuildPhase::Complete).await).await;
-    } else {
+    if has_nodes(&admin).await {
         let status = wait_for("the mount failure on the build", async || {
             phase(BuildPhase::Pending)
                 .await
@@ -163,18 +99,41 @@ async fn a_csi_build_gets_its_pod_and_reports_what_happens_to_it() {
         .await;
         let message = status.message.unwrap();
         assert!(message.contains(DRIVER), "{message}");
+    } else {
+        // Nothing schedules the pod: the build waits for it.
+        wait_for("the build Pending", async || {
+            phase(BuildPhase::Pending).await
+        })
+        .await;
     }
 
-    let _ = stop.send(());
-    task.await.unwrap().unwrap();
-    namespaces
-        .delete(NS, &DeleteParams::default())
+    // Cancelled, as `oc cancel-build` does it: the pod goes, the build says why.
+    builds
+        .patch_status(
+            "csi-build",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"cancelled": true}})),
+        )
         .await
         .unwrap();
-    if installed {
-        Api::<CustomResourceDefinition>::all(client.clone())
-            .delete(BUILD_CRD, &DeleteParams::default())
+    let status = wait_for("the build Cancelled", async || {
+        phase(BuildPhase::Cancelled).await
+    })
+    .await;
+    assert_eq!(
+        status.reason.as_deref(),
+        Some(builds::plan::REASON_CANCELLED)
+    );
+    wait_for("the build pod deleted", async || {
+        pods.get_opt("csi-build-build")
             .await
-            .unwrap();
-    }
+            .unwrap()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await;
+
+    running.stop().await;
+    cleanup::delete_namespace(&admin, NS).await;
+    identity.assert_never_refused();
 }

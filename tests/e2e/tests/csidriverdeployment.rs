@@ -1,62 +1,37 @@
-//! The CSIDriverDeployment controller on a real cluster (see the crate docs for how to run):
+//! The CSIDriverDeployment controller on a real cluster (see the crate docs for how to run), as
+//! the cluster storage operator's ServiceAccount (it runs inside `storage-operator run`):
 //! converge, drift restored, and deletion removing the cluster-scoped objects and releasing the
 //! finalizer. The driver pods need not run: the controller's behaviour is about its objects.
 //! It removes what it created (the CRD stays).
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
-use std::time::Duration;
-
 use api::csidriver_v1alpha1::CSIDriverDeployment;
+use e2e::{Background, cleanup, wait_for};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
 use opkit::metrics::Metrics;
 use serde_json::json;
 
 const NS: &str = "e2e-csidriverdeployment";
 const DRIVER: &str = "e2e.csi.storage.openshift.io";
 
-async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    for _ in 0..240 {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-async fn apply_crd(client: &Client) {
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn converge_drift_and_delete() {
+    let admin = e2e::admin().await;
     let crd = api::crds::all()
         .into_iter()
         .find(|crd| crd.spec.names.kind == "CSIDriverDeployment")
         .unwrap();
-    let name = crd.metadata.name.clone().unwrap();
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .patch(
-            &name,
-            &PatchParams::apply("e2e").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .unwrap();
-    // The API server serves a new CRD after a moment.
-    tokio::time::sleep(Duration::from_secs(5)).await;
-}
-
-#[tokio::test]
-#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
-async fn converge_drift_and_delete() {
-    let client = e2e::client()
-        .await
-        .unwrap_or_else(|message| panic!("{message}"));
-    apply_crd(&client).await;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
+    e2e::apply_crd(&admin, &crd).await;
+    let identity = e2e::install::storage_operator(&admin).await;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    e2e::install::wait_not_terminating(&admin, NS).await;
     if namespaces.get_opt(NS).await.unwrap().is_none() {
         namespaces
             .create(
@@ -66,16 +41,10 @@ async fn converge_drift_and_delete() {
             .await
             .unwrap();
     }
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(csi::declared::controller::run(
-        client.clone(),
-        Default::default(),
-        Metrics::new(),
-        None,
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let client = identity.client.clone();
+    let running = Background::start(move |stop| {
+        csi::declared::controller::run(client, Default::default(), Metrics::new(), None, stop)
+    });
 
     let declared: CSIDriverDeployment = serde_json::from_value(json!({
         "apiVersion": "csidriver.storage.openshift.io/v1alpha1",
@@ -99,21 +68,21 @@ async fn converge_drift_and_delete() {
         }
     }))
     .unwrap();
-    let declared_api: Api<CSIDriverDeployment> = Api::namespaced(client.clone(), NS);
+    let declared_api: Api<CSIDriverDeployment> = Api::namespaced(admin.clone(), NS);
     declared_api
         .create(&PostParams::default(), &declared)
         .await
         .unwrap();
 
     // Converge.
-    let csi_drivers: Api<CSIDriver> = Api::all(client.clone());
-    let classes: Api<StorageClass> = Api::all(client.clone());
+    let csi_drivers: Api<CSIDriver> = Api::all(admin.clone());
+    let classes: Api<StorageClass> = Api::all(admin.clone());
     wait_for("the CSIDriver", async || {
         csi_drivers.get_opt(DRIVER).await.unwrap()
     })
     .await;
     wait_for("the node DaemonSet", async || {
-        Api::<DaemonSet>::namespaced(client.clone(), NS)
+        Api::<DaemonSet>::namespaced(admin.clone(), NS)
             .get_opt("e2e-node")
             .await
             .unwrap()
@@ -132,7 +101,7 @@ async fn converge_drift_and_delete() {
     .await;
 
     // Drift restored.
-    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
     let role = format!("{DRIVER}-csi-provisioner-role");
     roles
         .patch(
@@ -170,10 +139,7 @@ async fn converge_drift_and_delete() {
     assert!(classes.get_opt("e2e-declared").await.unwrap().is_none());
     assert!(roles.get_opt(&role).await.unwrap().is_none());
 
-    let _ = stop.send(());
-    task.await.unwrap().unwrap();
-    namespaces
-        .delete(NS, &DeleteParams::default())
-        .await
-        .unwrap();
+    running.stop().await;
+    cleanup::delete_namespace(&admin, NS).await;
+    identity.assert_never_refused();
 }

@@ -1,59 +1,35 @@
 //! The cluster storage operator's scenarios on a real cluster (see the crate docs for how to
-//! run): converge, drift restored, a deleted ClusterCSIDriver recreated with an admin's edits
-//! kept, Unmanaged pausing. On a cluster without OpenShift's Infrastructure it installs the CRD
-//! and declares the platform GCP, so the scenarios run anywhere (the driver pods need not run:
+//! run), as the ServiceAccount of `deploy/kubernetes/storage-operator.yaml`: converge, drift
+//! restored, an admin's edit of the ClusterCSIDriver kept, a deleted ClusterCSIDriver
+//! recreated, Unmanaged pausing. On a cluster without OpenShift's Infrastructure it declares
+//! the platform GCP, so the scenarios run anywhere (the driver operator's pod need not run:
 //! the operator's behaviour is about its objects). It removes what it created at the end.
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
 use std::time::Duration;
 
-use api::config_v1::Infrastructure;
 use api::operator_v1::{ClusterCSIDriver, Storage};
+use e2e::{cleanup, cso, ensure_gcp, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use opkit::admin::Readiness;
-use opkit::metrics::Metrics;
 use serde_json::json;
-use storage_operator::plan::Settings;
 
 const NS: &str = "openshift-cluster-csi-drivers";
 const OPERATOR: &str = "gcp-pd-csi-driver-operator";
 const DRIVER: &str = "pd.csi.storage.gke.io";
 
-use e2e::{apply_crd, ensure_gcp, wait_for};
-
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
 async fn converge_drift_recreate_and_unmanaged() {
-    let client = e2e::client()
-        .await
-        .unwrap_or_else(|message| panic!("{message}"));
-    apply_crd(&client, &api::crds::cluster_csi_driver()).await;
-    apply_crd(&client, &<Storage as kube::CustomResourceExt>::crd()).await;
-    let declared = ensure_gcp(&client).await;
-
-    let settings = Settings {
-        operator_image: "localhost/storage-operator:e2e".into(),
-        env: Default::default(),
-        version: "e2e".into(),
-        operator_log_level: None,
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(storage_operator::operator::run(
-        client.clone(),
-        settings,
-        Metrics::new(),
-        Readiness::default(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    let drivers: Api<ClusterCSIDriver> = Api::all(client.clone());
-    let storages: Api<Storage> = Api::all(client.clone());
+    let admin = e2e::admin().await;
+    let declared = ensure_gcp(&admin).await;
+    let identity = cso::prepare(&admin).await;
+    let running = cso::start(&identity);
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let drivers: Api<ClusterCSIDriver> = Api::all(admin.clone());
+    let storages: Api<Storage> = Api::all(admin.clone());
 
     // Converge.
     wait_for("the driver operator Deployment", async || {
@@ -167,17 +143,7 @@ async fn converge_drift_recreate_and_unmanaged() {
     })
     .await;
 
-    stop.send(()).unwrap();
-    task.await.unwrap().unwrap();
-
-    // Clean up what this test created.
-    let _ = drivers.delete(DRIVER, &DeleteParams::default()).await;
-    let _ = Api::<Namespace>::all(client.clone())
-        .delete(NS, &DeleteParams::default())
-        .await;
-    if declared {
-        let _ = Api::<Infrastructure>::all(client.clone())
-            .delete("cluster", &DeleteParams::default())
-            .await;
-    }
+    running.stop().await;
+    cso::finish(&admin, &identity, "gcp-pd").await;
+    cleanup::undeclare_platform(&admin, declared).await;
 }

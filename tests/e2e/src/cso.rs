@@ -1,0 +1,59 @@
+//! The cluster storage operator on the e2e cluster, run in-process as the ServiceAccount of
+//! `deploy/kubernetes/storage-operator.yaml`.
+
+use api::operator_v1::{ClusterCSIDriver, Storage};
+use kube::{Api, Client};
+use opkit::admin::Readiness;
+use opkit::metrics::Metrics;
+
+use crate::{Background, Identity, cleanup, install};
+
+/// The image the starter puts in driver operator Deployments (their pods need not run).
+pub const OPERATOR_IMAGE: &str = "localhost/storage-operator:e2e";
+
+/// Installs the cluster storage operator's manifests (but its Deployment) and returns its
+/// identity. Refuses to run where a driver is installed by someone else.
+pub async fn prepare(admin: &Client) -> Identity {
+    let identity = install::storage_operator(admin).await;
+    let drivers: Api<ClusterCSIDriver> = Api::all(admin.clone());
+    let installed = drivers
+        .list(&Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("listing ClusterCSIDrivers: {e}"));
+    if let Some(driver) = installed.items.first() {
+        panic!(
+            "this cluster already has ClusterCSIDriver {}; run the e2e tests on a disposable cluster",
+            kube::ResourceExt::name_any(driver)
+        );
+    }
+    identity
+}
+
+/// Starts the cluster storage operator as `identity`.
+pub fn start(identity: &Identity) -> Background<storage_operator::operator::StartError> {
+    let client = identity.client.clone();
+    let settings = storage_operator::plan::Settings {
+        operator_image: OPERATOR_IMAGE.into(),
+        env: Default::default(),
+        version: "e2e".into(),
+        operator_log_level: None,
+    };
+    Background::start(move |stop| {
+        storage_operator::operator::run(
+            client,
+            settings,
+            Metrics::new(),
+            Readiness::default(),
+            stop,
+        )
+    })
+}
+
+/// Removes what the cluster storage operator installed for driver `short` and Storage
+/// `cluster`, and checks it was never refused a request.
+pub async fn finish(admin: &Client, identity: &Identity, short: &str) {
+    let def = drivers::by_name(short).unwrap_or_else(|e| panic!("{short}: {e}"));
+    cleanup::remove_driver(admin, short, &def.name, &def.namespace).await;
+    cleanup::delete_and_wait(&Api::<Storage>::all(admin.clone()), "cluster").await;
+    identity.assert_never_refused();
+}

@@ -1,0 +1,192 @@
+//! Installing the operators' identities as a user would: the manifests of `deploy/kubernetes/`
+//! (all but the operator's Deployment, whose process the test runs in-process instead), or for
+//! a driver operator the ServiceAccount and RBAC the cluster storage operator's starter creates.
+//! Each returns the [`Identity`] the operator under test then runs as.
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::Value;
+
+use crate::{Identity, MANAGER, wait_established, wait_for};
+
+/// `deploy/kubernetes/storage-operator.yaml`, as a user applies it.
+const STORAGE_OPERATOR: &str = include_str!("../../../deploy/kubernetes/storage-operator.yaml");
+/// `deploy/kubernetes/builds.yaml`, as a user applies it.
+const BUILDS: &str = include_str!("../../../deploy/kubernetes/builds.yaml");
+
+/// Installs `deploy/kubernetes/storage-operator.yaml` but its Deployment, and returns the
+/// cluster storage operator's identity (`openshift-cluster-storage-operator/cluster-storage-operator`).
+pub async fn storage_operator(admin: &Client) -> Identity {
+    apply_manifest(
+        admin,
+        STORAGE_OPERATOR,
+        "deploy/kubernetes/storage-operator.yaml",
+    )
+    .await;
+    Identity::service_account(
+        admin,
+        "openshift-cluster-storage-operator",
+        "cluster-storage-operator",
+    )
+    .await
+}
+
+/// Installs `deploy/kubernetes/builds.yaml` but its Deployment, and returns the build
+/// controller's identity (`storage-operator-builds/storage-operator-builds`). The Build CRD is
+/// left out where something else already serves Builds (OpenShift's openshift-apiserver).
+pub async fn build_controller(admin: &Client) -> Identity {
+    apply_manifest(admin, BUILDS, "deploy/kubernetes/builds.yaml").await;
+    Identity::service_account(admin, "storage-operator-builds", "storage-operator-builds").await
+}
+
+/// Creates what the cluster storage operator's starter creates for the driver operator of
+/// `short` (its namespace, ServiceAccount, ClusterRole, Role and bindings, from the starter's
+/// own builders) and returns that driver operator's identity.
+pub async fn driver_operator(admin: &Client, short: &str) -> Identity {
+    use storage_operator::starter;
+    let entry = storage_operator::registry::find(short)
+        .unwrap_or_else(|| panic!("{short} is not in the driver registry"));
+    let def = drivers::by_name(short).unwrap_or_else(|e| panic!("{short}: {e}"));
+    let inputs = starter::StarterInputs {
+        topology: csi::Topology::HighlyAvailable,
+        log_level: api::operator_v1::LogLevel::Normal,
+        proxy: Default::default(),
+        env: Default::default(),
+        operator_image: "localhost/storage-operator:e2e".into(),
+    };
+    let namespace = starter::build_namespace();
+    wait_not_terminating(
+        admin,
+        namespace.metadata.name.as_deref().unwrap_or_default(),
+    )
+    .await;
+    let (cluster_role, role) = starter::build_rbac(&entry, &def, &inputs);
+    let (cluster_binding, binding) = starter::build_bindings(&entry);
+    let objects = [
+        to_value(&namespace),
+        to_value(&starter::build_service_account(&entry)),
+        to_value(&cluster_role),
+        to_value(&role),
+        to_value(&cluster_binding),
+        to_value(&binding),
+    ];
+    for object in objects {
+        apply_value(admin, object, "the starter's objects").await;
+    }
+    Identity::service_account(
+        admin,
+        storage_operator::registry::DRIVER_NAMESPACE,
+        entry.operator_deployment,
+    )
+    .await
+}
+
+fn to_value<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).unwrap_or_else(|e| panic!("serialising an object: {e}"))
+}
+
+/// Server-side applies every document of `text` but Deployments: CRDs first (each waited for
+/// until Established), then namespaces (a namespace still Terminating from an earlier test is
+/// waited for until gone), then the rest.
+async fn apply_manifest(admin: &Client, text: &str, source: &str) {
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(text).unwrap_or_else(|e| panic!("parsing {source}: {e}"));
+    let kind = |d: &Value| d["kind"].as_str().unwrap_or_default().to_owned();
+    for crd in documents
+        .iter()
+        .filter(|d| kind(d) == "CustomResourceDefinition")
+    {
+        let crd: CustomResourceDefinition = serde_json::from_value(crd.clone())
+            .unwrap_or_else(|e| panic!("a CRD of {source}: {e}"));
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+        let plural = &crd.spec.names.plural;
+        let mut served_elsewhere = false;
+        if crds
+            .get_opt(&name)
+            .await
+            .unwrap_or_else(|e| panic!("reading CRD {name}: {e}"))
+            .is_none()
+        {
+            for version in &crd.spec.versions {
+                let group_version = format!("{}/{}", crd.spec.group, version.name);
+                served_elsewhere |= opkit::discovery::served_resources(admin, &group_version)
+                    .await
+                    .is_ok_and(|served| served.contains(plural));
+            }
+        }
+        if served_elsewhere {
+            continue;
+        }
+        crate::apply_crd(admin, &crd).await;
+        wait_established(admin, &name).await;
+    }
+    for namespace in documents.iter().filter(|d| kind(d) == "Namespace") {
+        wait_not_terminating(
+            admin,
+            namespace["metadata"]["name"].as_str().unwrap_or_default(),
+        )
+        .await;
+        apply_value(admin, namespace.clone(), source).await;
+    }
+    for document in documents.iter().filter(|d| {
+        !matches!(
+            kind(d).as_str(),
+            "CustomResourceDefinition" | "Namespace" | "Deployment"
+        )
+    }) {
+        apply_value(admin, document.clone(), source).await;
+    }
+}
+
+/// Waits until namespace `name` is not Terminating (gone, or never deleted).
+pub async fn wait_not_terminating(admin: &Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    wait_for(
+        &format!("namespace {name} to finish terminating"),
+        async || {
+            let namespace = namespaces
+                .get_opt(name)
+                .await
+                .unwrap_or_else(|e| panic!("reading namespace {name}: {e}"));
+            namespace
+                .is_none_or(|n| n.metadata.deletion_timestamp.is_none())
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+/// Server-side applies one object as the harness (force: the harness owns the scene).
+pub async fn apply_value(admin: &Client, object: Value, source: &str) {
+    let gvk = gvk_of(&object);
+    let (resource, capabilities) = kube::discovery::pinned_kind(admin, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("discovering {gvk:?} of {source}: {e}"));
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let namespace = object["metadata"]["namespace"].as_str().map(str::to_owned);
+    let api: Api<DynamicObject> = match (&namespace, capabilities.scope) {
+        (Some(ns), kube::discovery::Scope::Namespaced) => {
+            Api::namespaced_with(admin.clone(), ns, &resource)
+        }
+        _ => Api::all_with(admin.clone(), &resource),
+    };
+    api.patch(
+        &name,
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("applying {} {name} of {source}: {e}", gvk.kind));
+}
+
+fn gvk_of(object: &Value) -> GroupVersionKind {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap_or_default())
+}
