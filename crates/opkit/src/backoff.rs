@@ -1,6 +1,7 @@
-//! Per-object retry backoff: a transient failure of one object is retried sooner than a
-//! persistent one, and a failing object never makes others wait. Used as the error policy of
-//! every controller (kube-runtime asks it how long to wait before the next attempt).
+//! Retry backoffs. [`PerObjectBackoff`]: a transient failure of one object is retried sooner
+//! than a persistent one, and a failing object never makes others wait; the reconcile loops
+//! ([`crate::runtime::run`]) ask it how long to wait before the next attempt. [`WatchBackoff`]:
+//! how long a failed watch waits before it lists and watches again.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -56,9 +57,97 @@ impl PerObjectBackoff {
     }
 }
 
+/// The backoff of every watch: 200 ms doubling to a cap of 1 s, with up to 20% jitter, reset
+/// by any event the watch delivers.
+///
+/// The cap is the point. kube-runtime's default doubles to 30 s, so after an API server outage
+/// a watch could sleep half a minute before noticing the server is back, and the operator
+/// would act on nothing meanwhile. With a 1 s cap every watch is re-established within about a
+/// second of the server answering again, at the cost, while it is down, of one refused
+/// connection per watch per second (an operator has a few dozen watches). The jitter spreads
+/// the re-lists of many operators that lost the same server at the same moment.
+#[derive(Clone, Debug)]
+pub struct WatchBackoff {
+    base: Duration,
+    cap: Duration,
+    next: Duration,
+    seed: u64,
+}
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        Self::new(Duration::from_millis(200), Duration::from_secs(1))
+    }
+}
+
+impl WatchBackoff {
+    /// A backoff from `base` doubling to `cap`.
+    pub fn new(base: Duration, cap: Duration) -> Self {
+        // Seeded per instance so watches that failed together do not retry in lockstep.
+        static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let instance = INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::from(d.subsec_nanos()))
+            ^ instance.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Self {
+            base,
+            cap,
+            next: base,
+            seed: seed | 1,
+        }
+    }
+
+    /// A pseudo-random fraction in [0, 1) (xorshift; quality is irrelevant, spread is not).
+    fn fraction(&mut self) -> f64 {
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        (self.seed >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let delay = self.next;
+        self.next = self.next.saturating_mul(2).min(self.cap);
+        // Up to 20% shorter, never longer than the cap.
+        Some(delay.mul_f64(1.0 - 0.2 * self.fraction()))
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = self.base;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watch_retries_within_a_second_however_long_the_outage() {
+        use kube::runtime::utils::Backoff;
+        let mut backoff = WatchBackoff::default();
+        let delays: Vec<Duration> = backoff.by_ref().take(50).collect();
+        let ms = |d: &Duration| d.as_millis();
+        assert!((160..=200).contains(&ms(&delays[0])), "{delays:?}");
+        assert!((320..=400).contains(&ms(&delays[1])), "{delays:?}");
+        assert!((640..=800).contains(&ms(&delays[2])), "{delays:?}");
+        assert!(
+            delays[3..].iter().all(|d| (800..=1000).contains(&ms(d))),
+            "capped at 1 s: {delays:?}"
+        );
+        assert!(
+            delays.windows(2).any(|w| w[0] != w[1]),
+            "jittered: {delays:?}"
+        );
+        backoff.reset();
+        assert!(ms(&backoff.next().unwrap()) <= 200, "an event resets it");
+    }
 
     #[test]
     fn doubles_per_object_up_to_the_cap_and_resets_on_success() {

@@ -84,7 +84,11 @@ impl Informers {
         let trigger = self.trigger.clone();
         let watch_name = name.to_owned();
         self.tasks.spawn(async move {
-            let mut events = std::pin::pin!(watcher(api, config).default_backoff().reflect(writer));
+            let mut events = std::pin::pin!(
+                watcher(api, config)
+                    .backoff(crate::backoff::WatchBackoff::default())
+                    .reflect(writer)
+            );
             while let Some(event) = events.next().await {
                 match event {
                     Ok(_) => trigger.notify_one(),

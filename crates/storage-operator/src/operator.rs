@@ -148,7 +148,7 @@ async fn crd_established(client: &Client, name: &str) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut events = std::pin::pin!(
         watcher(api, opkit::runtime::named(name))
-            .default_backoff()
+            .backoff(opkit::backoff::WatchBackoff::default())
             .applied_objects()
     );
     while let Some(event) = events.next().await {

@@ -415,7 +415,7 @@ impl Caches {
         tasks.spawn(async move {
             let mut events = std::pin::pin!(
                 watcher::watcher(api, config)
-                    .default_backoff()
+                    .backoff(opkit::backoff::WatchBackoff::default())
                     .reflect(writer)
             );
             while let Some(event) = events.next().await {
