@@ -106,6 +106,39 @@ impl Informers {
         store
     }
 
+    /// Caches of `api`, scoped by `config`, only what `project` keeps of each object: `None`
+    /// keeps nothing (the object does not concern the operator), `Some(p)` keeps `p` under the
+    /// object's `namespace/name`. Full objects pass through the watch but none is stored, so
+    /// the memory is that of the projections kept, however many objects the cluster has. A
+    /// change triggers a reconcile only when it changes what is kept. With an
+    /// `Api<PartialObjectMeta<_>>` only metadata crosses the wire.
+    pub fn watch_projected<K, P>(
+        &mut self,
+        name: &str,
+        api: Api<K>,
+        config: watcher::Config,
+        project: impl Fn(&K) -> Option<P> + Send + Sync + 'static,
+    ) -> Projection<P>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        P: Clone + PartialEq + Send + Sync + 'static,
+    {
+        let trigger = self.trigger.clone();
+        let watch_name = name.to_owned();
+        let projection = Projection::default();
+        let (synced, mut ready) = tokio::sync::watch::channel(false);
+        let shared = projection.clone();
+        self.tasks.spawn(async move {
+            let events = watcher(api, config).backoff(crate::backoff::WatchBackoff::default());
+            follow(events, &shared, &project, &synced, &trigger, &watch_name).await;
+        });
+        self.ready.push((
+            name.to_owned(),
+            Box::pin(async move { ready.wait_for(|synced| *synced).await.is_ok() }),
+        ));
+        projection
+    }
+
     /// The trigger every cache pulls on change (for [`run`]).
     pub fn trigger(&self) -> Arc<Notify> {
         self.trigger.clone()
@@ -134,7 +167,136 @@ impl Informers {
     }
 }
 
-/// An operator could not start.
+/// What [`Informers::watch_projected`] keeps: a projection per object that concerns the
+/// operator, by `namespace/name` (`name` for cluster-scoped objects).
+#[derive(Debug)]
+pub struct Projection<P> {
+    entries: Arc<std::sync::RwLock<std::collections::HashMap<String, P>>>,
+}
+
+impl<P> Clone for Projection<P> {
+    fn clone(&self) -> Self {
+        Self {
+            entries: self.entries.clone(),
+        }
+    }
+}
+
+impl<P> Default for Projection<P> {
+    fn default() -> Self {
+        Self {
+            entries: Arc::default(),
+        }
+    }
+}
+
+impl<P: Clone + PartialEq> Projection<P> {
+    /// Every kept projection with its key, sorted by key.
+    pub fn entries(&self) -> Vec<(String, P)> {
+        let mut entries: Vec<(String, P)> = self
+            .entries
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries
+    }
+
+    /// How many objects are kept.
+    pub fn len(&self) -> usize {
+        self.entries
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps `value` under `key` (removes it for `None`); whether that changed anything.
+    fn set(&self, key: String, value: Option<P>) -> bool {
+        let mut entries = self
+            .entries
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match value {
+            Some(value) => entries.insert(key, value.clone()).as_ref() != Some(&value),
+            None => entries.remove(&key).is_some(),
+        }
+    }
+
+    /// Replaces everything kept; whether that changed anything.
+    fn replace(&self, fresh: std::collections::HashMap<String, P>) -> bool {
+        let mut entries = self
+            .entries
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = *entries != fresh;
+        *entries = fresh;
+        changed
+    }
+}
+
+/// Keeps `projection` in step with the watch `events` until the watch ends.
+async fn follow<K, P>(
+    events: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    projection: &Projection<P>,
+    project: &impl Fn(&K) -> Option<P>,
+    synced: &tokio::sync::watch::Sender<bool>,
+    trigger: &Notify,
+    watch_name: &str,
+) where
+    K: Resource,
+    P: Clone + PartialEq,
+{
+    let mut events = std::pin::pin!(events);
+    // A re-list fills a fresh map, swapped in whole when complete (objects deleted while the
+    // watch was down must not linger).
+    let mut relisting: Option<std::collections::HashMap<String, P>> = None;
+    while let Some(event) = events.next().await {
+        let changed = match event {
+            Ok(watcher::Event::Init) => {
+                relisting = Some(std::collections::HashMap::new());
+                false
+            }
+            Ok(watcher::Event::InitApply(object)) => {
+                if let (Some(fresh), Some(kept)) = (relisting.as_mut(), project(&object)) {
+                    fresh.insert(key_of(&object), kept);
+                }
+                false
+            }
+            Ok(watcher::Event::InitDone) => {
+                let changed = projection.replace(relisting.take().unwrap_or_default());
+                let _ = synced.send(true);
+                changed
+            }
+            Ok(watcher::Event::Apply(object)) => projection.set(key_of(&object), project(&object)),
+            Ok(watcher::Event::Delete(object)) => projection.set(key_of(&object), None),
+            Err(error) => {
+                tracing::warn!(watch = %watch_name, %error, "watch failed; retrying");
+                false
+            }
+        };
+        if changed {
+            trigger.notify_one();
+        }
+    }
+}
+
+fn key_of<K: Resource>(object: &K) -> String {
+    let meta = object.meta();
+    let name = meta.name.as_deref().unwrap_or_default();
+    match meta.namespace.as_deref() {
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// An operator could not start./// An operator could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// API discovery failed.

@@ -195,3 +195,68 @@ async fn a_cache_of_a_missing_api_is_reported_not_synced() {
         "{error}"
     );
 }
+
+/// A projected cache keeps only what its projection keeps, follows changes and deletions,
+/// and forgets objects deleted while its watch was down (the re-list replaces it whole).
+#[tokio::test]
+async fn a_projected_cache_keeps_only_what_concerns_it() {
+    use kube::api::{DeleteParams, PartialObjectMeta, Patch, PatchParams};
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    let admin: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let labelled = |name: &str, keep: &str| -> ConfigMap {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {"keep": keep}},
+            "data": {"big": "x".repeat(1000)}
+        }))
+        .unwrap()
+    };
+    for (name, keep) in [("a", "yes"), ("b", "no"), ("c", "yes")] {
+        admin
+            .create(&PostParams::default(), &labelled(name, keep))
+            .await
+            .unwrap();
+    }
+    let mut informers = Informers::new();
+    let kept = informers.watch_projected(
+        "configmaps (kept ones)",
+        Api::<PartialObjectMeta<ConfigMap>>::namespaced(client.clone(), "default"),
+        watcher::Config::default(),
+        |cm| {
+            let keep = cm.metadata.labels.as_ref()?.get("keep")?;
+            (keep == "yes").then(|| cm.metadata.name.clone().unwrap_or_default())
+        },
+    );
+    informers
+        .wait_synced(Duration::from_secs(10))
+        .await
+        .unwrap();
+    let keys = || {
+        kept.entries()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(), ["default/a", "default/c"]);
+
+    // A change that makes an object concern it, and one that makes another stop concerning it.
+    let relabel =
+        |keep: &str| Patch::Merge(serde_json::json!({"metadata": {"labels": {"keep": keep}}}));
+    admin
+        .patch("b", &PatchParams::default(), &relabel("yes"))
+        .await
+        .unwrap();
+    admin
+        .patch("a", &PatchParams::default(), &relabel("no"))
+        .await
+        .unwrap();
+    eventually("b kept and a dropped", || {
+        keys() == ["default/b", "default/c"]
+    })
+    .await;
+
+    // Deleted while the watch is down: forgotten once it is back.
+    cluster.drop_watches();
+    admin.delete("c", &DeleteParams::default()).await.unwrap();
+    eventually("c forgotten", || keys() == ["default/b"]).await;
+}

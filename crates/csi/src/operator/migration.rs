@@ -2,7 +2,8 @@
 //! [`crate::migration`]). Kubernetes made the in-tree to CSI switch permanent, so there is
 //! nothing to turn on; what an admin lacks is sight of it. For such a driver this watches
 //! PersistentVolumes (whole: the in-tree source is in the spec), and the metadata only of
-//! PersistentVolumeClaims and CSINodes (the annotations are all it reads), and reports on the
+//! PersistentVolumeClaims and CSINodes (the annotations are all it reads), keeping of them only
+//! the few facts the figures need (see [`Caches`]), and reports on the
 //! ClusterCSIDriver, under the field manager `storage-operator/<Prefix>CSIMigrationController`:
 //!
 //! - `<Prefix>CSIMigrationInTreeVolumes`: True while in-tree PersistentVolumes of the plugin
@@ -29,17 +30,15 @@
 //! Inline pod volumes are not counted: watching every Pod cluster-wide is not worth it for an
 //! audit (`storage-operator migration translate` shows what they become).
 
-use std::collections::BTreeSet;
-
 use api::operator_v1::{ConditionStatus, OperatorCondition};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::PartialObjectMeta;
-use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Config;
 use kube::{Api, Client, ResourceExt};
 use opkit::conditions::condition;
 use opkit::runtime::Informers;
+use opkit::runtime::Projection;
 use opkit::status::StatusPart;
 
 use super::plan::ControllerStatus;
@@ -96,79 +95,83 @@ pub struct Observed {
     pub nodes_not_migrated: Vec<String>,
 }
 
-/// The watches of the audit.
+/// The watches of the audit. Each keeps only what the figures need, so its memory follows
+/// the volumes the driver serves through migration, not the size of the cluster: a key per
+/// migrated PersistentVolume and per annotated claim, and one flag per CSINode. Claims and
+/// CSINodes are watched as metadata only; PersistentVolumes whole, as their in-tree source is
+/// in the spec, but none is stored.
 #[derive(Clone)]
 pub struct Caches {
     plugin: Plugin,
-    driver: String,
-    volumes: Store<PersistentVolume>,
-    claims: Store<PartialObjectMeta<PersistentVolumeClaim>>,
-    nodes: Store<PartialObjectMeta<CSINode>>,
+    /// PersistentVolumes served through migration, by name.
+    volumes: Projection<()>,
+    /// Claims annotated `migrated-to: <driver>`, by `namespace/name`.
+    claims: Projection<()>,
+    /// Every CSINode: whether its kubelet has migrated the plugin.
+    nodes: Projection<bool>,
+}
+
+fn migrated_to(annotations: &std::collections::BTreeMap<String, String>, driver: &str) -> bool {
+    annotations
+        .get(MIGRATED_TO_ANNOTATION)
+        .is_some_and(|to| to == driver)
 }
 
 impl Caches {
     /// Starts the watches when `def` replaces an in-tree plugin; `None` otherwise.
     pub fn start(client: &Client, def: &DriverDef, informers: &mut Informers) -> Option<Self> {
         let plugin = Plugin::from_csi_driver(&def.name)?;
+        let driver = def.name.clone();
+        let volumes = informers.watch_projected(
+            "persistentvolumes (migrated ones kept)",
+            Api::<PersistentVolume>::all(client.clone()),
+            Config::default(),
+            move |pv| {
+                let in_tree = pv.spec.as_ref().and_then(Plugin::of_pv_spec) == Some(plugin);
+                (in_tree || migrated_to(pv.annotations(), &driver)).then_some(())
+            },
+        );
+        let driver = def.name.clone();
+        let claims = informers.watch_projected(
+            "persistentvolumeclaims (metadata; migrated ones kept)",
+            Api::<PartialObjectMeta<PersistentVolumeClaim>>::all(client.clone()),
+            Config::default(),
+            move |pvc| migrated_to(pvc.annotations(), &driver).then_some(()),
+        );
+        let nodes = informers.watch_projected(
+            "csinodes (metadata)",
+            Api::<PartialObjectMeta<CSINode>>::all(client.clone()),
+            Config::default(),
+            move |node| Some(lists_plugin(node.annotations(), plugin)),
+        );
         Some(Self {
             plugin,
-            driver: def.name.clone(),
-            volumes: informers.watch(
-                "persistentvolumes",
-                Api::all(client.clone()),
-                Config::default(),
-            ),
-            claims: informers.watch(
-                "persistentvolumeclaims (metadata)",
-                Api::all(client.clone()),
-                Config::default(),
-            ),
-            nodes: informers.watch(
-                "csinodes (metadata)",
-                Api::all(client.clone()),
-                Config::default(),
-            ),
+            volumes,
+            claims,
+            nodes,
         })
     }
 
-    /// The figures now. Reads the stores in place: no copy of every volume per reconcile.
+    /// The figures now.
     pub fn observe(&self) -> Observed {
-        let migrated_to = |annotations: &std::collections::BTreeMap<String, String>| {
-            annotations.get(MIGRATED_TO_ANNOTATION) == Some(&self.driver)
+        let keys = |projection: &Projection<()>| -> Vec<String> {
+            projection
+                .entries()
+                .into_iter()
+                .map(|(key, ())| key)
+                .collect()
         };
-        let volumes: BTreeSet<String> = self
-            .volumes
-            .state()
-            .iter()
-            .filter(|pv| {
-                let in_tree = pv
-                    .spec
-                    .as_ref()
-                    .and_then(Plugin::of_pv_spec)
-                    .is_some_and(|p| p == self.plugin);
-                in_tree || migrated_to(pv.annotations())
-            })
-            .map(|pv| pv.name_any())
-            .collect();
-        let claims: BTreeSet<String> = self
-            .claims
-            .state()
-            .iter()
-            .filter(|pvc| migrated_to(pvc.annotations()))
-            .map(|pvc| format!("{}/{}", pvc.namespace().unwrap_or_default(), pvc.name_any()))
-            .collect();
-        let nodes = self.nodes.state();
-        let nodes_not_migrated: BTreeSet<String> = nodes
-            .iter()
-            .filter(|node| !lists_plugin(node.annotations(), self.plugin))
-            .map(|node| node.name_any())
-            .collect();
+        let nodes = self.nodes.entries();
         Observed {
             plugin: Some(self.plugin),
-            volumes: volumes.into_iter().collect(),
-            claims: claims.into_iter().collect(),
+            volumes: keys(&self.volumes),
+            claims: keys(&self.claims),
             nodes: nodes.len(),
-            nodes_not_migrated: nodes_not_migrated.into_iter().collect(),
+            nodes_not_migrated: nodes
+                .into_iter()
+                .filter(|(_, migrated)| !migrated)
+                .map(|(name, _)| name)
+                .collect(),
         }
     }
 }

@@ -29,7 +29,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher::{self, Config};
 use kube::runtime::{WatchStreamExt, reflector::store::Writer};
 use kube::{Api, Client};
-use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
+use opkit::runtime::{Informers, NotSynced, Projection, named, single, snapshot};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
@@ -228,7 +228,8 @@ pub struct Caches {
     cluster_role_bindings: Store<ClusterRoleBinding>,
     crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
     copied_config_map_sources: Vec<Store<ConfigMap>>,
-    persistent_volumes: Option<Store<PersistentVolume>>,
+    /// The driver's bound volumes (name, driver and phase only), for the removal guard.
+    persistent_volumes: Option<Projection<PersistentVolume>>,
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
     /// One cache per source ConfigMap of derived ConfigMaps.
@@ -266,6 +267,49 @@ pub const ALWAYS_WATCHED: [(&str, &str, bool); 14] = [
     ("apps", "deployments", true),
     ("apps", "daemonsets", true),
 ];
+
+/// The driver's bound PersistentVolumes, as much of each as the removal guard reads (name, CSI
+/// driver, phase): the watch sees every volume of the cluster but keeps only these.
+fn bound_volumes_of(
+    driver: &str,
+    client: &Client,
+    informers: &mut Informers,
+) -> Projection<PersistentVolume> {
+    use k8s_openapi::api::core::v1::{
+        CSIPersistentVolumeSource, PersistentVolumeSpec, PersistentVolumeStatus,
+    };
+    let driver = driver.to_owned();
+    informers.watch_projected(
+        "persistentvolumes (the driver's bound ones kept)",
+        Api::<PersistentVolume>::all(client.clone()),
+        Config::default(),
+        move |pv| {
+            let ours = pv
+                .spec
+                .as_ref()
+                .and_then(|s| s.csi.as_ref())
+                .is_some_and(|csi| csi.driver == driver);
+            let phase = pv.status.as_ref().and_then(|s| s.phase.clone());
+            (ours && phase.as_deref() == Some("Bound")).then(|| PersistentVolume {
+                metadata: kube::api::ObjectMeta {
+                    name: pv.metadata.name.clone(),
+                    ..Default::default()
+                },
+                spec: Some(PersistentVolumeSpec {
+                    csi: Some(CSIPersistentVolumeSource {
+                        driver: driver.clone(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                status: Some(PersistentVolumeStatus {
+                    phase,
+                    ..Default::default()
+                }),
+            })
+        },
+    )
+}
 
 impl Caches {
     /// Starts every watch; the caller waits for [`Informers::wait_synced`].
@@ -373,7 +417,7 @@ impl Caches {
                 .collect(),
             persistent_volumes: def
                 .removal_blocked_by_volumes
-                .then(|| informers.watch("persistentvolumes", Api::all(c()), Config::default())),
+                .then(|| bound_volumes_of(&def.name, client, informers)),
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
             sources: source_ids(def)
@@ -492,7 +536,7 @@ impl Caches {
             persistent_volumes: self
                 .persistent_volumes
                 .as_ref()
-                .map(snapshot)
+                .map(|bound| bound.entries().into_iter().map(|(_, pv)| pv).collect())
                 .unwrap_or_default(),
             source_config_maps: self.sources.iter().filter_map(single).collect(),
             probe: None,
