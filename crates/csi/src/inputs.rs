@@ -395,3 +395,59 @@ pub mod from_objects {
         }
     }
 }
+
+/// What the operators read of a Node (its name, its `node-role.kubernetes.io/*` labels and its
+/// provider ID: the cluster's layout and platform on plain Kubernetes), the rest dropped so a
+/// cache of every Node stays small on a large cluster.
+pub fn node_facts(node: &k8s_openapi::api::core::v1::Node) -> k8s_openapi::api::core::v1::Node {
+    use k8s_openapi::api::core::v1::{Node, NodeSpec};
+    let labels = node.metadata.labels.as_ref().map(|labels| {
+        labels
+            .iter()
+            .filter(|(key, _)| key.starts_with("node-role.kubernetes.io/"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    });
+    Node {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: node.metadata.name.clone(),
+            labels,
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: node.spec.as_ref().and_then(|s| s.provider_id.clone()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod node_facts_tests {
+    use super::*;
+
+    #[test]
+    fn node_facts_keep_the_role_labels_and_provider_id_only() {
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1", "labels": {
+                "node-role.kubernetes.io/control-plane": "", "kubernetes.io/hostname": "n1"},
+                "annotations": {"big": "x"}},
+            "spec": {"providerID": "gce://p/z/n1", "podCIDR": "10.0.0.0/24"},
+            "status": {"images": [{"names": ["a"], "sizeBytes": 1}]}
+        }))
+        .unwrap();
+        let facts = node_facts(&node);
+        assert_eq!(
+            serde_json::to_value(&facts).unwrap(),
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                "spec": {"providerID": "gce://p/z/n1"}
+            })
+        );
+        assert_eq!(
+            from_objects::kubernetes_topology(&[facts]),
+            from_objects::kubernetes_topology(&[node])
+        );
+    }
+}

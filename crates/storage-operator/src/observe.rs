@@ -89,7 +89,8 @@ pub struct Caches {
     apis: Apis,
     storage: Store<Storage>,
     infrastructure: Option<Store<Infrastructure>>,
-    nodes: Option<Store<Node>>,
+    /// Every Node's platform facts ([`csi::inputs::node_facts`]), on plain Kubernetes.
+    nodes: Option<opkit::runtime::Projection<Node>>,
     feature_gate: Option<Store<FeatureGate>>,
     proxy: Option<Store<Proxy>>,
     cluster_operator: Option<Store<ClusterOperator>>,
@@ -130,8 +131,14 @@ impl Caches {
             infrastructure: apis
                 .infrastructure
                 .then(|| informers.watch("infrastructures", all(client), named("cluster"))),
-            nodes: (!apis.infrastructure)
-                .then(|| informers.watch("nodes", all(client), Config::default())),
+            nodes: (!apis.infrastructure).then(|| {
+                informers.watch_projected(
+                    "nodes (platform facts)",
+                    all(client),
+                    Config::default(),
+                    |node| Some(csi::inputs::node_facts(node)),
+                )
+            }),
             feature_gate: apis
                 .feature_gate
                 .then(|| informers.watch("featuregates", all(client), named("cluster"))),
@@ -179,7 +186,11 @@ impl Caches {
             apis: self.apis,
             storage: single(&self.storage),
             infrastructure: self.infrastructure.as_ref().and_then(single),
-            nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
+            nodes: self
+                .nodes
+                .as_ref()
+                .map(|nodes| nodes.entries().into_iter().map(|(_, n)| n).collect())
+                .unwrap_or_default(),
             feature_gate: self.feature_gate.as_ref().and_then(single),
             proxy: self.proxy.as_ref().and_then(single),
             cluster_operator: self.cluster_operator.as_ref().and_then(single),

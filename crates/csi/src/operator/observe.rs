@@ -210,7 +210,8 @@ pub struct Caches {
     proxy: Option<Store<Proxy>>,
     api_server: Option<Store<APIServer>>,
     cloud_credential: Option<Store<CloudCredential>>,
-    nodes: Option<Store<Node>>,
+    /// Every Node's layout facts ([`crate::inputs::node_facts`]), on plain Kubernetes.
+    nodes: Option<Projection<Node>>,
     credentials_secret: Option<Store<Secret>>,
     hashed_secrets: Vec<Store<Secret>>,
     csi_driver: Store<CSIDriver>,
@@ -362,8 +363,14 @@ impl Caches {
                     .as_ref()
                     .is_some_and(|c| c.credentials_request.is_some()))
             .then(|| informers.watch("cloudcredentials", Api::all(c()), named("cluster"))),
-            nodes: (!apis.infrastructure)
-                .then(|| informers.watch("nodes", Api::all(c()), Config::default())),
+            nodes: (!apis.infrastructure).then(|| {
+                informers.watch_projected(
+                    "nodes (layout facts)",
+                    Api::all(c()),
+                    Config::default(),
+                    |node| Some(crate::inputs::node_facts(node)),
+                )
+            }),
             credentials_secret: def.credentials.as_ref().map(|creds| {
                 informers.watch(
                     "secrets",
@@ -509,7 +516,11 @@ impl Caches {
                 .as_ref()
                 .and_then(single)
                 .map(|c| c.spec.credentials_mode.unwrap_or_default()),
-            nodes: self.nodes.as_ref().map(snapshot).unwrap_or_default(),
+            nodes: self
+                .nodes
+                .as_ref()
+                .map(|nodes| nodes.entries().into_iter().map(|(_, n)| n).collect())
+                .unwrap_or_default(),
             credentials_secret: self.credentials_secret.as_ref().and_then(single),
             hashed_secrets: self.hashed_secrets.iter().filter_map(single).collect(),
             csi_driver: single(&self.csi_driver),
