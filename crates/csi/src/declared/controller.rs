@@ -89,7 +89,8 @@ impl ReconcileError for Failure {
 
 /// The watch caches: the CSIDriverDeployments, every operand by its owner label, the
 /// StorageClasses and CSIDrivers (for the default-class rule and foreign drivers) and the
-/// PersistentVolumes (a driver with volumes keeps its CSIDriver).
+/// CSI driver of each CSI PersistentVolume (a driver with volumes keeps its CSIDriver; nothing
+/// else of a volume is kept).
 #[derive(Clone)]
 pub struct Caches {
     deployments_declared: Store<CSIDriverDeployment>,
@@ -103,7 +104,8 @@ pub struct Caches {
     daemon_sets: Store<DaemonSet>,
     csi_drivers: Store<CSIDriver>,
     storage_classes: Store<StorageClass>,
-    volumes: Store<PersistentVolume>,
+    /// PersistentVolume name -> its CSI driver, for CSI volumes only.
+    volumes: opkit::runtime::Projection<String>,
 }
 
 fn owned_config() -> watcher::Config {
@@ -142,10 +144,11 @@ pub async fn start_caches(client: &Client) -> Result<(Caches, Informers), StartE
             Api::all(c.clone()),
             watcher::Config::default(),
         ),
-        volumes: informers.watch(
-            "persistentvolumes",
-            Api::all(c.clone()),
+        volumes: informers.watch_projected(
+            "persistentvolumes (CSI drivers kept)",
+            Api::<PersistentVolume>::all(c.clone()),
             watcher::Config::default(),
+            |pv| Some(pv.spec.as_ref()?.csi.as_ref()?.driver.clone()),
         ),
     };
     informers.wait_synced(SYNC_TIMEOUT).await?;
@@ -330,14 +333,9 @@ fn volumes_of(context: &Context, driver: &str) -> usize {
     context
         .caches
         .volumes
-        .state()
+        .entries()
         .iter()
-        .filter(|pv| {
-            pv.spec
-                .as_ref()
-                .and_then(|s| s.csi.as_ref())
-                .is_some_and(|csi| csi.driver == driver)
-        })
+        .filter(|(_, of)| of == driver)
         .count()
 }
 
