@@ -252,10 +252,12 @@ pub struct MetricsDef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DriverContainerDef {
-    /// Arguments, without `--v` (the kit adds it from the log level). The kit sets
-    /// `CSI_ENDPOINT` to the socket, so `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
+    /// Arguments. `--v=${LOG_LEVEL}` puts the log level's verbosity where it stands; without
+    /// it the kit adds `--v=N` last. The kit sets `CSI_ENDPOINT` to the socket, so
+    /// `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
     pub args: Vec<String>,
-    /// Extra environment.
+    /// Extra environment. `CSI_ENDPOINT` is the kit's and comes first, unless listed here
+    /// without a value: then it takes that place.
     #[serde(default)]
     pub env: Vec<EnvDef>,
     /// The port of `/healthz`, served by the livenessprobe sidecar and probed by the kubelet.
@@ -269,6 +271,15 @@ pub struct DriverContainerDef {
     /// Extra volumes of the driver container.
     #[serde(default)]
     pub volumes: Vec<VolumeDef>,
+    /// The order of the container's mounts, the kit's (`socket-dir`, `kubelet-dir`) included,
+    /// when it is not the kit's first then `volumes` in order; mounts it does not name follow.
+    /// Order is part of the pod template: the tables follow OpenShift's.
+    #[serde(default)]
+    pub mount_order: Vec<String>,
+    /// The order of the pod's volumes, the kit's included, when it is not the kit's first then
+    /// `volumes` in order; volumes it does not name follow.
+    #[serde(default)]
+    pub volume_order: Vec<String>,
 }
 
 /// The controller-side sidecars.

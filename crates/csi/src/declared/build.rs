@@ -190,6 +190,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         metrics: None,
         privileged: false,
         volumes: Vec::new(),
+        mount_order: Vec::new(),
+        volume_order: Vec::new(),
     };
     let csi = spec.csi_driver.clone().unwrap_or_default();
     DriverDef {
