@@ -46,6 +46,13 @@ pub struct DriverDef {
     /// Whether the operator supports `managementState: Removed` (deleting the operands).
     #[serde(default)]
     pub removable: bool,
+    /// Field managers of the operator this one replaces on a cluster (OpenShift's Go operator
+    /// writes its operands with Update under its binary's name, e.g.
+    /// `gcp-pd-csi-driver-operator`): before the first apply over an object they wrote, their
+    /// fields become ours, so whatever only they set is removed rather than merged next to ours
+    /// (see `opkit::apply`).
+    #[serde(default)]
+    pub adopt_from: Vec<String>,
     /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator
     /// then watches PersistentVolumes; see `operator::removal`).
     #[serde(default)]

@@ -16,6 +16,8 @@
 
 #[path = "openshift_parity/diff.rs"]
 mod diff;
+#[path = "openshift_parity/fixtures.rs"]
+mod fixtures;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,36 +42,11 @@ fn manifest_dir() -> PathBuf {
 
 /// OpenShift's objects for a driver, with its run-time placeholders substituted.
 fn openshift_objects(fixture: &str, namespace: &str) -> Vec<Value> {
-    let dir = manifest_dir()
-        .join("tests/fixtures/openshift")
-        .join(fixture);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
-    let substitutions = [
-        ("${NAMESPACE}", namespace.to_owned()),
-        ("${NODE_NAMESPACE}", namespace.to_owned()),
-        ("${LOG_LEVEL}", "2".to_owned()),
-        ("${LEADER_ELECTION_LEASE_DURATION}", "137s".to_owned()),
-        ("${LEADER_ELECTION_RENEW_DEADLINE}", "107s".to_owned()),
-        ("${LEADER_ELECTION_RETRY_PERIOD}", "26s".to_owned()),
-        ("${TLS_CIPHER_SUITES}", CIPHERS.join(",")),
-        ("${TLS_MIN_VERSION}", MIN_TLS.to_owned()),
-    ];
-    files
-        .iter()
-        .map(|path| {
-            let mut text = std::fs::read_to_string(path).unwrap();
-            for (from, to) in &substitutions {
-                text = text.replace(from, to);
-            }
-            let mut v: Value = serde_saphyr::from_str(&text)
-                .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
-            diff::normalise(&mut v);
+    let ciphers: Vec<String> = CIPHERS.iter().map(|c| (*c).to_owned()).collect();
+    let substitutions = fixtures::common_substitutions(namespace, &ciphers, MIN_TLS);
+    fixtures::load(fixture, &substitutions)
+        .into_iter()
+        .map(|mut v| {
             diff::drop_hash_annotations(&mut v);
             v
         })
@@ -103,7 +80,7 @@ fn our_objects(short_name: &str) -> (Vec<Value>, String) {
     let objects = csi::render(&def, &inputs)
         .into_iter()
         .map(|mut v| {
-            diff::normalise(&mut v);
+            fixtures::normalise(&mut v);
             diff::drop_hash_annotations(&mut v);
             v
         })

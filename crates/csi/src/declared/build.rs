@@ -202,6 +202,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         object_prefix: cd.metadata.name.clone().unwrap_or_default(),
         cluster_role_prefix: spec.driver_name.clone(),
         removable: true,
+        adopt_from: Vec::new(),
         // The declared controller keeps its own finalizer while PersistentVolumes exist.
         removal_blocked_by_volumes: false,
         copied_config_maps: Vec::new(),

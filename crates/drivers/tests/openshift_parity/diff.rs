@@ -238,20 +238,6 @@ fn diff_value(path: &str, a: &Value, b: &Value, out: &mut Vec<Difference>) {
     }
 }
 
-/// What Go's encoder would write for the same object: no `null`s and no empty lists (every
-/// list field of the Kubernetes API is `omitempty`, so `env: []` in an asset never reaches the
-/// API server). Empty maps stay: `emptyDir: {}` is a pointer to an empty struct and is kept.
-pub fn normalise(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            map.retain(|_, x| !(x.is_null() || x.as_array().is_some_and(Vec::is_empty)));
-            map.values_mut().for_each(normalise);
-        }
-        Value::Array(list) => list.iter_mut().for_each(normalise),
-        _ => {}
-    }
-}
-
 /// Drops the annotations that carry hashes of run-time inputs (`operator.openshift.io/dep-*`,
 /// `operator.openshift.io/spec-hash`): both operators compute them from what the cluster holds.
 pub fn drop_hash_annotations(v: &mut Value) {
@@ -310,12 +296,5 @@ mod tests {
         assert_eq!(d[0].at, "A/x: metadata.labels");
         assert_eq!(d[1].at, "B/y");
         assert_eq!(d[1].ours, None);
-    }
-
-    #[test]
-    fn normalise_drops_empty_lists_keeps_empty_maps() {
-        let mut v = json!({"env": [], "emptyDir": {}, "x": null, "l": [{"env": []}]});
-        normalise(&mut v);
-        assert_eq!(v, json!({"emptyDir": {}, "l": [{}]}));
     }
 }
