@@ -353,6 +353,14 @@ pub struct ControllerDef {
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,
+    /// Pod template labels besides `app` (e.g. OpenShift's network policy selectors).
+    #[serde(default)]
+    pub pod_labels: BTreeMap<String, String>,
+    /// The pod's volumes the cluster autoscaler may drop with it
+    /// (`cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`); `socket-dir` when
+    /// empty.
+    #[serde(default)]
+    pub safe_to_evict_local_volumes: Vec<String>,
 }
 
 /// The node DaemonSet.
@@ -370,6 +378,10 @@ pub struct NodeDef {
     pub driver: DriverContainerDef,
     /// The port of node-driver-registrar's `/healthz`.
     pub registrar_healthz_port: u16,
+    /// Whether the cluster proxy reaches the node's driver container (the
+    /// `config.openshift.io/inject-proxy` annotation); the trusted CA bundle always does.
+    #[serde(default = "default_true")]
+    pub inject_proxy: bool,
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,

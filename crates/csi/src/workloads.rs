@@ -362,17 +362,20 @@ fn sidecar_args(
     args
 }
 
-fn workload_annotations() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (
+/// The annotations naming the containers that get the cluster proxy (when `proxy`) and the
+/// trusted CA bundle.
+fn workload_annotations(proxy: bool) -> BTreeMap<String, String> {
+    let mut annotations = BTreeMap::from([(
+        names::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
+        names::DRIVER_CONTAINER.to_owned(),
+    )]);
+    if proxy {
+        annotations.insert(
             names::INJECT_PROXY_ANNOTATION.to_owned(),
             names::DRIVER_CONTAINER.to_owned(),
-        ),
-        (
-            names::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
-            names::DRIVER_CONTAINER.to_owned(),
-        ),
-    ])
+        );
+    }
+    annotations
 }
 
 /// Where the controller pods run for a topology: nodeSelector, tolerations and a preferred
@@ -501,13 +504,20 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     };
     place_controller(&mut spec, &app, inputs);
 
+    let mut labels = names::app_labels(&app);
+    labels.extend(ctl.pod_labels.clone());
+    let evictable = if ctl.safe_to_evict_local_volumes.is_empty() {
+        "socket-dir".to_owned()
+    } else {
+        ctl.safe_to_evict_local_volumes.join(",")
+    };
     let mut template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(names::app_labels(&app)),
+            labels: Some(labels),
             annotations: Some(BTreeMap::from([
                 (
                     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes".to_owned(),
-                    "socket-dir".to_owned(),
+                    evictable,
                 ),
                 (
                     names::REQUIRED_SCC_ANNOTATION.to_owned(),
@@ -523,7 +533,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         spec: Some(spec),
     };
     let mut metadata = names::ns_meta(def, app.clone());
-    metadata.annotations = Some(workload_annotations());
+    metadata.annotations = Some(workload_annotations(true));
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
@@ -706,7 +716,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         spec: Some(spec),
     };
     let mut metadata = names::ns_meta(def, app.clone());
-    metadata.annotations = Some(workload_annotations());
+    metadata.annotations = Some(workload_annotations(node.inject_proxy));
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);

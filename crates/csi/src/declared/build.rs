@@ -236,12 +236,15 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
                 })
                 .collect(),
             liveness_probe_args: probe_args.clone(),
+            pod_labels: Default::default(),
+            safe_to_evict_local_volumes: Vec::new(),
         },
         node: NodeDef {
             host_network: node_host_network,
             extra_rules: Vec::new(),
             driver: driver(node_healthz),
             registrar_healthz_port: registrar_healthz,
+            inject_proxy: true,
             liveness_probe_args: probe_args,
         },
         csi_driver: CSIDriverDef {

@@ -34,7 +34,7 @@ pub fn load(fixture: &str, substitutions: &[(String, String)]) -> Vec<Value> {
 }
 
 /// The placeholders of OpenShift's assets that do not depend on the driver: namespaces, log
-/// level Normal, leader election timings, and the TLS profile given.
+/// level Normal, leader election timings, the TLS profile given, the Default feature set.
 pub fn common_substitutions(
     namespace: &str,
     ciphers: &[String],
@@ -49,6 +49,8 @@ pub fn common_substitutions(
         ("${LEADER_ELECTION_RETRY_PERIOD}", "26s".to_owned()),
         ("${TLS_CIPHER_SUITES}", ciphers.join(",")),
         ("${TLS_MIN_VERSION}", min_tls.to_owned()),
+        // Set only with the MutableCSINodeAllocatableCount feature gate (not in Default).
+        ("${NODE_ALLOCATABLE_UPDATE_PERIOD_SECONDS}", String::new()),
     ]
     .into_iter()
     .map(|(a, b)| (a.to_owned(), b))
