@@ -46,6 +46,13 @@ pub struct DriverDef {
     /// Whether the operator supports `managementState: Removed` (deleting the operands).
     #[serde(default)]
     pub removable: bool,
+    /// Field managers of the operator this one replaces on a cluster (OpenShift's Go operator
+    /// writes its operands with Update under its binary's name, e.g.
+    /// `gcp-pd-csi-driver-operator`): before the first apply over an object they wrote, their
+    /// fields become ours, so whatever only they set is removed rather than merged next to ours
+    /// (see `opkit::apply`).
+    #[serde(default)]
+    pub adopt_from: Vec<String>,
     /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator
     /// then watches PersistentVolumes; see `operator::removal`).
     #[serde(default)]
@@ -252,10 +259,12 @@ pub struct MetricsDef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DriverContainerDef {
-    /// Arguments, without `--v` (the kit adds it from the log level). The kit sets
-    /// `CSI_ENDPOINT` to the socket, so `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
+    /// Arguments. `--v=${LOG_LEVEL}` puts the log level's verbosity where it stands; without
+    /// it the kit adds `--v=N` last. The kit sets `CSI_ENDPOINT` to the socket, so
+    /// `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
     pub args: Vec<String>,
-    /// Extra environment.
+    /// Extra environment. `CSI_ENDPOINT` is the kit's and comes first, unless listed here
+    /// without a value: then it takes that place.
     #[serde(default)]
     pub env: Vec<EnvDef>,
     /// The port of `/healthz`, served by the livenessprobe sidecar and probed by the kubelet.
@@ -269,6 +278,15 @@ pub struct DriverContainerDef {
     /// Extra volumes of the driver container.
     #[serde(default)]
     pub volumes: Vec<VolumeDef>,
+    /// The order of the container's mounts, the kit's (`socket-dir`, `kubelet-dir`) included,
+    /// when it is not the kit's first then `volumes` in order; mounts it does not name follow.
+    /// Order is part of the pod template: the tables follow OpenShift's.
+    #[serde(default)]
+    pub mount_order: Vec<String>,
+    /// The order of the pod's volumes, the kit's included, when it is not the kit's first then
+    /// `volumes` in order; volumes it does not name follow.
+    #[serde(default)]
+    pub volume_order: Vec<String>,
 }
 
 /// The controller-side sidecars.
@@ -335,6 +353,14 @@ pub struct ControllerDef {
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,
+    /// Pod template labels besides `app` (e.g. OpenShift's network policy selectors).
+    #[serde(default)]
+    pub pod_labels: BTreeMap<String, String>,
+    /// The pod's volumes the cluster autoscaler may drop with it
+    /// (`cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`); `socket-dir` when
+    /// empty.
+    #[serde(default)]
+    pub safe_to_evict_local_volumes: Vec<String>,
 }
 
 /// The node DaemonSet.
@@ -352,6 +378,10 @@ pub struct NodeDef {
     pub driver: DriverContainerDef,
     /// The port of node-driver-registrar's `/healthz`.
     pub registrar_healthz_port: u16,
+    /// Whether the cluster proxy reaches the node's driver container (the
+    /// `config.openshift.io/inject-proxy` annotation); the trusted CA bundle always does.
+    #[serde(default = "default_true")]
+    pub inject_proxy: bool,
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,

@@ -22,11 +22,11 @@
 //! - [`migration`]: in-tree to CSI migration translation (csi-translation-lib's behaviour).
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
-//! Where this differs from library-go on purpose:
+//! Where this differs from library-go on purpose (each driver's
+//! `drivers/src/<driver>.openshift-differences.yaml` lists what remains, object by object, and a
+//! test compares the render with OpenShift's generated assets):
 //! - Placeholders never leak: an unset image uses the upstream default, an unknown TLS profile
 //!   leaves kube-rbac-proxy's defaults, a missing cluster ID leaves out the label argument.
-//! - Health endpoints on the host network listen on loopback only (`--http-endpoint`), not on
-//!   every node address (`--health-port`).
 //! - The leader-election Role has only the verbs client-go's lease lock uses; the
 //!   kube-rbac-proxy role can also create SubjectAccessReviews, which kube-rbac-proxy needs to
 //!   authorize scrapers.

@@ -9,24 +9,24 @@ use crate::def::DriverDef;
 use crate::inputs::Inputs;
 use crate::names;
 
-/// The metrics port names, driver first then sidecars, in container order.
-fn metrics_ports(def: &DriverDef) -> Vec<String> {
+/// The metrics ports (name, the kube-rbac-proxy's TLS port): sidecars in container order,
+/// then the driver's, the order of OpenShift's Service and ServiceMonitor.
+fn metrics_ports(def: &DriverDef) -> Vec<(String, u16)> {
+    let sidecars = def.controller.sidecars.iter().filter_map(|s| {
+        s.metrics
+            .map(|m| (names::metrics_port(s.kind.short_name()), m.exposed_port))
+    });
     let driver = def
         .controller
         .driver
         .metrics
-        .map(|_| names::metrics_port("driver"));
-    let sidecars = def
-        .controller
-        .sidecars
-        .iter()
-        .filter(|s| s.metrics.is_some())
-        .map(|s| names::metrics_port(s.kind.short_name()));
-    driver.into_iter().chain(sidecars).collect()
+        .map(|m| (names::metrics_port("driver"), m.exposed_port));
+    sidecars.chain(driver).collect()
 }
 
-/// The metrics Service, when the controller has metrics endpoints. Ports are numbered from
-/// 443 and target the kube-rbac-proxies by port name. On OpenShift the service CA issues its
+/// The metrics Service, when the controller has metrics endpoints. Each port has the number
+/// and name of its kube-rbac-proxy's port (as OpenShift's Service has: an operator taking over
+/// OpenShift's Service must not add ports next to its ones) and targets it by name. On OpenShift the service CA issues its
 /// serving certificate (the Secret the proxies mount), so the Service is built whether or not
 /// a ServiceMonitor can be.
 pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service> {
@@ -54,10 +54,9 @@ pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service
             ports: Some(
                 ports
                     .iter()
-                    .zip(443..)
                     .map(|(port, number)| ServicePort {
                         name: Some(port.clone()),
-                        port: number,
+                        port: i32::from(*number),
                         protocol: Some("TCP".to_owned()),
                         target_port: Some(IntOrString::String(port.clone())),
                         ..ServicePort::default()
@@ -92,7 +91,7 @@ pub fn build_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> 
     };
     let endpoints: Vec<Value> = ports
         .iter()
-        .map(|port| {
+        .map(|(port, _)| {
             json!({
                 "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
                 "interval": "30s",

@@ -92,12 +92,12 @@ fn port(name: &str, number: u16) -> ContainerPort {
     }
 }
 
-/// An HTTP `/healthz` liveness probe on a named port; on the host network it targets the
-/// loopback address, where the health endpoints listen.
-fn healthz_probe(port_name: &str, host_network: bool) -> Probe {
+/// An HTTP `/healthz` liveness probe on a named port; `loopback` when the health endpoint
+/// listens on the loopback address only.
+fn healthz_probe(port_name: &str, loopback: bool) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
-            host: host_network.then(|| "127.0.0.1".to_owned()),
+            host: loopback.then(|| "127.0.0.1".to_owned()),
             path: Some("/healthz".to_owned()),
             port: IntOrString::String(port_name.to_owned()),
             ..HTTPGetAction::default()
@@ -110,8 +110,9 @@ fn healthz_probe(port_name: &str, host_network: bool) -> Probe {
     }
 }
 
-/// The address a health endpoint listens on: loopback on the host network (nothing else on
-/// the node needs it), every interface on the pod network (the kubelet probes the pod IP).
+/// The address a node pod's health endpoint listens on: loopback on the host network
+/// (nothing else on the node needs it), every interface on the pod network (the kubelet
+/// probes the pod IP).
 fn health_endpoint(host_network: bool, port: u16) -> String {
     if host_network {
         format!("--http-endpoint=127.0.0.1:{port}")
@@ -120,10 +121,19 @@ fn health_endpoint(host_network: bool, port: u16) -> String {
     }
 }
 
-fn env_from_def(def: &DriverContainerDef) -> Vec<EnvVar> {
-    def.env
+/// The driver container's environment: `CSI_ENDPOINT` where the table lists it without a
+/// value (first when it does not list it), then the table's variables in order.
+fn env_from_def(def: &DriverContainerDef, endpoint: &str) -> Vec<EnvVar> {
+    let placed = def
+        .env
         .iter()
-        .map(|e| EnvVar {
+        .any(|e| e.name == CSI_ENDPOINT && e.value.is_none() && e.field_path.is_none());
+    let first = (!placed).then(|| env(CSI_ENDPOINT, endpoint));
+    let table = def.env.iter().map(|e| {
+        if e.name == CSI_ENDPOINT && e.value.is_none() && e.field_path.is_none() {
+            return env(CSI_ENDPOINT, endpoint);
+        }
+        EnvVar {
             name: e.name.clone(),
             value: e.value.clone(),
             value_from: match (&e.value, &e.field_path) {
@@ -136,8 +146,45 @@ fn env_from_def(def: &DriverContainerDef) -> Vec<EnvVar> {
                 }),
                 _ => None,
             },
-        })
-        .collect()
+        }
+    });
+    first.into_iter().chain(table).collect()
+}
+
+/// The environment variable that carries the CSI socket's address.
+const CSI_ENDPOINT: &str = "CSI_ENDPOINT";
+
+/// The placeholder of the operand verbosity in a table's arguments.
+const LOG_LEVEL_PLACEHOLDER: &str = "${LOG_LEVEL}";
+
+/// The driver's arguments: `${LOG_LEVEL}` replaced by the verbosity where the table puts it,
+/// else `--v=N` last.
+fn driver_args(def: &DriverContainerDef, inputs: &Inputs) -> Vec<String> {
+    let verbosity = inputs.verbosity().to_string();
+    let mut args: Vec<String> = def
+        .args
+        .iter()
+        .map(|a| a.replace(LOG_LEVEL_PLACEHOLDER, &verbosity))
+        .collect();
+    if !def.args.iter().any(|a| a.contains(LOG_LEVEL_PLACEHOLDER)) {
+        args.push(format!("--v={verbosity}"));
+    }
+    args
+}
+
+/// Sorts named items by their position in `order`; items it does not name keep their
+/// relative order after those it does. The order of containers' mounts and of a pod's volumes
+/// is part of the pod template, so the tables can follow OpenShift's.
+fn sort_by_names<T>(items: &mut [T], order: &[String], name: impl Fn(&T) -> &str) {
+    if order.is_empty() {
+        return;
+    }
+    items.sort_by_key(|item| {
+        order
+            .iter()
+            .position(|n| n == name(item))
+            .unwrap_or(usize::MAX)
+    });
 }
 
 fn volume_from_def(v: &VolumeDef) -> Volume {
@@ -191,40 +238,38 @@ fn mount_from_def(v: &VolumeDef) -> VolumeMount {
     }
 }
 
-/// The `csi-driver` container of either pod.
+/// The `csi-driver` container of either pod. `loopback_probe`: the health endpoint listens on
+/// the loopback address only.
 fn driver_container(
     def: &DriverContainerDef,
     inputs: &Inputs,
     endpoint: &str,
     mut mounts: Vec<VolumeMount>,
-    host_network: bool,
+    loopback_probe: bool,
 ) -> Container {
-    let mut args = def.args.clone();
-    args.push(format!("--v={}", inputs.verbosity()));
     let mut c = container(
         names::DRIVER_CONTAINER,
         &inputs.images.driver,
-        args,
+        driver_args(def, inputs),
         REQUEST_MEMORY,
     );
-    let mut vars = vec![env("CSI_ENDPOINT", endpoint)];
-    vars.extend(env_from_def(def));
-    c.env = Some(vars);
+    c.env = Some(env_from_def(def, endpoint));
     // The driver's plain-HTTP metrics, if any, stay on loopback; kube-rbac-proxy exposes them.
     c.ports = Some(vec![port("healthz", def.healthz_port)]);
-    c.liveness_probe = Some(healthz_probe("healthz", host_network));
+    c.liveness_probe = Some(healthz_probe("healthz", loopback_probe));
     if def.privileged
         && let Some(sc) = c.security_context.as_mut()
     {
         sc.privileged = Some(true);
     }
     mounts.extend(def.volumes.iter().map(mount_from_def));
+    sort_by_names(&mut mounts, &def.mount_order, |m| &m.name);
     c.volume_mounts = Some(mounts);
     c
 }
 
-/// A kube-rbac-proxy serving `metrics` over TLS as port `<short>-m`.
-fn kube_rbac_proxy(short: &str, metrics: MetricsDef, inputs: &Inputs) -> Container {
+/// A kube-rbac-proxy container `name` serving `metrics` over TLS as port `<short>-m`.
+fn kube_rbac_proxy(name: &str, short: &str, metrics: MetricsDef, inputs: &Inputs) -> Container {
     let mut args = vec![
         format!("--secure-listen-address=0.0.0.0:{}", metrics.exposed_port),
         format!("--upstream=http://127.0.0.1:{}/", metrics.local_port),
@@ -251,7 +296,7 @@ fn kube_rbac_proxy(short: &str, metrics: MetricsDef, inputs: &Inputs) -> Contain
     }
     args.push("--logtostderr=true".to_owned());
     let mut c = container(
-        &format!("{short}-kube-rbac-proxy"),
+        name,
         &inputs.images.kube_rbac_proxy,
         args,
         PROXY_REQUEST_MEMORY,
@@ -317,17 +362,20 @@ fn sidecar_args(
     args
 }
 
-fn workload_annotations() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (
+/// The annotations naming the containers that get the cluster proxy (when `proxy`) and the
+/// trusted CA bundle.
+fn workload_annotations(proxy: bool) -> BTreeMap<String, String> {
+    let mut annotations = BTreeMap::from([(
+        names::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
+        names::DRIVER_CONTAINER.to_owned(),
+    )]);
+    if proxy {
+        annotations.insert(
             names::INJECT_PROXY_ANNOTATION.to_owned(),
             names::DRIVER_CONTAINER.to_owned(),
-        ),
-        (
-            names::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
-            names::DRIVER_CONTAINER.to_owned(),
-        ),
-    ])
+        );
+    }
+    annotations
 }
 
 /// Where the controller pods run for a topology: nodeSelector, tolerations and a preferred
@@ -378,15 +426,19 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     let ctl = &def.controller;
     let host_network = ctl.host_network;
 
+    // As OpenShift's controllers do, on either network: the livenessprobe sidecar listens on
+    // every address (`--health-port`) and the kubelet probes the pod's address.
     let mut containers = vec![driver_container(
         &ctl.driver,
         inputs,
         &format!("unix://{}", names::CONTROLLER_SOCKET),
         vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)],
-        host_network,
+        false,
     )];
     if let Some(m) = ctl.driver.metrics {
-        containers.push(kube_rbac_proxy("driver", m, inputs));
+        // OpenShift names the driver's proxy after the port it fronts.
+        let name = format!("kube-rbac-proxy-{}", m.local_port);
+        containers.push(kube_rbac_proxy(&name, "driver", m, inputs));
     }
     for sidecar in &ctl.sidecars {
         let mut c = container(
@@ -404,12 +456,14 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         c.volume_mounts = Some(vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)]);
         containers.push(c);
         if let Some(m) = sidecar.metrics {
-            containers.push(kube_rbac_proxy(sidecar.kind.short_name(), m, inputs));
+            let short = sidecar.kind.short_name();
+            let name = format!("{short}-kube-rbac-proxy");
+            containers.push(kube_rbac_proxy(&name, short, m, inputs));
         }
     }
     let mut probe_args = vec![
         "--csi-address=/csi/csi.sock".to_owned(),
-        health_endpoint(host_network, ctl.driver.healthz_port),
+        format!("--health-port={}", ctl.driver.healthz_port),
         format!("--v={}", inputs.verbosity()),
     ];
     probe_args.extend(ctl.liveness_probe_args.iter().cloned());
@@ -438,6 +492,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         });
     }
     volumes.extend(ctl.driver.volumes.iter().map(volume_from_def));
+    sort_by_names(&mut volumes, &ctl.driver.volume_order, |v| &v.name);
 
     let mut spec = PodSpec {
         containers,
@@ -449,13 +504,20 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     };
     place_controller(&mut spec, &app, inputs);
 
+    let mut labels = names::app_labels(&app);
+    labels.extend(ctl.pod_labels.clone());
+    let evictable = if ctl.safe_to_evict_local_volumes.is_empty() {
+        "socket-dir".to_owned()
+    } else {
+        ctl.safe_to_evict_local_volumes.join(",")
+    };
     let mut template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(names::app_labels(&app)),
+            labels: Some(labels),
             annotations: Some(BTreeMap::from([
                 (
                     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes".to_owned(),
-                    "socket-dir".to_owned(),
+                    evictable,
                 ),
                 (
                     names::REQUIRED_SCC_ANNOTATION.to_owned(),
@@ -471,7 +533,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         spec: Some(spec),
     };
     let mut metadata = names::ns_meta(def, app.clone());
-    metadata.annotations = Some(workload_annotations());
+    metadata.annotations = Some(workload_annotations(true));
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
@@ -614,6 +676,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         ),
     ];
     volumes.extend(node.driver.volumes.iter().map(volume_from_def));
+    sort_by_names(&mut volumes, &node.driver.volume_order, |v| &v.name);
 
     let spec = PodSpec {
         containers: vec![driver, registrar, probe],
@@ -653,7 +716,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         spec: Some(spec),
     };
     let mut metadata = names::ns_meta(def, app.clone());
-    metadata.annotations = Some(workload_annotations());
+    metadata.annotations = Some(workload_annotations(node.inject_proxy));
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
@@ -668,9 +731,10 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
             template,
             update_strategy: Some(DaemonSetUpdateStrategy {
                 type_: Some("RollingUpdate".to_owned()),
+                // maxSurge stays unset (the API's default, 0), as OpenShift writes it.
                 rolling_update: Some(RollingUpdateDaemonSet {
-                    max_surge: Some(IntOrString::Int(0)),
                     max_unavailable: Some(IntOrString::String("10%".to_owned())),
+                    ..RollingUpdateDaemonSet::default()
                 }),
             }),
             ..DaemonSetSpec::default()

@@ -101,7 +101,8 @@ fn pod_network_health_endpoints_listen_on_the_pod_address() {
             .args
             .as_ref()
             .unwrap()
-            .contains(&"--http-endpoint=:10401".to_owned())
+            .contains(&"--health-port=10401".to_owned()),
+        "listens on every address of the pod"
     );
     let driver = container(pod(&d), "csi-driver");
     let http = driver
@@ -127,7 +128,7 @@ fn pod_network_health_endpoints_listen_on_the_pod_address() {
 }
 
 #[test]
-fn driver_metrics_get_their_own_proxy_and_the_first_service_port() {
+fn driver_metrics_get_their_own_proxy_and_the_last_service_port() {
     let def = example();
     let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
     let d = csi::build_controller_deployment(&def, &i);
@@ -136,7 +137,7 @@ fn driver_metrics_get_their_own_proxy_and_the_first_service_port() {
         order,
         [
             "csi-driver",
-            "driver-kube-rbac-proxy",
+            "kube-rbac-proxy-8401",
             "csi-provisioner",
             "provisioner-kube-rbac-proxy",
             "csi-attacher",
@@ -160,8 +161,8 @@ fn driver_metrics_get_their_own_proxy_and_the_first_service_port() {
     assert_eq!(
         ports,
         [
-            ("driver-m".to_owned(), 443),
-            ("provisioner-m".to_owned(), 444)
+            ("provisioner-m".to_owned(), 9402),
+            ("driver-m".to_owned(), 9401)
         ]
     );
 }
@@ -179,7 +180,7 @@ fn tls_profile_reaches_every_proxy() {
     for c in pod(&d)
         .containers
         .iter()
-        .filter(|c| c.name.ends_with("-kube-rbac-proxy"))
+        .filter(|c| c.name.contains("kube-rbac-proxy"))
     {
         let args = c.args.as_ref().unwrap();
         assert!(args.contains(&"--tls-min-version=VersionTLS13".to_owned()));
@@ -545,4 +546,76 @@ mod observe_helpers {
             csi::hash::config_map_hash(&ConfigMap::default())
         );
     }
+}
+
+/// The table decides where the kit's pieces go in lists whose order is part of the pod
+/// template: `--v`, `CSI_ENDPOINT`, the mounts and the volumes.
+#[test]
+fn the_table_places_verbosity_endpoint_mounts_and_volumes() {
+    let mut def = example();
+    let mut i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    i.spec.operator.log_level = Some(api::operator_v1::LogLevel::Debug);
+
+    // Without placeholders: --v last, CSI_ENDPOINT first, the kit's mounts and volumes first.
+    let d = csi::build_controller_deployment(&def, &i);
+    let driver = container(pod(&d), "csi-driver");
+    assert_eq!(
+        driver.args.as_deref().unwrap(),
+        ["--endpoint=$(CSI_ENDPOINT)", "--v=4"]
+    );
+
+    let table = &mut def.controller.driver;
+    table.args = ["--endpoint=$(CSI_ENDPOINT)", "--v=${LOG_LEVEL}", "--late"]
+        .map(str::to_owned)
+        .to_vec();
+    table.env = serde_json::from_value(json!([
+        {"name": "A", "value": "1"},
+        {"name": "CSI_ENDPOINT"},
+        {"name": "B", "value": "2"},
+    ]))
+    .unwrap();
+    table.volumes = serde_json::from_value(json!([
+        {"name": "keys", "mountPath": "/keys", "source": {"secret": {"secretName": "k"}}},
+    ]))
+    .unwrap();
+    table.mount_order = vec!["keys".to_owned()];
+    table.volume_order = vec!["keys".to_owned(), "socket-dir".to_owned()];
+    let d = csi::build_controller_deployment(&def, &i);
+    let driver = container(pod(&d), "csi-driver");
+    assert_eq!(
+        driver.args.as_deref().unwrap(),
+        ["--endpoint=$(CSI_ENDPOINT)", "--v=4", "--late"]
+    );
+    let env: Vec<(&str, &str)> = driver
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.as_str(), e.value.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("A", "1"),
+            (
+                "CSI_ENDPOINT",
+                "unix:///var/lib/csi/sockets/pluginproxy/csi.sock"
+            ),
+            ("B", "2")
+        ]
+    );
+    let mounts: Vec<&str> = driver
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(mounts, ["keys", "socket-dir"]);
+    let volumes: Vec<&str> = pod(&d)
+        .volumes
+        .iter()
+        .flatten()
+        .map(|v| v.name.as_str())
+        .collect();
+    // Volumes the order does not name keep their relative order, after the named ones.
+    assert_eq!(volumes, ["keys", "socket-dir", "metrics-serving-cert"]);
 }

@@ -64,7 +64,7 @@ fn aws(inputs: &Inputs) -> Option<&api::config_v1::AWSPlatformStatus> {
 pub fn tag_args(inputs: &Inputs) -> Vec<String> {
     let mut args = Vec::new();
     if let Some(id) = inputs.cluster_id.as_deref().filter(|id| !id.is_empty()) {
-        args.push(format!("--k8s-tag-cluster-id={id}"));
+        args.push(format!("{CLUSTER_ID_ARG}{id}"));
     }
     let tags: Vec<String> = aws(inputs)
         .map(|a| a.resource_tags.as_slice())
@@ -78,7 +78,8 @@ pub fn tag_args(inputs: &Inputs) -> Vec<String> {
     args
 }
 
-/// Adds [`tag_args`] to the controller's driver container.
+/// Adds [`tag_args`] to the controller's driver container: the cluster ID right after
+/// `--endpoint`, where OpenShift's asset has it, the extra tags last.
 pub fn with_tags(inputs: &Inputs, deployment: &mut Deployment) {
     let Some(container) = pod_spec(deployment).and_then(driver_container) else {
         return;
@@ -91,7 +92,17 @@ pub fn with_tags(inputs: &Inputs, deployment: &mut Deployment) {
             .to_owned();
         set_arg(container, &prefix, arg);
     }
+    let args = container.args.get_or_insert_with(Vec::new);
+    if let Some(at) = args.iter().position(|a| a.starts_with(CLUSTER_ID_ARG))
+        && let Some(endpoint) = args.iter().position(|a| a.starts_with("--endpoint="))
+        && at > endpoint + 1
+    {
+        let arg = args.remove(at);
+        args.insert(endpoint + 1, arg);
+    }
 }
+
+const CLUSTER_ID_ARG: &str = "--k8s-tag-cluster-id=";
 
 /// The EC2 endpoint of `Infrastructure.status.platformStatus.aws.serviceEndpoints`, if set.
 pub fn ec2_endpoint(inputs: &Inputs) -> Option<String> {

@@ -10,6 +10,18 @@
 //! field we stopped setting must be gone, which a subset test cannot see. For the second the
 //! applied object carries a hash of everything we applied in [`APPLIED_HASH_ANNOTATION`]: a new
 //! desired object has a new hash, so it is applied and SSA removes what we no longer own.
+//!
+//! Taking over objects another operator created ([`Applier::adopting`]). OpenShift's Go
+//! operators write with Update, not apply, so their fields stay theirs after our forced apply:
+//! a list entry we do not apply (a Service port keyed by another number, a container, an env
+//! var) survives next to ours and can make the merged object invalid, and fields we do not set
+//! stay forever. So before the first apply over an object that such a manager wrote, the
+//! applier rewrites `metadata.managedFields` (a JSON patch guarded by the observed
+//! `resourceVersion`): the former manager's Update entry becomes part of our Apply entry. The
+//! apply that follows then owns every field the former operator owned, and the API server
+//! removes those it no longer receives, as it does for fields we stop applying. Fields other
+//! managers own (the Deployment controller's revision annotation, an injected CA bundle) are
+//! left alone. A stale `resourceVersion` fails the patch and the next reconcile retries.
 
 use std::fmt::Debug;
 
@@ -38,6 +50,9 @@ pub enum Outcome {
     Updated,
     /// Someone else changed fields we own (or deleted them); they were put back.
     DriftRestored,
+    /// The object was written by a manager we take over from; its fields became ours and the
+    /// object was applied.
+    Adopted,
 }
 
 impl Outcome {
@@ -197,18 +212,131 @@ fn set_annotation(object: &mut Value, key: &str, value: &str) {
     annotations.insert(key.to_owned(), Value::String(value.to_owned()));
 }
 
+/// The JSON patch that hands `former` managers' fields of `observed` to `manager`, or `None`
+/// when no such manager has an Update entry on the main resource of `api_version`. Each such
+/// entry is removed and its field set merged into `manager`'s Apply entry (created if absent);
+/// the first operation tests the observed `resourceVersion`, so a concurrent write makes the
+/// patch fail instead of dropping an owner the patch did not see. Pure, for unit tests.
+pub fn takeover_patch(
+    observed: &Value,
+    manager: &str,
+    api_version: &str,
+    former: &[String],
+) -> Option<Value> {
+    let entries = observed.pointer("/metadata/managedFields")?.as_array()?;
+    let resource_version = observed.pointer("/metadata/resourceVersion")?.as_str()?;
+    let is_main = |e: &Value| e.get("subresource").is_none_or(|s| s.as_str() == Some(""));
+    let taken = |e: &Value| {
+        e["operation"] == "Update"
+            && e["apiVersion"] == api_version
+            && is_main(e)
+            && e["manager"]
+                .as_str()
+                .is_some_and(|m| former.iter().any(|f| f == m))
+    };
+    if !entries.iter().any(taken) {
+        return None;
+    }
+    let ours = |e: &Value| {
+        e["manager"] == manager
+            && e["operation"] == "Apply"
+            && e["apiVersion"] == api_version
+            && is_main(e)
+    };
+    let mut fields = entries
+        .iter()
+        .find(|e| ours(e))
+        .map(|e| e["fieldsV1"].clone())
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    for entry in entries.iter().filter(|e| taken(e)) {
+        merge_field_sets(&mut fields, &entry["fieldsV1"]);
+    }
+    let mut rewritten: Vec<Value> = entries
+        .iter()
+        .filter(|e| !taken(e) && !ours(e))
+        .cloned()
+        .collect();
+    rewritten.push(serde_json::json!({
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": api_version,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }));
+    Some(serde_json::json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+        {"op": "replace", "path": "/metadata/managedFields", "value": rewritten},
+    ]))
+}
+
+/// The union of two `fieldsV1` sets (trees whose leaves are empty objects).
+fn merge_field_sets(into: &mut Value, from: &Value) {
+    let (Value::Object(into), Value::Object(from)) = (into, from) else {
+        return;
+    };
+    for (key, value) in from {
+        match into.get_mut(key) {
+            Some(existing) => merge_field_sets(existing, value),
+            None => {
+                into.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
 /// Applies objects for one controller, under its own field manager.
 #[derive(Clone)]
 pub struct Applier {
     client: Client,
     params: PatchParams,
+    /// Field managers whose Update-written fields this applier takes over (see the module doc).
+    former: Vec<String>,
 }
 
 impl Applier {
     /// An applier whose field manager is `storage-operator/<controller>`.
     pub fn new(client: Client, controller: &str) -> Self {
         let params = PatchParams::apply(&format!("{FIELD_MANAGER_PREFIX}/{controller}")).force();
-        Self { client, params }
+        Self {
+            client,
+            params,
+            former: Vec::new(),
+        }
+    }
+
+    /// The same applier, taking over the fields these managers wrote with Update (the
+    /// operator ours replaces, e.g. OpenShift's `gcp-pd-csi-driver-operator`) before it applies.
+    pub fn adopting(mut self, former: &[String]) -> Self {
+        self.former = former.to_vec();
+        self
+    }
+
+    /// Sends the take-over patch when `observed` has fields of a former manager. Returns
+    /// whether it did.
+    async fn take_over(
+        &self,
+        url: &str,
+        name: &str,
+        observed: Option<&Value>,
+        api_version: &str,
+    ) -> Result<bool, kube::Error> {
+        if self.former.is_empty() {
+            return Ok(false);
+        }
+        let Some(patch) = observed
+            .and_then(|o| takeover_patch(o, self.field_manager(), api_version, &self.former))
+        else {
+            return Ok(false);
+        };
+        let manager = self.field_manager();
+        let request = http::Request::patch(format!("{url}/{name}?fieldManager={manager}"))
+            .header(http::header::CONTENT_TYPE, "application/json-patch+json")
+            .header(http::header::ACCEPT, "application/json")
+            .body(serde_json::to_vec(&patch).map_err(kube::Error::SerdeError)?)
+            .map_err(|e| kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e)))?;
+        self.client.request::<Value>(request).await?;
+        tracing::info!(object = name, manager = self.field_manager(), former = ?self.former, "took over the fields of the former operator");
+        Ok(true)
     }
 
     /// The field manager this applier writes as.
@@ -231,14 +359,43 @@ impl Applier {
         };
         let desired_value = to_value(desired).map_err(error)?;
         let observed_value = observed.map(to_value).transpose().map_err(error)?;
-        let Plan::Apply(body, outcome) = plan(&desired_value, observed_value.as_ref()) else {
-            return Ok(Outcome::Unchanged);
-        };
         let url = K::url_path(&(), desired.meta().namespace.as_deref());
-        self.send(&url, &desired.name_any(), &body)
-            .await
-            .map_err(error)?;
-        Ok(outcome)
+        self.apply_value(
+            &url,
+            &desired.name_any(),
+            &desired_value,
+            observed_value.as_ref(),
+        )
+        .await
+        .map_err(error)
+    }
+
+    /// Takes over a former manager's fields if needed, then plans and applies.
+    async fn apply_value(
+        &self,
+        url: &str,
+        name: &str,
+        desired: &Value,
+        observed: Option<&Value>,
+    ) -> Result<Outcome, kube::Error> {
+        let api_version = desired["apiVersion"].as_str().unwrap_or_default();
+        let adopted = self.take_over(url, name, observed, api_version).await?;
+        match plan(desired, observed) {
+            Plan::Apply(body, outcome) => {
+                self.send(url, name, &body).await?;
+                Ok(if adopted { Outcome::Adopted } else { outcome })
+            }
+            Plan::Skip if adopted => {
+                // Our values were there already; the apply removes what only the former
+                // manager set.
+                let Plan::Apply(body, _) = plan(desired, None) else {
+                    return Ok(Outcome::Adopted);
+                };
+                self.send(url, name, &body).await?;
+                Ok(Outcome::Adopted)
+            }
+            Plan::Skip => Ok(Outcome::Unchanged),
+        }
     }
 
     /// Applies an object of a kind without a Rust type (ServiceMonitor, CredentialsRequest).
@@ -255,14 +412,15 @@ impl Applier {
         };
         let desired_value = to_value(desired).map_err(error)?;
         let observed_value = observed.map(to_value).transpose().map_err(error)?;
-        let Plan::Apply(body, outcome) = plan(&desired_value, observed_value.as_ref()) else {
-            return Ok(Outcome::Unchanged);
-        };
         let url = DynamicObject::url_path(resource, desired.metadata.namespace.as_deref());
-        self.send(&url, &desired.name_any(), &body)
-            .await
-            .map_err(error)?;
-        Ok(outcome)
+        self.apply_value(
+            &url,
+            &desired.name_any(),
+            &desired_value,
+            observed_value.as_ref(),
+        )
+        .await
+        .map_err(error)
     }
 }
 
@@ -391,6 +549,71 @@ mod tests {
             .unwrap()
             .clear();
         assert_eq!(hash_of(&stamped), hash_of(&without));
+    }
+
+    fn entry(manager: &str, operation: &str, fields: Value) -> Value {
+        json!({"manager": manager, "operation": operation, "apiVersion": "v1",
+               "fieldsType": "FieldsV1", "fieldsV1": fields})
+    }
+
+    #[test]
+    fn a_former_managers_update_entry_joins_ours() {
+        let observed = json!({"metadata": {"resourceVersion": "7", "managedFields": [
+            entry("old-operator", "Update", json!({"f:spec": {"f:ports": {"k:{\"port\":443,\"protocol\":\"TCP\"}": {}}}})),
+            entry("ours", "Apply", json!({"f:spec": {"f:selector": {}}})),
+            entry("kube-controller-manager", "Update", json!({"f:metadata": {"f:annotations": {}}})),
+            entry("old-operator", "Update", json!({"f:status": {}})).as_object().map(|e| {
+                let mut e = e.clone();
+                e.insert("subresource".into(), json!("status"));
+                Value::Object(e)
+            }).unwrap(),
+        ]}});
+        let former = ["old-operator".to_owned()];
+        let patch = takeover_patch(&observed, "ours", "v1", &former).unwrap();
+        assert_eq!(
+            patch[0],
+            json!({"op": "test", "path": "/metadata/resourceVersion", "value": "7"})
+        );
+        let entries = patch[1]["value"].as_array().unwrap();
+        let managers: Vec<(&str, &str)> = entries
+            .iter()
+            .map(|e| {
+                (
+                    e["manager"].as_str().unwrap(),
+                    e["operation"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        // Others' entries and the former manager's status entry stay; ours comes last.
+        assert_eq!(
+            managers,
+            [
+                ("kube-controller-manager", "Update"),
+                ("old-operator", "Update"),
+                ("ours", "Apply")
+            ]
+        );
+        assert_eq!(entries[1]["subresource"], "status");
+        assert_eq!(
+            entries[2]["fieldsV1"],
+            json!({"f:spec": {"f:selector": {}, "f:ports": {"k:{\"port\":443,\"protocol\":\"TCP\"}": {}}}})
+        );
+    }
+
+    #[test]
+    fn nothing_to_take_over_without_a_former_update_entry() {
+        let former = ["old-operator".to_owned()];
+        let applied_by_it = json!({"metadata": {"resourceVersion": "7", "managedFields": [
+            entry("old-operator", "Apply", json!({"f:data": {}})),
+        ]}});
+        assert_eq!(takeover_patch(&applied_by_it, "ours", "v1", &former), None);
+        let other_version = json!({"metadata": {"resourceVersion": "7", "managedFields": [
+            entry("old-operator", "Update", json!({"f:data": {}})),
+        ]}});
+        assert_eq!(takeover_patch(&other_version, "ours", "v2", &former), None);
+        let nobody = json!({"metadata": {"resourceVersion": "7"}});
+        assert_eq!(takeover_patch(&nobody, "ours", "v1", &former), None);
+        assert_eq!(takeover_patch(&other_version, "ours", "v1", &[]), None);
     }
 
     #[test]

@@ -231,3 +231,107 @@ async fn controllers_own_their_conditions_on_a_shared_status() {
     assert!(observed.condition("AAvailable").is_none());
     assert!(observed.condition("BDegraded").is_some());
 }
+
+/// Another operator created the objects with plain writes (as OpenShift's Go operators do):
+/// the applier takes its fields over, so what it set and we do not is removed instead of being
+/// merged next to ours, and what a third manager owns stays.
+#[tokio::test]
+async fn adopting_takes_over_a_former_managers_fields() {
+    use k8s_openapi::api::core::v1::Service;
+
+    let cluster = testkit::Cluster::start().await;
+    let former = cluster.client_with_agent("gcp-pd-csi-driver-operator");
+    let services: Api<Service> = Api::namespaced(former.clone(), "default");
+    let old: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "metrics", "namespace": "default", "labels": {"old": "1"}},
+        "spec": {"ports": [
+            {"name": "provisioner-m", "port": 443, "protocol": "TCP", "targetPort": "provisioner-m"},
+            {"name": "attacher-m", "port": 444, "protocol": "TCP", "targetPort": "attacher-m"}],
+            "selector": {"app": "controller"}}
+    }))
+    .unwrap();
+    services.create(&PostParams::default(), &old).await.unwrap();
+    // A third manager's label.
+    Api::<Service>::namespaced(cluster.client_with_agent("someone-else"), "default")
+        .patch(
+            "metrics",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"other": "1"}}})),
+        )
+        .await
+        .unwrap();
+    let desired: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "metrics", "namespace": "default"},
+        "spec": {"ports": [
+            {"name": "provisioner-m", "port": 9202, "protocol": "TCP", "targetPort": "provisioner-m"},
+            {"name": "attacher-m", "port": 9203, "protocol": "TCP", "targetPort": "attacher-m"}],
+            "selector": {"app": "controller"}}
+    }))
+    .unwrap();
+    let admin: Api<Service> = Api::namespaced(cluster.client(), "default");
+
+    // Without taking over, the apply merges both sets of ports and the API server refuses it.
+    let plain = Applier::new(cluster.client_with_agent("operator"), "metrics");
+    let observed = admin.get("metrics").await.unwrap();
+    let error = plain.apply(&desired, Some(&observed)).await.unwrap_err();
+    assert_eq!(error.category(), "invalid", "{error}");
+
+    let applier = plain.adopting(&["gcp-pd-csi-driver-operator".to_owned()]);
+    assert_eq!(
+        applier.apply(&desired, Some(&observed)).await.unwrap(),
+        Outcome::Adopted
+    );
+    let served = admin.get("metrics").await.unwrap();
+    let ports: Vec<i32> = served
+        .spec
+        .as_ref()
+        .unwrap()
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.port)
+        .collect();
+    assert_eq!(ports, [9202, 9203]);
+    let labels = served.metadata.labels.clone().unwrap();
+    assert_eq!(
+        labels.get("old"),
+        None,
+        "the former operator's label is gone"
+    );
+    assert_eq!(labels.get("other").map(String::as_str), Some("1"));
+    let managers: Vec<String> = served
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| m.manager.clone().unwrap())
+        .collect();
+    assert!(
+        !managers.iter().any(|m| m == "gcp-pd-csi-driver-operator"),
+        "{managers:?}"
+    );
+    // Defaults the former operator had written are defaults again.
+    assert_eq!(
+        served.spec.as_ref().unwrap().session_affinity.as_deref(),
+        Some("None")
+    );
+
+    // Then it is ours like any other object: nothing more to send.
+    assert_eq!(
+        applier.apply(&desired, Some(&served)).await.unwrap(),
+        Outcome::Unchanged
+    );
+    // A stale observation fails the take-over instead of dropping unseen owners.
+    services
+        .patch(
+            "metrics",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"again": "1"}}})),
+        )
+        .await
+        .unwrap();
+    let error = applier.apply(&desired, Some(&observed)).await.unwrap_err();
+    assert_eq!(error.category(), "invalid", "{error}");
+}

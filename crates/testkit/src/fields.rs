@@ -577,7 +577,10 @@ impl Entry {
         m.insert("manager".into(), Value::String(self.manager.clone()));
         m.insert("operation".into(), Value::String(self.operation.clone()));
         m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
-        m.insert("time".into(), Value::String(self.time.clone()));
+        // A client may write an entry without a time; the apiserver keeps it so.
+        if !self.time.is_empty() {
+            m.insert("time".into(), Value::String(self.time.clone()));
+        }
         m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
         m.insert("fieldsV1".into(), self.set.to_json());
         if let Some(s) = &self.subresource {

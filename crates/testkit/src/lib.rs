@@ -41,7 +41,8 @@
 //!   removal of fields a manager stops applying when it owned them alone, identical re-apply
 //!   being a no-op (no new resourceVersion), `/status` applies, 422 without `fieldManager`.
 //! - Update-operation managed fields for PUT/merge/JSON/strategic patches, `managedFields: [{}]`
-//!   reset.
+//!   reset, and managedFields a write to the main resource supplies replacing the stored ones
+//!   (how a client moves another manager's fields to itself).
 //! - Watches: ADDED/MODIFIED/DELETED from a resourceVersion, synthetic ADDED without one,
 //!   label/field selector transitions (leaving the selector is a DELETED with the old labels),
 //!   BOOKMARKs when asked, `410 Expired` ERROR events for versions older than the history.

@@ -1295,15 +1295,25 @@ fn finish_write(
         m.insert("kind".into(), json!(def.kind));
     }
     validate::validate(def, &new, Some(old), status_sub)?;
+    // An update that leaves out a Service's allocated IPs keeps them (nobody gains them).
+    if def.group.is_empty() && def.plural == "services" {
+        for k in ["clusterIP", "clusterIPs"] {
+            if new["spec"].get(k).is_none()
+                && let (Some(v), Some(spec)) = (old["spec"].get(k), new["spec"].as_object_mut())
+            {
+                spec.insert(k.into(), v.clone());
+            }
+        }
+    }
     defaults::apply_defaults(&def.group, &def.plural, &mut new);
     defaults::apply_strategy_defaults(&def.group, &def.plural, &mut new, 0);
     let now = st.now();
     match managed {
-        Managed::Update { reset } => {
-            let mut entries = if reset {
-                Vec::new()
-            } else {
-                fields::read_entries(old)
+        Managed::Update { reset, supplied } => {
+            let mut entries = match supplied {
+                _ if reset => Vec::new(),
+                Some(entries) => entries,
+                None => fields::read_entries(old),
             };
             if reset {
                 fields::write_entries(&mut new, &entries);
@@ -1355,8 +1365,12 @@ fn finish_write(
 }
 
 enum Managed {
-    /// Record an Update operation (reset: the write cleared managedFields with `[{}]`).
-    Update { reset: bool },
+    /// Record an Update operation (reset: the write cleared managedFields with `[{}]`;
+    /// supplied: the write carried managedFields of its own, which replace the stored ones).
+    Update {
+        reset: bool,
+        supplied: Option<Vec<fields::Entry>>,
+    },
     /// Managed fields already computed (apply).
     Keep,
 }
@@ -1393,6 +1407,26 @@ fn spec_changed(def: &ResourceDef, old: &Value, new: &Value) -> bool {
     }
     // Deployments (and other apps kinds) also bump on annotation changes.
     def.group == "apps" && old["metadata"].get("annotations") != new["metadata"].get("annotations")
+}
+
+/// The managedFields a write to the main resource carries, when they are a non-empty list of
+/// entries the apiserver can decode: it then takes them as the object's managed fields before
+/// recording the write itself (how a client rewrites ownership, e.g. to take over another
+/// manager's fields). Writes to a subresource, and lists it cannot decode, keep the stored ones.
+fn supplied_entries(body: &Value, t: &Target) -> Option<Vec<fields::Entry>> {
+    if t.sub.is_some() || managed_reset(body) {
+        return None;
+    }
+    let list = body["metadata"]["managedFields"].as_array()?;
+    let decodable = |e: &Value| {
+        e["manager"].is_string()
+            && e["operation"]
+                .as_str()
+                .is_some_and(|o| o == "Apply" || o == "Update")
+            && e["fieldsType"].as_str() == Some("FieldsV1")
+            && e["fieldsV1"].is_object()
+    };
+    (!list.is_empty() && list.iter().all(decodable)).then(|| fields::read_entries(body))
 }
 
 fn managed_reset(body: &Value) -> bool {
@@ -1439,6 +1473,7 @@ fn update(
         return Err(ApiError::conflict(&t.def.plural, &t.def.group, name));
     }
     let reset = managed_reset(&body);
+    let supplied = supplied_entries(&body, t);
     if let Some(m) = body["metadata"].as_object_mut() {
         m.remove("managedFields");
     }
@@ -1450,7 +1485,7 @@ fn update(
         &old,
         body,
         &manager,
-        Managed::Update { reset },
+        Managed::Update { reset, supplied },
         dry_run(req),
     )
 }
@@ -1557,6 +1592,9 @@ fn patch_req(
         .details(json!({"causes": [{"reason": "FieldValueInvalid", "field": "patch"}]}))
     })?;
     let reset = managed_reset(&new);
+    // A patch that leaves managedFields as they were does not supply any.
+    let supplied = supplied_entries(&new, t)
+        .filter(|_| new["metadata"].get("managedFields") != old["metadata"].get("managedFields"));
     if let Some(m) = new["metadata"].as_object_mut() {
         m.remove("managedFields");
         if reset {
@@ -1574,7 +1612,7 @@ fn patch_req(
         &old,
         new,
         &manager,
-        Managed::Update { reset },
+        Managed::Update { reset, supplied },
         dry_run(req),
     )
 }

@@ -1,6 +1,6 @@
 //! Validation producing the apiserver's `422 Invalid` bodies for the rules tests are likely to hit:
 //! object names, ConfigMap keys, finalizer names and additions during deletion, owner references,
-//! Deployment selectors, immutable StorageClass fields, events.k8s.io `eventTime`, and the
+//! Deployment selectors, unique Service port names, immutable StorageClass fields, events.k8s.io `eventTime`, and the
 //! structural-schema checks of custom resources (type, required, enum, minimum/maximum).
 
 use serde_json::Value;
@@ -106,6 +106,23 @@ pub fn validate(
                             f.into(),
                         ));
                     }
+                }
+            }
+        }
+        ("", "services") => {
+            // Port names are unique (a server-side apply can merge two ports of one name: the
+            // list is keyed by port and protocol).
+            let ports = obj["spec"]["ports"].as_array().map(Vec::as_slice);
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, port) in ports.unwrap_or_default().iter().enumerate() {
+                if let Some(n) = port["name"].as_str()
+                    && !seen.insert(n)
+                {
+                    causes.push((
+                        "FieldValueDuplicate",
+                        format!("Duplicate value: \"{n}\""),
+                        format!("spec.ports[{i}].name"),
+                    ));
                 }
             }
         }

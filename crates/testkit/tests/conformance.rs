@@ -147,6 +147,7 @@ const SCENARIOS: &[&str] = &[
     "15-events",
     "16-leases",
     "17-status-subresource",
+    "18-managed-fields-takeover",
 ];
 
 fn load(name: &str) -> Value {
@@ -269,8 +270,11 @@ fn learn(rec: &Value, rep: &Value, maps: &mut Maps, errors: &mut Vec<String>) {
 fn translate_body(v: &mut Value, maps: &Maps) {
     match v {
         Value::Object(m) => {
+            // A JSON patch `test` op guarding a write with the object's resourceVersion.
+            let tests_rv =
+                m.get("path").and_then(Value::as_str) == Some("/metadata/resourceVersion");
             for (k, x) in m.iter_mut() {
-                if k == "resourceVersion" {
+                if k == "resourceVersion" || (tests_rv && k == "value") {
                     if let Value::String(s) = x {
                         *s = maps.map_rv(s);
                     }

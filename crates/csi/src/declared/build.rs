@@ -190,6 +190,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         metrics: None,
         privileged: false,
         volumes: Vec::new(),
+        mount_order: Vec::new(),
+        volume_order: Vec::new(),
     };
     let csi = spec.csi_driver.clone().unwrap_or_default();
     DriverDef {
@@ -200,6 +202,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         object_prefix: cd.metadata.name.clone().unwrap_or_default(),
         cluster_role_prefix: spec.driver_name.clone(),
         removable: true,
+        adopt_from: Vec::new(),
         // The declared controller keeps its own finalizer while PersistentVolumes exist.
         removal_blocked_by_volumes: false,
         copied_config_maps: Vec::new(),
@@ -233,12 +236,15 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
                 })
                 .collect(),
             liveness_probe_args: probe_args.clone(),
+            pod_labels: Default::default(),
+            safe_to_evict_local_volumes: Vec::new(),
         },
         node: NodeDef {
             host_network: node_host_network,
             extra_rules: Vec::new(),
             driver: driver(node_healthz),
             registrar_healthz_port: registrar_healthz,
+            inject_proxy: true,
             liveness_probe_args: probe_args,
         },
         csi_driver: CSIDriverDef {

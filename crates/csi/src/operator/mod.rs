@@ -242,7 +242,10 @@ pub async fn run_with_extras(
     let name = operator_name(&def);
     let appliers = Group::ALL
         .into_iter()
-        .map(|g| (g, Applier::new(client.clone(), &g.controller(&def))))
+        .map(|g| {
+            let applier = Applier::new(client.clone(), &g.controller(&def));
+            (g, applier.adopting(&def.adopt_from))
+        })
         .collect();
     let recorder = Recorder::new(
         client.clone(),

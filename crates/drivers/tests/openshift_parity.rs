@@ -1,0 +1,162 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Our operands against OpenShift's, driver by driver.
+//!
+//! The reference is OpenShift's operator's generated assets, committed under
+//! `tests/fixtures/openshift/<driver>/` (see the README there for where each set comes from).
+//! We render the same driver for the inputs those assets assume (an HA OpenShift cluster, log
+//! level Normal, the Intermediate TLS profile, images from the same environment variables) and
+//! compare field by field. Every difference must be listed, with its reason, in the driver's
+//! `src/<module>.openshift-differences.yaml`; the test fails when a difference is not listed
+//! and when a listed one no longer exists.
+//!
+//! Only what cannot match is normalised: placeholders OpenShift substitutes at run time are
+//! substituted with the values our inputs use (images are fed to us as the literal
+//! `${..._IMAGE}` strings, so both sides carry the same text), hash annotations are dropped,
+//! and empty lists are dropped as Go's encoder drops them.
+
+#[path = "openshift_parity/diff.rs"]
+mod diff;
+#[path = "openshift_parity/fixtures.rs"]
+mod fixtures;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use csi::{Inputs, Topology};
+use diff::{Difference, ExpectedList};
+use rstest::rstest;
+use serde_json::Value;
+
+const CIPHERS: &[&str] = &[
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+];
+const MIN_TLS: &str = "VersionTLS12";
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// OpenShift's objects for a driver, with its run-time placeholders substituted.
+fn openshift_objects(fixture: &str, namespace: &str) -> Vec<Value> {
+    let ciphers: Vec<String> = CIPHERS.iter().map(|c| (*c).to_owned()).collect();
+    let substitutions = fixtures::common_substitutions(namespace, &ciphers, MIN_TLS);
+    fixtures::load(fixture, &substitutions)
+        .into_iter()
+        .map(|mut v| {
+            diff::drop_hash_annotations(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// Our objects for the inputs OpenShift's assets assume.
+fn our_objects(short_name: &str) -> (Vec<Value>, String) {
+    let def = drivers::by_name(short_name).unwrap();
+    let i = &def.images;
+    let mut env = BTreeMap::new();
+    for image in [
+        &i.driver,
+        &i.provisioner,
+        &i.attacher,
+        &i.resizer,
+        &i.snapshotter,
+        &i.node_driver_registrar,
+        &i.liveness_probe,
+        &i.kube_rbac_proxy,
+    ]
+    .into_iter()
+    .chain(def.extra_images.values())
+    {
+        env.insert(image.env.clone(), format!("${{{}}}", image.env));
+    }
+    let mut inputs = Inputs::offline(&def, Topology::HighlyAvailable, &env);
+    inputs.cluster_id = Some("${CLUSTER_ID}".to_owned());
+    inputs.tls.min_version = Some(MIN_TLS.to_owned());
+    inputs.tls.cipher_suites = CIPHERS.iter().map(|c| (*c).to_owned()).collect();
+    let objects = csi::render(&def, &inputs)
+        .into_iter()
+        .map(|mut v| {
+            fixtures::normalise(&mut v);
+            diff::drop_hash_annotations(&mut v);
+            v
+        })
+        .collect();
+    (objects, def.namespace.clone())
+}
+
+fn expected_list(module: &str) -> (PathBuf, ExpectedList) {
+    let path = manifest_dir().join(format!("src/{module}.openshift-differences.yaml"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let list =
+        serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+    (path, list)
+}
+
+fn yaml(v: &Option<Value>) -> String {
+    match v {
+        None => "(absent)".to_owned(),
+        Some(v) => serde_json::to_string(v).unwrap(),
+    }
+}
+
+#[rstest]
+#[case::gcp_pd("gcp-pd", "gcp-pd")]
+#[case::aws_ebs("aws-ebs", "aws-ebs")]
+fn operands_match_openshift_but_for_the_listed_differences(
+    #[case] short_name: &str,
+    #[case] fixture: &str,
+) {
+    let (ours, namespace) = our_objects(short_name);
+    let openshift = openshift_objects(fixture, &namespace);
+    let actual: Vec<Difference> = diff::diff_objects(&ours, &openshift);
+    let module = short_name.replace('-', "_");
+    let (path, expected) = expected_list(&module);
+    assert!(!expected.reference.trim().is_empty());
+
+    let unlisted: Vec<&Difference> = actual
+        .iter()
+        .filter(|d| !expected.differences.iter().any(|e| e.matches(d)))
+        .collect();
+    let stale: Vec<&diff::Expected> = expected
+        .differences
+        .iter()
+        .filter(|e| !actual.iter().any(|d| e.matches(d)))
+        .collect();
+    let mut report = String::new();
+    for d in &unlisted {
+        report.push_str(&format!(
+            "  unlisted: {}\n      ours:      {}\n      openshift: {}\n",
+            d.at,
+            yaml(&d.ours),
+            yaml(&d.openshift)
+        ));
+    }
+    for e in &stale {
+        report.push_str(&format!(
+            "  listed ({:?}) but not found: {} (ours: {}, openshift: {}, only: {:?})\n",
+            e.kind,
+            e.at,
+            yaml(&e.ours),
+            yaml(&e.openshift),
+            e.only
+        ));
+    }
+    assert!(
+        report.is_empty(),
+        "{short_name}: our operands and OpenShift's differ other than as {} lists:\n{report}",
+        path.display()
+    );
+    for e in &expected.differences {
+        assert!(
+            !e.why.trim().is_empty(),
+            "{}: {} has no reason",
+            path.display(),
+            e.at
+        );
+    }
+}

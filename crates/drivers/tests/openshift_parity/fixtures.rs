@@ -1,0 +1,85 @@
+//! OpenShift's generated assets, committed under `tests/fixtures/openshift/<driver>/`, as JSON
+//! objects with the placeholders OpenShift's operator substitutes at run time replaced.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// Every object of a driver's fixture directory (`*.yaml`, one object a file, sorted by file
+/// name), each placeholder `(from, to)` replaced in the text first, then [`normalise`]d.
+pub fn load(fixture: &str, substitutions: &[(String, String)]) -> Vec<Value> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/openshift")
+        .join(fixture);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
+    files
+        .iter()
+        .map(|path| {
+            let mut text = std::fs::read_to_string(path).unwrap();
+            for (from, to) in substitutions {
+                text = text.replace(from, to);
+            }
+            let mut v: Value = serde_saphyr::from_str(&text)
+                .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+            normalise(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// The placeholders of OpenShift's assets that do not depend on the driver: namespaces, log
+/// level Normal, leader election timings, the TLS profile given, the Default feature set.
+pub fn common_substitutions(
+    namespace: &str,
+    ciphers: &[String],
+    min_tls: &str,
+) -> Vec<(String, String)> {
+    [
+        ("${NAMESPACE}", namespace.to_owned()),
+        ("${NODE_NAMESPACE}", namespace.to_owned()),
+        ("${LOG_LEVEL}", "2".to_owned()),
+        ("${LEADER_ELECTION_LEASE_DURATION}", "137s".to_owned()),
+        ("${LEADER_ELECTION_RENEW_DEADLINE}", "107s".to_owned()),
+        ("${LEADER_ELECTION_RETRY_PERIOD}", "26s".to_owned()),
+        ("${TLS_CIPHER_SUITES}", ciphers.join(",")),
+        ("${TLS_MIN_VERSION}", min_tls.to_owned()),
+        // Set only with the MutableCSINodeAllocatableCount feature gate (not in Default).
+        ("${NODE_ALLOCATABLE_UPDATE_PERIOD_SECONDS}", String::new()),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b))
+    .collect()
+}
+
+/// What Go's encoder would write for the same object: no `null`s and no empty lists (every
+/// list field of the Kubernetes API is `omitempty`, so `env: []` in an asset never reaches the
+/// API server). Empty maps stay: `emptyDir: {}` is a pointer to an empty struct and is kept.
+pub fn normalise(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|_, x| !(x.is_null() || x.as_array().is_some_and(Vec::is_empty)));
+            map.values_mut().for_each(normalise);
+        }
+        Value::Array(list) => list.iter_mut().for_each(normalise),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalise_drops_empty_lists_keeps_empty_maps() {
+        let mut v = json!({"env": [], "emptyDir": {}, "x": null, "l": [{"env": []}]});
+        normalise(&mut v);
+        assert_eq!(v, json!({"emptyDir": {}, "l": [{}]}));
+    }
+}
