@@ -29,6 +29,18 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// Where volumes are provisioned from.
+    pub enum Provisioning {
+        /// By external-provisioner in the controller pod, for the whole cluster.
+        Central = "Central",
+        /// By an external-provisioner in every node pod, each for the volumes of its own node
+        /// (external-provisioner's distributed provisioning, `--node-deployment`): for
+        /// node-local storage, whose controller service must run next to the node service.
+        Distributed = "Distributed",
+    }
+}
+
 fn free_form(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
@@ -83,6 +95,13 @@ pub struct CSIDriverDeploymentSpec {
     /// Optional controller sidecars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sidecars: Option<SidecarsSpec>,
+    /// Central (when unset): external-provisioner runs in the controller pod. Distributed:
+    /// it runs in every node pod and provisions volumes on that node only, for node-local
+    /// storage whose driver keeps volumes where it runs; its StorageClasses must then be
+    /// WaitForFirstConsumer, and the controller pod (still optional) runs only the other
+    /// sidecars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning: Option<Provisioning>,
     /// Controller replicas; as for the built-in drivers (by topology) when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10))]

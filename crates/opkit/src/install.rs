@@ -112,6 +112,9 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
                     containers: vec![Container {
                         name: spec.container,
                         image: Some(spec.image),
+                        // Pulled only when the node lacks it, whatever the tag: the image
+                        // may have been imported on the node with no registry to pull from.
+                        image_pull_policy: Some("IfNotPresent".into()),
                         args: Some(spec.args),
                         env: Some(env),
                         ports: Some(vec![ContainerPort {

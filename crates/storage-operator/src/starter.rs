@@ -400,6 +400,8 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
     let container = Container {
         name: "operator".into(),
         image: Some(inputs.operator_image.clone()),
+        // As OpenShift's operands: a node pulls an image it lacks, never one it has.
+        image_pull_policy: Some("IfNotPresent".into()),
         args: Some(vec!["driver".into(), entry.short_name.into()]),
         env: Some(env_vars),
         resources: Some(ResourceRequirements {

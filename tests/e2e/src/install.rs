@@ -33,6 +33,54 @@ pub async fn storage_operator(admin: &Client) -> Identity {
     .await
 }
 
+/// The environment variable naming the operator's image on the node (imported there, e.g. by
+/// `.ci/run` with `image/build.sh` and `ctr images import`), for the tests that run the
+/// operator as a pod.
+pub const OPERATOR_IMAGE_ENV: &str = "E2E_OPERATOR_IMAGE";
+
+/// The operator image the node has, or a panic saying how to provide one.
+pub fn operator_image() -> String {
+    std::env::var(OPERATOR_IMAGE_ENV).unwrap_or_else(|_| {
+        panic!(
+            "set {OPERATOR_IMAGE_ENV} to an image of this repository's binary that the node has: cargo build -p cli && image/build.sh --binary target/debug/storage-operator --tag localhost/storage-operator:e2e && ctr -n k8s.io images import target/image/storage-operator.tar"
+        )
+    })
+}
+
+/// Applies the Deployment of `deploy/kubernetes/storage-operator.yaml` with `image` (as
+/// `kubectl apply` and `kubectl set image` would), after [`storage_operator`] installed the rest.
+/// Returns its namespace and name.
+pub async fn storage_operator_deployment(admin: &Client, image: &str) -> (String, String) {
+    let source = "deploy/kubernetes/storage-operator.yaml";
+    let documents: Vec<Value> = serde_saphyr::from_multiple(STORAGE_OPERATOR)
+        .unwrap_or_else(|e| panic!("parsing {source}: {e}"));
+    let mut deployment = documents
+        .into_iter()
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap_or_else(|| panic!("{source} has no Deployment"));
+    let containers = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap_or_else(|| panic!("the Deployment of {source} has no containers"));
+    for container in containers {
+        container["image"] = Value::from(image);
+        for env in container["env"].as_array_mut().into_iter().flatten() {
+            if env["name"] == "OPERATOR_IMAGE" {
+                env["value"] = Value::from(image);
+            }
+        }
+    }
+    let namespace = deployment["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let name = deployment["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    apply_value(admin, deployment, source).await;
+    (namespace, name)
+}
+
 /// Installs `deploy/kubernetes/builds.yaml` but its Deployment, and returns the build
 /// controller's identity (`storage-operator-builds/storage-operator-builds`). The Build CRD is
 /// left out where something else already serves Builds (OpenShift's openshift-apiserver).

@@ -28,6 +28,7 @@ pub mod cso;
 pub mod driver;
 pub mod identity;
 pub mod install;
+pub mod node;
 
 use std::time::Duration;
 

@@ -5,10 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use api::csidriver_v1alpha1::{CSIDriverDeployment, NodeUpdateStrategy, StorageClassTemplate};
+use api::csidriver_v1alpha1::{
+    CSIDriverDeployment, NodeUpdateStrategy, Provisioning, StorageClassTemplate,
+};
 use k8s_openapi::api::apps::v1::{DaemonSetUpdateStrategy, Deployment};
 use k8s_openapi::api::core::v1::{
-    Container, HostPathVolumeSource, PodTemplateSpec, SecurityContext, Volume, VolumeMount,
+    Container, EnvVar, EnvVarSource, HostPathVolumeSource, ObjectFieldSelector, PodTemplateSpec,
+    SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -119,14 +122,23 @@ fn node_ports(driver_name: &str, host_network: bool) -> (u16, u16) {
     (base, base + 1)
 }
 
-/// The controller sidecars: the provisioner whenever there is a controller, the attacher when
-/// volumes are attached (`attachRequired`, true unless set false), then the optional ones.
+/// Whether external-provisioner runs in the node pods (`provisioning: Distributed`).
+pub fn distributed(cd: &CSIDriverDeployment) -> bool {
+    cd.spec.provisioning == Some(Provisioning::Distributed)
+}
+
+/// The controller sidecars: the provisioner whenever there is a controller and provisioning is
+/// central, the attacher when volumes are attached (`attachRequired`, true unless set false),
+/// then the optional ones.
 pub fn sidecars(cd: &CSIDriverDeployment) -> Vec<SidecarKind> {
     let spec = &cd.spec;
     if spec.driver_controller_template.is_none() {
         return Vec::new();
     }
-    let mut kinds = vec![SidecarKind::Provisioner];
+    let mut kinds = Vec::new();
+    if !distributed(cd) {
+        kinds.push(SidecarKind::Provisioner);
+    }
     let attach = spec
         .csi_driver
         .as_ref()
@@ -354,12 +366,23 @@ fn binding(def: &DriverDef, name: String, role: &str, sa: String) -> ClusterRole
 fn cluster_rbac(
     def: &DriverDef,
     inputs: &DeclaredInputs,
+    distributed: bool,
 ) -> Vec<(ClusterRole, ClusterRoleBinding)> {
     let shared = rbac::build_shared_sidecar_cluster_roles();
     let mut out = Vec::new();
-    for sidecar in &def.controller.sidecars {
+    // (sidecar, the ServiceAccount of the pod it runs in)
+    let mut in_use: Vec<(SidecarKind, String)> = def
+        .controller
+        .sidecars
+        .iter()
+        .map(|s| (s.kind, names::controller_sa(def)))
+        .collect();
+    if distributed {
+        in_use.insert(0, (SidecarKind::Provisioner, names::node_sa(def)));
+    }
+    for (kind, sa) in in_use {
         let mut rules: Vec<PolicyRule> = Vec::new();
-        for (_, shared_name) in rbac::sidecar_role_refs(sidecar.kind) {
+        for (_, shared_name) in rbac::sidecar_role_refs(kind) {
             if let Some(role) = shared
                 .iter()
                 .find(|r| r.metadata.name.as_deref() == Some(shared_name))
@@ -367,7 +390,7 @@ fn cluster_rbac(
                 rules.extend(role.rules.clone().unwrap_or_default());
             }
         }
-        let short = sidecar.kind.short_name();
+        let short = kind.short_name();
         let role_name = format!("{}-csi-{short}-role", def.cluster_role_prefix);
         out.push((
             ClusterRole {
@@ -379,7 +402,7 @@ fn cluster_rbac(
                 def,
                 format!("{}-csi-{short}-binding", def.cluster_role_prefix),
                 &role_name,
-                names::controller_sa(def),
+                sa,
             ),
         ));
     }
@@ -571,6 +594,39 @@ fn build_deployment(
     deployment
 }
 
+/// external-provisioner in a node pod (distributed provisioning): it provisions only the
+/// claims whose pod was scheduled to its node (`volume.kubernetes.io/selected-node`), so it
+/// needs no leader election, the node's name, and `--strict-topology` so the driver is asked
+/// for exactly that node.
+fn node_provisioner(image: &str, kit: &Inputs) -> Container {
+    let mut c = workloads::operand_container(
+        &SidecarKind::Provisioner.container_name(),
+        image,
+        vec![
+            format!("--csi-address=/csi/{KIT_SOCKET_FILE}"),
+            "--node-deployment=true".to_owned(),
+            "--strict-topology=true".to_owned(),
+            "--immediate-topology=false".to_owned(),
+            "--feature-gates=Topology=true".to_owned(),
+            "--extra-create-metadata=true".to_owned(),
+            format!("--v={}", kit.verbosity()),
+        ],
+    );
+    c.env = Some(vec![EnvVar {
+        name: "NODE_NAME".to_owned(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "spec.nodeName".to_owned(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }]);
+    c.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+    c
+}
+
 fn build_daemon_set(
     cd: &CSIDriverDeployment,
     def: &DriverDef,
@@ -588,6 +644,12 @@ fn build_daemon_set(
             });
         }
         if let Some(pod) = spec.template.spec.as_mut() {
+            if distributed(cd) {
+                // After the kit's driver container, which `adopt` replaces by the user's.
+                let at = pod.containers.len().min(1);
+                pod.containers
+                    .insert(at, node_provisioner(&kit.images.provisioner, kit));
+            }
             for c in pod.containers.iter_mut().skip(1) {
                 retarget_container(c, socket.1, &kubelet_dir);
                 let command = c
@@ -686,7 +748,9 @@ pub fn build_operands(cd: &CSIDriverDeployment, inputs: &DeclaredInputs) -> Vec<
             .filter(|sa| has_controller || sa.metadata.name.as_ref() != Some(&controller_sa))
             .map(Operand::ServiceAccount),
     );
-    let (roles, bindings): (Vec<_>, Vec<_>) = cluster_rbac(&def, inputs).into_iter().unzip();
+    let (roles, bindings): (Vec<_>, Vec<_>) = cluster_rbac(&def, inputs, distributed(cd))
+        .into_iter()
+        .unzip();
     out.extend(roles.into_iter().map(Operand::ClusterRole));
     out.extend(bindings.into_iter().map(Operand::ClusterRoleBinding));
     if has_controller {

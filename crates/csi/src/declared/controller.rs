@@ -57,7 +57,7 @@ use crate::status::{
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// Reason of Degraded when objects could not be written.
 pub const REASON_SYNC_FAILED: &str = "SyncFailed";
-/// Reason of Degraded while PersistentVolumes keep the CSIDriver and StorageClasses.
+/// Reason of Degraded while PersistentVolumes of the driver hold back its removal.
 pub const REASON_VOLUMES_IN_USE: &str = "VolumesInUse";
 /// Reason of the workload conditions when all is well.
 pub const REASON_AS_EXPECTED: &str = "AsExpected";
@@ -617,22 +617,38 @@ struct Pass {
     problems: Vec<Invalid>,
     failures: Vec<String>,
     volumes_in_use: usize,
+    /// The uninstall waits for the volumes (everything is held back, not only the CSIDriver
+    /// and StorageClasses).
+    uninstall_held: bool,
     children: Vec<GenerationHistory>,
     removed: bool,
 }
 
-/// Deletes the given operands, keeping the CSIDriver and StorageClasses while volumes exist.
-/// Returns the failures and whether something was held back.
+/// What [`remove`] deletes while PersistentVolumes of the driver exist.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Removal {
+    /// Operands the spec no longer wants: all but the CSIDriver and StorageClasses.
+    Stale,
+    /// The whole driver (Removed, or the object deleted): nothing at all, because the volumes
+    /// still need every part of it: the provisioner and its RBAC to delete them, the node
+    /// pods to unmount them.
+    Uninstall,
+}
+
+/// Deletes the given operands, holding back what the driver's existing volumes need (see
+/// [`Removal`]); failures and what was held back go into `pass`.
 async fn remove(
     context: &Context,
     cd: &CSIDriverDeployment,
     doomed: Vec<Existing>,
+    removal: Removal,
     pass: &mut Pass,
 ) {
     let volumes = volumes_of(context, &cd.spec.driver_name);
     for object in doomed {
-        if holds_volumes(object.0) && volumes > 0 {
+        if volumes > 0 && (removal == Removal::Uninstall || holds_volumes(object.0)) {
             pass.volumes_in_use = volumes;
+            pass.uninstall_held |= removal == Removal::Uninstall;
             continue;
         }
         if let Err(error) = delete(context, &object).await {
@@ -657,7 +673,7 @@ async fn reconcile(
             .filter(|(_, ns, _)| ns.is_none())
             .collect();
         let left = !cluster_scoped.is_empty();
-        remove(context, cd, cluster_scoped, &mut pass).await;
+        remove(context, cd, cluster_scoped, Removal::Uninstall, &mut pass).await;
         if !left {
             // Everything is gone from the caches: nothing of ours is left.
             return set_finalizer(context, cd, false)
@@ -680,7 +696,14 @@ async fn reconcile(
             if let Err(error) = set_finalizer(context, cd, true).await {
                 pass.failures.push(error);
             }
-            remove(context, cd, existing(context, cd), &mut pass).await;
+            remove(
+                context,
+                cd,
+                existing(context, cd),
+                Removal::Uninstall,
+                &mut pass,
+            )
+            .await;
             pass.removed = true;
         }
         _ => {
@@ -742,7 +765,7 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
         .into_iter()
         .filter(|e| !wanted.contains(e))
         .collect();
-    remove(context, cd, stale, pass).await;
+    remove(context, cd, stale, Removal::Stale, pass).await;
 }
 
 /// Available, Progressing and Degraded from the observed workloads and the pass.
@@ -874,10 +897,17 @@ fn conditions(
             DEGRADED,
             ConditionStatus::True,
             REASON_VOLUMES_IN_USE,
-            format!(
-                "{} PersistentVolumes of driver {} exist: the CSIDriver and StorageClasses stay until they are deleted",
-                pass.volumes_in_use, cd.spec.driver_name
-            ),
+            if pass.uninstall_held {
+                format!(
+                    "{} PersistentVolumes of driver {} exist: the driver stays installed until they are deleted (delete their claims; volumes whose reclaim policy is Retain are deleted by hand)",
+                    pass.volumes_in_use, cd.spec.driver_name
+                )
+            } else {
+                format!(
+                    "{} PersistentVolumes of driver {} exist: the CSIDriver and StorageClasses stay until they are deleted",
+                    pass.volumes_in_use, cd.spec.driver_name
+                )
+            },
         )
     } else {
         condition(DEGRADED, ConditionStatus::False, REASON_AS_EXPECTED, "")

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use api::csidriver_v1alpha1::{CSIDriverDeployment, NodeUpdateStrategy};
+use api::csidriver_v1alpha1::{CSIDriverDeployment, NodeUpdateStrategy, Provisioning};
 use api::operator_v1::ManagementState;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -306,6 +306,26 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
             }
         }
     }
+    if let Some(Provisioning::Other(value)) = &spec.provisioning {
+        out.push(invalid(
+            "spec.provisioning",
+            REASON_INVALID_SPEC,
+            format!("{value:?} is not a provisioning mode: use Central or Distributed"),
+        ));
+    }
+    let attach = spec
+        .csi_driver
+        .as_ref()
+        .and_then(|d| d.attach_required)
+        .unwrap_or(true);
+    if attach && spec.driver_controller_template.is_none() {
+        out.push(invalid(
+            "spec.csiDriver.attachRequired",
+            REASON_INVALID_SPEC,
+            "is true (the default), but external-attacher runs in the controller pod and there is none: set it to false if the driver has no ControllerPublishVolume, or add spec.driverControllerTemplate",
+        ));
+    }
+    let distributed = spec.provisioning == Some(Provisioning::Distributed);
     let mut class_names = BTreeSet::new();
     let mut defaults = 0;
     for (i, class) in spec.storage_class_templates.iter().enumerate() {
@@ -329,6 +349,13 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
                 format!("StorageClass {n:?} is listed twice: rename or remove one"),
             )),
             Some(_) => {}
+        }
+        if distributed && class.volume_binding_mode.as_deref() != Some("WaitForFirstConsumer") {
+            out.push(invalid(
+                format!("spec.storageClassTemplates[{i}].volumeBindingMode"),
+                REASON_INVALID_SPEC,
+                "must be WaitForFirstConsumer with spec.provisioning Distributed (a volume is provisioned by the node its first pod is scheduled to): set it, or use Central provisioning",
+            ));
         }
         if class.default == Some(true) {
             defaults += 1;

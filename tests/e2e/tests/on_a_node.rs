@@ -1,0 +1,249 @@
+//! The whole chain with pods that really run (needs a node: `../shared/k8s/node.sh`, and the
+//! operator's image on it, named by `E2E_OPERATOR_IMAGE`; `.ci/run` provides both):
+//! `deploy/kubernetes/storage-operator.yaml` runs the operator as a pod (Running, Ready,
+//! leader-elected; `/healthz`, `/readyz` and `/metrics` answer), the operator installs the
+//! hostpath driver of `examples/csidriverdeployment/hostpath.yaml` as is, and a claim of its
+//! StorageClass is provisioned, mounted, written and read back by a pod; deleting the claim
+//! deletes the volume; after the operator's pod is replaced, a second claim works too.
+//! When something does not come up, the failure carries the pods' state, Events and logs.
+
+#![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
+
+use api::csidriver_v1alpha1::CSIDriverDeployment;
+use e2e::node::{self, wait_or_explain};
+use e2e::{cleanup, install};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::api::{DeleteParams, ListParams, LogParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+/// The example, applied as a user would.
+const EXAMPLE: &str = include_str!("../../../examples/csidriverdeployment/hostpath.yaml");
+/// Where the pods using the volumes run.
+const APP_NS: &str = "e2e-hostpath-app";
+
+fn example() -> CSIDriverDeployment {
+    serde_saphyr::from_str(EXAMPLE).unwrap()
+}
+
+async fn ensure_namespace(admin: &Client, name: &str) {
+    install::wait_not_terminating(admin, name).await;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    if namespaces.get_opt(name).await.unwrap().is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// A claim of `class` and a pod that writes `token` into it, reads it back and stays.
+async fn claim_and_use(admin: &Client, explain: &[&str], class: &str, name: &str, token: &str) {
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), APP_NS);
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), APP_NS);
+    claims
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class,
+                    "resources": {"requests": {"storage": "16Mi"}}
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{
+                    "name": "app",
+                    "image": "localhost/busybox:dev",
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c",
+                        format!("echo {token} > /data/token && sync && echo read-back: $(cat /data/token) && exec sleep 100000")],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]
+                }],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+            }
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut namespaces = explain.to_vec();
+    namespaces.push(APP_NS);
+    wait_or_explain(
+        admin,
+        &namespaces,
+        &format!("claim {name} Bound and pod {name} reading back what it wrote"),
+        async || {
+            let claim = claims.get(name).await.ok()?;
+            (claim.status?.phase.as_deref() == Some("Bound")).then_some(())?;
+            let log = pods.logs(name, &LogParams::default()).await.ok()?;
+            log.contains(&format!("read-back: {token}")).then_some(())
+        },
+    )
+    .await;
+}
+
+/// Deletes the pod and claim `name` and waits until the volume behind the claim is gone.
+async fn release(admin: &Client, explain: &[&str], name: &str) {
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), APP_NS);
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), APP_NS);
+    let volume = claims
+        .get(name)
+        .await
+        .unwrap()
+        .spec
+        .and_then(|s| s.volume_name)
+        .unwrap();
+    cleanup::delete_and_wait(&pods, name).await;
+    cleanup::delete_and_wait(&claims, name).await;
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    let mut namespaces = explain.to_vec();
+    namespaces.push(APP_NS);
+    wait_or_explain(
+        admin,
+        &namespaces,
+        &format!("PersistentVolume {volume} deleted by the driver"),
+        async || volumes.get_opt(&volume).await.ok()?.is_none().then_some(()),
+    )
+    .await;
+}
+
+/// The operator pod that holds the Lease, once it is Ready.
+async fn leader(admin: &Client, namespace: &str, explain: &[&str]) -> String {
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), namespace);
+    wait_or_explain(
+        admin,
+        explain,
+        "a Ready operator pod holding the cluster-storage-operator-lock Lease",
+        async || {
+            let ready = node::ready_pods(admin, namespace, "name=cluster-storage-operator").await;
+            let holder = leases
+                .get_opt("cluster-storage-operator-lock")
+                .await
+                .ok()??
+                .spec?
+                .holder_identity?;
+            ready
+                .iter()
+                .any(|p| p.name_any() == holder)
+                .then_some(holder)
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+#[ignore = "needs a real cluster with a node: set E2E_KUBECONFIG and E2E_OPERATOR_IMAGE, pass --ignored"]
+async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
+    let admin = e2e::admin().await;
+    node::require_node(&admin).await;
+    let image = install::operator_image();
+
+    // The operator, as a user installs it: the CSIDriverDeployment CRD, then the manifests.
+    let crd = api::crds::all()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "CSIDriverDeployment")
+        .unwrap();
+    e2e::apply_crd(&admin, &crd).await;
+    install::storage_operator(&admin).await;
+    let (operator_ns, deployment) = install::storage_operator_deployment(&admin, &image).await;
+    let declared = example();
+    let driver_ns = declared.namespace().unwrap();
+    let explain = [operator_ns.as_str(), driver_ns.as_str()];
+
+    let pod = leader(&admin, &operator_ns, &explain).await;
+    for (path, expect) in [
+        ("/healthz", "ok"),
+        ("/readyz", "ok"),
+        ("/metrics", "# TYPE"),
+    ] {
+        let (code, body) = node::proxy_get(&admin, &operator_ns, &pod, 8080, path)
+            .await
+            .unwrap();
+        assert!(
+            code == 200 && body.contains(expect),
+            "GET {path} of the operator pod {pod}: {code} {body}"
+        );
+    }
+
+    // The declared driver, from the example as is.
+    ensure_namespace(&admin, &driver_ns).await;
+    ensure_namespace(&admin, APP_NS).await;
+    let declared_api: Api<CSIDriverDeployment> = Api::namespaced(admin.clone(), &driver_ns);
+    declared_api
+        .create(&PostParams::default(), &declared)
+        .await
+        .unwrap();
+    let driver = declared.spec.driver_name.clone();
+    let csi_nodes: Api<CSINode> = Api::all(admin.clone());
+    wait_or_explain(
+        &admin,
+        &explain,
+        &format!("every CSINode to list driver {driver}"),
+        async || {
+            let listed = csi_nodes.list(&ListParams::default()).await.ok()?;
+            (!listed.items.is_empty()
+                && listed
+                    .items
+                    .iter()
+                    .all(|n| n.spec.drivers.iter().any(|d| d.name == driver)))
+            .then_some(())
+        },
+    )
+    .await;
+    let available = async || {
+        let cd = declared_api.get("hostpath").await.ok()?;
+        cd.status?
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Available" && c.status == api::operator_v1::ConditionStatus::True)
+            .then_some(())
+    };
+    wait_or_explain(&admin, &explain, "CSIDriverDeployment Available", available).await;
+
+    let class = declared.spec.storage_class_templates[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    claim_and_use(&admin, &explain, &class, "first", "written-by-first").await;
+    release(&admin, &explain, "first").await;
+
+    // The operator's pod replaced: the new one takes the Lease and the driver keeps working.
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &operator_ns);
+    pods.delete(&pod, &DeleteParams::default()).await.unwrap();
+    let successor = wait_or_explain(&admin, &explain, "a new operator pod", async || {
+        let holder = leader(&admin, &operator_ns, &explain).await;
+        (holder != pod).then_some(holder)
+    })
+    .await;
+    claim_and_use(&admin, &explain, &class, "second", "written-by-second").await;
+    release(&admin, &explain, "second").await;
+    let (code, metrics) = node::proxy_get(&admin, &operator_ns, &successor, 8080, "/metrics")
+        .await
+        .unwrap();
+    assert_eq!(code, 200, "GET /metrics of {successor}: {metrics}");
+
+    // Uninstall: the declared driver (no volume is left), then the operator.
+    cleanup::delete_and_wait(&declared_api, "hostpath").await;
+    cleanup::delete_namespace(&admin, APP_NS).await;
+    cleanup::delete_namespace(&admin, &driver_ns).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(admin.clone(), &operator_ns);
+    cleanup::delete_and_wait(&deployments, &deployment).await;
+}
