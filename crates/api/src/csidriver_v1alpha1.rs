@@ -89,7 +89,8 @@ pub struct CSIDriverDeploymentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_images: Option<CSIDeploymentContainerImages>,
     /// The CSIDriver object's spec (attachRequired, podInfoOnMount, fsGroupPolicy, ...);
-    /// Kubernetes' defaults when unset.
+    /// Kubernetes' defaults when unset, except attachRequired, which is false when there is no
+    /// driverControllerTemplate (no controller pod, so no external-attacher).
     #[serde(rename = "csiDriver", default, skip_serializing_if = "Option::is_none")]
     pub csi_driver: Option<CSIDriverSpec>,
     /// Optional controller sidecars.

@@ -397,6 +397,23 @@ fn the_base_object_is_valid() {
     "spec.storageClassTemplates[1].default",
     REASON_INVALID_SPEC
 )]
+#[case::unknown_provisioning("/spec/provisioning", json!("Everywhere"), "spec.provisioning", REASON_INVALID_SPEC)]
+#[case::attach_without_controller(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "csiDriver": {"attachRequired": true},
+    }),
+    "spec.csiDriver.attachRequired",
+    REASON_INVALID_SPEC
+)]
+#[case::distributed_with_immediate_binding(
+    "/spec/provisioning",
+    json!("Distributed"),
+    "spec.storageClassTemplates[0].volumeBindingMode",
+    REASON_INVALID_SPEC
+)]
 fn each_rule_names_its_field(
     #[case] pointer: &str,
     #[case] value: Value,
@@ -414,6 +431,23 @@ fn each_rule_names_its_field(
         problems[0].message.contains(':'),
         "says how to fix it: {}",
         problems[0]
+    );
+}
+
+#[test]
+fn without_a_controller_volumes_are_not_attached_unless_asked() {
+    let mut object = base();
+    object["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("driverControllerTemplate");
+    let cd: CSIDriverDeployment = serde_json::from_value(object).unwrap();
+    assert_eq!(validate(&cd, &ClusterFacts::default()), vec![]);
+    assert!(!csi::declared::build::attach_required(&cd));
+    let cd: CSIDriverDeployment = serde_json::from_value(base()).unwrap();
+    assert!(
+        csi::declared::build::attach_required(&cd),
+        "Kubernetes' default"
     );
 }
 

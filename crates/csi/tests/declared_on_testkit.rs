@@ -364,6 +364,19 @@ async fn a_second_claimant_of_a_driver_name_is_refused() {
     running.stop().await;
 }
 
+/// The names of the ClusterRoles of the fuse example's driver.
+async fn driver_cluster_roles(admin: &Client) -> Vec<String> {
+    Api::<ClusterRole>::all(admin.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|r| r.metadata.name)
+        .filter(|name| name.starts_with("ru.yandex.s3.csi"))
+        .collect()
+}
+
 #[tokio::test]
 async fn deletion_cleans_cluster_scoped_objects_once_volumes_are_gone() {
     let (cluster, admin) = setup().await;
@@ -401,24 +414,15 @@ async fn deletion_cleans_cluster_scoped_objects_once_volumes_are_gone() {
     let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
     assert_eq!(reason, "VolumesInUse");
     assert!(message.contains("1 PersistentVolumes"), "{message}");
-    eventually("the ClusterRoles removed", async || {
-        let roles = Api::<ClusterRole>::all(admin.clone())
-            .list(&Default::default())
-            .await
-            .unwrap();
-        roles
-            .items
-            .iter()
-            .all(|r| {
-                !r.metadata
-                    .name
-                    .as_deref()
-                    .unwrap_or_default()
-                    .starts_with("ru.yandex.s3.csi")
-            })
-            .then_some(())
-    })
-    .await;
+    assert!(
+        message.contains("the driver stays installed until they are deleted"),
+        "{message}"
+    );
+    quiet(&cluster).await;
+    assert!(
+        !driver_cluster_roles(&admin).await.is_empty(),
+        "the provisioner's RBAC stays while its volumes exist: it deletes them"
+    );
     assert!(
         Api::<CSIDriver>::all(admin.clone())
             .get_opt("ru.yandex.s3.csi")
@@ -460,6 +464,7 @@ async fn deletion_cleans_cluster_scoped_objects_once_volumes_are_gone() {
             .unwrap()
             .is_none()
     );
+    assert_eq!(driver_cluster_roles(&admin).await, Vec::<String>::new());
     eventually("the DaemonSet collected", async || {
         Api::<DaemonSet>::namespaced(admin.clone(), NS)
             .get_opt("csi-s3-node")
@@ -533,6 +538,78 @@ async fn removed_deletes_and_unmanaged_leaves_alone() {
     })
     .await;
     wait_condition(&admin, NS, "csi-s3", "Available", "False").await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn removed_keeps_the_whole_driver_while_its_volumes_exist() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    wait_condition(&admin, NS, "csi-s3", "Available", "True").await;
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    volumes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "pv-1"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "csi": {"driver": "ru.yandex.s3.csi", "volumeHandle": "bucket-1"},
+                },
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let api = Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS);
+    api.patch(
+        "csi-s3",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"managementState": "Removed"}})),
+    )
+    .await
+    .unwrap();
+    let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
+    assert_eq!(reason, "VolumesInUse");
+    assert!(
+        message.contains(
+            "1 PersistentVolumes of driver ru.yandex.s3.csi exist: the driver stays installed"
+        ),
+        "{message}"
+    );
+    quiet(&cluster).await;
+    let ds: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
+    assert!(
+        ds.get_opt("csi-s3-node").await.unwrap().is_some(),
+        "the node pods unmount the volumes"
+    );
+    assert!(!driver_cluster_roles(&admin).await.is_empty());
+    assert!(
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    volumes
+        .delete("pv-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("everything removed once the volume is gone", async || {
+        let gone = ds.get_opt("csi-s3-node").await.unwrap().is_none()
+            && driver_cluster_roles(&admin).await.is_empty()
+            && Api::<CSIDriver>::all(admin.clone())
+                .get_opt("ru.yandex.s3.csi")
+                .await
+                .unwrap()
+                .is_none();
+        gone.then_some(())
+    })
+    .await;
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
     running.stop().await;
 }
 

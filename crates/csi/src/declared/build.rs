@@ -127,9 +127,21 @@ pub fn distributed(cd: &CSIDriverDeployment) -> bool {
     cd.spec.provisioning == Some(Provisioning::Distributed)
 }
 
+/// Whether volumes are attached (`spec.csiDriver.attachRequired`). Unset, it is true when there
+/// is a controller pod (Kubernetes' own default) and false when there is none: with no controller
+/// there is no external-attacher, and a CSIDriver that requires attaching would leave every pod
+/// waiting for an attach that nobody does. Set true without a controller, validation refuses it.
+pub fn attach_required(cd: &CSIDriverDeployment) -> bool {
+    cd.spec
+        .csi_driver
+        .as_ref()
+        .and_then(|d| d.attach_required)
+        .unwrap_or(cd.spec.driver_controller_template.is_some())
+}
+
 /// The controller sidecars: the provisioner whenever there is a controller and provisioning is
-/// central, the attacher when volumes are attached (`attachRequired`, true unless set false),
-/// then the optional ones.
+/// central, the attacher when volumes are attached ([`attach_required`]), then the optional
+/// ones.
 pub fn sidecars(cd: &CSIDriverDeployment) -> Vec<SidecarKind> {
     let spec = &cd.spec;
     if spec.driver_controller_template.is_none() {
@@ -139,12 +151,7 @@ pub fn sidecars(cd: &CSIDriverDeployment) -> Vec<SidecarKind> {
     if !distributed(cd) {
         kinds.push(SidecarKind::Provisioner);
     }
-    let attach = spec
-        .csi_driver
-        .as_ref()
-        .and_then(|d| d.attach_required)
-        .unwrap_or(true);
-    if attach {
+    if attach_required(cd) {
         kinds.push(SidecarKind::Attacher);
     }
     let optional = spec.sidecars.clone().unwrap_or_default();
@@ -260,7 +267,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             liveness_probe_args: probe_args,
         },
         csi_driver: CSIDriverDef {
-            attach_required: csi.attach_required.unwrap_or(true),
+            attach_required: attach_required(cd),
             pod_info_on_mount: csi.pod_info_on_mount.unwrap_or(false),
             fs_group_policy: csi
                 .fs_group_policy

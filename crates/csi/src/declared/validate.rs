@@ -313,16 +313,12 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
             format!("{value:?} is not a provisioning mode: use Central or Distributed"),
         ));
     }
-    let attach = spec
-        .csi_driver
-        .as_ref()
-        .and_then(|d| d.attach_required)
-        .unwrap_or(true);
-    if attach && spec.driver_controller_template.is_none() {
+    let attach = spec.csi_driver.as_ref().and_then(|d| d.attach_required);
+    if attach == Some(true) && spec.driver_controller_template.is_none() {
         out.push(invalid(
             "spec.csiDriver.attachRequired",
             REASON_INVALID_SPEC,
-            "is true (the default), but external-attacher runs in the controller pod and there is none: set it to false if the driver has no ControllerPublishVolume, or add spec.driverControllerTemplate",
+            "is true, but external-attacher runs in the controller pod and there is none: unset it or set it to false if the driver has no ControllerPublishVolume, or add spec.driverControllerTemplate",
         ));
     }
     let distributed = spec.provisioning == Some(Provisioning::Distributed);
