@@ -11,6 +11,10 @@
 //! ../shared/k8s/stop.sh --clean
 //! ```
 //!
+//! The tests of `on_a_node.rs` need pods that really run: a node (`../shared/k8s/node.sh`) and
+//! the operator's image imported there, named by `E2E_OPERATOR_IMAGE` (see the README's Checks
+//! section, or `.ci/run`, for the commands).
+//!
 //! What the harness guarantees every test:
 //! - **Least privilege.** The operators under test run as their own ServiceAccounts, with the
 //!   RBAC that `deploy/` (the cluster storage operator, the build controller) or the starter
