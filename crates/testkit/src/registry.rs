@@ -279,15 +279,29 @@ impl Registry {
 
     /// Groups in a stable order: the built-in groups in apiserver order, then custom groups.
     pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        // kube-apiserver v1.36's order (its group priorities), as the recorded discovery shows.
         const ORDER: &[&str] = &[
             "",
+            "apiregistration.k8s.io",
             "apps",
             "events.k8s.io",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
+            "autoscaling",
+            "batch",
+            "certificates.k8s.io",
+            "networking.k8s.io",
+            "policy",
             "rbac.authorization.k8s.io",
             "storage.k8s.io",
-            "policy",
+            "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
+            "scheduling.k8s.io",
             "coordination.k8s.io",
+            "node.k8s.io",
+            "discovery.k8s.io",
+            "resource.k8s.io",
+            "flowcontrol.apiserver.k8s.io",
         ];
         let mut out: Vec<(String, Vec<String>)> = Vec::new();
         let mut push = |g: &str, v: &str| match out.iter_mut().find(|(x, _)| x == g) {
