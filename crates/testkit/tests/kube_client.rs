@@ -157,7 +157,17 @@ async fn controller_runs_unmodified_and_reconciles() {
     api.create(&PostParams::default(), &cm("beta", &[("k", "x")]))
         .await
         .expect("create unlabelled");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A labelled one created after it is the barrier: once its copy exists, the controller
+    // has seen both events (the unlabelled one arrives on the `owns` watch first).
+    let mut gamma = cm("gamma", &[("k", "g")]);
+    gamma.metadata.labels = Some([("role".to_string(), "source".to_string())].into());
+    api.create(&PostParams::default(), &gamma)
+        .await
+        .expect("create gamma");
+    eventually("the later labelled source's copy", || async {
+        api.get_opt("gamma-copy").await.ok().flatten()
+    })
+    .await;
     assert!(api.get_opt("beta-copy").await.expect("get").is_none());
 
     // Deleting the source garbage-collects the copy (background propagation).
