@@ -19,24 +19,161 @@ pub const GENERATED_HEADER: &str =
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
         cluster_csi_driver(),
-        Storage::crd(),
-        ClusterOperator::crd(),
-        Infrastructure::crd(),
-        Proxy::crd(),
-        FeatureGate::crd(),
+        storage(),
+        openshift_api(ClusterOperator::crd(), &[]),
+        openshift_api(Infrastructure::crd(), &[]),
+        openshift_api(Proxy::crd(), &[]),
+        openshift_api(FeatureGate::crd(), &[]),
         CSIDriverDeployment::crd(),
         Build::crd(),
     ]
 }
 
-/// The ClusterCSIDriver CRD. Its object name is the CSI driver name, restricted to the drivers
-/// OpenShift knows, as openshift/api does.
+/// Fields of the ClusterCSIDriver schema that only TechPreview clusters have: left out of the
+/// Default CRD (our types still read them where a cluster has them).
+const CLUSTER_CSI_DRIVER_TECH_PREVIEW: &[&str] = &[
+    "/properties/spec/properties/driverConfig/properties/vSphere/properties/maxAllowedBlockVolumesPerNode",
+];
+
+/// The ClusterCSIDriver CRD, as openshift/api's Default feature set has it. Its object name is
+/// the CSI driver name, restricted to the drivers OpenShift knows.
 pub fn cluster_csi_driver() -> CustomResourceDefinition {
     let names: Vec<&str> = CSIDriverName::KNOWN.to_vec();
-    restrict_name(
+    let crd = restrict_name(
         ClusterCSIDriver::crd(),
         json!({"type": "string", "enum": names}),
-    )
+    );
+    openshift_api(operator_status(crd), CLUSTER_CSI_DRIVER_TECH_PREVIEW)
+}
+
+/// The Storage CRD, as openshift/api has it.
+pub fn storage() -> CustomResourceDefinition {
+    openshift_api(operator_status(Storage::crd()), &[])
+}
+
+/// Applies `edit` to the root schema of every version of `crd`.
+fn edit_schemas(
+    crd: CustomResourceDefinition,
+    edit: impl Fn(&mut Value),
+) -> CustomResourceDefinition {
+    let mut value = serde_json::to_value(&crd).unwrap_or_default();
+    let Some(versions) = value
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut)
+    else {
+        return crd;
+    };
+    for version in versions {
+        if let Some(root) = version.pointer_mut("/schema/openAPIV3Schema") {
+            edit(root);
+        }
+    }
+    serde_json::from_value(value).unwrap_or(crd)
+}
+
+/// The shared operator status (`OperatorStatus`) as openshift/api declares it: every condition
+/// has a transition time (ours always do: `opkit::conditions::set_condition` stamps it).
+fn operator_status(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    edit_schemas(crd, |root| {
+        if let Some(required) = root
+            .pointer_mut("/properties/status/properties/conditions/items/required")
+            .and_then(Value::as_array_mut)
+        {
+            required.insert(0, json!("lastTransitionTime"));
+        }
+    })
+}
+
+/// A CRD of one of OpenShift's own kinds, made to declare what openshift/api declares and
+/// nothing else. schemars describes Rust types, so what it adds for them goes: `nullable` and
+/// `null` enum values of `Option` fields (the API server drops nulls of non-nullable fields; only
+/// embedded raw JSON is nullable, as in openshift/api), the zero `default`s of fields that serde
+/// defaults, the schema `title`, and the `required` of fields that serde defaults when absent.
+/// `apiVersion`, `kind` and `metadata` are declared at the root and the list kind is named, as
+/// controller-gen does. `tech_preview` are JSON pointers (under the root schema) of fields that
+/// only the TechPreview CRD has.
+fn openshift_api(crd: CustomResourceDefinition, tech_preview: &[&str]) -> CustomResourceDefinition {
+    let kind = crd.spec.names.kind.clone();
+    let mut crd = edit_schemas(crd, |root| {
+        if let Some(root) = root.as_object_mut() {
+            root.remove("title");
+            let properties = root.entry("properties").or_insert_with(|| json!({}));
+            if let Some(properties) = properties.as_object_mut() {
+                for field in ["apiVersion", "kind"] {
+                    properties.insert(field.into(), json!({"type": "string"}));
+                }
+                properties
+                    .entry("metadata")
+                    .or_insert_with(|| json!({"type": "object"}));
+            }
+        }
+        for pointer in tech_preview {
+            if let Some((parent, field)) = pointer.rsplit_once('/')
+                && let Some(parent) = root.pointer_mut(parent).and_then(Value::as_object_mut)
+            {
+                parent.remove(field);
+            }
+        }
+        if let Some(spec) = root
+            .pointer_mut("/properties/spec")
+            .and_then(Value::as_object_mut)
+        {
+            // managementState is defaulted when absent by our decoder, not by the schema; and
+            // openshift/api does not require it.
+            if let Some(state) = spec
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("managementState"))
+                .and_then(Value::as_object_mut)
+            {
+                state.remove("default");
+            }
+            let empty = spec
+                .get_mut("required")
+                .and_then(Value::as_array_mut)
+                .map(|required| {
+                    required.retain(|field| field != "managementState");
+                    required.is_empty()
+                });
+            if empty == Some(true) {
+                spec.remove("required");
+            }
+        }
+        as_declared(root);
+    });
+    crd.spec.names.list_kind = Some(format!("{kind}List"));
+    crd
+}
+
+/// The recursive part of [`openshift_api`].
+fn as_declared(node: &mut Value) {
+    match node {
+        Value::Object(map) => {
+            let raw = map.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+            if !raw && map.get("nullable") == Some(&Value::Bool(true)) {
+                map.remove("nullable");
+            }
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
+            let zero = |v: &Value| match v {
+                Value::String(s) => s.is_empty(),
+                Value::Number(n) => n.as_f64() == Some(0.0),
+                Value::Bool(b) => !b,
+                _ => false,
+            };
+            if map.get("default").is_some_and(zero) {
+                map.remove("default");
+            }
+            for (key, value) in map.iter_mut() {
+                // Rule lists and enums hold values, not schemas.
+                if key != "enum" && key != "x-kubernetes-validations" && key != "default" {
+                    as_declared(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(as_declared),
+        _ => {}
+    }
 }
 
 /// Adds a schema for `metadata.name` (the one metadata field a CRD may constrain).

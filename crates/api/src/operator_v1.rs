@@ -37,6 +37,8 @@ string_enum! {
     /// Verbosity of an operand (`logLevel`) or of the operator itself (`operatorLogLevel`).
     /// The empty value means the default, `Normal`.
     pub enum LogLevel {
+        /// Unset; same as `Normal`.
+        Empty = "",
         /// The default level, klog `--v=2`.
         Normal = "Normal",
         /// klog `--v=4`.
@@ -45,8 +47,6 @@ string_enum! {
         Trace = "Trace",
         /// klog `--v=8`.
         TraceAll = "TraceAll",
-        /// Unset; same as `Normal`.
-        Empty = "",
     }
 }
 
@@ -78,7 +78,10 @@ string_enum! {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatorSpec {
-    /// Whether and how the operator should manage the component.
+    /// Whether and how the operator should manage the component; Managed when unset (the
+    /// schema, as openshift/api's, does not require it).
+    #[serde(default)]
+    #[schemars(schema_with = "crate::schema::management_state")]
     pub management_state: ManagementState,
     /// Intent for operand logging: Normal, Debug, Trace or TraceAll. Defaults to Normal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,6 +252,9 @@ string_enum! {
 /// A cluster-wide CSI driver installed by an OpenShift driver operator. The name is the CSI
 /// driver's name; the spec tunes how the operator runs it.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+// The object-level rules are openshift/api's, but the first and third are written with `has()`
+// instead of CEL's optional syntax (`.?`, `orValue`): same meaning on the API server, and the
+// CEL engine our offline tests validate objects with (kube's) has no optional types.
 #[kube(
     group = "operator.openshift.io",
     version = "v1",
@@ -258,7 +264,13 @@ string_enum! {
     doc = "ClusterCSIDriver configures a CSI driver operator; its name is the CSI driver name.",
     validation = kube::core::Rule::new(
         "!has(self.spec.driverConfig) || !has(self.spec.driverConfig.driverType) || self.spec.driverConfig.driverType != 'SecretsStore' || self.metadata.name == 'secrets-store.csi.k8s.io'"
-    ).message("driverType SecretsStore is only allowed for the secrets-store.csi.k8s.io driver")
+    ).message("driverType SecretsStore is only allowed for the secrets-store.csi.k8s.io driver"),
+    validation = kube::core::Rule::new(
+        "self.metadata.name == 'secrets-store.csi.k8s.io' ? (!has(self.spec.driverConfig) || self.spec.driverConfig.driverType == 'SecretsStore') : true"
+    ).message("the secrets-store.csi.k8s.io driver takes only driverType SecretsStore"),
+    validation = kube::core::Rule::new(
+        "!(has(oldSelf.spec.driverConfig) && has(oldSelf.spec.driverConfig.secretsStore) && has(oldSelf.spec.driverConfig.secretsStore.tokenRequests) && oldSelf.spec.driverConfig.secretsStore.tokenRequests.type == 'Managed') || (has(self.spec.driverConfig) && has(self.spec.driverConfig.secretsStore) && has(self.spec.driverConfig.secretsStore.tokenRequests) && self.spec.driverConfig.secretsStore.tokenRequests.type == 'Managed')"
+    ).message("tokenRequests type Managed cannot be changed once set")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterCSIDriverSpec {
@@ -326,13 +338,10 @@ pub struct CSIDriverConfigSpec {
 pub struct AWSCSIDriverConfigSpec {
     /// The ARN of the KMS key used to encrypt volumes of the default StorageClass.
     #[serde(rename = "kmsKeyARN", default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        regex(pattern = r"^arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-b|aws-iso-e|aws-iso-f):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)\/.*$"),
-        extend("x-kubernetes-validations" = [{
-            "rule": "self.matches('^arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-b|aws-iso-e|aws-iso-f):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)\\\\/.*$')",
-            "message": "kmsKeyARN must be a valid AWS KMS key ARN"
-        }])
-    )]
+    #[schemars(extend("x-kubernetes-validations" = [{
+        "rule": "matches(self, '^arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-b|aws-iso-e|aws-iso-f):kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/.*$')",
+        "message": "kmsKeyARN must be a valid AWS KMS key ARN: arn:<partition>:kms:<region>:<account-id>:key/<id> or alias/<name>"
+    }]))]
     pub kms_key_arn: Option<String>,
     /// Volume metrics of the EFS driver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -350,10 +359,6 @@ string_enum! {
 /// EFS volume metrics (`efsVolumeMetrics`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "has(self.state) && self.state == 'RecursiveWalk' ? true : !has(self.recursiveWalk)",
-    "message": "recursiveWalk may only be set when state is RecursiveWalk"
-}]))]
 pub struct AWSEFSVolumeMetrics {
     /// RecursiveWalk or Disabled.
     pub state: AWSEFSVolumeMetricsState,
@@ -394,7 +399,7 @@ pub struct AzureDiskEncryptionSet {
     #[schemars(
         length(max = 36),
         regex(
-            pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+            pattern = r"^[a-fA-F0-9]{8}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{4}-[a-fA-F0-9]{12}$"
         )
     )]
     pub subscription_id: String,
@@ -420,10 +425,10 @@ pub struct GCPCSIDriverConfigSpec {
 #[serde(rename_all = "camelCase")]
 pub struct GCPKMSKeyReference {
     /// The key's name.
-    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
+    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-zA-Z0-9\_-]+$"))]
     pub name: String,
     /// The key ring holding the key.
-    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-zA-Z0-9_-]+$"))]
+    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-zA-Z0-9\_-]+$"))]
     pub key_ring: String,
     /// The project holding the key ring.
     #[serde(rename = "projectID")]
@@ -434,7 +439,7 @@ pub struct GCPKMSKeyReference {
     pub project_id: String,
     /// The key ring's location; `global` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]+$"), extend("default" = "global"))]
+    #[schemars(regex(pattern = r"^[a-zA-Z0-9\_-]+$"))]
     pub location: Option<String>,
 }
 
@@ -477,7 +482,7 @@ pub struct VSphereCSIDriverConfigSpec {
     /// Snapshots per block volume on all datastores; 3 when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 32))]
-    pub global_max_snapshots_per_block_volume: Option<u32>,
+    pub global_max_snapshots_per_block_volume: Option<i32>,
     /// Snapshots per block volume on vSAN datastores.
     #[serde(
         rename = "granularMaxSnapshotsPerBlockVolumeInVSAN",
@@ -485,7 +490,7 @@ pub struct VSphereCSIDriverConfigSpec {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(range(min = 1, max = 32))]
-    pub granular_max_snapshots_per_block_volume_in_vsan: Option<u32>,
+    pub granular_max_snapshots_per_block_volume_in_vsan: Option<i32>,
     /// Snapshots per block volume on Virtual Volumes datastores.
     #[serde(
         rename = "granularMaxSnapshotsPerBlockVolumeInVVOL",
@@ -493,16 +498,17 @@ pub struct VSphereCSIDriverConfigSpec {
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(range(min = 1, max = 32))]
-    pub granular_max_snapshots_per_block_volume_in_vvol: Option<u32>,
+    pub granular_max_snapshots_per_block_volume_in_vvol: Option<i32>,
     /// Block volumes that may attach to one node; 59 when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 255))]
-    pub max_allowed_block_volumes_per_node: Option<u32>,
+    pub max_allowed_block_volumes_per_node: Option<i32>,
 }
 
 /// Secrets Store CSI driver settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
 pub struct SecretsStoreCSIDriverConfigSpec {
     /// Rotation of mounted secrets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -523,6 +529,10 @@ string_enum! {
 /// Rotation of mounted secrets.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.type) && self.type == 'Custom' ? has(self.custom) : !has(self.custom)",
+    "message": "custom is set exactly when type is Custom"
+}]))]
 pub struct SecretRotation {
     /// None or Custom.
     #[serde(rename = "type")]
@@ -535,6 +545,7 @@ pub struct SecretRotation {
 /// Custom rotation settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
 pub struct CustomSecretRotation {
     /// Seconds a mounted secret is kept before it is refreshed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -553,6 +564,10 @@ string_enum! {
 /// Service account tokens passed to Secrets Store providers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.type) && self.type == 'Managed' ? has(self.managed) : !has(self.managed)",
+    "message": "managed is set exactly when type is Managed"
+}]))]
 pub struct TokenRequests {
     /// Managed or Unmanaged.
     #[serde(rename = "type")]
@@ -565,10 +580,14 @@ pub struct TokenRequests {
 /// Token requests managed by the operator.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
 pub struct ManagedTokenRequests {
-    /// Audiences of the requested tokens.
+    /// Audiences of the requested tokens, keyed by audience.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 10))]
+    #[schemars(
+        length(min = 0, max = 10),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["audience"])
+    )]
     pub audiences: Vec<TokenAudience>,
 }
 
@@ -577,12 +596,12 @@ pub struct ManagedTokenRequests {
 #[serde(rename_all = "camelCase")]
 pub struct TokenAudience {
     /// The audience.
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 0, max = 253))]
     pub audience: String,
     /// Requested token lifetime in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 600, max = 315_360_000))]
-    pub expiration_seconds: Option<i64>,
+    pub expiration_seconds: Option<i32>,
 }
 
 string_enum! {
@@ -605,10 +624,6 @@ string_enum! {
     doc = "Storage configures the cluster storage operator. The only instance is named cluster."
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "!has(oldSelf.vsphereStorageDriver) || has(self.vsphereStorageDriver)",
-    "message": "VSphereStorageDriver is required once set"
-}]))]
 pub struct StorageSpec {
     /// The configuration shared by all operators.
     #[serde(flatten)]

@@ -18,3 +18,12 @@ pub fn raw_extension(_: &mut SchemaGenerator) -> Schema {
 pub fn preserve_unknown_fields(schema: &mut Schema) {
     schema.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
 }
+
+/// `managementState` of OpenShift's operator CRs: a pattern rather than an enum, as openshift/api
+/// declares it.
+pub fn management_state(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "pattern": "^(Managed|Unmanaged|Force|Removed)$",
+    })
+}

@@ -38,9 +38,9 @@ pub const CREDENTIALS_SECRET: &str = "vmware-vsphere-cloud-credentials";
 /// The syncer container.
 pub const SYNCER_CONTAINER: &str = "vsphere-syncer";
 /// Snapshots per block volume when `driverConfig` does not say.
-pub const DEFAULT_MAX_SNAPSHOTS: u32 = 3;
+pub const DEFAULT_MAX_SNAPSHOTS: i32 = 3;
 /// Block volumes per node when `driverConfig` does not say.
-pub const DEFAULT_MAX_VOLUMES_PER_NODE: u32 = 59;
+pub const DEFAULT_MAX_VOLUMES_PER_NODE: i32 = 59;
 
 const SOURCE_ID: &str = "openshift-config/cloud-provider-config";
 const SOURCE_KEY: &str = "config";
@@ -208,7 +208,7 @@ pub fn generate_config(
         .as_ref()
         .and_then(|c| c.vsphere.clone())
         .unwrap_or_default();
-    let limit = |field: &str, value: Option<u32>| -> Result<Option<u32>, String> {
+    let limit = |field: &str, value: Option<i32>| -> Result<Option<i32>, String> {
         match value {
             Some(n) if !(1..=32).contains(&n) => Err(format!(
                 "driverConfig.vSphere.{field} = {n} is out of range: use 1 to 32"

@@ -203,6 +203,12 @@ fn topology_categories(
     None,
     Some("granularMaxSnapshotsPerBlockVolumeInVSAN = 0")
 )]
+#[case::negative(
+    Some(-1),
+    None,
+    None,
+    Some("globalMaxSnapshotsPerBlockVolume = -1 is out of range")
+)]
 #[case::vvol_too_many(
     None,
     None,
@@ -210,9 +216,9 @@ fn topology_categories(
     Some("granularMaxSnapshotsPerBlockVolumeInVVOL = 40")
 )]
 fn snapshot_limits(
-    #[case] global: Option<u32>,
-    #[case] vsan: Option<u32>,
-    #[case] vvol: Option<u32>,
+    #[case] global: Option<i32>,
+    #[case] vsan: Option<i32>,
+    #[case] vvol: Option<i32>,
     #[case] error: Option<&str>,
 ) {
     let spec = VSphereCSIDriverConfigSpec {
@@ -241,7 +247,7 @@ fn snapshot_limits(
 #[rstest]
 #[case::default(None, "59")]
 #[case::set(Some(100), "100")]
-fn max_volumes_per_node(#[case] max: Option<u32>, #[case] want: &str) {
+fn max_volumes_per_node(#[case] max: Option<i32>, #[case] want: &str) {
     let spec = VSphereCSIDriverConfigSpec {
         max_allowed_block_volumes_per_node: max,
         ..Default::default()
