@@ -24,8 +24,8 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         openshift_api(Infrastructure::crd(), &[]),
         openshift_api(Proxy::crd(), &[]),
         openshift_api(FeatureGate::crd(), &[]),
-        CSIDriverDeployment::crd(),
-        Build::crd(),
+        edit_schemas(CSIDriverDeployment::crd(), without_null_enum_values),
+        edit_schemas(Build::crd(), without_null_enum_values),
     ]
 }
 
@@ -142,6 +142,25 @@ fn openshift_api(crd: CustomResourceDefinition, tech_preview: &[&str]) -> Custom
     });
     crd.spec.names.list_kind = Some(format!("{kind}List"));
     crd
+}
+
+/// Drops the `null` that schemars lists among the enum values of an `Option` of an enum: the
+/// field's `nullable` already allows leaving it out, and `null` is not a value users may pick.
+fn without_null_enum_values(node: &mut Value) {
+    match node {
+        Value::Object(map) => {
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
+            for (key, value) in map.iter_mut() {
+                if key != "enum" && key != "x-kubernetes-validations" && key != "default" {
+                    without_null_enum_values(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_null_enum_values),
+        _ => {}
+    }
 }
 
 /// The recursive part of [`openshift_api`].

@@ -148,6 +148,7 @@ pub struct StorageClassTemplate {
     pub parameters: BTreeMap<String, String>,
     /// Delete or Retain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Delete", "Retain"]))]
     pub reclaim_policy: Option<String>,
     /// Mount options of its volumes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -157,6 +158,7 @@ pub struct StorageClassTemplate {
     pub allow_volume_expansion: Option<bool>,
     /// Immediate or WaitForFirstConsumer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Immediate", "WaitForFirstConsumer"]))]
     pub volume_binding_mode: Option<String>,
     /// Where its volumes may be provisioned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

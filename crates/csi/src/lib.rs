@@ -20,6 +20,8 @@
 //! - [`render`](mod@render): everything, in order.
 //! - [`declared`]: a user's CSIDriverDeployment as one more source of a `DriverDef`.
 //! - [`migration`]: in-tree to CSI migration translation (csi-translation-lib's behaviour).
+//! - [`replace`]: fields the API server refuses to change, and objects that are not ours: when
+//!   an operand is replaced or kept instead of applied.
 //! - [`operator`]: the driver operator's controllers (the I/O half: observe, plan, execute).
 //!
 //! Where this differs from library-go on purpose (each driver's
@@ -51,6 +53,7 @@ pub mod names;
 pub mod operator;
 pub mod rbac;
 pub mod render;
+pub mod replace;
 pub mod status;
 pub mod storage;
 pub mod tls;

@@ -397,6 +397,9 @@ fn the_base_object_is_valid() {
     "spec.storageClassTemplates[1].default",
     REASON_INVALID_SPEC
 )]
+#[case::class_reclaim_typo("/spec/storageClassTemplates/0/reclaimPolicy", json!("Deleet"), "spec.storageClassTemplates[0].reclaimPolicy", REASON_INVALID_SPEC)]
+#[case::class_binding_typo("/spec/storageClassTemplates/0/volumeBindingMode", json!("Later"), "spec.storageClassTemplates[0].volumeBindingMode", REASON_INVALID_SPEC)]
+#[case::class_empty_parameter_key("/spec/storageClassTemplates/0/parameters", json!({"": "x"}), "spec.storageClassTemplates[0].parameters", REASON_INVALID_SPEC)]
 #[case::unknown_provisioning("/spec/provisioning", json!("Everywhere"), "spec.provisioning", REASON_INVALID_SPEC)]
 #[case::attach_without_controller(
     "/spec",

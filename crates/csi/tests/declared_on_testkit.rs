@@ -679,3 +679,120 @@ async fn a_failed_write_is_degraded_naming_the_object_and_retried() {
     .await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn an_admins_storage_class_of_the_same_name_is_kept() {
+    let (cluster, admin) = setup().await;
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let admins = classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "csi-s3"},
+                "provisioner": "other.example.com",
+                "reclaimPolicy": "Retain",
+                "parameters": {"tier": "gold"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
+    assert_eq!(reason, "StorageClassExists");
+    assert!(
+        message.starts_with("spec.storageClassTemplates[0].metadata.name: StorageClass csi-s3 already exists and was not made by this CSIDriverDeployment (provisioner other.example.com)"),
+        "{message}"
+    );
+    // The rest of the driver is installed.
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    quiet(&cluster).await;
+    let now = classes.get("csi-s3").await.unwrap();
+    assert_eq!(now.metadata.uid, admins.metadata.uid, "never deleted");
+    assert_eq!(now.provisioner, "other.example.com");
+    assert_eq!(
+        now.metadata.resource_version, admins.metadata.resource_version,
+        "never written"
+    );
+
+    // Once the admin removes it, ours is created.
+    classes
+        .delete("csi-s3", &DeleteParams::default())
+        .await
+        .unwrap();
+    Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS)
+        .patch(
+            "csi-s3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"touch": "1"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("our StorageClass", async || {
+        classes
+            .get_opt("csi-s3")
+            .await
+            .unwrap()
+            .filter(|c| c.provisioner == "ru.yandex.s3.csi")
+    })
+    .await;
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_write_never_deletes_the_live_class() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    let object = example("fuse-ondelete.yaml", NS);
+    create(&admin, object.clone()).await;
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let first = eventually("the StorageClass", async || {
+        classes.get_opt("csi-s3").await.unwrap()
+    })
+    .await;
+    wait_condition(&admin, NS, "csi-s3", "Degraded", "False").await;
+    // The API server refuses every write of StorageClasses, as it would an invalid one.
+    cluster.inject(testkit::FaultRule::status(
+        Some("patch"),
+        Some("storageclasses"),
+        422,
+    ));
+    let mut templates = object["spec"]["storageClassTemplates"].clone();
+    templates[0]["allowVolumeExpansion"] = json!(true);
+    Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS)
+        .patch(
+            "csi-s3",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassTemplates": templates}})),
+        )
+        .await
+        .unwrap();
+    let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
+    assert_eq!(reason, "SyncFailed");
+    assert!(message.contains("StorageClass"), "{message}");
+    let now = classes.get("csi-s3").await.unwrap();
+    assert_eq!(now.metadata.uid, first.metadata.uid, "the live class stays");
+    cluster.clear_faults();
+    eventually("the change applied", async || {
+        classes
+            .get_opt("csi-s3")
+            .await
+            .unwrap()
+            .filter(|c| c.allow_volume_expansion == Some(true))
+    })
+    .await;
+    let now = classes.get("csi-s3").await.unwrap();
+    assert_eq!(
+        now.metadata.uid, first.metadata.uid,
+        "patched, not recreated"
+    );
+    running.stop().await;
+}

@@ -1153,6 +1153,47 @@ async fn a_storage_class_with_other_immutable_fields_is_recreated() {
 }
 
 #[tokio::test]
+async fn an_admins_class_of_the_same_name_for_another_driver_is_kept() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_scoped::<StorageClass>(
+        &admin,
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+               "metadata": {"name": "standard-csi"},
+               "provisioner": "nfs.example.com", "parameters": {"server": "nas"}}),
+    )
+    .await;
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let admins = classes.get("standard-csi").await.unwrap();
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    let (reason, message) = eventually("StorageClassControllerDegraded", async || {
+        condition_is(&admin, "StorageClassControllerDegraded", "True").await
+    })
+    .await;
+    assert_eq!(reason, csi::operator::plan::REASON_OBJECT_KEPT);
+    assert!(
+        message.contains("StorageClass standard-csi exists and is not this driver's (provisioner nfs.example.com)"),
+        "{message}"
+    );
+    // The driver itself is installed; the other class of the driver too.
+    eventually("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt(DRIVER)
+            .await
+            .unwrap()
+    })
+    .await;
+    quiet(&cluster).await;
+    let now = classes.get("standard-csi").await.unwrap();
+    assert_eq!(now.metadata.uid, admins.metadata.uid, "never deleted");
+    assert_eq!(
+        now.metadata.resource_version, admins.metadata.resource_version,
+        "never written"
+    );
+    running.stop().await;
+}
+
+#[tokio::test]
 async fn a_persistent_apply_failure_degrades_its_controller_until_it_clears() {
     let (cluster, admin) = openshift("HighlyAvailable").await;
     cluster.inject(FaultRule::status(Some("patch"), Some("daemonsets"), 500));

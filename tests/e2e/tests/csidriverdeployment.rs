@@ -143,3 +143,139 @@ async fn converge_drift_and_delete() {
     cleanup::delete_namespace(&admin, NS).await;
     identity.assert_never_refused();
 }
+
+/// Bad input never costs a class: the CRD refuses a misspelt reclaim policy, and a StorageClass
+/// an admin made under a template's name is kept as it is while the rest of the driver installs.
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn typos_are_refused_and_an_admins_class_is_kept() {
+    const NS_KEPT: &str = "e2e-csidriverdeployment-kept";
+    const DRIVER_KEPT: &str = "kept.e2e.csi.storage.openshift.io";
+    let admin = e2e::admin().await;
+    let crd = api::crds::all()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "CSIDriverDeployment")
+        .unwrap();
+    e2e::apply_crd(&admin, &crd).await;
+    let identity = e2e::install::storage_operator(&admin).await;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    e2e::install::wait_not_terminating(&admin, NS_KEPT).await;
+    if namespaces.get_opt(NS_KEPT).await.unwrap().is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": NS_KEPT}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    cleanup::delete_and_wait(&classes, "e2e-admins").await;
+    let admins = classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "e2e-admins"},
+                "provisioner": "other.example.com",
+                "reclaimPolicy": "Retain",
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let declared = |reclaim: &str| -> CSIDriverDeployment {
+        serde_json::from_value(json!({
+            "apiVersion": "csidriver.storage.openshift.io/v1alpha1",
+            "kind": "CSIDriverDeployment",
+            "metadata": {"name": "kept", "namespace": NS_KEPT},
+            "spec": {
+                "driverName": DRIVER_KEPT,
+                "driverSocket": "/csi/csi.sock",
+                "driverPerNodeTemplate": {"spec": {"containers": [
+                    {"name": "driver", "image": "registry.k8s.io/sig-storage/hostpathplugin:v1.17.0"}
+                ]}},
+                "storageClassTemplates": [{"metadata": {"name": "e2e-admins"}, "reclaimPolicy": reclaim}],
+            }
+        }))
+        .unwrap()
+    };
+    let declared_api: Api<CSIDriverDeployment> = Api::namespaced(admin.clone(), NS_KEPT);
+
+    // The CRD refuses the typo, naming the field and the allowed values.
+    match declared_api
+        .create(&PostParams::default(), &declared("Deleet"))
+        .await
+    {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 422, "{status:?}");
+            assert!(
+                status
+                    .message
+                    .contains("spec.storageClassTemplates[0].reclaimPolicy")
+                    && status.message.contains("\"Delete\", \"Retain\""),
+                "{}",
+                status.message
+            );
+        }
+        other => panic!("the typo was not refused: {other:?}"),
+    }
+
+    let client = identity.client.clone();
+    let running = Background::start(move |stop| {
+        csi::declared::controller::run(client, Default::default(), Metrics::new(), None, stop)
+    });
+    declared_api
+        .create(&PostParams::default(), &declared("Delete"))
+        .await
+        .unwrap();
+    let message = wait_for("Degraded StorageClassExists", async || {
+        let cd = declared_api.get("kept").await.unwrap();
+        cd.status?
+            .conditions
+            .into_iter()
+            .find(|c| {
+                c.type_ == "Degraded"
+                    && c.status.to_string() == "True"
+                    && c.reason.as_deref() == Some("StorageClassExists")
+            })?
+            .message
+    })
+    .await;
+    assert!(
+        message.contains("StorageClass e2e-admins already exists"),
+        "{message}"
+    );
+    wait_for("the CSIDriver", async || {
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt(DRIVER_KEPT)
+            .await
+            .unwrap()
+    })
+    .await;
+    let now = classes.get("e2e-admins").await.unwrap();
+    assert_eq!(now.metadata.uid, admins.metadata.uid, "never deleted");
+    assert_eq!(now.provisioner, "other.example.com", "never written");
+
+    declared_api
+        .delete("kept", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the CSIDriverDeployment gone", async || {
+        declared_api
+            .get_opt("kept")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let now = classes.get("e2e-admins").await.unwrap();
+    assert_eq!(
+        now.metadata.uid, admins.metadata.uid,
+        "an admin's class outlives the uninstall"
+    );
+    running.stop().await;
+    cleanup::delete_and_wait(&classes, "e2e-admins").await;
+    cleanup::delete_namespace(&admin, NS_KEPT).await;
+    identity.assert_never_refused();
+}

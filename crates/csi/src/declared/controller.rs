@@ -55,6 +55,9 @@ use crate::status::{
 
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+/// Reason of Degraded when a StorageClass of a template's name exists and is not ours; the
+/// class is left as it is ([`crate::replace`]).
+pub const REASON_STORAGE_CLASS_EXISTS: &str = "StorageClassExists";
 /// Reason of Degraded when objects could not be written.
 pub const REASON_SYNC_FAILED: &str = "SyncFailed";
 /// Reason of Degraded while PersistentVolumes of the driver hold back its removal.
@@ -294,6 +297,24 @@ fn owned_by(
         && labels.get(OWNER_NAME_LABEL) == cd.metadata.name.as_ref()
 }
 
+/// Why the class `name` of `cd` is not applied: a class of that name exists and is not ours.
+fn kept_class(cd: &CSIDriverDeployment, name: &str, live: Option<&StorageClass>) -> Invalid {
+    let index = cd
+        .spec
+        .storage_class_templates
+        .iter()
+        .position(|t| t.metadata.name.as_deref() == Some(name))
+        .unwrap_or_default();
+    let provisioner = live.map(|sc| sc.provisioner.as_str()).unwrap_or_default();
+    Invalid {
+        field: format!("spec.storageClassTemplates[{index}].metadata.name"),
+        reason: REASON_STORAGE_CLASS_EXISTS,
+        message: format!(
+            "StorageClass {name} already exists and was not made by this CSIDriverDeployment (provisioner {provisioner}): it is left as it is; choose another name, or delete that class to have this one created"
+        ),
+    }
+}
+
 /// The facts about the cluster that validation needs.
 fn facts(context: &Context, cd: &CSIDriverDeployment) -> ClusterFacts {
     let claimants = snapshot(&context.caches.deployments_declared)
@@ -458,46 +479,66 @@ where
         .map(|outcome| (outcome, generation))
 }
 
-/// A StorageClass whose immutable fields (parameters, provisioner, reclaim policy, binding
-/// mode) changed cannot be patched: it is deleted and created again, as the built-in drivers
-/// do. Volumes provisioned from it keep their copy of the parameters.
+/// The StorageClass named `name`, whoever made it: from the cache of classes with owner labels,
+/// else read from the API server (an admin's class carries none of our labels).
+async fn live_storage_class(context: &Context, name: &str) -> Result<Option<StorageClass>, String> {
+    if let Some(class) = context
+        .caches
+        .storage_classes
+        .get(&ObjectRef::<StorageClass>::new(name))
+    {
+        return Ok(Some((*class).clone()));
+    }
+    Api::<StorageClass>::all(context.client.clone())
+        .get_opt(name)
+        .await
+        .map_err(|error| format!("reading StorageClass {name}: {error}"))
+}
+
+/// Applies a StorageClass as [`crate::replace`] decided: `replace` when its immutable fields
+/// (parameters, provisioner, reclaim policy, binding mode) changed, which deletes it and
+/// creates it again. Volumes provisioned from it keep their copy of the parameters. A failed
+/// apply never deletes anything.
 async fn apply_storage_class(
     context: &Context,
     cd: &CSIDriverDeployment,
     desired: &StorageClass,
-) -> Result<(Outcome, Option<i64>), opkit::apply::ApplyError> {
-    match apply_typed(context, &context.caches.storage_classes, desired).await {
-        Err(error) if error.category() == "invalid" => {
-            let name = desired.name_any();
-            tracing::info!(owner = %key(cd), class = name, %error, "recreating StorageClass");
-            let existing: Existing = ("StorageClass", None, name.clone());
-            if let Err(message) = delete(context, &existing).await {
-                tracing::warn!(class = name, message, "deleting StorageClass failed");
-                return Err(error);
-            }
-            let outcome = context.applier.apply(desired, None).await?;
-            let event = Event {
-                type_: EventType::Normal,
-                reason: "OperandRecreated".to_owned(),
-                note: Some(format!(
-                    "StorageClass/{name} was recreated: its immutable fields changed"
-                )),
-                action: "Apply".to_owned(),
-                secondary: None,
-            };
-            if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
-                tracing::warn!(class = name, %error, "recording an Event failed");
-            }
-            Ok((outcome, None))
-        }
-        other => other,
+    replace: bool,
+) -> Result<(Outcome, Option<i64>), String> {
+    if !replace {
+        return apply_typed(context, &context.caches.storage_classes, desired)
+            .await
+            .map_err(|error| error.to_string());
     }
+    let name = desired.name_any();
+    tracing::info!(owner = %key(cd), class = name, "replacing StorageClass");
+    let existing: Existing = ("StorageClass", None, name.clone());
+    delete(context, &existing).await?;
+    let outcome = context
+        .applier
+        .apply(desired, None)
+        .await
+        .map_err(|error| error.to_string())?;
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "OperandRecreated".to_owned(),
+        note: Some(format!(
+            "StorageClass/{name} was recreated: its immutable fields changed"
+        )),
+        action: "Apply".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
+        tracing::warn!(class = name, %error, "recording an Event failed");
+    }
+    Ok((outcome, None))
 }
 
 async fn apply(
     context: &Context,
     cd: &CSIDriverDeployment,
     operand: &Operand,
+    replace: bool,
 ) -> Result<(Outcome, Option<i64>), String> {
     let c = &context.caches;
     let result = match operand {
@@ -510,7 +551,7 @@ async fn apply(
         Operand::Deployment(o) => apply_typed(context, &c.deployments, o).await,
         Operand::DaemonSet(o) => apply_typed(context, &c.daemon_sets, o).await,
         Operand::CSIDriver(o) => apply_typed(context, &c.csi_drivers, o).await,
-        Operand::StorageClass(o) => apply_storage_class(context, cd, o).await,
+        Operand::StorageClass(o) => return apply_storage_class(context, cd, o, replace).await,
         other => {
             return Err(format!(
                 "{} is not an operand of a CSIDriverDeployment",
@@ -616,6 +657,8 @@ async fn set_finalizer(
 struct Pass {
     problems: Vec<Invalid>,
     failures: Vec<String>,
+    /// Operands left alone because an object of their name is not ours.
+    kept: Vec<Invalid>,
     volumes_in_use: usize,
     /// The uninstall waits for the volumes (everything is held back, not only the CSIDriver
     /// and StorageClasses).
@@ -741,7 +784,27 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
     let desired = build_operands(cd, &inputs);
     let wanted: BTreeSet<Existing> = desired.iter().map(operand_key).collect();
     for operand in &desired {
-        match apply(context, cd, operand).await {
+        let mut replace = false;
+        if let Operand::StorageClass(class) = operand {
+            let name = class.name_any();
+            let live = match live_storage_class(context, &name).await {
+                Ok(live) => live,
+                Err(error) => {
+                    pass.failures.push(error);
+                    continue;
+                }
+            };
+            let ours = live.as_ref().is_some_and(|sc| owned_by(cd, &sc.metadata));
+            match crate::replace::storage_class(class, live.as_ref(), ours) {
+                crate::replace::Decision::Apply => {}
+                crate::replace::Decision::Replace(_) => replace = true,
+                crate::replace::Decision::Keep(_) => {
+                    pass.kept.push(kept_class(cd, &name, live.as_ref()));
+                    continue;
+                }
+            }
+        }
+        match apply(context, cd, operand, replace).await {
             Ok((outcome, generation)) => {
                 let child = history(operand, generation);
                 let known = cd.status.iter().flat_map(|s| &s.children).any(|c| {
@@ -870,8 +933,13 @@ fn conditions(
             )
         });
     }
-    let degraded = if let Some(first) = pass.problems.first() {
-        let lines: Vec<String> = pass.problems.iter().map(ToString::to_string).collect();
+    let reported = if pass.problems.is_empty() {
+        &pass.kept
+    } else {
+        &pass.problems
+    };
+    let degraded = if let Some(first) = reported.first() {
+        let lines: Vec<String> = reported.iter().map(ToString::to_string).collect();
         condition(
             DEGRADED,
             ConditionStatus::True,

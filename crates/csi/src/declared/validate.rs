@@ -325,6 +325,32 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
     let mut class_names = BTreeSet::new();
     let mut defaults = 0;
     for (i, class) in spec.storage_class_templates.iter().enumerate() {
+        // The CRD's enums refuse these; an object stored before them still gets a message.
+        if let Some(policy) = class.reclaim_policy.as_deref()
+            && !["Delete", "Retain"].contains(&policy)
+        {
+            out.push(invalid(
+                format!("spec.storageClassTemplates[{i}].reclaimPolicy"),
+                REASON_INVALID_SPEC,
+                format!("{policy:?} is not a reclaim policy: use Delete or Retain"),
+            ));
+        }
+        if let Some(mode) = class.volume_binding_mode.as_deref()
+            && !["Immediate", "WaitForFirstConsumer"].contains(&mode)
+        {
+            out.push(invalid(
+                format!("spec.storageClassTemplates[{i}].volumeBindingMode"),
+                REASON_INVALID_SPEC,
+                format!("{mode:?} is not a binding mode: use Immediate or WaitForFirstConsumer"),
+            ));
+        }
+        if class.parameters.keys().any(String::is_empty) {
+            out.push(invalid(
+                format!("spec.storageClassTemplates[{i}].parameters"),
+                REASON_INVALID_SPEC,
+                "has an empty key: give every parameter a name",
+            ));
+        }
         let field = format!("spec.storageClassTemplates[{i}].metadata.name");
         match class.metadata.name.as_deref() {
             None | Some("") => out.push(invalid(

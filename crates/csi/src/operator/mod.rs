@@ -470,7 +470,8 @@ async fn apply_step(
         Operand::ConfigMap(o) => applier.apply(o, find(&observed.config_maps, o)).await,
         Operand::CSIDriver(o) => {
             if step.recreate {
-                // The spec of a CSIDriver is immutable: delete and create it anew.
+                // Immutable fields of its spec changed (see `crate::replace`): delete and
+                // create it anew.
                 delete_object::<CSIDriver>(Api::all(context.client.clone()), &o.name_any())
                     .await
                     .map_err(|source| ApplyError {
@@ -492,21 +493,20 @@ async fn apply_step(
         Operand::Deployment(o) => applier.apply(o, find(&observed.deployments, o)).await,
         Operand::DaemonSet(o) => applier.apply(o, find(&observed.daemon_sets, o)).await,
         Operand::StorageClass(o) => {
-            let existing = find(&observed.storage_classes, o);
-            match applier.apply(o, existing).await {
-                // Parameters, provisioner and binding mode are immutable: recreate the class.
-                Err(error) if existing.is_some() && error.category() == "invalid" => {
-                    tracing::info!(class = %o.name_any(), %error, "recreating StorageClass");
-                    delete_object::<StorageClass>(Api::all(context.client.clone()), &o.name_any())
-                        .await
-                        .map_err(|source| ApplyError {
-                            kind: "StorageClass".into(),
-                            object: o.name_any(),
-                            source,
-                        })?;
-                    applier.apply(o, None).await
-                }
-                other => other,
+            if step.recreate {
+                // Immutable fields changed (the plan decided, see `crate::replace`): delete
+                // and create it anew. A failed apply never deletes anything.
+                tracing::info!(class = %o.name_any(), "replacing StorageClass");
+                delete_object::<StorageClass>(Api::all(context.client.clone()), &o.name_any())
+                    .await
+                    .map_err(|source| ApplyError {
+                        kind: "StorageClass".into(),
+                        object: o.name_any(),
+                        source,
+                    })?;
+                applier.apply(o, None).await
+            } else {
+                applier.apply(o, find(&observed.storage_classes, o)).await
             }
         }
         Operand::Dynamic(value) => {

@@ -20,7 +20,7 @@ use super::removal;
 use crate::def::DriverDef;
 use crate::inputs::{Inputs, ResolvedImages, Topology, from_objects};
 use crate::render::{Operand, render_operands};
-use crate::{hash, names, status, storage};
+use crate::{hash, names, replace, status, storage};
 
 /// The controller that owns the management-state condition.
 pub const MANAGEMENT_STATE_CONTROLLER: &str = "ManagementState";
@@ -305,6 +305,10 @@ fn generation(
     }
 }
 
+/// Reason of `<controller>Degraded` when an object of the operand's name is not ours and is
+/// kept as it is ([`replace`]).
+pub const REASON_OBJECT_KEPT: &str = "ObjectKept";
+
 fn degraded(def: &DriverDef, group: Group, error: Option<&str>) -> OperatorCondition {
     match error {
         None => condition(
@@ -576,6 +580,7 @@ pub fn plan(
     let storage_class_error = storage::validate_storage_class_state(&inputs).err();
     let derived_errors = crate::derived::derived_config_map_errors(def, &inputs);
 
+    let mut kept_classes: Vec<String> = Vec::new();
     for operand in render_operands(def, &inputs) {
         let group = Group::of(&operand);
         let mut recreate = false;
@@ -588,12 +593,35 @@ pub fn plan(
                 Operand::DaemonSet(with_stable_generation(ds, observed_ds))
             }
             Operand::CSIDriver(csi) => {
-                if let Some(existing) = &observed.csi_driver {
-                    let want = serde_json::to_value(&csi.spec).unwrap_or(Value::Null);
-                    let have = serde_json::to_value(&existing.spec).unwrap_or(Value::Null);
-                    recreate = !opkit::apply::is_subset(&want, &have);
-                }
+                // The starter installs a driver only when no one else's CSIDriver has its
+                // name, so the live one is ours.
+                let decision = replace::csi_driver(&csi, observed.csi_driver.as_ref(), true);
+                recreate = matches!(decision, replace::Decision::Replace(_));
                 Operand::CSIDriver(csi)
+            }
+            Operand::StorageClass(class) => {
+                let live = observed
+                    .storage_classes
+                    .iter()
+                    .find(|sc| sc.name_any() == class.name_any());
+                // Ours: labelled by us, or made for our driver (OpenShift's operators did not
+                // label their classes; taking them over is the point).
+                let ours = live.is_some_and(|sc| {
+                    is_ours(sc.labels(), def) || sc.provisioner == class.provisioner
+                });
+                match replace::storage_class(&class, live, ours) {
+                    replace::Decision::Apply => {}
+                    replace::Decision::Replace(_) => recreate = true,
+                    replace::Decision::Keep(_) => {
+                        let provisioner = live.map(|sc| sc.provisioner.clone()).unwrap_or_default();
+                        kept_classes.push(format!(
+                            "StorageClass {} exists and is not this driver's (provisioner {provisioner}): it is left as it is; delete or rename it to get the driver's class",
+                            class.name_any()
+                        ));
+                        continue;
+                    }
+                }
+                Operand::StorageClass(class)
             }
             Operand::Dynamic(value) => {
                 let kind = value["kind"].as_str().and_then(OptionalKind::of_kind);
@@ -754,11 +782,16 @@ pub fn plan(
         (
             Group::StorageClass,
             StatusPart {
-                conditions: vec![degraded(
-                    def,
-                    Group::StorageClass,
-                    storage_class_error.as_deref(),
-                )],
+                conditions: vec![match storage_class_error {
+                    Some(error) => degraded(def, Group::StorageClass, Some(&error)),
+                    None if !kept_classes.is_empty() => condition(
+                        Group::StorageClass.degraded_type(def),
+                        ConditionStatus::True,
+                        REASON_OBJECT_KEPT,
+                        kept_classes.join("\n"),
+                    ),
+                    None => degraded(def, Group::StorageClass, None),
+                }],
                 ..StatusPart::default()
             },
         ),
