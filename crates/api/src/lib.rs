@@ -9,6 +9,8 @@
 //!   any CSI driver declared (seed 004).
 //! - [`crds`]: the CustomResourceDefinitions generated from these types, as installed on plain
 //!   Kubernetes and committed under `deploy/crds/`.
+//! - [`testdata`]: the table of bad inputs the CRDs refuse, for the tests offline and on a real
+//!   API server.
 //!
 //! This crate makes no API calls. Every enum keeps values it does not know (see
 //! [`string_enum`](mod@string_enum)), so objects from a newer cluster never fail to decode.
@@ -20,3 +22,4 @@ pub mod csidriver_v1alpha1;
 pub mod operator_v1;
 pub mod schema;
 pub mod string_enum;
+pub mod testdata;
