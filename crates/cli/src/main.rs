@@ -17,8 +17,44 @@ fn main() -> ExitCode {
     match commands::run(cli.command, log) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", report(&error));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The error and its causes, each said once: many errors (kube's among them) already include
+/// their source in their own message, which `{:#}` would repeat.
+fn report(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer: {0}")]
+    struct Outer(#[source] Inner);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("inner")]
+    struct Inner;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let error = anyhow::Error::new(Outer(Inner)).context("starting");
+        assert_eq!(report(&error), "starting: outer: inner");
     }
 }

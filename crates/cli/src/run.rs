@@ -143,9 +143,7 @@ where
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async {
-        let client = kube::Client::try_default().await.context(
-            "connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)",
-        )?;
+        let client = connect().await?;
         let metrics = Metrics::new();
         let readiness = Readiness::default();
         let admin = AdminServer::bind(process.admin_address, readiness.clone(), metrics.clone())
@@ -273,4 +271,25 @@ async fn terminated() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// A client of the cluster's API server: the pod's ServiceAccount in a cluster, else the
+/// kubeconfig (`KUBECONFIG`, or `~/.kube/config`). Says which is missing when neither is there.
+pub async fn connect() -> anyhow::Result<kube::Client> {
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let kubeconfig = std::env::var_os("KUBECONFIG")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::home_dir().map(|home| home.join(".kube").join("config")));
+    if !in_cluster && !kubeconfig.as_ref().is_some_and(|path| path.exists()) {
+        let where_ = kubeconfig.map_or_else(
+            || "no kubeconfig (KUBECONFIG is unset and there is no home directory)".to_owned(),
+            |path| format!("no kubeconfig at {}", path.display()),
+        );
+        anyhow::bail!(
+            "no Kubernetes API to connect to: not in a pod (KUBERNETES_SERVICE_HOST is unset) and {where_}: set KUBECONFIG to a kubeconfig file, or run the operator in the cluster"
+        );
+    }
+    kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")
 }

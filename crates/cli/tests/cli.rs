@@ -140,11 +140,49 @@ fn driver_names_the_known_drivers_and_needs_a_cluster() {
         .output()
         .unwrap();
     assert_eq!(no_cluster.status.code(), Some(1));
+    let said = stderr(&no_cluster);
     assert!(
-        stderr(&no_cluster).contains("connecting to the Kubernetes API"),
-        "{}",
-        stderr(&no_cluster)
+        said.contains("no Kubernetes API to connect to: not in a pod (KUBERNETES_SERVICE_HOST is unset) and no kubeconfig at /nonexistent/kubeconfig: set KUBECONFIG"),
+        "{said}"
     );
+    assert_eq!(
+        said.matches("/nonexistent/kubeconfig").count(),
+        1,
+        "said once: {said}"
+    );
+}
+
+/// Out of a cluster, a Lease namespace that does not exist is named with the flag that fixes
+/// it, once, instead of the API server's 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_lease_namespace_is_named_with_its_fix() {
+    let cluster = testkit::Cluster::start().await;
+    let kubeconfig = cluster.kubeconfig().await.unwrap();
+    let path = kubeconfig.path().to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+            .args([
+                "builds",
+                "--namespace",
+                "nope",
+                "--admin-address",
+                "127.0.0.1:0",
+            ])
+            .env("KUBECONFIG", path)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("LOG_LEVEL")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let said = stderr(&output);
+    assert!(
+        said.contains("error: the namespace nope of the leader election Lease storage-operator-builds-lock does not exist: create it, or name an existing one with --namespace (POD_NAMESPACE)"),
+        "{said}"
+    );
+    assert_eq!(said.matches("nope").count(), 1, "said once: {said}");
 }
 
 #[test]
@@ -491,10 +529,15 @@ fn run_says_what_it_needs_to_start() {
         .output()
         .unwrap();
     assert_eq!(no_cluster.status.code(), Some(1));
+    let said = stderr(&no_cluster);
     assert!(
-        stderr(&no_cluster).contains("connecting to the Kubernetes API"),
-        "{}",
-        stderr(&no_cluster)
+        said.contains("no Kubernetes API to connect to: not in a pod (KUBERNETES_SERVICE_HOST is unset) and no kubeconfig at /nonexistent/kubeconfig: set KUBECONFIG"),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("/nonexistent/kubeconfig").count(),
+        1,
+        "said once: {said}"
     );
 }
 

@@ -65,6 +65,16 @@ pub enum LeaderError {
         /// The renewal interval asked for.
         renew: Duration,
     },
+    /// The namespace the Lease lives in does not exist.
+    #[error(
+        "the namespace {namespace} of the leader election Lease {lease} does not exist: create it, or name an existing one with --namespace (POD_NAMESPACE)"
+    )]
+    NamespaceMissing {
+        /// The namespace.
+        namespace: String,
+        /// The lease.
+        lease: String,
+    },
     /// The Lease could not be read or written.
     #[error("leader election on lease {lease}: {source}")]
     Lease {
@@ -111,9 +121,23 @@ pub async fn elect(
         LeaseCreateMode::AutoCreate,
     )
     .await
-    .map_err(|source| LeaderError::Lease {
-        lease: config.lease_name.clone(),
-        source,
+    .map_err(|source| match &source {
+        LeaseManagerError::KubeError(kube::Error::Api(status))
+            if status.code == 404
+                && status
+                    .details
+                    .as_ref()
+                    .is_some_and(|d| d.kind == "namespaces") =>
+        {
+            LeaderError::NamespaceMissing {
+                namespace: config.namespace.clone(),
+                lease: config.lease_name.clone(),
+            }
+        }
+        _ => LeaderError::Lease {
+            lease: config.lease_name.clone(),
+            source,
+        },
     })?;
     Ok(manager.watch().await)
 }
