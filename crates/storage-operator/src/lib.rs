@@ -1,7 +1,8 @@
 //! The cluster storage operator (`storage-operator run`): decides which platform the cluster runs
 //! on, which CSI driver operators to start, and rolls their status up into `Storage/cluster` and
-//! `ClusterOperator/storage`. This crate holds the pure decisions; the controllers that observe
-//! the cluster and apply them arrive with issue #5.
+//! `ClusterOperator/storage`. The pure decisions ([`plan`], [`platform`], [`registry`],
+//! [`starter`], [`driver_status`]) are separate from the controller that observes the cluster
+//! and applies them ([`operator`], [`observe`]).
 
 pub mod driver_status;
 pub mod manifests;

@@ -442,11 +442,15 @@ impl Caches {
     }
 
     /// Starts the cache of an optional kind whose CRD now exists (once). Its changes pull the
-    /// same trigger as every other cache.
-    fn start_dynamic(&self, kind: OptionalKind) -> Option<Store<DynamicObject>> {
-        let mut caches = self.dynamic.lock().ok()?;
+    /// same trigger as every other cache. A poisoned lock (a panic while it was held) still
+    /// holds a consistent map, so it is used rather than skipping the kind for ever.
+    fn start_dynamic(&self, kind: OptionalKind) -> Store<DynamicObject> {
+        let mut caches = self
+            .dynamic
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(store) = caches.get(&kind) {
-            return Some(store.clone());
+            return store.clone();
         }
         let resource = kind.api_resource();
         let namespace = match kind {
@@ -462,7 +466,10 @@ impl Caches {
         let store = writer.as_reader();
         let trigger = self.trigger.clone();
         let config = Config::default().labels(&self.label);
-        let mut tasks = self.dynamic_tasks.lock().ok()?;
+        let mut tasks = self
+            .dynamic_tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         tasks.spawn(async move {
             let mut events = std::pin::pin!(
                 watcher::watcher(api, config)
@@ -479,7 +486,7 @@ impl Caches {
             }
         });
         caches.insert(kind, store.clone());
-        Some(store)
+        store
     }
 
     /// The current state of every cache.
@@ -492,13 +499,12 @@ impl Caches {
                     .get(&kind)
                     .is_some_and(|store| !store.state().is_empty());
                 let objects = if crd {
-                    self.start_dynamic(kind).and_then(|store| {
-                        store
-                            .wait_until_ready()
-                            .now_or_never()
-                            .and_then(Result::ok)
-                            .map(|()| snapshot(&store))
-                    })
+                    let store = self.start_dynamic(kind);
+                    store
+                        .wait_until_ready()
+                        .now_or_never()
+                        .and_then(Result::ok)
+                        .map(|()| snapshot(&store))
                 } else {
                     None
                 };
