@@ -98,7 +98,9 @@ fn translates_every_document_and_explains_the_changes() {
         "# StorageClass/thin: kubernetes.io/vsphere-volume -> csi.vsphere.vmware.com",
         "#   parameters.datastore: renamed to datastore-migrationparam",
         "#   parameters.vsanstorage: dropped",
-        "#   parameters.csimigration: added \"true\"",
+        "#   parameters.csimigration: set to \"true\"",
+        // A deliberate difference from csi-translation-lib is marked.
+        "the class's volumes since migration [differs from csi-translation-lib: class-provisioner]",
         "# PersistentVolume/ebs: in-tree -> CSI ebs.csi.aws.com",
         "#   spec.awsElasticBlockStore.volumeID: \"aws://us-east-1a/vol-0abc\" -> volumeHandle \"vol-0abc\"",
         "# PersistentVolume/provisioned: CSI pd.csi.storage.gke.io -> in-tree kubernetes.io/gce-pd",

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
-    Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
-    require_id, set_csi, topology,
+    Note, Params, Plugin, Rank, Result, ScContext, TranslateError, csi_source, inline_pv,
+    parse_partition, rename_fstype, require_id, set_csi, topology,
 };
 
 /// The driver's zone topology key.
@@ -22,7 +22,7 @@ pub(crate) fn storage_class(
     params: BTreeMap<String, String>,
     ctx: &mut ScContext<'_>,
 ) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+    let mut out = Params::default();
     let mut generated = None;
     for (key, value) in &params {
         if rename_fstype(key, value, &mut out, ctx.notes)
@@ -30,40 +30,122 @@ pub(crate) fn storage_class(
         {
             continue;
         }
+        out.keep(key, value);
         if key.eq_ignore_ascii_case(IOPS_PER_GB) {
-            out.insert(IOPS_PER_GB.to_string(), value.clone());
-            out.insert(ALLOW_AUTO_IOPS.to_string(), "true".to_string());
+            out.set(ALLOW_AUTO_IOPS, "true", key, Rank::Derived);
             ctx.notes.push(Note::new(
                 format!("parameters.{ALLOW_AUTO_IOPS}"),
                 "added \"true\": the in-tree plugin raised IOPS to the volume type's minimum, \
                  the CSI driver does so only when allowed",
             ));
-        } else {
-            out.insert(key.clone(), value.clone());
         }
     }
-    topology::finish_storage_class(ctx, generated, TOPOLOGY_KEY, None)?;
-    Ok(out)
+    topology::finish_storage_class(ctx, generated, TOPOLOGY_KEY)?;
+    Ok(out.finish(ctx.notes))
 }
 
-/// `aws://<zone>/vol-...` or a bare `vol-...` -> the EBS volume ID.
+/// `aws://<zone>/vol-...` or a bare ID -> the EBS volume ID, as upstream reads it: the URL is
+/// parsed (Go's `net/url` rules: the query and fragment go, `%`-escapes are decoded, a bad
+/// escape, port or host character is an error) and its path, without surrounding slashes, must
+/// be `vol-` and no further `/`. A bare ID passes unchanged.
 pub(crate) fn ebs_volume_id(field: &str, id: &str) -> Result<String> {
     require_id(PLUGIN, field, id)?;
     let Some(rest) = id.strip_prefix("aws://") else {
-        // A bare ID is passed through, as upstream does.
         return Ok(id.to_string());
     };
-    let path = rest.split_once('/').map(|(_, p)| p).unwrap_or_default();
-    let volume = path.trim_matches('/');
-    if !volume.starts_with("vol-") || volume.contains('/') {
-        return Err(TranslateError::malformed(
+    let malformed = |reason: &str| {
+        TranslateError::malformed(
             PLUGIN,
             field,
             id,
-            "expected aws://<zone>/vol-<id> or vol-<id>",
-        ));
+            format!("{reason}; expected aws://<zone>/vol-<id> or vol-<id>"),
+        )
+    };
+    let path = url_path(rest).map_err(|reason| malformed(&reason))?;
+    let volume = path.trim_matches('/');
+    if !volume.starts_with("vol-") || volume.contains('/') {
+        return Err(malformed("the path is not a vol- ID"));
     }
     Ok(volume.to_string())
+}
+
+/// The decoded path of a URL whose `scheme://` is already removed, or why Go's `url.Parse`
+/// refuses it.
+fn url_path(rest: &str) -> std::result::Result<String, String> {
+    if rest.bytes().any(|b| b < 0x20 || b == 0x7f) {
+        return Err("a control character in the URL".to_string());
+    }
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    unescape(fragment).map_err(|e| format!("bad fragment: {e}"))?;
+    let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    check_host(host)?;
+    unescape(path).map_err(|e| format!("bad path: {e}"))
+}
+
+/// Go's host rules for a non-IP-literal host: `%`-escapes valid, allowed characters only, and a
+/// port, if any, of digits.
+fn check_host(host: &str) -> std::result::Result<(), String> {
+    let (name, port) = if host.starts_with('[') {
+        match host.find(']') {
+            Some(end) => (&host[..=end], &host[end + 1..]),
+            None => return Err("missing ']' in host".to_string()),
+        }
+    } else {
+        match host.rfind(':') {
+            Some(i) => (&host[..i], &host[i..]),
+            None => (host, ""),
+        }
+    };
+    let port_ok = port.strip_prefix(':').map_or(port.is_empty(), |digits| {
+        digits.bytes().all(|b| b.is_ascii_digit())
+    });
+    if !port_ok {
+        return Err(format!("invalid port {port:?} after host"));
+    }
+    let allowed =
+        |b: u8| b.is_ascii_alphanumeric() || b >= 0x80 || b"-_.~!$&'()*+,;=:[]<>\"%".contains(&b);
+    if let Some(bad) = name.bytes().find(|b| !allowed(*b)) {
+        return Err(format!("invalid character {:?} in host name", bad as char));
+    }
+    unescape(name)
+        .map(|_| ())
+        .map_err(|e| format!("bad host: {e}"))
+}
+
+/// Decodes `%XX` escapes; a `%` not followed by two hex digits is an error.
+fn unescape(s: &str) -> std::result::Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .filter(|_| bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit());
+            match hex {
+                Some(b) => out.push(b),
+                None => {
+                    let end = (i + 3).min(bytes.len());
+                    return Err(format!(
+                        "invalid URL escape {:?}",
+                        String::from_utf8_lossy(&bytes[i..end])
+                    ));
+                }
+            }
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn csi(
@@ -104,7 +186,7 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
         ));
     }
     notes.push(set_csi(pv, "awsElasticBlockStore", csi));
-    topology::pv_to_csi(pv, TOPOLOGY_KEY, None, notes);
+    topology::pv_to_csi(pv, TOPOLOGY_KEY, notes);
     Ok(())
 }
 
@@ -133,27 +215,21 @@ pub(crate) fn pv_to_in_tree(
     notes: &mut Vec<Note>,
 ) -> Result<()> {
     require_id(PLUGIN, "spec.csi.volumeHandle", &csi.volume_handle)?;
-    let mut source = AWSElasticBlockStoreVolumeSource {
-        volume_id: csi.volume_handle.clone(),
-        fs_type: csi.fs_type.clone(),
-        read_only: csi.read_only,
-        partition: None,
-    };
-    if let Some(partition) = csi
+    // As upstream: a present partition attribute must be a number, even when empty.
+    let partition = match csi
         .volume_attributes
         .as_ref()
         .and_then(|a| a.get(PARTITION))
-        .filter(|p| !p.is_empty())
     {
-        let value = partition.parse::<i32>().map_err(|_| {
-            TranslateError::invalid(
-                format!("spec.csi.volumeAttributes.{PARTITION}"),
-                partition,
-                "not an integer",
-            )
-        })?;
-        source.partition = Some(value);
-    }
+        Some(value) => parse_partition(value, true)?,
+        None => None,
+    };
+    let source = AWSElasticBlockStoreVolumeSource {
+        volume_id: csi.volume_handle.clone(),
+        fs_type: csi.fs_type.clone().filter(|f| !f.is_empty()),
+        read_only: csi.read_only.filter(|r| *r),
+        partition,
+    };
     pv.spec
         .get_or_insert_with(Default::default)
         .aws_elastic_block_store = Some(source);

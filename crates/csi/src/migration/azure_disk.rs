@@ -7,7 +7,8 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
-    Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, set_csi, topology,
+    Difference, Note, Params, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv,
+    require_id, set_csi, topology,
 };
 
 /// The driver's zone topology key.
@@ -15,75 +16,126 @@ pub(crate) const TOPOLOGY_KEY: &str = "topology.disk.csi.azure.com/zone";
 const KIND: &str = "kind";
 const CACHING_MODE: &str = "cachingmode";
 const FSTYPE: &str = "fstype";
-/// Tells the driver the request or volume comes from the in-tree plugin.
-const CSI_MIGRATION: &str = "csimigration";
+const MANAGED: &str = "Managed";
 const PLUGIN: Plugin = Plugin::AzureDisk;
 
 pub(crate) fn storage_class(
     params: BTreeMap<String, String>,
     ctx: &mut ScContext<'_>,
 ) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+    let mut out = Params::default();
     let mut generated = None;
     for (key, value) in &params {
         if topology::zone_parameter(key, value, TOPOLOGY_KEY, &mut generated, ctx.notes) {
             continue;
         }
-        // The driver reads `fsType` itself, so it is kept as is.
-        out.insert(key.clone(), value.clone());
+        // The driver reads `fsType`, `kind`, `cachingmode` and the rest itself: kept as is.
+        out.keep(key, value);
     }
-    topology::finish_storage_class(ctx, generated, TOPOLOGY_KEY, None)?;
-    out.insert(CSI_MIGRATION.to_string(), "true".to_string());
-    ctx.notes.push(Note::new(
-        format!("parameters.{CSI_MIGRATION}"),
-        "added \"true\": tells the driver the class comes from the in-tree plugin",
-    ));
-    Ok(out)
+    topology::finish_storage_class(ctx, generated, TOPOLOGY_KEY)?;
+    blank_fault_domains(ctx);
+    Ok(out.finish(ctx.notes))
+}
+
+/// Zones that are numbers are the fault domains of a region without availability zones; the
+/// driver calls that zone "" (as upstream does).
+fn blank_fault_domains(ctx: &mut ScContext<'_>) {
+    for (t, term) in ctx.allowed_topologies.iter_mut().flatten().enumerate() {
+        for (e, expr) in term
+            .match_label_expressions
+            .iter_mut()
+            .flatten()
+            .enumerate()
+            .filter(|(_, x)| x.key == TOPOLOGY_KEY)
+        {
+            for (v, value) in expr.values.iter_mut().enumerate() {
+                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                    ctx.notes.push(Note::new(
+                        format!("allowedTopologies[{t}].matchLabelExpressions[{e}].values[{v}]"),
+                        format!(
+                            "{value:?} -> \"\": a number is a fault domain of a region without \
+                             zones, which the driver reports as the empty zone"
+                        ),
+                    ));
+                    value.clear();
+                }
+            }
+        }
+    }
 }
 
 /// Checks a disk URI: a managed disk resource ID
-/// (`/subscriptions/<s>/resourceGroups/<rg>/providers/Microsoft.Compute/disks/<name>`) or an
-/// unmanaged blob URL (`https://<account>.blob.../vhds/<name>.vhd`); returns the disk name.
+/// (`/subscriptions/<s>/resourceGroups/<rg>/providers/Microsoft.Compute/disks/<name>`, its
+/// words in any case, as the driver reads it) or an unmanaged blob URL
+/// (`http(s)://<account>.blob.../vhds/<name>.vhd`); returns the disk name.
 pub(crate) fn disk_name(field: &str, uri: &str) -> Result<String> {
-    let malformed = || {
-        TranslateError::malformed(
+    let unmanaged = uri.len() > 4 && uri[..4].eq_ignore_ascii_case("http");
+    let name = if unmanaged {
+        uri.find("://")
+            .and_then(|i| uri[i + 3..].rfind("/vhds/").map(|j| &uri[i + 3 + j + 6..]))
+    } else {
+        managed_disk_name(uri)
+    };
+    match name {
+        Some(name) if !name.is_empty() => Ok(name.to_string()),
+        _ => Err(TranslateError::malformed(
             PLUGIN,
             field,
             uri,
             "expected /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Compute/\
              disks/<name> or an https://.../vhds/<name> blob URL",
         )
-    };
-    let unmanaged = uri.len() > 4 && uri[..4].eq_ignore_ascii_case("http");
-    let name = if unmanaged {
-        uri.split_once("/vhds/").map(|(_, n)| n)
-    } else {
-        let lower = uri.to_ascii_lowercase();
-        let has_parts = lower.contains("/subscriptions/") && lower.contains("/resourcegroups/");
-        uri.split_once("/providers/Microsoft.Compute/disks/")
-            .filter(|_| has_parts)
-            .map(|(_, n)| n)
-    };
-    match name {
-        Some(name) if !name.is_empty() => Ok(name.to_string()),
-        _ => Err(malformed()),
+        .differs(Difference::AzureDiskUri)),
     }
 }
 
-fn csi(field: &str, source: &AzureDiskVolumeSource) -> Result<CSIPersistentVolumeSource> {
-    disk_name(field, &source.disk_uri)?;
-    let mut attributes = BTreeMap::from([
-        (KIND.to_string(), "Managed".to_string()),
-        (CSI_MIGRATION.to_string(), "true".to_string()),
-    ]);
-    if let Some(mode) = source.caching_mode.as_ref().filter(|m| !m.is_empty()) {
+/// The name in `.../subscriptions/../resourceGroups/../providers/Microsoft.Compute/disks/<name>`,
+/// matched in any case.
+fn managed_disk_name(uri: &str) -> Option<&str> {
+    let lower = uri.to_ascii_lowercase();
+    let subscriptions = lower.find("/subscriptions/")?;
+    let groups = subscriptions + lower[subscriptions..].find("/resourcegroups/")?;
+    const DISKS: &str = "/providers/microsoft.compute/disks/";
+    let disks = groups + lower[groups..].rfind(DISKS)?;
+    // ASCII lower-casing keeps byte offsets.
+    Some(&uri[disks + DISKS.len()..])
+}
+
+/// Refuses a kind other than Managed (any case), as upstream does: the driver serves managed
+/// disks only.
+fn check_kind(field: &str, source: &AzureDiskVolumeSource) -> Result<()> {
+    match source.kind.as_deref() {
+        Some(kind) if !kind.eq_ignore_ascii_case(MANAGED) => Err(TranslateError::unsupported(
+            format!("{field}.kind"),
+            format!(
+                "kind {kind:?} is not supported by CSI migration: the Azure Disk CSI driver \
+                 serves managed disks only; move the data to a managed disk"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `caching_mode_if_empty`: upstream's PersistentVolume translation keeps an empty caching
+/// mode, its inline one does not.
+fn csi(
+    field: &str,
+    source: &AzureDiskVolumeSource,
+    caching_mode_if_empty: bool,
+) -> Result<CSIPersistentVolumeSource> {
+    check_kind(field, source)?;
+    require_id(PLUGIN, &format!("{field}.diskURI"), &source.disk_uri)?;
+    disk_name(&format!("{field}.diskURI"), &source.disk_uri)?;
+    let mut attributes = BTreeMap::from([(KIND.to_string(), MANAGED.to_string())]);
+    if let Some(mode) = source
+        .caching_mode
+        .as_ref()
+        .filter(|m| caching_mode_if_empty || !m.is_empty())
+    {
         attributes.insert(CACHING_MODE.to_string(), mode.clone());
     }
     if let Some(fs_type) = source.fs_type.as_ref() {
         attributes.insert(FSTYPE.to_string(), fs_type.clone());
-    }
-    if let Some(kind) = source.kind.as_ref() {
-        attributes.insert(KIND.to_string(), kind.clone());
     }
     Ok(csi_source(
         PLUGIN,
@@ -94,8 +146,8 @@ fn csi(field: &str, source: &AzureDiskVolumeSource) -> Result<CSIPersistentVolum
     ))
 }
 
-/// `prefix` is the in-tree source's field, `csi` the output's CSI source field.
-fn attribute_notes(prefix: &str, csi: &str, source: &AzureDiskVolumeSource, notes: &mut Vec<Note>) {
+/// `prefix` is the in-tree source's field.
+fn attribute_notes(prefix: &str, source: &AzureDiskVolumeSource, notes: &mut Vec<Note>) {
     notes.push(Note::new(
         format!("{prefix}.diskURI"),
         "becomes the volumeHandle; diskName is not carried (the URI names the disk)",
@@ -106,24 +158,24 @@ fn attribute_notes(prefix: &str, csi: &str, source: &AzureDiskVolumeSource, note
             format!("moved to volumeAttributes.{CACHING_MODE}"),
         ));
     }
-    if source.kind.is_none() {
+    let kind = source.kind.as_deref().unwrap_or_default();
+    if kind != MANAGED {
         notes.push(Note::new(
             format!("{prefix}.kind"),
-            format!("unset: volumeAttributes.{KIND} defaults to Managed"),
+            format!("{kind:?}: volumeAttributes.{KIND} is {MANAGED}"),
         ));
     }
-    notes.push(Note::new(
-        format!("{csi}.volumeAttributes.{CSI_MIGRATION}"),
-        "added \"true\": tells the driver the volume comes from the in-tree plugin",
-    ));
 }
 
 pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Result<()> {
-    let Some(source) = pv.spec.as_mut().and_then(|s| s.azure_disk.take()) else {
+    let Some(source) = pv.spec.as_ref().and_then(|s| s.azure_disk.clone()) else {
         return Ok(());
     };
-    let csi = csi("spec.azureDisk.diskURI", &source)?;
-    attribute_notes("spec.azureDisk", "spec.csi", &source, notes);
+    let csi = csi("spec.azureDisk", &source, true)?;
+    attribute_notes("spec.azureDisk", &source, notes);
+    if let Some(spec) = pv.spec.as_mut() {
+        spec.azure_disk = None;
+    }
     notes.push(set_csi(pv, "azureDisk", csi));
     Ok(())
 }
@@ -132,9 +184,12 @@ pub(crate) fn inline_to_csi(volume: &Volume, notes: &mut Vec<Note>) -> Result<Pe
     let Some(source) = volume.azure_disk.as_ref() else {
         return Err(TranslateError::unsupported("azureDisk", "missing"));
     };
-    let csi = csi("azureDisk.diskURI", source)?;
-    attribute_notes("azureDisk", "csi", source, notes);
-    Ok(inline_pv(PLUGIN, &source.disk_name, csi, "ReadWriteOnce"))
+    let csi = csi("azureDisk", source, false)?;
+    attribute_notes("azureDisk", source, notes);
+    let mut pv = inline_pv(PLUGIN, "", csi, "ReadWriteOnce");
+    // As upstream: named by the disk URI, unique per disk (the staging path derives from it).
+    pv.metadata.name = Some(source.disk_uri.clone());
+    Ok(pv)
 }
 
 pub(crate) fn pv_to_in_tree(
@@ -142,23 +197,26 @@ pub(crate) fn pv_to_in_tree(
     pv: &mut PersistentVolume,
     notes: &mut Vec<Note>,
 ) -> Result<()> {
+    require_id(PLUGIN, "spec.csi.volumeHandle", &csi.volume_handle)?;
     let name = disk_name("spec.csi.volumeHandle", &csi.volume_handle)?;
-    let attributes = csi.volume_attributes.clone().unwrap_or_default();
-    let non_empty = |key: &str| attributes.get(key).filter(|v| !v.is_empty()).cloned();
-    let source = AzureDiskVolumeSource {
+    let mut source = AzureDiskVolumeSource {
         disk_name: name,
         disk_uri: csi.volume_handle.clone(),
-        fs_type: non_empty(FSTYPE).or_else(|| csi.fs_type.clone()),
+        // As upstream: fsType and readOnly always set, empty and false included.
+        fs_type: Some(csi.fs_type.clone().unwrap_or_default()),
         read_only: Some(csi.read_only.unwrap_or(false)),
-        kind: Some(non_empty(KIND).unwrap_or_else(|| "Managed".to_string())),
-        caching_mode: attributes.get(CACHING_MODE).cloned(),
+        kind: Some(MANAGED.to_string()),
+        caching_mode: None,
     };
-    for key in attributes.keys() {
-        if ![KIND, CACHING_MODE, FSTYPE].contains(&key.as_str()) {
-            notes.push(Note::new(
+    for (key, value) in csi.volume_attributes.iter().flatten() {
+        match key.to_ascii_lowercase().as_str() {
+            CACHING_MODE if !value.is_empty() => source.caching_mode = Some(value.clone()),
+            FSTYPE if !value.is_empty() => source.fs_type = Some(value.clone()),
+            CACHING_MODE | FSTYPE | KIND => {}
+            _ => notes.push(Note::new(
                 format!("spec.csi.volumeAttributes.{key}"),
                 "dropped: the in-tree source has no such field",
-            ));
+            )),
         }
     }
     pv.spec.get_or_insert_with(Default::default).azure_disk = Some(source);

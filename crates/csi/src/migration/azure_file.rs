@@ -1,6 +1,7 @@
 //! Azure File (`kubernetes.io/azure-file` -> `file.csi.azure.com`). The in-tree plugin names the
 //! storage account through its Secret (`azure-storage-account-<account>-secret`); the driver
-//! takes a `<resource group>#<account>#<share>#` handle and the Secret as node-stage secret.
+//! takes a `<resource group>#<account>#<share>#<PV or volume name>#<secret namespace>` handle
+//! and the Secret as node-stage secret.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +10,9 @@ use k8s_openapi::api::core::v1::{
     Volume,
 };
 
-use super::{Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, set_csi};
+use super::{
+    Difference, Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, set_csi,
+};
 
 const SHARE_NAME: &str = "sharename";
 const SECRET_NAME: &str = "secretname";
@@ -27,12 +30,20 @@ pub(crate) fn storage_class(
     Ok(params)
 }
 
-/// The account named by an `azure-storage-account-<account>-secret` Secret name.
+/// The account named by an `azure-storage-account-<account>-secret` Secret name, found as
+/// upstream's unanchored pattern finds it (the first `azure-storage-account-`, then everything
+/// up to the last `-secret`).
 pub(crate) fn account_from_secret(secret: &str) -> Option<&str> {
-    secret
-        .strip_prefix("azure-storage-account-")?
-        .strip_suffix("-secret")
-        .filter(|a| !a.is_empty())
+    const PREFIX: &str = "azure-storage-account-";
+    let mut from = 0;
+    while let Some(i) = secret[from..].find(PREFIX) {
+        let rest = &secret[from + i + PREFIX.len()..];
+        if let Some(end) = rest.rfind("-secret").filter(|end| *end > 0) {
+            return Some(&rest[..end]);
+        }
+        from += i + 1;
+    }
+    None
 }
 
 /// The Secret name for an account.
@@ -45,7 +56,8 @@ fn account(field: &str, secret: &str, notes: &mut Vec<Note>) -> Result<String> {
         return Err(TranslateError::unsupported(
             field,
             "the Secret holding the storage account key must be named",
-        ));
+        )
+        .differs(Difference::AzureFileShare));
     }
     Ok(match account_from_secret(secret) {
         Some(account) => account.to_string(),
@@ -62,19 +74,28 @@ fn account(field: &str, secret: &str, notes: &mut Vec<Note>) -> Result<String> {
 
 fn require_share(field: &str, share: &str) -> Result<()> {
     if share.is_empty() {
-        return Err(TranslateError::malformed(
-            PLUGIN,
-            field,
-            share,
-            "the share name is empty",
-        ));
+        return Err(
+            TranslateError::malformed(PLUGIN, field, share, "the share name is empty")
+                .differs(Difference::AzureFileShare),
+        );
     }
     Ok(())
 }
 
-fn source(
+/// The driver's volume handle: `<resource group>#<account>#<share>#<unique>#<secret namespace>`;
+/// the unique part (the PV's or inline volume's name) keeps two volumes of one share apart.
+fn handle(
     resource_group: &str,
     account: &str,
+    share: &str,
+    unique: &str,
+    namespace: &str,
+) -> String {
+    format!("{resource_group}#{account}#{share}#{unique}#{namespace}")
+}
+
+fn source(
+    handle: String,
     share: &str,
     secret: &str,
     namespace: &str,
@@ -82,7 +103,7 @@ fn source(
 ) -> CSIPersistentVolumeSource {
     let mut csi = csi_source(
         PLUGIN,
-        format!("{resource_group}#{account}#{share}#"),
+        handle,
         None,
         read_only,
         BTreeMap::from([(SHARE_NAME.to_string(), share.to_string())]),
@@ -113,20 +134,41 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
             "absent: the handle's resource group is empty, the driver uses the cluster's",
         ));
     }
-    let namespace = file
-        .secret_namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| {
-            notes.push(Note::new(
-                "spec.azureFile.secretNamespace",
-                format!("unset: the Secret is read from namespace {DEFAULT_SECRET_NAMESPACE}"),
-            ));
-            DEFAULT_SECRET_NAMESPACE.to_string()
-        });
+    // As upstream: the source's secretNamespace when set (even empty), else the claim's.
+    let namespace = match file.secret_namespace.clone() {
+        Some(namespace) => namespace,
+        None => {
+            let claim = pv
+                .spec
+                .as_ref()
+                .and_then(|s| s.claim_ref.as_ref())
+                .and_then(|c| c.namespace.clone())
+                .unwrap_or_default();
+            if !claim.is_empty() {
+                notes.push(Note::new(
+                    "spec.azureFile.secretNamespace",
+                    format!("unset: the Secret is read from the claim's namespace {claim}"),
+                ));
+            }
+            claim
+        }
+    };
+    if namespace.is_empty() {
+        return Err(TranslateError::unsupported(
+            "spec.azureFile.secretNamespace",
+            "no namespace for the Secret: set secretNamespace, or bind the volume to a claim \
+             (spec.claimRef.namespace)",
+        ));
+    }
+    let name = pv.metadata.name.clone().unwrap_or_default();
     let csi = source(
-        &resource_group,
-        &account,
+        handle(
+            &resource_group,
+            &account,
+            &file.share_name,
+            &name,
+            &namespace,
+        ),
         &file.share_name,
         &file.secret_name,
         &namespace,
@@ -162,15 +204,18 @@ pub(crate) fn inline_to_csi(
         "azureFile.secretName",
         format!("becomes csi.nodeStageSecretRef in the pod's namespace {namespace}"),
     ));
+    let id = handle("", &account, &file.share_name, &volume.name, namespace);
     let csi = source(
-        "",
-        &account,
+        id.clone(),
         &file.share_name,
         &file.secret_name,
         namespace,
         file.read_only,
     );
-    Ok(inline_pv(PLUGIN, &file.share_name, csi, "ReadWriteMany"))
+    let mut pv = inline_pv(PLUGIN, "", csi, "ReadWriteMany");
+    // As upstream: named by the volume handle, unique per pod namespace and volume.
+    pv.metadata.name = Some(id);
+    Ok(pv)
 }
 
 pub(crate) fn pv_to_in_tree(
@@ -179,7 +224,7 @@ pub(crate) fn pv_to_in_tree(
     notes: &mut Vec<Note>,
 ) -> Result<()> {
     let mut file = AzureFilePersistentVolumeSource {
-        read_only: csi.read_only,
+        read_only: csi.read_only.filter(|r| *r),
         ..Default::default()
     };
     for (key, value) in csi.volume_attributes.iter().flatten() {
@@ -199,7 +244,7 @@ pub(crate) fn pv_to_in_tree(
         .filter(|s| s.name.as_ref().is_some_and(|n| !n.is_empty()))
     {
         file.secret_name = secret.name.clone().unwrap_or_default();
-        file.secret_namespace = secret.namespace.clone();
+        file.secret_namespace = Some(secret.namespace.clone().unwrap_or_default());
     }
     if file.share_name.is_empty() || file.secret_name.is_empty() {
         let parts: Vec<&str> = csi.volume_handle.split('#').collect();
@@ -241,9 +286,10 @@ pub(crate) fn pv_to_in_tree(
             "spec.csi.volumeHandle",
             &csi.volume_handle,
             "no share name in the volumeHandle or volumeAttributes.sharename",
-        ));
+        )
+        .differs(Difference::AzureFileShare));
     }
-    if file.secret_namespace.as_ref().is_none_or(|n| n.is_empty()) {
+    if file.secret_namespace.is_none() {
         file.secret_namespace = Some(DEFAULT_SECRET_NAMESPACE.to_string());
     }
     pv.spec.get_or_insert_with(Default::default).azure_file = Some(file);

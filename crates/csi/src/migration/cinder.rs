@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
-    Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
+    Note, Params, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
     require_id, set_csi, topology,
 };
 
@@ -19,17 +19,17 @@ pub(crate) fn storage_class(
     params: BTreeMap<String, String>,
     ctx: &mut ScContext<'_>,
 ) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+    let mut out = Params::default();
     for (key, value) in &params {
         if rename_fstype(key, value, &mut out, ctx.notes) {
             continue;
         }
         // The driver supports the other parameters, `availability` included, under the same
         // names, so the zone stays a parameter rather than becoming allowed topologies.
-        out.insert(key.clone(), value.clone());
+        out.keep(key, value);
     }
-    topology::finish_storage_class(ctx, None, TOPOLOGY_KEY, None)?;
-    Ok(out)
+    topology::finish_storage_class(ctx, None, TOPOLOGY_KEY)?;
+    Ok(out.finish(ctx.notes))
 }
 
 pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Result<()> {
@@ -51,7 +51,7 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
         BTreeMap::new(),
     );
     notes.push(set_csi(pv, "cinder", csi));
-    topology::pv_to_csi(pv, TOPOLOGY_KEY, None, notes);
+    topology::pv_to_csi(pv, TOPOLOGY_KEY, notes);
     Ok(())
 }
 
@@ -84,8 +84,8 @@ pub(crate) fn pv_to_in_tree(
     require_id(PLUGIN, "spec.csi.volumeHandle", &csi.volume_handle)?;
     let source = CinderPersistentVolumeSource {
         volume_id: csi.volume_handle.clone(),
-        fs_type: csi.fs_type.clone(),
-        read_only: csi.read_only,
+        fs_type: csi.fs_type.clone().filter(|f| !f.is_empty()),
+        read_only: csi.read_only.filter(|r| *r),
         secret_ref: None,
     };
     pv.spec.get_or_insert_with(Default::default).cinder = Some(source);

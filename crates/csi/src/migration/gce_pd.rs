@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
-    Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
-    require_id, set_csi, topology,
+    Difference, Note, Params, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv,
+    parse_partition, rename_fstype, require_id, set_csi, topology,
 };
 
 /// The driver's zone topology key.
@@ -23,7 +23,7 @@ pub(crate) fn storage_class(
     params: BTreeMap<String, String>,
     ctx: &mut ScContext<'_>,
 ) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+    let mut out = Params::default();
     let mut generated = None;
     for (key, value) in &params {
         if rename_fstype(key, value, &mut out, ctx.notes)
@@ -31,10 +31,10 @@ pub(crate) fn storage_class(
         {
             continue;
         }
-        out.insert(key.clone(), value.clone());
+        out.keep(key, value);
     }
-    topology::finish_storage_class(ctx, generated, TOPOLOGY_KEY, None)?;
-    Ok(out)
+    topology::finish_storage_class(ctx, generated, TOPOLOGY_KEY)?;
+    Ok(out.finish(ctx.notes))
 }
 
 fn attributes(partition: Option<i32>) -> BTreeMap<String, String> {
@@ -52,6 +52,7 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
     };
     require_id(PLUGIN, "spec.gcePersistentDisk.pdName", &source.pd_name)?;
     let labels = pv.metadata.labels.clone().unwrap_or_default();
+    // As upstream: the beta label first, then the GA one; the value split at `__` as is.
     let (label, zones_value) = [topology::ZONE_BETA, topology::ZONE_GA]
         .into_iter()
         .find_map(|l| {
@@ -63,11 +64,10 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
         .unwrap_or((topology::ZONE_GA, String::new()));
     let zones: Vec<String> = zones_value
         .split(topology::MULTI_ZONE_DELIMITER)
-        .filter(|z| !z.is_empty())
         .map(str::to_string)
         .collect();
     let handle = match zones.as_slice() {
-        [] => {
+        [zone] if zone.is_empty() => {
             notes.push(Note::new(
                 "metadata.labels",
                 format!(
@@ -109,7 +109,7 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
         spec.gce_persistent_disk = None;
     }
     notes.push(set_csi(pv, "gcePersistentDisk", csi));
-    topology::pv_to_csi(pv, TOPOLOGY_KEY, None, notes);
+    topology::pv_to_csi(pv, TOPOLOGY_KEY, notes);
     if let Some(spec) = pv.spec.as_mut()
         && let Some(modes) = spec.access_modes.as_mut()
     {
@@ -177,19 +177,19 @@ pub(crate) fn inline_to_csi(volume: &Volume, notes: &mut Vec<Note>) -> Result<Pe
 /// `projects/<p>/regions/<r>/disks/<name>` handle.
 pub(crate) fn pd_name(field: &str, handle: &str) -> Result<String> {
     let parts: Vec<&str> = handle.split('/').collect();
+    let shape = "expected projects/<project>/zones/<zone>/disks/<name> or \
+                 projects/<project>/regions/<region>/disks/<name>";
+    if parts.len() < 6 {
+        return Err(TranslateError::malformed(PLUGIN, field, handle, shape));
+    }
     let ok = parts.len() == 6
         && parts[0] == "projects"
         && (parts[2] == "zones" || parts[2] == "regions")
         && parts[4] == "disks"
         && parts.iter().all(|p| !p.is_empty());
     if !ok {
-        return Err(TranslateError::malformed(
-            PLUGIN,
-            field,
-            handle,
-            "expected projects/<project>/zones/<zone>/disks/<name> or \
-             projects/<project>/regions/<region>/disks/<name>",
-        ));
+        return Err(TranslateError::malformed(PLUGIN, field, handle, shape)
+            .differs(Difference::GcePdHandle));
     }
     Ok(parts[5].to_string())
 }
@@ -200,26 +200,20 @@ pub(crate) fn pv_to_in_tree(
     notes: &mut Vec<Note>,
 ) -> Result<()> {
     let name = pd_name("spec.csi.volumeHandle", &csi.volume_handle)?;
-    let mut source = GCEPersistentDiskVolumeSource {
-        pd_name: name,
-        fs_type: csi.fs_type.clone(),
-        read_only: csi.read_only,
-        partition: None,
-    };
-    if let Some(partition) = csi
+    let partition = match csi
         .volume_attributes
         .as_ref()
         .and_then(|a| a.get(PARTITION))
-        .filter(|p| !p.is_empty())
     {
-        source.partition = Some(partition.parse::<i32>().map_err(|_| {
-            TranslateError::invalid(
-                format!("spec.csi.volumeAttributes.{PARTITION}"),
-                partition,
-                "not an integer",
-            )
-        })?);
-    }
+        Some(value) => parse_partition(value, false)?,
+        None => None,
+    };
+    let source = GCEPersistentDiskVolumeSource {
+        pd_name: name,
+        fs_type: csi.fs_type.clone().filter(|f| !f.is_empty()),
+        read_only: csi.read_only.filter(|r| *r),
+        partition,
+    };
     notes.push(Note::new(
         "spec.csi.volumeHandle",
         "only the disk name is kept: the in-tree plugin finds the disk in the cluster's project",

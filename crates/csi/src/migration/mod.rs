@@ -7,23 +7,47 @@
 //! returns the object with a list of [`Note`]s: each parameter or field that was dropped,
 //! renamed, added or rewritten, and why. Malformed input is a [`TranslateError`] naming the field.
 //!
-//! Where this differs from csi-translation-lib on purpose:
-//! - A translated StorageClass names the CSI driver as its provisioner (upstream translates
-//!   parameters only, for the external-provisioner's use); a note says so.
-//! - Volume IDs the CSI driver would refuse are errors here rather than failures at attach
-//!   time: an `aws://` EBS ID without a `vol-` ID, an Azure disk URI that is neither a managed
-//!   disk resource ID nor a blob URL, a GCE PD handle not of the `projects/../zones|regions/../disks/..`
-//!   shape, an empty volume ID for any plugin.
-//! - A vSphere CSI volume without the `initialvolumefilepath` attribute cannot go back to
-//!   in-tree (upstream returns an in-tree volume with an empty path).
+//! Where this gives another answer than csi-translation-lib, on purpose (each is a
+//! [`Difference`]; a note carrying it is marked `[differs from csi-translation-lib: <id>]` in
+//! `migration translate`'s output):
+//! - `class-provisioner`: upstream translates a StorageClass's parameters and topologies and
+//!   keeps its provisioner (Portworx excepted); ours names the CSI driver, as the output is
+//!   meant to be applied as the replacing class.
+//! - `empty-volume-id`: upstream turns an empty volumeID, pdName, diskURI or volumePath into an
+//!   empty handle; ours refuses it, naming the field (the driver would refuse it at attach time).
+//! - `azure-disk-uri`: upstream passes any diskURI to the driver and, going back, accepts only
+//!   the exact-case managed disk path; ours checks it both ways, in any case, as the driver does.
+//! - `gce-pd-handle`: upstream takes the sixth part of any handle of six or more `/`-parts as the
+//!   disk name; ours requires `projects/<p>/zones|regions/<z>/disks/<name>`.
+//! - `azure-file-share`: upstream builds a handle with an empty share or account; ours refuses.
+//! - `vsphere-initial-path`: upstream gives an in-tree volume with an empty path to a CSI volume
+//!   without `initialvolumefilepath`; ours refuses (only volumes provisioned for a migrated class
+//!   have an in-tree form).
+//! - `vsphere-inline-policy`: upstream panics (nil pointer) on an inline vsphereVolume with a
+//!   storagePolicyName; ours translates it as it does a PersistentVolume's.
+//! - `vsphere-zone-label`: upstream takes a vSphere PV's zone label `a__b` as one zone; ours
+//!   splits it, as the in-tree plugin wrote several zones that way.
+//! - `zones-trimmed`: upstream keeps the spaces of `zones: a, b` (zone ` b`); ours trims.
+//! - `term-without-zones`: going back, upstream fails (`no zones specified`) when an AWS EBS or
+//!   GCE PD node affinity term has no zone; ours leaves that term without a region.
+//! - `partition-range`: upstream truncates a `partition` attribute to 32 bits; ours refuses it.
+//! - `map-order`: where two StorageClass parameters set the same thing (`zone` and `zones`,
+//!   `fstype` and `csi.storage.k8s.io/fstype`, two spellings of one key), upstream keeps
+//!   whichever Go's random map order visits last; ours keeps an explicit CSI parameter over one
+//!   renamed into it, `zones` over `zone`, and otherwise the key last in byte order, and says so
+//!   in a note on the object.
 //!
-//! As upstream, StorageClasses translate one way only (in-tree to CSI), and Portworx
-//! PersistentVolumes lose `readOnly` (a note says so).
+//! Everything else follows upstream, including its quirks: StorageClasses translate one way only
+//! (in-tree to CSI), Portworx PersistentVolumes lose `readOnly`, an Azure Disk inline volume's
+//! PersistentVolume is named by its disk URI, and Azure Disk zones that are numbers (fault
+//! domains) become the empty zone. The tables in `crates/csi/tests/migration/` pin the output,
+//! object by object, for every parameter and field upstream handles.
 
 mod aws_ebs;
 mod azure_disk;
 mod azure_file;
 mod cinder;
+mod differences;
 mod gce_pd;
 mod portworx;
 mod topology;
@@ -37,6 +61,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+pub use differences::Difference;
 
 /// CSINode annotation listing (comma-separated) the in-tree plugins the node's kubelet migrated.
 pub const MIGRATED_PLUGINS_ANNOTATION: &str = "storage.alpha.kubernetes.io/migrated-plugins";
@@ -183,6 +209,8 @@ pub struct Note {
     pub field: String,
     /// What happened to it and why.
     pub message: String,
+    /// Set when csi-translation-lib would do otherwise here.
+    pub difference: Option<Difference>,
 }
 
 impl Note {
@@ -190,13 +218,26 @@ impl Note {
         Note {
             field: field.into(),
             message: message.into(),
+            difference: None,
+        }
+    }
+
+    /// A note about a deliberate difference from csi-translation-lib.
+    fn differs(field: impl Into<String>, message: impl Into<String>, why: Difference) -> Self {
+        Note {
+            difference: Some(why),
+            ..Note::new(field, message)
         }
     }
 }
 
 impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+        write!(f, "{}: {}", self.field, self.message)?;
+        if let Some(difference) = self.difference {
+            write!(f, " [differs from csi-translation-lib: {difference}]")?;
+        }
+        Ok(())
     }
 }
 
@@ -242,6 +283,14 @@ pub enum TranslateError {
         /// What is not supported and what to do instead.
         reason: String,
     },
+    /// Refused here where csi-translation-lib would translate it (a deliberate [`Difference`]).
+    #[error("{cause} [differs from csi-translation-lib: {difference}]")]
+    Differs {
+        /// Which difference.
+        difference: Difference,
+        /// The refusal.
+        cause: Box<TranslateError>,
+    },
 }
 
 impl TranslateError {
@@ -251,18 +300,51 @@ impl TranslateError {
             TranslateError::MalformedVolumeId { field, .. }
             | TranslateError::InvalidValue { field, .. }
             | TranslateError::Unsupported { field, .. } => field,
+            TranslateError::Differs { cause, .. } => cause.field(),
+        }
+    }
+
+    /// The refusal itself, without the [`TranslateError::Differs`] mark.
+    pub fn cause(&self) -> &TranslateError {
+        match self {
+            TranslateError::Differs { cause, .. } => cause.cause(),
+            other => other,
+        }
+    }
+
+    /// The deliberate difference from csi-translation-lib this refusal is, if any.
+    pub fn difference(&self) -> Option<Difference> {
+        match self {
+            TranslateError::Differs { difference, .. } => Some(*difference),
+            _ => None,
         }
     }
 
     /// The same error with its field put under `prefix` (`spec.volumes[2]`).
-    pub fn under(mut self, prefix: &str) -> Self {
-        let field = match &mut self {
-            TranslateError::MalformedVolumeId { field, .. }
-            | TranslateError::InvalidValue { field, .. }
-            | TranslateError::Unsupported { field, .. } => field,
-        };
-        *field = format!("{prefix}.{field}");
-        self
+    pub fn under(self, prefix: &str) -> Self {
+        match self {
+            TranslateError::Differs { difference, cause } => TranslateError::Differs {
+                difference,
+                cause: Box::new(cause.under(prefix)),
+            },
+            mut other => {
+                if let TranslateError::MalformedVolumeId { field, .. }
+                | TranslateError::InvalidValue { field, .. }
+                | TranslateError::Unsupported { field, .. } = &mut other
+                {
+                    *field = format!("{prefix}.{field}");
+                }
+                other
+            }
+        }
+    }
+
+    /// Marks this refusal as a deliberate difference from csi-translation-lib.
+    fn differs(self, difference: Difference) -> Self {
+        TranslateError::Differs {
+            difference,
+            cause: Box::new(self),
+        }
     }
 
     fn unsupported(field: impl Into<String>, reason: impl Into<String>) -> Self {
@@ -305,14 +387,16 @@ pub fn translate_storage_class(sc: &StorageClass) -> Result<Translation<StorageC
         return Err(not_in_tree_provisioner(&sc.provisioner));
     };
     let mut out = sc.clone();
-    let mut notes = vec![Note::new(
-        "provisioner",
-        format!(
-            "{} -> {}: the CSI driver provisions the class's volumes since migration",
-            plugin.in_tree_name(),
-            plugin.csi_driver()
-        ),
-    )];
+    let message = format!(
+        "{} -> {}: the CSI driver provisions the class's volumes since migration",
+        plugin.in_tree_name(),
+        plugin.csi_driver()
+    );
+    let mut notes = vec![if plugin == Plugin::Portworx {
+        Note::new("provisioner", message)
+    } else {
+        Note::differs("provisioner", message, Difference::ClassProvisioner)
+    }];
     out.provisioner = plugin.csi_driver().to_string();
     if sc
         .metadata
@@ -551,26 +635,108 @@ fn set_csi(pv: &mut PersistentVolume, source_field: &str, csi: CSIPersistentVolu
 /// Fails on an empty volume ID.
 fn require_id(plugin: Plugin, field: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
-        return Err(TranslateError::malformed(
-            plugin,
-            field,
-            value,
-            "the volume ID is empty",
-        ));
+        return Err(
+            TranslateError::malformed(plugin, field, value, "the volume ID is empty")
+                .differs(Difference::EmptyVolumeId),
+        );
     }
     Ok(())
 }
 
-/// The lower-cased `fstype` StorageClass parameter is renamed to the CSI one; returns whether
+/// The `partition` volume attribute of an EBS or GCE PD CSI volume: a decimal integer (an
+/// empty value is one only when `empty_is_error`); 0, the whole disk, is no partition.
+fn parse_partition(value: &str, empty_is_error: bool) -> Result<Option<i32>> {
+    let field = "spec.csi.volumeAttributes.partition";
+    if value.is_empty() && !empty_is_error {
+        return Ok(None);
+    }
+    let wide: i64 = value
+        .parse()
+        .map_err(|_| TranslateError::invalid(field, value, "not an integer"))?;
+    let narrow = i32::try_from(wide).map_err(|_| {
+        TranslateError::invalid(
+            field,
+            value,
+            "out of the 32-bit range of a partition number",
+        )
+        .differs(Difference::PartitionRange)
+    })?;
+    Ok((narrow != 0).then_some(narrow))
+}
+
+/// How a StorageClass parameter came to be in the output; when two inputs set the same output
+/// parameter, the higher rank wins, and between equal ranks the input key later in byte order
+/// (the [`Difference::MapOrder`] rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Rank {
+    /// Added by the translation because of another parameter.
+    Derived,
+    /// Renamed from an in-tree parameter.
+    Renamed,
+    /// Given under this very name.
+    Explicit,
+}
+
+/// The parameters of a translated StorageClass, built one input parameter at a time. Inputs
+/// arrive in byte order (a `BTreeMap`), so the outcome never depends on map order as
+/// csi-translation-lib's does.
+#[derive(Default)]
+pub(crate) struct Params {
+    out: BTreeMap<String, (String, String, Rank)>,
+    notes: Vec<Note>,
+}
+
+impl Params {
+    /// Sets output parameter `key` to `value` because of input parameter `from`.
+    pub(crate) fn set(&mut self, key: &str, value: &str, from: &str, rank: Rank) {
+        let new = (value.to_string(), from.to_string(), rank);
+        match self.out.get(key) {
+            Some((_, kept, old)) if *old > rank => {
+                let note = Self::overridden(key, from, kept);
+                self.notes.push(note);
+            }
+            Some((_, old_from, _)) => {
+                let note = Self::overridden(key, old_from, from);
+                self.notes.push(note);
+                self.out.insert(key.to_string(), new);
+            }
+            None => {
+                self.out.insert(key.to_string(), new);
+            }
+        }
+    }
+
+    /// Keeps input parameter `key` as it is.
+    pub(crate) fn keep(&mut self, key: &str, value: &str) {
+        self.set(key, value, key, Rank::Explicit);
+    }
+
+    fn overridden(key: &str, lost: &str, kept: &str) -> Note {
+        Note::differs(
+            format!("parameters.{lost}"),
+            format!(
+                "ignored: parameters.{kept} also sets {key} and is kept (csi-translation-lib \
+                 keeps either, by Go map order)"
+            ),
+            Difference::MapOrder,
+        )
+    }
+
+    /// The parameters, and the notes about inputs that lost to another.
+    pub(crate) fn finish(self, notes: &mut Vec<Note>) -> BTreeMap<String, String> {
+        notes.extend(self.notes);
+        self.out
+            .into_iter()
+            .map(|(key, (value, _, _))| (key, value))
+            .collect()
+    }
+}
+
+/// The `fstype` StorageClass parameter, in any case, is renamed to the CSI one; returns whether
 /// the key was handled.
-fn rename_fstype(
-    key: &str,
-    value: &str,
-    out: &mut BTreeMap<String, String>,
-    notes: &mut Vec<Note>,
-) -> bool {
+fn rename_fstype(key: &str, value: &str, out: &mut Params, notes: &mut Vec<Note>) -> bool {
     if key.eq_ignore_ascii_case("fstype") {
-        out.insert(CSI_FSTYPE_PARAMETER.to_string(), value.to_string());
+        out.set(CSI_FSTYPE_PARAMETER, value, key, Rank::Renamed);
         notes.push(Note::new(
             format!("parameters.{key}"),
             format!(

@@ -98,7 +98,7 @@ fn names_match_upstream() {
 #[case::azure_disk(
     "kubernetes.io/azure-disk",
     json!({"skuName": "Premium_LRS", "fsType": "ext4"}),
-    json!({"skuName": "Premium_LRS", "fsType": "ext4", "csimigration": "true"}),
+    json!({"skuName": "Premium_LRS", "fsType": "ext4"}),
     Value::Null,
 )]
 #[case::azure_file(
@@ -213,7 +213,7 @@ fn allowed_topology_keys_are_rewritten(#[case] provisioner: &str, #[case] key: &
 }
 
 #[test]
-fn vsphere_rewrites_zone_and_region_topologies() {
+fn vsphere_rewrites_zone_topologies_and_keeps_regions() {
     let mut class = sc("kubernetes.io/vsphere-volume", json!({}));
     class.allowed_topologies = serde_json::from_value(json!([{"matchLabelExpressions": [
         {"key": "topology.kubernetes.io/zone", "values": ["z1"]},
@@ -223,7 +223,8 @@ fn vsphere_rewrites_zone_and_region_topologies() {
     let json = to_json(&translate_storage_class(&class).expect("translates").object);
     let exprs = &json["allowedTopologies"][0]["matchLabelExpressions"];
     assert_eq!(exprs[0]["key"], "topology.csi.vmware.com/zone");
-    assert_eq!(exprs[1]["key"], "topology.csi.vmware.com/region");
+    // As upstream: only zone keys are rewritten in a class's topologies.
+    assert_eq!(exprs[1]["key"], "topology.kubernetes.io/region");
 }
 
 #[rstest]
@@ -290,7 +291,10 @@ fn ebs_volume_ids(#[case] id: &str, #[case] expected: Option<&str>) {
             Some(handle)
         ),
         (Err(e), None) => {
-            assert!(matches!(e, TranslateError::MalformedVolumeId { .. }), "{e}");
+            assert!(
+                matches!(e.cause(), TranslateError::MalformedVolumeId { .. }),
+                "{e}"
+            );
             assert_eq!(e.field(), "spec.awsElasticBlockStore.volumeID");
         }
         (other, _) => panic!("{id:?}: unexpected {other:?}"),
@@ -379,7 +383,7 @@ fn azure_disk_pv(#[case] uri: &str, #[case] ok: bool) {
             assert_eq!(
                 to_json(&out.object)["spec"]["csi"],
                 json!({"driver": "disk.csi.azure.com", "volumeHandle": uri, "fsType": "xfs",
-                       "volumeAttributes": {"cachingmode": "ReadOnly", "fstype": "xfs", "kind": "Managed", "csimigration": "true"}})
+                       "volumeAttributes": {"cachingmode": "ReadOnly", "fstype": "xfs", "kind": "Managed"}})
             );
         }
         Err(e) => {
@@ -393,7 +397,8 @@ fn azure_disk_pv(#[case] uri: &str, #[case] ok: bool) {
 fn azure_file_pv() {
     let mut input = pv(
         json!({}),
-        json!({"accessModes": ["ReadWriteMany"], "azureFile": {"secretName": "azure-storage-account-acct1-secret", "shareName": "share1"}}),
+        json!({"accessModes": ["ReadWriteMany"], "azureFile": {"secretName": "azure-storage-account-acct1-secret", "shareName": "share1"},
+               "claimRef": {"namespace": "ns1", "name": "claim1"}}),
     );
     input.metadata.annotations = Some(
         [(
@@ -405,17 +410,18 @@ fn azure_file_pv() {
     let out = translate_pv_to_csi(&input).expect("translates");
     assert_eq!(
         to_json(&out.object)["spec"]["csi"],
-        json!({"driver": "file.csi.azure.com", "volumeHandle": "rg1#acct1#share1#",
+        json!({"driver": "file.csi.azure.com", "volumeHandle": "rg1#acct1#share1#pv#ns1",
                "volumeAttributes": {"sharename": "share1"},
-               "nodeStageSecretRef": {"name": "azure-storage-account-acct1-secret", "namespace": "default"}})
+               "nodeStageSecretRef": {"name": "azure-storage-account-acct1-secret", "namespace": "ns1"}})
     );
     assert!(fields(&out.notes).contains(&"spec.azureFile.secretNamespace"));
 }
 
 #[rstest]
-#[case::odd_secret_name(json!({"secretName": "mysecret", "shareName": "s"}), Ok("#mysecret#s#"))]
-#[case::no_share(json!({"secretName": "azure-storage-account-a-secret", "shareName": ""}), Err("spec.azureFile.shareName"))]
-#[case::no_secret(json!({"secretName": "", "shareName": "s"}), Err("spec.azureFile.secretName"))]
+#[case::odd_secret_name(json!({"secretName": "mysecret", "shareName": "s", "secretNamespace": "ns"}), Ok("#mysecret#s#pv#ns"))]
+#[case::no_share(json!({"secretName": "azure-storage-account-a-secret", "shareName": "", "secretNamespace": "ns"}), Err("spec.azureFile.shareName"))]
+#[case::no_secret(json!({"secretName": "", "shareName": "s", "secretNamespace": "ns"}), Err("spec.azureFile.secretName"))]
+#[case::no_namespace(json!({"secretName": "azure-storage-account-a-secret", "shareName": "s"}), Err("spec.azureFile.secretNamespace"))]
 fn azure_file_pv_cases(#[case] source: Value, #[case] expected: Result<&str, &str>) {
     let input = pv(json!({}), json!({"azureFile": source}));
     match (translate_pv_to_csi(&input), expected) {
@@ -524,8 +530,8 @@ fn portworx_pv_and_non_migratable_pv() {
 #[case::ebs(json!({"name": "v", "awsElasticBlockStore": {"volumeID": "aws://us-east-1a/vol-1"}}), "ebs.csi.aws.com-vol-1", "vol-1", "ReadWriteOnce")]
 #[case::gce(json!({"name": "v", "gcePersistentDisk": {"pdName": "d1"}}), "pd.csi.storage.gke.io-d1", "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d1", "ReadWriteOnce")]
 #[case::gce_ro(json!({"name": "v", "gcePersistentDisk": {"pdName": "d1", "readOnly": true}}), "pd.csi.storage.gke.io-d1", "projects/UNSPECIFIED/zones/UNSPECIFIED/disks/d1", "ReadOnlyMany")]
-#[case::azure_disk(json!({"name": "v", "azureDisk": {"diskName": "d1", "diskURI": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1"}}), "disk.csi.azure.com-d1", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1", "ReadWriteOnce")]
-#[case::azure_file(json!({"name": "v", "azureFile": {"secretName": "azure-storage-account-a-secret", "shareName": "s1"}}), "file.csi.azure.com-s1", "#a#s1#", "ReadWriteMany")]
+#[case::azure_disk(json!({"name": "v", "azureDisk": {"diskName": "d1", "diskURI": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1"}}), "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1", "ReadWriteOnce")]
+#[case::azure_file(json!({"name": "v", "azureFile": {"secretName": "azure-storage-account-a-secret", "shareName": "s1"}}), "#a#s1#v#ns1", "#a#s1#v#ns1", "ReadWriteMany")]
 #[case::cinder(json!({"name": "v", "cinder": {"volumeID": "c1"}}), "cinder.csi.openstack.org-c1", "c1", "ReadWriteOnce")]
 #[case::vsphere(json!({"name": "v", "vsphereVolume": {"volumePath": "[ds] v.vmdk"}}), "csi.vsphere.vmware.com-[ds] v.vmdk", "[ds] v.vmdk", "ReadWriteOnce")]
 #[case::portworx(json!({"name": "v", "portworxVolume": {"volumeID": "p1"}}), "pxd.portworx.com-p1", "p1", "ReadWriteOnce")]
@@ -655,7 +661,7 @@ fn gce_back_to_in_tree(#[case] handle: &str, #[case] name: Option<&str>) {
         }
         (Err(e), None) => {
             assert!(matches!(
-                e,
+                e.cause(),
                 TranslateError::MalformedVolumeId {
                     plugin: Plugin::GcePd,
                     ..
@@ -689,7 +695,7 @@ fn azure_disk_back_to_in_tree() {
     .expect("translates");
     assert_eq!(
         to_json(&out.object)["spec"]["azureDisk"],
-        json!({"diskName": "d1", "diskURI": uri, "cachingMode": "None", "kind": "Managed", "readOnly": false})
+        json!({"diskName": "d1", "diskURI": uri, "cachingMode": "None", "kind": "Managed", "fsType": "", "readOnly": false})
     );
     assert!(fields(&out.notes).contains(&"spec.csi.volumeAttributes.skuname"));
     let error = translate_pv_to_in_tree(&csi_pv(
@@ -742,7 +748,7 @@ fn vsphere_back_to_in_tree_needs_the_initial_path() {
     let json = to_json(&out.object);
     assert_eq!(
         json["spec"]["vsphereVolume"],
-        json!({"volumePath": "[ds] kubevols/v.vmdk", "storagePolicyName": "gold"})
+        json!({"volumePath": "[ds] kubevols/v.vmdk"})
     );
     assert_eq!(
         json["metadata"]["labels"]["topology.kubernetes.io/zone"],

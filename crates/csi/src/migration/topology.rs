@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
     TopologySelectorLabelRequirement, TopologySelectorTerm, VolumeNodeAffinity,
 };
 
-use super::{Note, Result, ScContext, TranslateError};
+use super::{Difference, Note, Result, ScContext, TranslateError};
 
 /// GA zone label.
 pub(crate) const ZONE_GA: &str = "topology.kubernetes.io/zone";
@@ -25,8 +25,10 @@ pub(crate) const MULTI_ZONE_DELIMITER: &str = "__";
 /// Derives the region from a volume's zones; the error says why it cannot.
 pub(crate) type RegionFn = fn(&[String]) -> std::result::Result<String, String>;
 
-/// Handles the `zone` and `zones` parameters of a StorageClass: they become allowed topologies
-/// on `key`. Returns whether the parameter was handled.
+/// Handles the `zone` and `zones` parameters of a StorageClass (any case): they become allowed
+/// topologies on `key`. Returns whether the parameter was handled. When several are given,
+/// `zones` wins over `zone`, and between spellings of one the later in byte order (upstream
+/// keeps whichever its map order visits last).
 pub(crate) fn zone_parameter(
     key: &str,
     value: &str,
@@ -34,33 +36,61 @@ pub(crate) fn zone_parameter(
     generated: &mut Option<(String, Vec<String>)>,
     notes: &mut Vec<Note>,
 ) -> bool {
-    let zones: Vec<String> = match key.to_ascii_lowercase().as_str() {
-        "zone" => vec![value.to_string()],
-        "zones" => value.split(',').map(|z| z.trim().to_string()).collect(),
+    let lower = key.to_ascii_lowercase();
+    let raw: Vec<&str> = match lower.as_str() {
+        "zone" => vec![value],
+        "zones" => value.split(',').collect(),
         _ => return false,
     };
+    let zones: Vec<String> = raw.iter().map(|z| z.trim().to_string()).collect();
     notes.push(Note::new(
         format!("parameters.{key}"),
         format!("dropped: expressed as allowedTopologies on {topology_key}"),
     ));
-    *generated = Some((key.to_string(), zones));
+    if raw.iter().zip(&zones).any(|(raw, zone)| raw != zone) {
+        notes.push(Note::differs(
+            format!("parameters.{key}"),
+            "spaces around the zones trimmed (csi-translation-lib keeps them)",
+            Difference::ZonesTrimmed,
+        ));
+    }
+    let ignored = |lost: &str, kept: &str| {
+        Note::differs(
+            format!("parameters.{lost}"),
+            format!(
+                "ignored: parameters.{kept} also sets the zones and is kept \
+                 (csi-translation-lib keeps either, by Go map order)"
+            ),
+            Difference::MapOrder,
+        )
+    };
+    match generated.take() {
+        Some(old) if old.0.eq_ignore_ascii_case("zones") && lower == "zone" => {
+            notes.push(ignored(key, &old.0));
+            *generated = Some(old);
+        }
+        Some(old) => {
+            notes.push(ignored(&old.0, key));
+            *generated = Some((key.to_string(), zones));
+        }
+        None => *generated = Some((key.to_string(), zones)),
+    }
     true
 }
 
 /// Finishes the StorageClass topology: generated terms from `zone`/`zones`, or the existing
-/// allowed topologies with zone (and, if `region_key` is given, region) keys rewritten.
+/// allowed topologies with their zone keys (GA or beta) rewritten to the driver's; other keys,
+/// regions included, pass unchanged.
 pub(crate) fn finish_storage_class(
     ctx: &mut ScContext<'_>,
     generated: Option<(String, Vec<String>)>,
     zone_key: &str,
-    region_key: Option<&str>,
 ) -> Result<()> {
-    let has_allowed = ctx
-        .allowed_topologies
-        .as_ref()
-        .is_some_and(|t| !t.is_empty());
+    if ctx.allowed_topologies.as_ref().is_some_and(Vec::is_empty) {
+        ctx.allowed_topologies = None;
+    }
     match generated {
-        Some((param, _)) if has_allowed => Err(TranslateError::unsupported(
+        Some((param, _)) if ctx.allowed_topologies.is_some() => Err(TranslateError::unsupported(
             format!("parameters.{param}"),
             "cannot set both allowedTopologies and the zone/zones parameters; keep one of them",
         )),
@@ -74,31 +104,22 @@ pub(crate) fn finish_storage_class(
             Ok(())
         }
         None => {
-            if let Some(terms) = ctx.allowed_topologies.as_mut() {
-                for (t, term) in terms.iter_mut().enumerate() {
-                    for (e, expr) in term
-                        .match_label_expressions
-                        .iter_mut()
-                        .flatten()
-                        .enumerate()
-                    {
-                        let new = if expr.key == ZONE_GA || expr.key == ZONE_BETA {
-                            Some(zone_key)
-                        } else if expr.key == REGION_GA || expr.key == REGION_BETA {
-                            region_key
-                        } else {
-                            None
-                        };
-                        if let Some(new) = new {
-                            ctx.notes.push(Note::new(
-                                format!("allowedTopologies[{t}].matchLabelExpressions[{e}].key"),
-                                format!(
-                                    "{} -> {new}: the driver reports topology under its own key",
-                                    expr.key
-                                ),
-                            ));
-                            expr.key = new.to_string();
-                        }
+            for (t, term) in ctx.allowed_topologies.iter_mut().flatten().enumerate() {
+                for (e, expr) in term
+                    .match_label_expressions
+                    .iter_mut()
+                    .flatten()
+                    .enumerate()
+                {
+                    if expr.key == ZONE_GA || expr.key == ZONE_BETA {
+                        ctx.notes.push(Note::new(
+                            format!("allowedTopologies[{t}].matchLabelExpressions[{e}].key"),
+                            format!(
+                                "{} -> {zone_key}: the driver reports zones under its own key",
+                                expr.key
+                            ),
+                        ));
+                        expr.key = zone_key.to_string();
                     }
                 }
             }
@@ -205,15 +226,20 @@ fn add_requirement(pv: &mut PersistentVolume, key: &str, values: Vec<String>) {
     }
 }
 
+/// The zones of a PV's zone label (`a__b` holds several), trimmed, without empties, sorted.
+fn label_zones(value: &str) -> Vec<String> {
+    value
+        .split(MULTI_ZONE_DELIMITER)
+        .map(|z| z.trim().to_string())
+        .filter(|z| !z.is_empty())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
 /// In-tree to CSI: zone affinity moves to the driver's key; a PV with only a zone label gets an
-/// affinity term on the driver's key; a beta region affinity becomes GA. With `region_key`, the
-/// region moves to the driver's region key instead.
-pub(crate) fn pv_to_csi(
-    pv: &mut PersistentVolume,
-    zone_key: &str,
-    region_key: Option<&str>,
-    notes: &mut Vec<Note>,
-) {
+/// affinity term on the driver's key; a beta region affinity becomes GA.
+pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, zone_key: &str, notes: &mut Vec<Note>) {
     let (zone_label, region_label) = zone_region_labels(pv);
     if !affinity_values(pv, zone_label).is_empty() {
         replace_key(pv, zone_label, zone_key);
@@ -222,40 +248,71 @@ pub(crate) fn pv_to_csi(
             format!("{zone_label} -> {zone_key}: the driver's nodes report their zone under it"),
         ));
     } else if let Some(value) = label(pv, zone_label).cloned() {
-        let zones: BTreeSet<String> = value
-            .split(MULTI_ZONE_DELIMITER)
-            .map(|z| z.trim().to_string())
-            .filter(|z| !z.is_empty())
-            .collect();
+        let zones = label_zones(&value);
         if !zones.is_empty() {
-            add_requirement(pv, zone_key, zones.into_iter().collect());
+            add_requirement(pv, zone_key, zones);
             notes.push(Note::new(
                 format!("metadata.labels[{zone_label}]"),
                 format!("added as node affinity on {zone_key} (the PV had a zone label only)"),
             ));
         }
     }
-    match region_key {
-        Some(region_key) => {
-            for label in [REGION_GA, REGION_BETA] {
-                if replace_key(pv, label, region_key) > 0 {
-                    notes.push(Note::new(
-                        "spec.nodeAffinity",
-                        format!("{label} -> {region_key}: the driver's region key"),
-                    ));
-                }
-            }
+    if region_label == REGION_BETA && replace_key(pv, REGION_BETA, REGION_GA) > 0 {
+        notes.push(Note::new(
+            "spec.nodeAffinity",
+            format!("{REGION_BETA} -> {REGION_GA}: new nodes carry only the GA region label"),
+        ));
+    }
+}
+
+/// vSphere's in-tree to CSI rewrite: zone and region affinity move to the driver's zone and
+/// region keys; a PV with only zone or region labels gets affinity on the driver's keys.
+pub(crate) fn pv_to_csi_zone_region(
+    pv: &mut PersistentVolume,
+    zone_key: &str,
+    region_key: &str,
+    notes: &mut Vec<Note>,
+) {
+    let (zone_label, region_label) = zone_region_labels(pv);
+    for (label_key, key) in [(zone_label, zone_key), (region_label, region_key)] {
+        if !affinity_values(pv, label_key).is_empty() {
+            replace_key(pv, label_key, key);
+            notes.push(Note::new(
+                "spec.nodeAffinity",
+                format!("{label_key} -> {key}: the driver's nodes report their topology under it"),
+            ));
+            continue;
         }
-        None => {
-            if region_label == REGION_BETA && replace_key(pv, REGION_BETA, REGION_GA) > 0 {
-                notes.push(Note::new(
-                    "spec.nodeAffinity",
-                    format!(
-                        "{REGION_BETA} -> {REGION_GA}: new nodes carry only the GA region label"
-                    ),
-                ));
-            }
+        let Some(value) = label(pv, label_key).cloned() else {
+            continue;
+        };
+        let values = if label_key == zone_label {
+            label_zones(&value)
+        } else {
+            Some(value.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .into_iter()
+                .collect()
+        };
+        if values.is_empty() {
+            continue;
         }
+        if values.len() > 1 {
+            notes.push(Note::differs(
+                format!("metadata.labels[{label_key}]"),
+                format!(
+                    "{value:?} holds {} zones: any of them is required (csi-translation-lib \
+                     requires the one zone {value:?})",
+                    values.len()
+                ),
+                Difference::VsphereZoneLabel,
+            ));
+        }
+        add_requirement(pv, key, values);
+        notes.push(Note::new(
+            format!("metadata.labels[{label_key}]"),
+            format!("added as node affinity on {key} (the PV had the label only)"),
+        ));
     }
 }
 
@@ -289,6 +346,12 @@ pub(crate) fn pv_to_in_tree(
                 .flat_map(|r| r.values.iter().flatten().cloned())
                 .collect();
             if zones.is_empty() {
+                notes.push(Note::differs(
+                    format!("spec.nodeAffinity.required.nodeSelectorTerms[{index}]"),
+                    "no zone: left without a region (csi-translation-lib fails with \
+                     \"no zones specified\")",
+                    Difference::TermWithoutZones,
+                ));
                 continue;
             }
             let value = region_fn(&zones).map_err(|reason| {
@@ -337,7 +400,8 @@ fn set_label_if_missing(
 }
 
 /// vSphere's CSI to in-tree rewrite: both the driver's zone and region keys go back to the
-/// Kubernetes labels, which are added to the PV's labels when missing.
+/// Kubernetes labels; the first value of each (in byte order) becomes the PV's label when it
+/// has none.
 pub(crate) fn pv_to_in_tree_zone_region(
     pv: &mut PersistentVolume,
     zone_key: &str,
@@ -352,9 +416,9 @@ pub(crate) fn pv_to_in_tree_zone_region(
                 format!("{from} -> {to}: in-tree volumes use the Kubernetes topology labels"),
             ));
         }
-        let values = affinity_values(pv, to);
-        if !values.is_empty() {
-            set_label_if_missing(pv, to, values.join(MULTI_ZONE_DELIMITER), notes);
+        // As upstream: the first value only, not all of them joined.
+        if let Some(first) = affinity_values(pv, to).into_iter().next() {
+            set_label_if_missing(pv, to, first, notes);
         }
     }
 }

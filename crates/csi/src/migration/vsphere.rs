@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::{
-    Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
-    require_id, set_csi, topology,
+    Difference, Note, Params, Plugin, Rank, Result, ScContext, TranslateError, csi_source,
+    inline_pv, rename_fstype, require_id, set_csi, topology,
 };
 
 /// The driver's zone topology key.
@@ -39,7 +39,7 @@ pub(crate) fn storage_class(
     params: BTreeMap<String, String>,
     ctx: &mut ScContext<'_>,
 ) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
+    let mut out = Params::default();
     for (key, value) in &params {
         if rename_fstype(key, value, &mut out, ctx.notes) {
             continue;
@@ -52,14 +52,14 @@ pub(crate) fn storage_class(
                     format!("renamed to {STORAGE_POLICY_NAME}: the driver's spelling"),
                 ));
             }
-            out.insert(STORAGE_POLICY_NAME.to_string(), value.clone());
+            out.set(STORAGE_POLICY_NAME, value, key, Rank::Renamed);
         } else if MIGRATION_PARAMS.contains(&lower.as_str()) {
             let new = format!("{lower}-migrationparam");
             ctx.notes.push(Note::new(
                 format!("parameters.{key}"),
                 format!("renamed to {new}: the driver accepts it only from migrated classes"),
             ));
-            out.insert(new, value.clone());
+            out.set(&new, value, key, Rank::Renamed);
         } else {
             ctx.notes.push(Note::new(
                 format!("parameters.{key}"),
@@ -67,16 +67,17 @@ pub(crate) fn storage_class(
             ));
         }
     }
-    out.insert(CSI_MIGRATION.to_string(), "true".to_string());
+    // Upstream sets it after every parameter, whatever the class said.
+    out.set(CSI_MIGRATION, "true", CSI_MIGRATION, Rank::Explicit);
     ctx.notes.push(Note::new(
         format!("parameters.{CSI_MIGRATION}"),
         format!(
-            "added \"true\": the driver then reports {INITIAL_VOLUME_FILE_PATH}, which the \
+            "set to \"true\": the driver then reports {INITIAL_VOLUME_FILE_PATH}, which the \
              translation back to in-tree needs"
         ),
     ));
-    topology::finish_storage_class(ctx, None, ZONE_KEY, Some(REGION_KEY))?;
-    Ok(out)
+    topology::finish_storage_class(ctx, None, ZONE_KEY)?;
+    Ok(out.finish(ctx.notes))
 }
 
 fn csi(
@@ -114,7 +115,7 @@ pub(crate) fn pv_to_csi(pv: &mut PersistentVolume, notes: &mut Vec<Note>) -> Res
     };
     let csi = csi("spec.vsphereVolume", &source, notes)?;
     notes.push(set_csi(pv, "vsphereVolume", csi));
-    topology::pv_to_csi(pv, ZONE_KEY, Some(REGION_KEY), notes);
+    topology::pv_to_csi_zone_region(pv, ZONE_KEY, REGION_KEY, notes);
     Ok(())
 }
 
@@ -123,6 +124,20 @@ pub(crate) fn inline_to_csi(volume: &Volume, notes: &mut Vec<Note>) -> Result<Pe
         return Err(TranslateError::unsupported("vsphereVolume", "missing"));
     };
     let csi = csi("vsphereVolume", source, notes)?;
+    if source
+        .storage_policy_name
+        .as_ref()
+        .is_some_and(|n| !n.is_empty())
+    {
+        notes.push(Note::differs(
+            "vsphereVolume.storagePolicyName",
+            format!(
+                "moved to volumeAttributes.{STORAGE_POLICY_NAME} (csi-translation-lib crashes on \
+                 it)"
+            ),
+            Difference::VsphereInlinePolicy,
+        ));
+    }
     Ok(inline_pv(PLUGIN, &source.volume_path, csi, "ReadWriteOnce"))
 }
 
@@ -140,16 +155,23 @@ pub(crate) fn pv_to_in_tree(
             format!("spec.csi.volumeAttributes.{INITIAL_VOLUME_FILE_PATH}"),
             "missing: only volumes the driver provisioned for a migrated class \
              (csimigration=true) carry the in-tree path; this volume has no in-tree form",
-        ));
+        )
+        .differs(Difference::VsphereInitialPath));
     };
     notes.push(Note::new(
         "spec.csi.volumeHandle",
         format!("dropped: the in-tree volumePath is {INITIAL_VOLUME_FILE_PATH}"),
     ));
+    for key in attributes.keys().filter(|k| *k != INITIAL_VOLUME_FILE_PATH) {
+        notes.push(Note::new(
+            format!("spec.csi.volumeAttributes.{key}"),
+            "dropped: the translation back keeps only the path and fsType",
+        ));
+    }
     let source = VsphereVirtualDiskVolumeSource {
         volume_path: path.clone(),
-        fs_type: csi.fs_type.clone(),
-        storage_policy_name: attributes.get(STORAGE_POLICY_NAME).cloned(),
+        fs_type: csi.fs_type.clone().filter(|f| !f.is_empty()),
+        storage_policy_name: None,
         storage_policy_id: None,
     };
     pv.spec.get_or_insert_with(Default::default).vsphere_volume = Some(source);
