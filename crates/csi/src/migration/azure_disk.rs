@@ -84,9 +84,21 @@ pub(crate) fn disk_name(field: &str, uri: &str) -> Result<String> {
             uri,
             "expected /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Compute/\
              disks/<name> or an https://.../vhds/<name> blob URL",
-        )
-        .differs(Difference::AzureDiskUri)),
+        )),
     }
+}
+
+/// Whether upstream's case-sensitive pattern reads the disk name of a managed disk URI.
+fn upstream_reads(uri: &str) -> bool {
+    let unmanaged = uri.len() > 4 && uri[..4].eq_ignore_ascii_case("http");
+    unmanaged
+        || [
+            "/subscriptions/",
+            "/resourceGroups/",
+            "/providers/Microsoft.Compute/disks/",
+        ]
+        .iter()
+        .all(|part| uri.contains(part))
 }
 
 /// The name in `.../subscriptions/../resourceGroups/../providers/Microsoft.Compute/disks/<name>`,
@@ -125,7 +137,9 @@ fn csi(
 ) -> Result<CSIPersistentVolumeSource> {
     check_kind(field, source)?;
     require_id(PLUGIN, &format!("{field}.diskURI"), &source.disk_uri)?;
-    disk_name(&format!("{field}.diskURI"), &source.disk_uri)?;
+    // Upstream passes any URI to the driver; the driver would refuse this one.
+    disk_name(&format!("{field}.diskURI"), &source.disk_uri)
+        .map_err(|e| e.differs(Difference::AzureDiskUri))?;
     let mut attributes = BTreeMap::from([(KIND.to_string(), MANAGED.to_string())]);
     if let Some(mode) = source
         .caching_mode
@@ -197,8 +211,16 @@ pub(crate) fn pv_to_in_tree(
     pv: &mut PersistentVolume,
     notes: &mut Vec<Note>,
 ) -> Result<()> {
-    require_id(PLUGIN, "spec.csi.volumeHandle", &csi.volume_handle)?;
     let name = disk_name("spec.csi.volumeHandle", &csi.volume_handle)?;
+    if !upstream_reads(&csi.volume_handle) {
+        notes.push(Note::differs(
+            "spec.csi.volumeHandle",
+            "a managed disk path in other case than /subscriptions/../resourceGroups/../\
+             providers/Microsoft.Compute/disks/..: read as the driver reads it \
+             (csi-translation-lib refuses it)",
+            Difference::AzureDiskUri,
+        ));
+    }
     let mut source = AzureDiskVolumeSource {
         disk_name: name,
         disk_uri: csi.volume_handle.clone(),
