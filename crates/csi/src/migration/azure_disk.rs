@@ -230,6 +230,12 @@ pub(crate) fn pv_to_in_tree(
         kind: Some(MANAGED.to_string()),
         caching_mode: None,
     };
+    super::attribute_spellings(
+        csi.volume_attributes.as_ref(),
+        &[CACHING_MODE, FSTYPE],
+        true,
+        notes,
+    );
     for (key, value) in csi.volume_attributes.iter().flatten() {
         match key.to_ascii_lowercase().as_str() {
             CACHING_MODE if !value.is_empty() => source.caching_mode = Some(value.clone()),

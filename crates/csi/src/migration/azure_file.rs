@@ -227,6 +227,12 @@ pub(crate) fn pv_to_in_tree(
         read_only: csi.read_only.filter(|r| *r),
         ..Default::default()
     };
+    super::attribute_spellings(
+        csi.volume_attributes.as_ref(),
+        &[SHARE_NAME, SECRET_NAME, SECRET_NAMESPACE],
+        false,
+        notes,
+    );
     for (key, value) in csi.volume_attributes.iter().flatten() {
         match key.to_ascii_lowercase().as_str() {
             SHARE_NAME => file.share_name = value.clone(),

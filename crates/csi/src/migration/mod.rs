@@ -32,10 +32,11 @@
 //!   GCE PD node affinity term has no zone; ours leaves that term without a region.
 //! - `partition-range`: upstream truncates a `partition` attribute to 32 bits; ours refuses it.
 //! - `map-order`: where two StorageClass parameters set the same thing (`zone` and `zones`,
-//!   `fstype` and `csi.storage.k8s.io/fstype`, two spellings of one key), upstream keeps
-//!   whichever Go's random map order visits last; ours keeps an explicit CSI parameter over one
-//!   renamed into it, `zones` over `zone`, and otherwise the key last in byte order, and says so
-//!   in a note on the object.
+//!   `fstype` and `csi.storage.k8s.io/fstype`, two spellings of one key), or two spellings of
+//!   one volume attribute are read back (Azure Disk and File), upstream keeps whichever Go's
+//!   random map order visits last; ours keeps an explicit CSI parameter over one renamed into
+//!   it, `zones` over `zone`, and otherwise the key last in byte order, and says so in a note
+//!   on the object.
 //!
 //! Everything else follows upstream, including its quirks: StorageClasses translate one way only
 //! (in-tree to CSI), Portworx PersistentVolumes lose `readOnly`, an Azure Disk inline volume's
@@ -662,6 +663,37 @@ fn parse_partition(value: &str, empty_is_error: bool) -> Result<Option<i32>> {
         .differs(Difference::PartitionRange)
     })?;
     Ok((narrow != 0).then_some(narrow))
+}
+
+/// Notes, for each of `known` (lower-case attribute names read in any case) given in several
+/// spellings, that the one last in byte order is read: upstream reads whichever its map order
+/// visits last. With `skip_empty`, empty values do not count (the reader ignores them).
+fn attribute_spellings(
+    attributes: Option<&BTreeMap<String, String>>,
+    known: &[&str],
+    skip_empty: bool,
+    notes: &mut Vec<Note>,
+) {
+    for name in known {
+        let spellings: Vec<&String> = attributes
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| k.eq_ignore_ascii_case(name) && !(skip_empty && v.is_empty()))
+            .map(|(k, _)| k)
+            .collect();
+        if let [lost @ .., kept] = spellings.as_slice() {
+            for key in lost {
+                notes.push(Note::differs(
+                    format!("spec.csi.volumeAttributes.{key}"),
+                    format!(
+                        "ignored: volumeAttributes.{kept} is read instead (csi-translation-lib \
+                         reads either, by Go map order)"
+                    ),
+                    Difference::MapOrder,
+                ));
+            }
+        }
+    }
 }
 
 /// How a StorageClass parameter came to be in the output; when two inputs set the same output
