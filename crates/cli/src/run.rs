@@ -143,7 +143,7 @@ where
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async {
-        let client = connect().await?;
+        let client = connect(lease).await?;
         let metrics = Metrics::new();
         let readiness = Readiness::default();
         let admin = AdminServer::bind(process.admin_address, readiness.clone(), metrics.clone())
@@ -275,7 +275,9 @@ async fn terminated() {
 
 /// A client of the cluster's API server: the pod's ServiceAccount in a cluster, else the
 /// kubeconfig (`KUBECONFIG`, or `~/.kube/config`). Says which is missing when neither is there.
-pub async fn connect() -> anyhow::Result<kube::Client> {
+/// Its User-Agent names the operator by its `lease` (`storage-operator/<version> (<lease>)`),
+/// as the API server's audit log and request metrics show it.
+pub async fn connect(lease: &str) -> anyhow::Result<kube::Client> {
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let kubeconfig = std::env::var_os("KUBECONFIG")
         .map(std::path::PathBuf::from)
@@ -289,7 +291,14 @@ pub async fn connect() -> anyhow::Result<kube::Client> {
             "no Kubernetes API to connect to: not in a pod (KUBERNETES_SERVICE_HOST is unset) and {where_}: set KUBECONFIG to a kubeconfig file, or run the operator in the cluster"
         );
     }
-    kube::Client::try_default()
+    let mut config = kube::Config::infer()
         .await
+        .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
+    // Named in the API server's audit log and request metrics, per operator.
+    let agent = format!("storage-operator/{} ({lease})", env!("CARGO_PKG_VERSION"));
+    if let Ok(value) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    kube::Client::try_from(config)
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")
 }

@@ -1,0 +1,655 @@
+//! Figures for the cluster storage operator (`run`) and the GCP PD driver operator (`driver
+//! gcp-pd`) on a real control plane: kube-apiserver and kube-controller-manager v1.36.2 from
+//! `../shared/k8s`, started here with an audit log. The operators run as processes of the
+//! release binary, each as the ServiceAccount it has in a cluster (the RBAC of
+//! `deploy/kubernetes/` and of the starter). A bench, not a test: it prints numbers and asserts
+//! nothing about time. Printed:
+//! - start -> all operands: from the process's start to its last write before it settles, as
+//!   the API server's audit log has them, with the requests and writes that took;
+//! - idle requests per minute once settled;
+//! - resident memory (VmRSS) on the empty cluster and with N PersistentVolumes and as many
+//!   claims (half in-tree gcePersistentDisk, half CSI), with Nodes and CSINodes (one per 40
+//!   volumes) and one Pod per 4 claims;
+//! - after the API server was down for 60 s and is back: how long each operator takes to undo a
+//!   deletion of one of its operands.
+//!
+//! Run with `cargo bench -p cli --bench real_cluster` (about 8 minutes; needs `../shared/k8s`,
+//! which it starts and stops). `BENCH_VOLUMES=1000,4000`, `BENCH_IDLE_SECS=60` and
+//! `BENCH_OUTAGE_SECS=60` change the sizes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: a panic is a failed run
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use serde_json::{Value, json};
+
+const CONTROL_PLANE_ENV: &str = "BENCH_CONTROL_PLANE";
+const DRIVERS_NAMESPACE: &str = "openshift-cluster-csi-drivers";
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is expected.
+    if std::env::var_os(CONTROL_PLANE_ENV).is_some() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(bench());
+        return;
+    }
+    let k8s = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/k8s");
+    if !k8s.join("start.sh").exists() {
+        println!(
+            "skipped: no control plane at {} (../shared/k8s)",
+            k8s.display()
+        );
+        return;
+    }
+    // The control plane with an audit log of every request (metadata only).
+    let work = std::env::temp_dir().join(format!("storage-operator-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let policy = work.join("audit-policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    let audit = work.join("audit.log");
+    let started = Command::new(k8s.join("start.sh"))
+        .arg("--kcm")
+        .env(
+            "KUBE_APISERVER_EXTRA_ARGS",
+            format!(
+                "--audit-policy-file={} --audit-log-path={} --audit-log-maxsize=0",
+                policy.display(),
+                audit.display()
+            ),
+        )
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "start.sh --kcm failed");
+    let kubeconfig = String::from_utf8(started.stdout).unwrap().trim().to_owned();
+    let dir = Path::new(&kubeconfig).parent().unwrap().to_owned();
+    // The bench itself runs in a child process, so that the control plane is stopped whatever
+    // happens to it.
+    let status = Command::new(std::env::current_exe().unwrap())
+        .env(CONTROL_PLANE_ENV, &dir)
+        .env("E2E_KUBECONFIG", &kubeconfig)
+        .env("BENCH_AUDIT_LOG", &audit)
+        .status();
+    let _ = Command::new(k8s.join("stop.sh"))
+        .arg("--clean")
+        .arg(&dir)
+        .status();
+    let _ = std::fs::remove_dir_all(&work);
+    assert!(status.unwrap().success(), "the bench failed");
+}
+
+fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name).map_or_else(
+        |_| default.to_vec(),
+        |v| v.split(',').map(|n| n.trim().parse().unwrap()).collect(),
+    )
+}
+
+fn env_secs(name: &str, default: u64) -> Duration {
+    Duration::from_secs(
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default),
+    )
+}
+
+/// One request of the audit log.
+#[derive(Debug)]
+struct Event {
+    at: SystemTime,
+    user_agent: String,
+    verb: String,
+    uri: String,
+}
+
+impl Event {
+    fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+}
+
+/// The audit log, read as it grows.
+struct Audit {
+    reader: BufReader<std::fs::File>,
+    events: Vec<Event>,
+}
+
+impl Audit {
+    fn open(path: &Path) -> Self {
+        Self {
+            reader: BufReader::new(std::fs::File::open(path).unwrap()),
+            events: Vec::new(),
+        }
+    }
+
+    fn read(&mut self) {
+        let mut line = String::new();
+        while self.reader.read_line(&mut line).unwrap() > 0 {
+            if !line.ends_with('\n') {
+                // A line still being written: read it whole next time.
+                break;
+            }
+            let event: Value = serde_json::from_str(&line).unwrap();
+            line.clear();
+            let stage = event["stage"].as_str().unwrap_or_default();
+            if stage != "ResponseComplete" && stage != "Panic" {
+                continue;
+            }
+            let at = event["requestReceivedTimestamp"]
+                .as_str()
+                .unwrap_or_default();
+            self.events.push(Event {
+                at: parse_time(at),
+                user_agent: event["userAgent"].as_str().unwrap_or_default().to_owned(),
+                verb: event["verb"].as_str().unwrap_or_default().to_owned(),
+                uri: event["requestURI"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+    }
+
+    fn of<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
+        self.events
+            .iter()
+            .filter(move |e| e.user_agent.contains(agent))
+    }
+}
+
+/// `2026-11-25T06:30:00.123456Z` as a time.
+fn parse_time(text: &str) -> SystemTime {
+    let (date, time) = text.trim_end_matches('Z').split_once('T').unwrap();
+    let d: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
+    let (hms, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let t: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
+    // Days since 1970-01-01 (civil from days, Howard Hinnant's algorithm).
+    let (y, m) = if d[1] <= 2 {
+        (d[0] - 1, d[1] + 9)
+    } else {
+        (d[0], d[1] - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d[2] - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2];
+    let nanos: u32 = format!("{fraction:0<9}")[..9].parse().unwrap();
+    SystemTime::UNIX_EPOCH + Duration::new(u64::try_from(secs).unwrap(), nanos)
+}
+
+async fn admin_config() -> Config {
+    let path = std::env::var("E2E_KUBECONFIG").unwrap();
+    Config::from_custom_kubeconfig(
+        Kubeconfig::read_from(&path).unwrap(),
+        &KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap()
+}
+
+/// A kubeconfig for ServiceAccount `namespace/name`, with a fresh token.
+async fn service_account_kubeconfig(admin: &Client, namespace: &str, name: &str) -> PathBuf {
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(7200),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let token = Api::<ServiceAccount>::namespaced(admin.clone(), namespace)
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let admin_path = std::env::var("E2E_KUBECONFIG").unwrap();
+    let mut kubeconfig: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&admin_path).unwrap()).unwrap();
+    let user = kubeconfig["contexts"][0]["context"]["user"].clone();
+    kubeconfig["users"] = json!([{"name": user, "user": {"token": token}}]);
+    let path = Path::new(&admin_path)
+        .parent()
+        .unwrap()
+        .join(format!("bench-{name}.kubeconfig"));
+    std::fs::write(&path, serde_json::to_string(&kubeconfig).unwrap()).unwrap();
+    path
+}
+
+/// An operator process of the release binary.
+struct Operator {
+    name: &'static str,
+    /// What its User-Agent contains.
+    agent: String,
+    child: Child,
+    started: SystemTime,
+}
+
+impl Operator {
+    fn start(name: &'static str, agent: &str, kubeconfig: &Path, args: &[&str]) -> Self {
+        let started = SystemTime::now();
+        let child = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+            .args(args)
+            .args(["--admin-address", "127.0.0.1:0", "--no-leader-election"])
+            .env("KUBECONFIG", kubeconfig)
+            .env("LOG_LEVEL", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        Self {
+            name,
+            agent: agent.to_owned(),
+            child,
+            started,
+        }
+    }
+
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .unwrap()
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .unwrap();
+        kib / 1024.0
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until `operator` has written nothing for `quiet` (a bench may use a window; tests may
+/// not), and returns its last write's time, its requests and writes until then.
+async fn settle(
+    audit: &mut Audit,
+    operator: &Operator,
+    quiet: Duration,
+) -> (SystemTime, usize, usize) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        audit.read();
+        let last_write = audit
+            .of(&operator.agent)
+            .filter(|e| e.is_write())
+            .map(|e| e.at)
+            .max();
+        if let Some(last) = last_write
+            && SystemTime::now().duration_since(last).unwrap_or_default() >= quiet
+        {
+            let requests = audit.of(&operator.agent).filter(|e| e.at <= last).count();
+            let writes = audit
+                .of(&operator.agent)
+                .filter(|e| e.at <= last && e.is_write())
+                .count();
+            return (last, requests, writes);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} did not settle in 3 minutes",
+            operator.name
+        );
+    }
+}
+
+/// Requests per minute of `operator` over `window`, and the writes and non-watch requests
+/// among them.
+async fn idle(
+    audit: &mut Audit,
+    operator: &Operator,
+    window: Duration,
+) -> (f64, usize, Vec<String>) {
+    audit.read();
+    let from = SystemTime::now();
+    tokio::time::sleep(window).await;
+    audit.read();
+    let during: Vec<&Event> = audit.of(&operator.agent).filter(|e| e.at >= from).collect();
+    let writes = during.iter().filter(|e| e.is_write()).count();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &during {
+        let path = e.uri.split('?').next().unwrap_or_default();
+        *seen.entry(format!("{} {path}", e.verb)).or_default() += 1;
+    }
+    let per_minute = during.len() as f64 * 60.0 / window.as_secs_f64();
+    (
+        per_minute,
+        writes,
+        seen.into_iter().map(|(k, n)| format!("{n}x {k}")).collect(),
+    )
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+async fn bench() {
+    let admin = Client::try_from(admin_config().await).unwrap();
+    let mut audit = Audit::open(Path::new(&std::env::var("BENCH_AUDIT_LOG").unwrap()));
+    let idle_window = env_secs("BENCH_IDLE_SECS", 60);
+    let outage = env_secs("BENCH_OUTAGE_SECS", 60);
+    let sizes = env_list("BENCH_VOLUMES", &[1000, 4000]);
+    println!("# storage-operator on kube-apiserver v1.36.2 (../shared/k8s), release build");
+
+    // The cluster storage operator, as the ServiceAccount of deploy/kubernetes/.
+    e2e::install::storage_operator(&admin).await;
+    e2e::ensure_gcp(&admin).await;
+    let cso_kubeconfig = service_account_kubeconfig(
+        &admin,
+        "openshift-cluster-storage-operator",
+        "cluster-storage-operator",
+    )
+    .await;
+    let cso = Operator::start(
+        "cluster storage operator",
+        "(cluster-storage-operator-lock)",
+        &cso_kubeconfig,
+        &[
+            "run",
+            "--operator-image",
+            "localhost/storage-operator:bench",
+        ],
+    );
+    let (last, requests, writes) = settle(&mut audit, &cso, Duration::from_secs(5)).await;
+    let first = audit.of(&cso.agent).map(|e| e.at).min().unwrap();
+    println!(
+        "{}: start -> all operands {} (first request after {}), {requests} requests ({writes} writes)",
+        cso.name,
+        seconds(last.duration_since(cso.started).unwrap()),
+        seconds(first.duration_since(cso.started).unwrap()),
+    );
+
+    // The GCP PD driver operator, as the ServiceAccount the starter made for it.
+    let driver_kubeconfig =
+        service_account_kubeconfig(&admin, DRIVERS_NAMESPACE, "gcp-pd-csi-driver-operator").await;
+    let driver = Operator::start(
+        "GCP PD driver operator",
+        "(gcp-pd-csi-driver-operator-lock)",
+        &driver_kubeconfig,
+        &["driver", "gcp-pd"],
+    );
+    let (last, requests, writes) = settle(&mut audit, &driver, Duration::from_secs(5)).await;
+    let first = audit.of(&driver.agent).map(|e| e.at).min().unwrap();
+    println!(
+        "{}: start -> all operands {} (first request after {}), {requests} requests ({writes} writes)",
+        driver.name,
+        seconds(last.duration_since(driver.started).unwrap()),
+        seconds(first.duration_since(driver.started).unwrap()),
+    );
+
+    for operator in [&cso, &driver] {
+        let (per_minute, writes, requests) = idle(&mut audit, operator, idle_window).await;
+        println!(
+            "{}: idle {per_minute:.1} requests/min ({writes} writes) over {}: {}",
+            operator.name,
+            seconds(idle_window),
+            if requests.is_empty() {
+                "none".to_owned()
+            } else {
+                requests.join(", ")
+            }
+        );
+    }
+    println!(
+        "resident memory, empty cluster: {} {:.1} MiB, {} {:.1} MiB",
+        cso.name,
+        cso.rss_mib(),
+        driver.name,
+        driver.rss_mib()
+    );
+
+    let mut created = 0;
+    for size in sizes {
+        populate(&admin, created, size).await;
+        created = size;
+        // Let the watches deliver and the operators act on what they saw.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        println!(
+            "resident memory with {size} PVs + {size} PVCs ({} Nodes and CSINodes, {} Pods): {} {:.1} MiB, {} {:.1} MiB",
+            size / 40,
+            size / 4,
+            cso.name,
+            cso.rss_mib(),
+            driver.name,
+            driver.rss_mib()
+        );
+    }
+
+    // An outage: the API server stops for `outage`, then comes back; an operand of each
+    // operator is deleted and the time until it is back is measured.
+    let dir = PathBuf::from(std::env::var(CONTROL_PLANE_ENV).unwrap());
+    restart_api_server(&dir, outage).await;
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), DRIVERS_NAMESPACE);
+    for (operator, name) in [
+        (&cso, "gcp-pd-csi-driver-operator"),
+        (&driver, "gcp-pd-csi-driver-controller"),
+    ] {
+        let before = deployments.get(name).await.unwrap().metadata.uid;
+        let deleted = Instant::now();
+        deployments
+            .delete(name, &DeleteParams::background())
+            .await
+            .unwrap();
+        loop {
+            if let Some(now) = deployments.get_opt(name).await.unwrap()
+                && now.metadata.uid != before
+            {
+                break;
+            }
+            assert!(
+                deleted.elapsed() < Duration::from_secs(300),
+                "{} never recreated Deployment {name} after the outage",
+                operator.name
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!(
+            "{}: after a {} API server outage, Deployment {name} deleted -> recreated in {}",
+            operator.name,
+            seconds(outage),
+            seconds(deleted.elapsed())
+        );
+    }
+    cso.stop();
+    driver.stop();
+}
+
+/// Creates volumes `from..to`: PersistentVolumes bound to claims (even ones in-tree GCE PD,
+/// odd ones CSI), and Nodes, CSINodes and Pods in the stated ratios.
+async fn populate(admin: &Client, from: usize, to: usize) {
+    use k8s_openapi::api::core::v1::{
+        Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
+    };
+    use k8s_openapi::api::storage::v1::CSINode;
+    let namespace = "bench-volumes";
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    if namespaces.get_opt(namespace).await.unwrap().is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let pvs: Api<PersistentVolume> = Api::all(admin.clone());
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), namespace);
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), namespace);
+    let nodes: Api<Node> = Api::all(admin.clone());
+    let csinodes: Api<CSINode> = Api::all(admin.clone());
+    let pp = PostParams::default();
+    let mut tasks = Vec::new();
+    for i in from..to {
+        let (pvs, pvcs, pods, nodes, csinodes, pp) = (
+            pvs.clone(),
+            pvcs.clone(),
+            pods.clone(),
+            nodes.clone(),
+            csinodes.clone(),
+            pp.clone(),
+        );
+        tasks.push(async move {
+            let source = if i % 2 == 0 {
+                json!({"gcePersistentDisk": {"pdName": format!("disk-{i}"), "fsType": "ext4"}})
+            } else {
+                json!({"csi": {"driver": "pd.csi.storage.gke.io",
+                               "volumeHandle": format!("projects/p/zones/us-central1-a/disks/disk-{i}")}})
+            };
+            let mut spec = json!({
+                "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                "claimRef": {"namespace": "bench-volumes", "name": format!("claim-{i}")},
+            });
+            spec.as_object_mut()
+                .unwrap()
+                .extend(source.as_object().unwrap().clone());
+            pvs.create(
+                &pp,
+                &serde_json::from_value(json!({
+                    "metadata": {"name": format!("pv-{i}"),
+                                 "labels": {"topology.kubernetes.io/zone": "us-central1-a"}},
+                    "spec": spec,
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+            pvcs.create(
+                &pp,
+                &serde_json::from_value(json!({
+                    "metadata": {"name": format!("claim-{i}")},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                             "volumeName": format!("pv-{i}"),
+                             "resources": {"requests": {"storage": "10Gi"}}},
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+            if i % 40 == 0 {
+                let node = format!("node-{}", i / 40);
+                nodes
+                    .create(
+                        &pp,
+                        &serde_json::from_value(json!({"metadata": {"name": node,
+                            "labels": {"topology.kubernetes.io/zone": "us-central1-a"}}}))
+                        .unwrap(),
+                    )
+                    .await
+                    .unwrap();
+                csinodes
+                    .create(
+                        &pp,
+                        &serde_json::from_value(json!({"metadata": {"name": node,
+                            "annotations": {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/gce-pd"}},
+                            "spec": {"drivers": [{"name": "pd.csi.storage.gke.io", "nodeID": node,
+                                                  "topologyKeys": ["topology.gke.io/zone"]}]}}))
+                        .unwrap(),
+                    )
+                    .await
+                    .unwrap();
+            }
+            if i % 4 == 0 {
+                let volumes: Vec<Value> = (i..i + 4)
+                    .map(|c| json!({"name": format!("v{c}"), "persistentVolumeClaim": {"claimName": format!("claim-{c}")}}))
+                    .collect();
+                pods.create(
+                    &pp,
+                    &serde_json::from_value(json!({
+                        "metadata": {"name": format!("app-{i}")},
+                        "spec": {"containers": [{"name": "app", "image": "localhost/busybox:dev"}],
+                                 "volumes": volumes},
+                    }))
+                    .unwrap(),
+                )
+                .await
+                .unwrap();
+            }
+        });
+    }
+    // Sixteen volumes at a time.
+    use futures::StreamExt as _;
+    futures::stream::iter(tasks)
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+/// Stops kube-apiserver, waits `outage`, starts it again with the same arguments and waits
+/// until it is ready.
+async fn restart_api_server(dir: &Path, outage: Duration) {
+    let pid_file = dir.join("pids/kube-apiserver.pid");
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Command::new("kill").arg(&pid).status().unwrap();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let down = Instant::now();
+    tokio::time::sleep(outage).await;
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("logs/kube-apiserver.log"))
+        .unwrap();
+    // Stopped by stop.sh, as the first one was (its pid file is rewritten below); the bench
+    // process ends before it, so it is never waited for here.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(&args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::fs::write(&pid_file, child.id().to_string()).unwrap();
+    let admin = Client::try_from(admin_config().await).unwrap();
+    loop {
+        if admin
+            .request_text(http::Request::get("/readyz").body(vec![]).unwrap())
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "kube-apiserver down for {} (back and ready after {})",
+        seconds(outage),
+        seconds(down.elapsed())
+    );
+}
