@@ -262,18 +262,25 @@ impl Operator {
         }
     }
 
-    fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .unwrap()
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .unwrap();
-        kib / 1024.0
+    /// Resident memory, in MiB: total (VmRSS), and its heap and other anonymous part.
+    fn rss_mib(&self) -> String {
+        let field = |file: &str, name: &str| -> f64 {
+            let text =
+                std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap();
+            let kib: f64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .unwrap()
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap();
+            kib / 1024.0
+        };
+        let total = field("status", "VmRSS:");
+        let anonymous = field("smaps_rollup", "Anonymous:");
+        format!("{total:.1} MiB ({anonymous:.1} anonymous)")
     }
 
     fn stop(mut self) {
@@ -416,7 +423,7 @@ async fn bench() {
         );
     }
     println!(
-        "resident memory, empty cluster: {} {:.1} MiB, {} {:.1} MiB",
+        "resident memory, empty cluster: {} {}, {} {}",
         cso.name,
         cso.rss_mib(),
         driver.name,
@@ -430,7 +437,7 @@ async fn bench() {
         // Let the watches deliver and the operators act on what they saw.
         tokio::time::sleep(Duration::from_secs(20)).await;
         println!(
-            "resident memory with {size} PVs + {size} PVCs ({} Nodes and CSINodes, {} Pods): {} {:.1} MiB, {} {:.1} MiB",
+            "resident memory with {size} PVs + {size} PVCs ({} Nodes and CSINodes, {} Pods): {} {}, {} {}",
             size / 40,
             size / 4,
             cso.name,
