@@ -464,7 +464,9 @@ fn credentials_request(
     });
 }
 
-/// The decisions for `observed` at `now`.
+/// The decisions for `observed` at `now`, one logical controller at a time: management state
+/// ([`manage`]), config observer, inputs and preconditions, the operands ([`operand_steps`],
+/// [`stale_operands`], credentials), then the status of each workload and of the classes.
 pub fn plan(
     def: &DriverDef,
     env: &BTreeMap<String, String>,
@@ -480,6 +482,111 @@ pub fn plan(
             ..Plan::default()
         };
     };
+    let mut plan = match manage(def, driver, observed) {
+        Managed::Operands(plan) => plan,
+        Managed::Done(plan) => return plan,
+    };
+
+    let inputs = match inputs(def, env, observed) {
+        Ok(inputs) => inputs,
+        Err(message) => {
+            plan.status.push(ControllerStatus {
+                group: Some(Group::Static),
+                controller: Group::Static.controller(def),
+                part: StatusPart {
+                    conditions: vec![degraded(def, Group::Static, Some(&message))],
+                    ..StatusPart::default()
+                },
+            });
+            return plan;
+        }
+    };
+    let disabled = match &observed.probe {
+        Some(Err(reason)) => Some(reason.clone()),
+        _ => def.precondition.and_then(|check| check(&inputs).err()),
+    };
+    if let Some(reason) = disabled {
+        plan.status.extend(disabled_status(def, &reason));
+        return plan;
+    }
+    let storage_class_error = storage::validate_storage_class_state(&inputs).err();
+    let derived_errors = crate::derived::derived_config_map_errors(def, &inputs);
+
+    // Static resources, CSIDriver, StorageClasses and optional kinds: what to apply.
+    let (steps, kept_classes) =
+        operand_steps(def, &inputs, observed, storage_class_error.is_some());
+    plan.steps = steps;
+    credentials_request(&mut plan, def, env, observed, &inputs);
+    plan.deletions.extend(stale_operands(
+        def,
+        &inputs,
+        observed,
+        storage_class_error.is_none(),
+    ));
+
+    // Workload status from the observed objects.
+    let controller = controller_service_status(def, observed, driver, now);
+    plan.requeue = min_requeue(plan.requeue, controller.requeue);
+    let (node_part, node_available) = node_service_status(def, observed);
+    // Hook: the CSI migration audit (see `super::migration`) needs the driver's availability.
+    let driver_available = controller.available && node_available;
+    let static_part = StatusPart {
+        conditions: vec![degraded(
+            def,
+            Group::Static,
+            (!derived_errors.is_empty())
+                .then(|| derived_errors.join("\n"))
+                .as_deref(),
+        )],
+        ..StatusPart::default()
+    };
+    for (group, part) in [
+        (Group::Static, static_part),
+        (Group::ControllerService, controller.part),
+        (Group::NodeService, node_part),
+        (
+            Group::StorageClass,
+            storage_class_status(def, storage_class_error, &kept_classes),
+        ),
+        (
+            Group::ServiceMonitor,
+            StatusPart {
+                conditions: vec![degraded(def, Group::ServiceMonitor, None)],
+                ..StatusPart::default()
+            },
+        ),
+    ] {
+        plan.status.push(ControllerStatus {
+            group: Some(group),
+            controller: group.controller(def),
+            part,
+        });
+    }
+    // Hook: the CSI migration audit, for a driver that replaces an in-tree plugin.
+    plan.status.extend(super::migration::status(
+        def,
+        &observed.migration,
+        &observed.storage_classes,
+        driver_available,
+    ));
+    plan
+}
+
+/// What the management state leaves to do.
+enum Managed {
+    /// Nothing more (removal, Unmanaged, a deleted driver that is not removable): the whole plan.
+    Done(Plan),
+    /// The operands are managed: the plan so far (config observer's patch, finalizers).
+    Operands(Plan),
+}
+
+/// The management state controller: its condition, and what `spec.managementState` and a
+/// deletion decide.
+fn manage(
+    def: &DriverDef,
+    driver: &api::operator_v1::ClusterCSIDriver,
+    observed: &Observed,
+) -> Managed {
     let deleting = driver.metadata.deletion_timestamp.is_some();
     let mut mode = management::mode(&driver.spec.operator.management_state, def.removable);
     if deleting && def.removable {
@@ -522,7 +629,7 @@ pub fn plan(
                     .push(removal::removal_condition(def, true, &blocking));
                 if !blocking.is_empty() {
                     // Operands and finalizers stay until the volumes are released.
-                    return plan;
+                    return Managed::Done(plan);
                 }
             }
             plan.deletions = removal(def, observed);
@@ -534,13 +641,13 @@ pub fn plan(
             if kept != current_finalizers {
                 plan.finalizers = Some(kept);
             }
-            return plan;
+            return Managed::Done(plan);
         }
-        Mode::Pause | Mode::RefuseRemoval | Mode::Unsupported(_) => return plan,
+        Mode::Pause | Mode::RefuseRemoval | Mode::Unsupported(_) => return Managed::Done(plan),
     }
     if deleting {
         // Not removable: the ClusterCSIDriver goes, the operands stay.
-        return plan;
+        return Managed::Done(plan);
     }
     observe_config(&mut plan, driver, observed);
     if def.removable {
@@ -555,33 +662,23 @@ pub fn plan(
         }
     }
 
-    let inputs = match inputs(def, env, observed) {
-        Ok(inputs) => inputs,
-        Err(message) => {
-            plan.status.push(ControllerStatus {
-                group: Some(Group::Static),
-                controller: Group::Static.controller(def),
-                part: StatusPart {
-                    conditions: vec![degraded(def, Group::Static, Some(&message))],
-                    ..StatusPart::default()
-                },
-            });
-            return plan;
-        }
-    };
-    let disabled = match &observed.probe {
-        Some(Err(reason)) => Some(reason.clone()),
-        _ => def.precondition.and_then(|check| check(&inputs).err()),
-    };
-    if let Some(reason) = disabled {
-        plan.status.extend(disabled_status(def, &reason));
-        return plan;
-    }
-    let storage_class_error = storage::validate_storage_class_state(&inputs).err();
-    let derived_errors = crate::derived::derived_config_map_errors(def, &inputs);
+    Managed::Operands(plan)
+}
 
+/// The operands to apply, each decided against what is live (a DaemonSet keeps its template
+/// generation, an immutable change of the CSIDriver or a class of ours replaces it, a
+/// same-named class of someone else is kept); with the messages for the classes kept. An
+/// optional kind whose cache is still filling waits for the next pass; with `classes_invalid`,
+/// no StorageClass is applied.
+fn operand_steps(
+    def: &DriverDef,
+    inputs: &Inputs,
+    observed: &Observed,
+    classes_invalid: bool,
+) -> (Vec<Step>, Vec<String>) {
+    let mut steps = Vec::new();
     let mut kept_classes: Vec<String> = Vec::new();
-    for operand in render_operands(def, &inputs) {
+    for operand in render_operands(def, inputs) {
         let group = Group::of(&operand);
         let mut recreate = false;
         let operand = match operand {
@@ -639,16 +736,27 @@ pub fn plan(
             }
             other => other,
         };
-        if group == Group::StorageClass && storage_class_error.is_some() {
+        if group == Group::StorageClass && classes_invalid {
             continue;
         }
-        plan.steps.push(Step {
+        steps.push(Step {
             group,
             operand,
             recreate,
         });
     }
-    credentials_request(&mut plan, def, env, observed, &inputs);
+    (steps, kept_classes)
+}
+
+/// Operands of ours that the inputs no longer render: a copied ConfigMap whose source is gone,
+/// and (when the classes are valid) StorageClasses no longer wanted.
+fn stale_operands(
+    def: &DriverDef,
+    inputs: &Inputs,
+    observed: &Observed,
+    classes_valid: bool,
+) -> Vec<Deletion> {
+    let mut deletions = Vec::new();
     // A copy outlives its source only until the next pass.
     for copied in &def.copied_config_maps {
         let target = copied.target();
@@ -658,22 +766,22 @@ pub fn plan(
                 .iter()
                 .any(|c| c.name_any() == target && is_ours(c.labels(), def));
         if stale {
-            plan.deletions.push(Deletion {
+            deletions.push(Deletion {
                 group: Group::Static,
                 kind: DeleteKind::ConfigMap,
                 name: target.to_owned(),
             });
         }
     }
-    if storage_class_error.is_none() {
-        for name in storage::storage_classes_to_delete(def, &inputs) {
+    if classes_valid {
+        for name in storage::storage_classes_to_delete(def, inputs) {
             let ours = observed
                 .storage_classes
                 .iter()
                 .find(|sc| sc.name_any() == name)
                 .is_some_and(|sc| is_ours(sc.labels(), def));
             if ours {
-                plan.deletions.push(Deletion {
+                deletions.push(Deletion {
                     group: Group::StorageClass,
                     kind: DeleteKind::StorageClass,
                     name,
@@ -681,8 +789,23 @@ pub fn plan(
             }
         }
     }
+    deletions
+}
 
-    // Workload status from the observed objects.
+/// The controller service's status (its Deployment), when to look again for the progressing
+/// deadline, and whether it is Available.
+struct ControllerServiceStatus {
+    part: StatusPart,
+    requeue: Option<Duration>,
+    available: bool,
+}
+
+fn controller_service_status(
+    def: &DriverDef,
+    observed: &Observed,
+    driver: &api::operator_v1::ClusterCSIDriver,
+    now: &Time,
+) -> ControllerServiceStatus {
     let previous = driver.status.as_ref();
     let deployment_name = names::controller(def);
     let deployment = observed
@@ -696,15 +819,13 @@ pub fn plan(
     let progressing_type = deployment_conditions.progressing.type_.clone();
     let previous_progressing = previous.and_then(|s| s.condition(&progressing_type));
     let too_long = status::progressing_too_long(now, &deployment_conditions, previous_progressing);
-    plan.requeue = min_requeue(
-        plan.requeue,
-        progressing_deadline(now, &deployment_conditions, previous_progressing)
-            .filter(|_| !too_long),
-    );
-    let mut controller_part = StatusPart {
+    let requeue = progressing_deadline(now, &deployment_conditions, previous_progressing)
+        .filter(|_| !too_long);
+    let available = deployment_conditions.available.status == ConditionStatus::True;
+    let mut part = StatusPart {
         conditions: vec![
-            deployment_conditions.available.clone(),
-            deployment_conditions.progressing.clone(),
+            deployment_conditions.available,
+            deployment_conditions.progressing,
             degraded(
                 def,
                 Group::ControllerService,
@@ -720,7 +841,7 @@ pub fn plan(
         ..StatusPart::default()
     };
     if def.precondition.is_some() || observed.probe.is_some() {
-        controller_part.conditions.push(condition(
+        part.conditions.push(condition(
             disabled_type(def),
             ConditionStatus::False,
             status::REASON_AS_EXPECTED,
@@ -728,13 +849,22 @@ pub fn plan(
         ));
     }
     if let Some(d) = deployment {
-        controller_part.generations.push(generation(
+        part.generations.push(generation(
             "deployments",
             def,
             &deployment_name,
             d.metadata.generation,
         ));
     }
+    ControllerServiceStatus {
+        part,
+        requeue,
+        available,
+    }
+}
+
+/// The node service's status (its DaemonSet), and whether it is Available.
+fn node_service_status(def: &DriverDef, observed: &Observed) -> (StatusPart, bool) {
     let node_name = names::node(def);
     let daemon_set = observed
         .daemon_sets
@@ -744,10 +874,8 @@ pub fn plan(
         &def.condition_prefix,
         daemon_set.unwrap_or(&DaemonSet::default()),
     );
-    // Hook: the CSI migration audit (see `super::migration`) needs the driver's availability.
-    let driver_available = deployment_conditions.available.status == ConditionStatus::True
-        && node_conditions.available.status == ConditionStatus::True;
-    let mut node_part = StatusPart {
+    let available = node_conditions.available.status == ConditionStatus::True;
+    let mut part = StatusPart {
         conditions: vec![
             node_conditions.available,
             node_conditions.progressing,
@@ -756,67 +884,36 @@ pub fn plan(
         ..StatusPart::default()
     };
     if let Some(ds) = daemon_set {
-        node_part.generations.push(generation(
+        part.generations.push(generation(
             "daemonsets",
             def,
             &node_name,
             ds.metadata.generation,
         ));
     }
-    for (group, part) in [
-        (
-            Group::Static,
-            StatusPart {
-                conditions: vec![degraded(
-                    def,
-                    Group::Static,
-                    (!derived_errors.is_empty())
-                        .then(|| derived_errors.join("\n"))
-                        .as_deref(),
-                )],
-                ..StatusPart::default()
-            },
-        ),
-        (Group::ControllerService, controller_part),
-        (Group::NodeService, node_part),
-        (
-            Group::StorageClass,
-            StatusPart {
-                conditions: vec![match storage_class_error {
-                    Some(error) => degraded(def, Group::StorageClass, Some(&error)),
-                    None if !kept_classes.is_empty() => condition(
-                        Group::StorageClass.degraded_type(def),
-                        ConditionStatus::True,
-                        REASON_OBJECT_KEPT,
-                        kept_classes.join("\n"),
-                    ),
-                    None => degraded(def, Group::StorageClass, None),
-                }],
-                ..StatusPart::default()
-            },
-        ),
-        (
-            Group::ServiceMonitor,
-            StatusPart {
-                conditions: vec![degraded(def, Group::ServiceMonitor, None)],
-                ..StatusPart::default()
-            },
-        ),
-    ] {
-        plan.status.push(ControllerStatus {
-            group: Some(group),
-            controller: group.controller(def),
-            part,
-        });
+    (part, available)
+}
+
+/// The StorageClass controller's status: Degraded with the invalid input, or with the classes
+/// kept because someone else's has the name, else not.
+fn storage_class_status(
+    def: &DriverDef,
+    invalid: Option<String>,
+    kept_classes: &[String],
+) -> StatusPart {
+    StatusPart {
+        conditions: vec![match invalid {
+            Some(error) => degraded(def, Group::StorageClass, Some(&error)),
+            None if !kept_classes.is_empty() => condition(
+                Group::StorageClass.degraded_type(def),
+                ConditionStatus::True,
+                REASON_OBJECT_KEPT,
+                kept_classes.join("\n"),
+            ),
+            None => degraded(def, Group::StorageClass, None),
+        }],
+        ..StatusPart::default()
     }
-    // Hook: the CSI migration audit, for a driver that replaces an in-tree plugin.
-    plan.status.extend(super::migration::status(
-        def,
-        &observed.migration,
-        &observed.storage_classes,
-        driver_available,
-    ));
-    plan
 }
 
 /// Reason of the Disabled condition when the driver cannot run on this cluster.
