@@ -465,8 +465,8 @@ fn credentials_request(
 }
 
 /// The decisions for `observed` at `now`, one logical controller at a time: management state
-/// ([`manage`]), config observer, inputs and preconditions, the operands ([`operand_steps`],
-/// [`stale_operands`], credentials), then the status of each workload and of the classes.
+/// (`manage`), config observer, inputs and preconditions, the operands (`operand_steps`,
+/// `stale_operands`, credentials), then the status of each workload and of the classes.
 pub fn plan(
     def: &DriverDef,
     env: &BTreeMap<String, String>,
