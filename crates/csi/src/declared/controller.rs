@@ -44,6 +44,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::build::{DeclaredInputs, build_operands};
+use super::kinds::OwnedKind;
 use super::validate::{Claimant, ClusterFacts, Invalid, validate};
 use super::{CONTROLLER_NAME, FINALIZER, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::inputs::Topology;
@@ -361,11 +362,11 @@ fn volumes_of(context: &Context, driver: &str) -> usize {
 }
 
 /// One operand that exists: kind, namespace, name.
-type Existing = (&'static str, Option<String>, String);
+type Existing = (OwnedKind, Option<String>, String);
 
 fn existing_of<K>(
     store: &Store<K>,
-    kind: &'static str,
+    kind: OwnedKind,
     cd: &CSIDriverDeployment,
     out: &mut Vec<Existing>,
 ) where
@@ -382,42 +383,37 @@ fn existing_of<K>(
 fn existing(context: &Context, cd: &CSIDriverDeployment) -> Vec<Existing> {
     let c = &context.caches;
     let mut out = Vec::new();
-    existing_of(&c.service_accounts, "ServiceAccount", cd, &mut out);
-    existing_of(&c.roles, "Role", cd, &mut out);
-    existing_of(&c.role_bindings, "RoleBinding", cd, &mut out);
-    existing_of(&c.cluster_roles, "ClusterRole", cd, &mut out);
-    existing_of(&c.cluster_role_bindings, "ClusterRoleBinding", cd, &mut out);
-    existing_of(&c.pdbs, "PodDisruptionBudget", cd, &mut out);
-    existing_of(&c.deployments, "Deployment", cd, &mut out);
-    existing_of(&c.daemon_sets, "DaemonSet", cd, &mut out);
-    existing_of(&c.csi_drivers, "CSIDriver", cd, &mut out);
-    existing_of(&c.storage_classes, "StorageClass", cd, &mut out);
+    existing_of(&c.service_accounts, OwnedKind::ServiceAccount, cd, &mut out);
+    existing_of(&c.roles, OwnedKind::Role, cd, &mut out);
+    existing_of(&c.role_bindings, OwnedKind::RoleBinding, cd, &mut out);
+    existing_of(&c.cluster_roles, OwnedKind::ClusterRole, cd, &mut out);
+    existing_of(
+        &c.cluster_role_bindings,
+        OwnedKind::ClusterRoleBinding,
+        cd,
+        &mut out,
+    );
+    existing_of(&c.pdbs, OwnedKind::PodDisruptionBudget, cd, &mut out);
+    existing_of(&c.deployments, OwnedKind::Deployment, cd, &mut out);
+    existing_of(&c.daemon_sets, OwnedKind::DaemonSet, cd, &mut out);
+    existing_of(&c.csi_drivers, OwnedKind::CSIDriver, cd, &mut out);
+    existing_of(&c.storage_classes, OwnedKind::StorageClass, cd, &mut out);
     out
 }
 
-fn operand_key(operand: &Operand) -> Existing {
+/// The kind, namespace and name of `operand`; `None` for an operand a CSIDriverDeployment
+/// never has (its apply is refused with a message).
+fn operand_key(operand: &Operand) -> Option<Existing> {
+    let kind = OwnedKind::of(operand)?;
     let v = operand.to_value();
-    let kind = match v["kind"].as_str().unwrap_or_default() {
-        "ServiceAccount" => "ServiceAccount",
-        "Role" => "Role",
-        "RoleBinding" => "RoleBinding",
-        "ClusterRole" => "ClusterRole",
-        "ClusterRoleBinding" => "ClusterRoleBinding",
-        "PodDisruptionBudget" => "PodDisruptionBudget",
-        "Deployment" => "Deployment",
-        "DaemonSet" => "DaemonSet",
-        "CSIDriver" => "CSIDriver",
-        "StorageClass" => "StorageClass",
-        _ => "Other",
-    };
-    (
+    Some((
         kind,
         v["metadata"]["namespace"].as_str().map(str::to_owned),
         v["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_owned(),
-    )
+    ))
 }
 
 async fn delete_one<K>(api: Api<K>, name: &str) -> Result<(), kube::Error>
@@ -435,27 +431,23 @@ async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result
     let c = context.client.clone();
     let ns = namespace.as_deref().unwrap_or_default();
     let result = match *kind {
-        "ServiceAccount" => delete_one(Api::<ServiceAccount>::namespaced(c, ns), name).await,
-        "Role" => delete_one(Api::<Role>::namespaced(c, ns), name).await,
-        "RoleBinding" => delete_one(Api::<RoleBinding>::namespaced(c, ns), name).await,
-        "PodDisruptionBudget" => {
+        OwnedKind::ServiceAccount => {
+            delete_one(Api::<ServiceAccount>::namespaced(c, ns), name).await
+        }
+        OwnedKind::Role => delete_one(Api::<Role>::namespaced(c, ns), name).await,
+        OwnedKind::RoleBinding => delete_one(Api::<RoleBinding>::namespaced(c, ns), name).await,
+        OwnedKind::PodDisruptionBudget => {
             delete_one(Api::<PodDisruptionBudget>::namespaced(c, ns), name).await
         }
-        "Deployment" => delete_one(Api::<Deployment>::namespaced(c, ns), name).await,
-        "DaemonSet" => delete_one(Api::<DaemonSet>::namespaced(c, ns), name).await,
-        "ClusterRole" => delete_one(Api::<ClusterRole>::all(c), name).await,
-        "ClusterRoleBinding" => delete_one(Api::<ClusterRoleBinding>::all(c), name).await,
-        "CSIDriver" => delete_one(Api::<CSIDriver>::all(c), name).await,
-        "StorageClass" => delete_one(Api::<StorageClass>::all(c), name).await,
-        _ => Ok(()),
+        OwnedKind::Deployment => delete_one(Api::<Deployment>::namespaced(c, ns), name).await,
+        OwnedKind::DaemonSet => delete_one(Api::<DaemonSet>::namespaced(c, ns), name).await,
+        OwnedKind::ClusterRole => delete_one(Api::<ClusterRole>::all(c), name).await,
+        OwnedKind::ClusterRoleBinding => delete_one(Api::<ClusterRoleBinding>::all(c), name).await,
+        OwnedKind::CSIDriver => delete_one(Api::<CSIDriver>::all(c), name).await,
+        OwnedKind::StorageClass => delete_one(Api::<StorageClass>::all(c), name).await,
     };
-    tracing::info!(kind, name, "deleted operand");
+    tracing::info!(kind = kind.name(), name, "deleted operand");
     result.map_err(|error| format!("deleting {kind} {name}: {error}"))
-}
-
-/// Whether a kind holds volumes of the driver in place (kept while PersistentVolumes exist).
-fn holds_volumes(kind: &str) -> bool {
-    matches!(kind, "CSIDriver" | "StorageClass")
 }
 
 async fn apply_typed<K>(
@@ -512,7 +504,7 @@ async fn apply_storage_class(
     }
     let name = desired.name_any();
     tracing::info!(owner = %key(cd), class = name, "replacing StorageClass");
-    let existing: Existing = ("StorageClass", None, name.clone());
+    let existing: Existing = (OwnedKind::StorageClass, None, name.clone());
     delete(context, &existing).await?;
     let outcome = context
         .applier
@@ -562,26 +554,13 @@ async fn apply(
     result.map_err(|error| error.to_string())
 }
 
-fn history(operand: &Operand, generation: Option<i64>) -> GenerationHistory {
-    let (kind, namespace, name) = operand_key(operand);
-    let (group, resource) = match kind {
-        "ServiceAccount" => ("", "serviceaccounts"),
-        "Role" => ("rbac.authorization.k8s.io", "roles"),
-        "RoleBinding" => ("rbac.authorization.k8s.io", "rolebindings"),
-        "ClusterRole" => ("rbac.authorization.k8s.io", "clusterroles"),
-        "ClusterRoleBinding" => ("rbac.authorization.k8s.io", "clusterrolebindings"),
-        "PodDisruptionBudget" => ("policy", "poddisruptionbudgets"),
-        "Deployment" => ("apps", "deployments"),
-        "DaemonSet" => ("apps", "daemonsets"),
-        "CSIDriver" => ("storage.k8s.io", "csidrivers"),
-        "StorageClass" => ("storage.k8s.io", "storageclasses"),
-        _ => ("", ""),
-    };
+fn history((kind, namespace, name): &Existing, generation: Option<i64>) -> GenerationHistory {
+    let (group, resource) = kind.group_resource();
     GenerationHistory {
         group: group.to_owned(),
         resource: resource.to_owned(),
-        namespace: namespace.unwrap_or_default(),
-        name,
+        namespace: namespace.clone().unwrap_or_default(),
+        name: name.clone(),
         last_generation: generation.unwrap_or_default(),
     }
 }
@@ -689,7 +668,7 @@ async fn remove(
 ) {
     let volumes = volumes_of(context, &cd.spec.driver_name);
     for object in doomed {
-        if volumes > 0 && (removal == Removal::Uninstall || holds_volumes(object.0)) {
+        if volumes > 0 && (removal == Removal::Uninstall || object.0.holds_volumes()) {
             pass.volumes_in_use = volumes;
             pass.uninstall_held |= removal == Removal::Uninstall;
             continue;
@@ -782,8 +761,15 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
             .collect(),
     };
     let desired = build_operands(cd, &inputs);
-    let wanted: BTreeSet<Existing> = desired.iter().map(operand_key).collect();
+    let wanted: BTreeSet<Existing> = desired.iter().filter_map(operand_key).collect();
     for operand in &desired {
+        let Some(operand_key) = operand_key(operand) else {
+            pass.failures.push(format!(
+                "{} is not an operand of a CSIDriverDeployment",
+                operand.key()
+            ));
+            continue;
+        };
         let mut replace = false;
         if let Operand::StorageClass(class) = operand {
             let name = class.name_any();
@@ -806,7 +792,7 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
         }
         match apply(context, cd, operand, replace).await {
             Ok((outcome, generation)) => {
-                let child = history(operand, generation);
+                let child = history(&operand_key, generation);
                 let known = cd.status.iter().flat_map(|s| &s.children).any(|c| {
                     (&c.resource, &c.namespace, &c.name)
                         == (&child.resource, &child.namespace, &child.name)

@@ -19,6 +19,7 @@
 
 pub mod build;
 pub mod controller;
+pub mod kinds;
 pub mod validate;
 
 pub use build::{DeclaredInputs, build_operands, driver_def};
