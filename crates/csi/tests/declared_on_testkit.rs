@@ -796,3 +796,27 @@ async fn a_refused_write_never_deletes_the_live_class() {
     );
     running.stop().await;
 }
+
+#[tokio::test]
+async fn a_failed_status_write_is_retried() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    wait_condition(&admin, NS, "csi-s3", "Available", "True").await;
+
+    // The node goes NotReady: the node pods are no longer available, which only the status
+    // says. Its first write fails; nothing else changes, so only a retry can write it.
+    cluster.inject(
+        testkit::FaultRule::status(Some("patch"), Some("csidriverdeployments"), 500)
+            .with_max_hits(1),
+    );
+    cluster.set_node_ready("worker-1", false);
+    wait_condition(&admin, NS, "csi-s3", "Available", "False").await;
+    let refused = cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.from_client(AGENT) && r.resource == "csidriverdeployments" && r.status == 500)
+        .count();
+    assert_eq!(refused, 1, "the status write failed once");
+    running.stop().await;
+}

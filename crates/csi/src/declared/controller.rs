@@ -704,7 +704,9 @@ async fn reconcile(
                 .map_err(|e| vec![e]);
         }
         pass.removed = true;
-        write_status(context, cd, &pass, &now).await;
+        if let Err(error) = write_status(context, cd, &pass, &now).await {
+            pass.failures.push(error);
+        }
         return if pass.failures.is_empty() {
             Ok(None)
         } else {
@@ -735,7 +737,13 @@ async fn reconcile(
             }
         }
     }
-    let requeue = write_status(context, cd, &pass, &now).await;
+    let requeue = match write_status(context, cd, &pass, &now).await {
+        Ok(requeue) => requeue,
+        Err(error) => {
+            pass.failures.push(error);
+            None
+        }
+    };
     if pass.failures.is_empty() {
         Ok(requeue)
     } else {
@@ -1000,10 +1008,10 @@ async fn write_status(
     cd: &CSIDriverDeployment,
     pass: &Pass,
     now: &Time,
-) -> Option<Duration> {
+) -> Result<Option<Duration>, String> {
     let (status, requeue) = desired_status(context, cd, pass, now);
     if cd.status.as_ref() == Some(&status) {
-        return requeue;
+        return Ok(requeue);
     }
     let api: Api<CSIDriverDeployment> =
         Api::namespaced(context.client.clone(), &cd.namespace().unwrap_or_default());
@@ -1015,17 +1023,15 @@ async fn write_status(
         }
     }
     let patch = json!({ "status": body });
-    if let Err(error) = api
-        .patch_status(
-            &cd.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        tracing::warn!(owner = %key(cd), %error, "writing the status failed");
-    }
-    requeue
+    // A failed write fails the pass: the object's backoff retries it, status included.
+    api.patch_status(
+        &cd.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|error| format!("writing the status of {}: {error}", key(cd)))?;
+    Ok(requeue)
 }
 
 /// Every permission the controller needs, cluster-wide: its own API (finalizers, status), the
