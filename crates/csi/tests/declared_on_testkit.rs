@@ -810,7 +810,7 @@ async fn a_failed_status_write_is_retried() {
         testkit::FaultRule::status(Some("patch"), Some("csidriverdeployments"), 500)
             .with_max_hits(1),
     );
-    cluster.set_node_ready("worker-1", false);
+    cluster.set_node_ready("worker-1", false).unwrap();
     wait_condition(&admin, NS, "csi-s3", "Available", "False").await;
     let refused = cluster
         .requests()
