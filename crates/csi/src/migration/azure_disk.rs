@@ -40,25 +40,20 @@ pub(crate) fn storage_class(
 /// Zones that are numbers are the fault domains of a region without availability zones; the
 /// driver calls that zone "" (as upstream does).
 fn blank_fault_domains(ctx: &mut ScContext<'_>) {
-    for (t, term) in ctx.allowed_topologies.iter_mut().flatten().enumerate() {
-        for (e, expr) in term
-            .match_label_expressions
-            .iter_mut()
-            .flatten()
-            .enumerate()
-            .filter(|(_, x)| x.key == TOPOLOGY_KEY)
-        {
-            for (v, value) in expr.values.iter_mut().enumerate() {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    ctx.notes.push(Note::new(
-                        format!("allowedTopologies[{t}].matchLabelExpressions[{e}].values[{v}]"),
-                        format!(
-                            "{value:?} -> \"\": a number is a fault domain of a region without \
-                             zones, which the driver reports as the empty zone"
-                        ),
-                    ));
-                    value.clear();
-                }
+    for (at, expr) in topology::label_expressions_mut(&mut ctx.allowed_topologies) {
+        if expr.key != TOPOLOGY_KEY {
+            continue;
+        }
+        for (v, value) in expr.values.iter_mut().enumerate() {
+            if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                ctx.notes.push(Note::new(
+                    format!("{at}.values[{v}]"),
+                    format!(
+                        "{value:?} -> \"\": a number is a fault domain of a region without \
+                         zones, which the driver reports as the empty zone"
+                    ),
+                ));
+                value.clear();
             }
         }
     }

@@ -696,6 +696,19 @@ fn attribute_spellings(
     }
 }
 
+/// The note on StorageClass parameter `lost`, ignored because parameter `kept` sets `what` too
+/// (the [`Difference::MapOrder`] rule).
+pub(crate) fn map_order_note(lost: &str, kept: &str, what: &str) -> Note {
+    Note::differs(
+        format!("parameters.{lost}"),
+        format!(
+            "ignored: parameters.{kept} also sets {what} and is kept (csi-translation-lib \
+             keeps either, by Go map order)"
+        ),
+        Difference::MapOrder,
+    )
+}
+
 /// How a StorageClass parameter came to be in the output; when two inputs set the same output
 /// parameter, the higher rank wins, and between equal ranks the input key later in byte order
 /// (the [`Difference::MapOrder`] rule).
@@ -724,11 +737,11 @@ impl Params {
         let new = (value.to_string(), from.to_string(), rank);
         match self.out.get(key) {
             Some((_, kept, old)) if *old > rank => {
-                let note = Self::overridden(key, from, kept);
+                let note = map_order_note(from, kept, key);
                 self.notes.push(note);
             }
             Some((_, old_from, _)) => {
-                let note = Self::overridden(key, old_from, from);
+                let note = map_order_note(old_from, from, key);
                 self.notes.push(note);
                 self.out.insert(key.to_string(), new);
             }
@@ -741,17 +754,6 @@ impl Params {
     /// Keeps input parameter `key` as it is.
     pub(crate) fn keep(&mut self, key: &str, value: &str) {
         self.set(key, value, key, Rank::Explicit);
-    }
-
-    fn overridden(key: &str, lost: &str, kept: &str) -> Note {
-        Note::differs(
-            format!("parameters.{lost}"),
-            format!(
-                "ignored: parameters.{kept} also sets {key} and is kept (csi-translation-lib \
-                 keeps either, by Go map order)"
-            ),
-            Difference::MapOrder,
-        )
     }
 
     /// The parameters, and the notes about inputs that lost to another.

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
     TopologySelectorLabelRequirement, TopologySelectorTerm, VolumeNodeAffinity,
 };
 
-use super::{Difference, Note, Result, ScContext, TranslateError};
+use super::{Difference, Note, Result, ScContext, TranslateError, map_order_note};
 
 /// GA zone label.
 pub(crate) const ZONE_GA: &str = "topology.kubernetes.io/zone";
@@ -54,16 +54,7 @@ pub(crate) fn zone_parameter(
             Difference::ZonesTrimmed,
         ));
     }
-    let ignored = |lost: &str, kept: &str| {
-        Note::differs(
-            format!("parameters.{lost}"),
-            format!(
-                "ignored: parameters.{kept} also sets the zones and is kept \
-                 (csi-translation-lib keeps either, by Go map order)"
-            ),
-            Difference::MapOrder,
-        )
-    };
+    let ignored = |lost: &str, kept: &str| map_order_note(lost, kept, "the zones");
     match generated.take() {
         Some(old) if old.0.eq_ignore_ascii_case("zones") && lower == "zone" => {
             notes.push(ignored(key, &old.0));
@@ -104,28 +95,44 @@ pub(crate) fn finish_storage_class(
             Ok(())
         }
         None => {
-            for (t, term) in ctx.allowed_topologies.iter_mut().flatten().enumerate() {
-                for (e, expr) in term
-                    .match_label_expressions
-                    .iter_mut()
-                    .flatten()
-                    .enumerate()
-                {
-                    if expr.key == ZONE_GA || expr.key == ZONE_BETA {
-                        ctx.notes.push(Note::new(
-                            format!("allowedTopologies[{t}].matchLabelExpressions[{e}].key"),
-                            format!(
-                                "{} -> {zone_key}: the driver reports zones under its own key",
-                                expr.key
-                            ),
-                        ));
-                        expr.key = zone_key.to_string();
-                    }
+            for (at, expr) in label_expressions_mut(&mut ctx.allowed_topologies) {
+                if expr.key == ZONE_GA || expr.key == ZONE_BETA {
+                    ctx.notes.push(Note::new(
+                        format!("{at}.key"),
+                        format!(
+                            "{} -> {zone_key}: the driver reports zones under its own key",
+                            expr.key
+                        ),
+                    ));
+                    expr.key = zone_key.to_string();
                 }
             }
             Ok(())
         }
     }
+}
+
+/// Every label expression of a class's allowed topologies, with its place
+/// (`allowedTopologies[t].matchLabelExpressions[e]`).
+pub(crate) fn label_expressions_mut(
+    terms: &mut Option<Vec<TopologySelectorTerm>>,
+) -> impl Iterator<Item = (String, &mut TopologySelectorLabelRequirement)> {
+    terms
+        .iter_mut()
+        .flatten()
+        .enumerate()
+        .flat_map(|(t, term)| {
+            term.match_label_expressions
+                .iter_mut()
+                .flatten()
+                .enumerate()
+                .map(move |(e, expr)| {
+                    (
+                        format!("allowedTopologies[{t}].matchLabelExpressions[{e}]"),
+                        expr,
+                    )
+                })
+        })
 }
 
 fn terms_mut(pv: &mut PersistentVolume) -> Option<&mut Vec<NodeSelectorTerm>> {
