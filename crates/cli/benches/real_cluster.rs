@@ -27,8 +27,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
@@ -207,20 +205,7 @@ async fn admin_config() -> Config {
 
 /// A kubeconfig for ServiceAccount `namespace/name`, with a fresh token.
 async fn service_account_kubeconfig(admin: &Client, namespace: &str, name: &str) -> PathBuf {
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(7200),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), namespace)
-        .create_token_request(name, &PostParams::default(), &request)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
+    let token = e2e::identity::service_account_token(admin, namespace, name, 7200).await;
     let admin_path = std::env::var("E2E_KUBECONFIG").unwrap();
     let mut kubeconfig: Value =
         serde_saphyr::from_str(&std::fs::read_to_string(&admin_path).unwrap()).unwrap();
@@ -325,6 +310,19 @@ async fn settle(
     }
 }
 
+/// Prints how long `operator` took from its start to its last write before it settled, and
+/// the requests and writes until then.
+async fn report_start(audit: &mut Audit, operator: &Operator) {
+    let (last, requests, writes) = settle(audit, operator, Duration::from_secs(5)).await;
+    let first = audit.of(&operator.agent).map(|e| e.at).min().unwrap();
+    println!(
+        "{}: start -> all operands {} (first request after {}), {requests} requests ({writes} writes)",
+        operator.name,
+        seconds(last.duration_since(operator.started).unwrap()),
+        seconds(first.duration_since(operator.started).unwrap()),
+    );
+}
+
 /// Requests per minute of `operator` over `window`, and the writes and non-watch requests
 /// among them.
 async fn idle(
@@ -382,14 +380,7 @@ async fn bench() {
             "localhost/storage-operator:bench",
         ],
     );
-    let (last, requests, writes) = settle(&mut audit, &cso, Duration::from_secs(5)).await;
-    let first = audit.of(&cso.agent).map(|e| e.at).min().unwrap();
-    println!(
-        "{}: start -> all operands {} (first request after {}), {requests} requests ({writes} writes)",
-        cso.name,
-        seconds(last.duration_since(cso.started).unwrap()),
-        seconds(first.duration_since(cso.started).unwrap()),
-    );
+    report_start(&mut audit, &cso).await;
 
     // The GCP PD driver operator, as the ServiceAccount the starter made for it.
     let driver_kubeconfig =
@@ -400,14 +391,7 @@ async fn bench() {
         &driver_kubeconfig,
         &["driver", "gcp-pd"],
     );
-    let (last, requests, writes) = settle(&mut audit, &driver, Duration::from_secs(5)).await;
-    let first = audit.of(&driver.agent).map(|e| e.at).min().unwrap();
-    println!(
-        "{}: start -> all operands {} (first request after {}), {requests} requests ({writes} writes)",
-        driver.name,
-        seconds(last.duration_since(driver.started).unwrap()),
-        seconds(first.duration_since(driver.started).unwrap()),
-    );
+    report_start(&mut audit, &driver).await;
 
     for operator in [&cso, &driver] {
         let (per_minute, writes, requests) = idle(&mut audit, operator, idle_window).await;

@@ -54,21 +54,7 @@ impl Identity {
     /// fresh TokenRequest token that the admin asks for.
     pub async fn service_account(admin: &Client, namespace: &str, name: &str) -> Self {
         let user = format!("system:serviceaccount:{namespace}:{name}");
-        let request = TokenRequest {
-            spec: Some(TokenRequestSpec {
-                expiration_seconds: Some(3600),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let token = Api::<ServiceAccount>::namespaced(admin.clone(), namespace)
-            .create_token_request(name, &PostParams::default(), &request)
-            .await
-            .unwrap_or_else(|e| panic!("requesting a token for {user}: {e}"))
-            .status
-            .unwrap_or_else(|| panic!("the token request for {user} has no status"))
-            .token
-            .unwrap_or_else(|| panic!("the token request for {user} returned no token"));
+        let token = service_account_token(admin, namespace, name, 3600).await;
         let mut config = crate::admin_config()
             .await
             .unwrap_or_else(|m| panic!("{m}"));
@@ -108,6 +94,32 @@ impl Identity {
             refused.join("\n")
         );
     }
+}
+
+/// A TokenRequest token for ServiceAccount `namespace/name` (which must exist), valid for
+/// `seconds`, as the admin asks for it.
+pub async fn service_account_token(
+    admin: &Client,
+    namespace: &str,
+    name: &str,
+    seconds: i64,
+) -> String {
+    let user = format!("system:serviceaccount:{namespace}:{name}");
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(seconds),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    Api::<ServiceAccount>::namespaced(admin.clone(), namespace)
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .unwrap_or_else(|e| panic!("requesting a token for {user}: {e}"))
+        .status
+        .unwrap_or_else(|| panic!("the token request for {user} has no status"))
+        .token
+        .unwrap_or_else(|| panic!("the token request for {user} returned no token"))
 }
 
 /// A tower layer recording each 403 answer with the request's verb and path.
