@@ -33,17 +33,20 @@ fn settings(selector: Option<&str>) -> Settings {
 
 fn start(cluster: &Cluster, settings: Settings) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settled = metrics.clone();
     Background::spawn(|shutdown| async move {
-        run(
-            client,
-            settings,
-            Metrics::new(),
-            Readiness::default(),
-            shutdown,
-        )
-        .await
-        .unwrap();
+        run(client, settings, metrics, Readiness::default(), shutdown)
+            .await
+            .unwrap();
     })
+    .settles_when(
+        {
+            let metrics = settled.clone();
+            move |n| metrics.settled_after(builds::controller::CONTROLLER, n)
+        },
+        move || settled.pass_state(builds::controller::CONTROLLER).started,
+    )
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -137,9 +140,10 @@ async fn set_pod_phase(client: &Client, name: &str, phase: &str) {
         .unwrap();
 }
 
-/// Waits until the controller sends no write for a whole 2-second window.
-async fn quiet(cluster: &Cluster) {
-    cluster.wait_quiet(AGENT).await;
+/// Waits until the controller has converged: its latest pass wrote nothing, failed nothing and
+/// had no change waiting.
+async fn quiet(cluster: &Cluster, running: &Background) {
+    running.converged(cluster, AGENT).await;
 }
 
 #[tokio::test]
@@ -199,7 +203,7 @@ async fn a_build_runs_from_new_to_complete_and_then_nothing_is_written() {
         .unwrap();
     assert_eq!(complete.status, api::operator_v1::ConditionStatus::True);
 
-    quiet(&cluster).await;
+    quiet(&cluster, &controller).await;
     controller.stop().await;
 }
 
@@ -298,7 +302,7 @@ async fn a_selector_limits_the_builds_handled() {
         pod(&admin, "ours").await
     })
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &controller).await;
     assert!(pod(&admin, "theirs").await.is_none());
     assert_eq!(build_status(&admin, "theirs").await, None, "untouched");
     controller.stop().await;
@@ -347,7 +351,7 @@ async fn a_deleted_pod_errors_the_build_and_a_cancel_deletes_the_pod() {
         pod(&admin, "stopped").await.is_none().then_some(())
     })
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &controller).await;
     controller.stop().await;
 }
 

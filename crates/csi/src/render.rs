@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::def::DriverDef;
 use crate::inputs::Inputs;
+use crate::operator::observe::OptionalKind;
 use crate::{derived, metrics, names, rbac, storage, workloads};
 
 /// One desired operand. Kinds without a typed struct (ServiceMonitor, VolumeSnapshotClass,
@@ -67,6 +68,29 @@ impl Operand {
         // Serializing these types cannot fail: they hold only strings, numbers and maps with
         // string keys.
         value.unwrap_or(Value::Null)
+    }
+
+    /// The object's kind (for the kinds without a Rust type, the one it names when known,
+    /// else `Dynamic`), for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::ServiceAccount(_) => "ServiceAccount",
+            Self::ClusterRole(_) => "ClusterRole",
+            Self::ClusterRoleBinding(_) => "ClusterRoleBinding",
+            Self::Role(_) => "Role",
+            Self::RoleBinding(_) => "RoleBinding",
+            Self::ConfigMap(_) => "ConfigMap",
+            Self::CSIDriver(_) => "CSIDriver",
+            Self::Service(_) => "Service",
+            Self::PodDisruptionBudget(_) => "PodDisruptionBudget",
+            Self::Deployment(_) => "Deployment",
+            Self::DaemonSet(_) => "DaemonSet",
+            Self::StorageClass(_) => "StorageClass",
+            Self::Dynamic(v) => v["kind"]
+                .as_str()
+                .and_then(OptionalKind::of_kind)
+                .map_or("Dynamic", OptionalKind::kind),
+        }
     }
 
     /// `kind/[namespace/]name`, for logs and test messages.

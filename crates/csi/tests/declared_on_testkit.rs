@@ -52,11 +52,20 @@ async fn setup() -> (Cluster, Client) {
 
 fn start(cluster: &Cluster) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settled = metrics.clone();
     Background::spawn(|shutdown| async move {
-        run(client, Settings::default(), Metrics::new(), None, shutdown)
+        run(client, Settings::default(), metrics, None, shutdown)
             .await
             .unwrap();
     })
+    .settles_when(
+        {
+            let metrics = settled.clone();
+            move |n| metrics.settled_after(csi::declared::CONTROLLER_NAME, n)
+        },
+        move || settled.pass_state(csi::declared::CONTROLLER_NAME).started,
+    )
 }
 
 fn example(file: &str, namespace: &str) -> Value {
@@ -116,9 +125,10 @@ async fn wait_condition(
     .await
 }
 
-/// Waits until the controller sends no write for a whole 2-second window.
-async fn quiet(cluster: &Cluster) {
-    cluster.wait_quiet(AGENT).await;
+/// Waits until the controller has converged: its latest pass wrote nothing, failed nothing and
+/// had no change waiting.
+async fn quiet(cluster: &Cluster, running: &Background) {
+    running.converged(cluster, AGENT).await;
 }
 
 #[tokio::test]
@@ -187,7 +197,7 @@ async fn converges_then_writes_nothing_and_restores_drift() {
     );
 
     // Idle: nothing written.
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cluster.count_writes(AGENT), 0);
@@ -270,7 +280,7 @@ async fn an_invalid_object_gets_a_condition_and_nothing_is_applied() {
         message.contains("spec.driverPerNodeTemplate.spec.volumes[0].name"),
         "{message}"
     );
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert!(
         Api::<CSIDriver>::all(admin.clone())
             .get_opt("hostpath.csi.k8s.io")
@@ -418,7 +428,7 @@ async fn deletion_cleans_cluster_scoped_objects_once_volumes_are_gone() {
         message.contains("the driver stays installed until they are deleted"),
         "{message}"
     );
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert!(
         !driver_cluster_roles(&admin).await.is_empty(),
         "the provisioner's RBAC stays while its volumes exist: it deletes them"
@@ -508,7 +518,7 @@ async fn removed_deletes_and_unmanaged_leaves_alone() {
     )
     .await
     .unwrap();
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert!(
         ds.get("csi-s3-node")
             .await
@@ -579,7 +589,7 @@ async fn removed_keeps_the_whole_driver_while_its_volumes_exist() {
         ),
         "{message}"
     );
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let ds: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
     assert!(
         ds.get_opt("csi-s3-node").await.unwrap().is_some(),
@@ -713,7 +723,7 @@ async fn an_admins_storage_class_of_the_same_name_is_kept() {
             .unwrap()
     })
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let now = classes.get("csi-s3").await.unwrap();
     assert_eq!(now.metadata.uid, admins.metadata.uid, "never deleted");
     assert_eq!(now.provisioner, "other.example.com");

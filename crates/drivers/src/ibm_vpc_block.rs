@@ -277,7 +277,8 @@ impl SecretSync {
         Ok(id)
     }
 
-    async fn run(&self) -> Result<(), String> {
+    /// Writes the Secret when it is missing or stale; whether it wrote.
+    async fn run(&self) -> Result<bool, String> {
         let namespace = &self.def.namespace;
         let target = format!("{namespace}/{STORAGE_SECRET}");
         let secrets = Api::<Secret>::namespaced(self.client.clone(), namespace);
@@ -302,7 +303,7 @@ impl SecretSync {
                     .map_err(|e| read(e, &format!("Secret {target}")))?;
                 if existing.is_some() {
                     tracing::debug!(secret = %target, "inputs missing; the existing Secret is kept");
-                    return Ok(());
+                    return Ok(false);
                 }
                 let missing = if credentials.is_none() {
                     format!(
@@ -358,13 +359,12 @@ impl SecretSync {
             STORAGE_SECRET,
             &BTreeMap::from([(STORAGE_SECRET_KEY.to_owned(), toml)]),
         );
-        crate::secrets::apply(&self.client, &desired, SECRET_FIELD_MANAGER).await?;
-        Ok(())
+        crate::secrets::apply(&self.client, &desired, SECRET_FIELD_MANAGER).await
     }
 }
 
 impl Task for SecretSync {
-    fn sync(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>> {
+    fn sync(&self) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + '_>> {
         Box::pin(self.run())
     }
 }

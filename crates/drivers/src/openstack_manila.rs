@@ -38,7 +38,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use csi::operator::{Probe, ProbeConfig};
+use csi::operator::{Probe, ProbeConfig, Probed};
 use csi::{DriverDef, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -491,7 +491,7 @@ struct ShareTypesProbe<C> {
 }
 
 impl<C: ShareTypes> Probe for ShareTypesProbe<C> {
-    fn check(&self) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>> {
+    fn check(&self) -> Pin<Box<dyn Future<Output = Result<Probed, String>> + Send + '_>> {
         Box::pin(async move {
             let mut types = self
                 .cloud
@@ -503,10 +503,14 @@ impl<C: ShareTypes> Probe for ShareTypesProbe<C> {
             if types.is_empty() {
                 return Err(NO_SHARE_TYPES.to_owned());
             }
-            if let Some((client, def)) = &self.secret {
-                sync_csi_secret(client, def).await?;
-            }
-            Ok(types)
+            let wrote = match &self.secret {
+                Some((client, def)) => sync_csi_secret(client, def).await?,
+                None => false,
+            };
+            Ok(Probed {
+                facts: types,
+                wrote,
+            })
         })
     }
 }

@@ -52,6 +52,8 @@ impl Driver {
         let client = cluster.client_with_agent(self.agent);
         let def = drivers::by_name(self.short).unwrap();
         let instance = format!("{}-0", self.agent);
+        let metrics = Metrics::new();
+        let settled = (metrics.clone(), csi::operator::operator_name(&def));
         Background::spawn(|shutdown| async move {
             csi::operator::run(
                 client,
@@ -61,13 +63,20 @@ impl Driver {
                     instance: Some(instance),
                     operator_log_level: None,
                 },
-                Metrics::new(),
+                metrics,
                 Readiness::default(),
                 shutdown,
             )
             .await
             .unwrap();
         })
+        .settles_when(
+            {
+                let (metrics, controller) = settled.clone();
+                move |n| metrics.settled_after(&controller, n)
+            },
+            move || settled.0.pass_state(&settled.1).started,
+        )
     }
 }
 
@@ -195,14 +204,20 @@ async fn healthy(client: &Client, driver: &Driver) {
     }
 }
 
-/// Waits until the operator sends no write for a whole 2-second window (fails if it never stops).
-async fn quiet(cluster: &Cluster, driver: &Driver) {
-    cluster.wait_quiet(driver.agent).await;
+/// Waits until the operator has converged: its latest pass wrote nothing, failed nothing and
+/// had no change waiting (fails if it never does).
+async fn quiet(cluster: &Cluster, driver: &Driver, running: &Background) {
+    running.converged(cluster, driver.agent).await;
 }
 
 /// Converges from nothing: controller, node, CSIDriver and classes exist, the conditions say
 /// healthy, and a second pass writes nothing.
-async fn converges(cluster: &Cluster, admin: &Client, driver: &Driver) -> Deployment {
+async fn converges(
+    cluster: &Cluster,
+    admin: &Client,
+    driver: &Driver,
+    running: &Background,
+) -> Deployment {
     let deployment = eventually("the controller Deployment", async || {
         Api::<Deployment>::namespaced(admin.clone(), NS)
             .get_opt(&driver.controller())
@@ -225,7 +240,7 @@ async fn converges(cluster: &Cluster, admin: &Client, driver: &Driver) -> Deploy
     })
     .await;
     healthy(admin, driver).await;
-    quiet(cluster, driver).await;
+    quiet(cluster, driver, running).await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cluster.count_writes(driver.agent), 0, "a second pass wrote");
@@ -298,7 +313,7 @@ async fn aws_ebs_converges_with_kms_key_and_rolls_on_a_new_ca_bundle() {
     .await;
     let running = driver.start(&cluster);
 
-    let deployment = converges(&cluster, &admin, &driver).await;
+    let deployment = converges(&cluster, &admin, &driver, &running).await;
     assert_eq!(
         env_value(&deployment, "AWS_CA_BUNDLE").as_deref(),
         Some("/etc/ca/ca-bundle.pem")
@@ -363,7 +378,7 @@ async fn aws_ebs_converges_with_kms_key_and_rolls_on_a_new_ca_bundle() {
         copies.get("kube-cloud-config").await.unwrap().data.unwrap()["ca-bundle.pem"],
         "pem-2"
     );
-    quiet(&cluster, &driver).await;
+    quiet(&cluster, &driver, &running).await;
 
     // Without the source, the copy goes and the driver no longer uses a custom bundle.
     sources
@@ -376,7 +391,7 @@ async fn aws_ebs_converges_with_kms_key_and_rolls_on_a_new_ca_bundle() {
         (copy.is_none() && env_value(&d, "AWS_CA_BUNDLE").is_none()).then_some(())
     })
     .await;
-    quiet(&cluster, &driver).await;
+    quiet(&cluster, &driver, &running).await;
     running.stop().await;
 }
 
@@ -417,7 +432,7 @@ async fn azure_disk_on_azure_stack_hub_converges_with_its_endpoints_and_encrypti
     .await;
     let running = driver.start(&cluster);
 
-    let deployment = converges(&cluster, &admin, &driver).await;
+    let deployment = converges(&cluster, &admin, &driver, &running).await;
     assert_eq!(
         env_value(&deployment, "AZURE_ENVIRONMENT_FILEPATH").as_deref(),
         Some("/etc/azure/azurestackcloud.json")
@@ -464,7 +479,7 @@ async fn azure_file_converges_with_its_smb_class() {
     create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
     let running = driver.start(&cluster);
 
-    converges(&cluster, &admin, &driver).await;
+    converges(&cluster, &admin, &driver, &running).await;
     let class = storage_class(&admin, "azurefile-csi").await;
     assert!(
         class
@@ -515,7 +530,7 @@ async fn aws_efs_removal_waits_for_its_bound_volumes() {
     let (cluster, admin) = openshift(json!({"type": "AWS", "aws": {"region": "us-east-2"}})).await;
     create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
     let running = driver.start(&cluster);
-    converges(&cluster, &admin, &driver).await;
+    converges(&cluster, &admin, &driver, &running).await;
     assert_eq!(finalizers(&admin, &driver).await.len(), 2);
     let (status, _, _) = condition(&admin, &driver, "AWSEFSRemovalProgressing")
         .await
@@ -554,7 +569,7 @@ async fn aws_efs_removal_waits_for_its_bound_volumes() {
     assert_eq!(reason, "VolumesInUse");
     assert!(message.contains("pvc-efs-1"), "{message}");
     assert!(!message.contains("pvc-ebs-1"), "{message}");
-    quiet(&cluster, &driver).await;
+    quiet(&cluster, &driver, &running).await;
     let deployments = Api::<Deployment>::namespaced(admin.clone(), NS);
     assert!(
         deployments
@@ -608,7 +623,7 @@ async fn smb_converges_on_any_platform_with_a_privileged_controller() {
     let (cluster, admin) = openshift(json!({"type": "None"})).await;
     create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
     let running = driver.start(&cluster);
-    let deployment = converges(&cluster, &admin, &driver).await;
+    let deployment = converges(&cluster, &admin, &driver, &running).await;
     let spec = deployment.spec.unwrap().template.spec.unwrap();
     assert_eq!(spec.host_network, Some(true));
     let privileged = spec.containers[0]
@@ -638,7 +653,7 @@ async fn ibm_vpc_block_converges_with_a_customer_key() {
     )
     .await;
     let running = driver.start(&cluster);
-    converges(&cluster, &admin, &driver).await;
+    converges(&cluster, &admin, &driver, &running).await;
     let class = storage_class(&admin, "ibmc-vpc-block-10iops-tier").await;
     assert_eq!(
         class.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
@@ -655,7 +670,7 @@ async fn powervs_block_converges_with_its_node_update_controller() {
         openshift(json!({"type": "PowerVS", "powervs": {"region": "dal", "zone": "dal12"}})).await;
     create_cluster_csi_driver(&admin, &driver, json!({"managementState": "Managed"})).await;
     let running = driver.start(&cluster);
-    let deployment = converges(&cluster, &admin, &driver).await;
+    let deployment = converges(&cluster, &admin, &driver, &running).await;
     let containers = deployment.spec.unwrap().template.spec.unwrap().containers;
     assert!(
         containers

@@ -196,7 +196,7 @@ async fn slclient(admin: &Client) -> Option<String> {
 #[tokio::test]
 async fn secret_sync_writes_the_driver_secret_from_the_credentials_and_the_cloud_config() {
     let (base, seen) = fake_ibm_cloud().await;
-    let (cluster, admin, _running) = cluster_on(&base).await;
+    let (cluster, admin, running) = cluster_on(&base).await;
 
     // Nothing to derive from: said, and the operands are applied regardless.
     let (reason, message) = condition_becomes(&admin, DRIVER, CONDITION, "True").await;
@@ -249,11 +249,11 @@ async fn secret_sync_writes_the_driver_secret_from_the_credentials_and_the_cloud
     );
 
     // Converged: no write, and IBM Cloud is not asked again for the same inputs.
-    cluster.wait_quiet(AGENT).await;
+    quiet(&cluster, &running).await;
     let asked = seen.lock().unwrap().len();
     assert!(asked >= 2, "{:?}", seen.lock().unwrap());
     put_cloud_conf(&admin).await; // the same data: a reconcile without a change
-    cluster.wait_quiet(AGENT).await;
+    quiet(&cluster, &running).await;
     let requests = seen.lock().unwrap().clone();
     let lookups = requests
         .iter()
@@ -310,7 +310,7 @@ async fn secret_sync_writes_the_driver_secret_from_the_credentials_and_the_cloud
 #[tokio::test]
 async fn an_administrators_secret_is_kept_when_there_is_nothing_to_derive_from() {
     let (base, seen) = fake_ibm_cloud().await;
-    let (cluster, admin, _running) = cluster_on(&base).await;
+    let (cluster, admin, running) = cluster_on(&base).await;
     let own = "[vpc]\ng2_api_key = \"mine\"\n";
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",
@@ -323,7 +323,7 @@ async fn an_administrators_secret_is_kept_when_there_is_nothing_to_derive_from()
         .await
         .unwrap();
     condition_becomes(&admin, DRIVER, CONDITION, "False").await;
-    cluster.wait_quiet(AGENT).await;
+    quiet(&cluster, &running).await;
     assert_eq!(slclient(&admin).await.unwrap(), own);
     assert!(seen.lock().unwrap().is_empty(), "IBM Cloud is not asked");
 

@@ -211,6 +211,8 @@ fn an_in_tree_default_class_gets_the_csi_class_suggested() {
 
 fn start(cluster: &Cluster) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settled = (metrics.clone(), csi::operator::operator_name(&def()));
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
@@ -220,13 +222,20 @@ fn start(cluster: &Cluster) -> Background {
                 instance: Some("gcp-pd-operator-0".into()),
                 operator_log_level: None,
             },
-            Metrics::new(),
+            metrics,
             Readiness::default(),
             shutdown,
         )
         .await
         .unwrap();
     })
+    .settles_when(
+        {
+            let (metrics, controller) = settled.clone();
+            move |n| metrics.settled_after(&controller, n)
+        },
+        move || settled.0.pass_state(&settled.1).started,
+    )
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -350,9 +359,10 @@ async fn condition_says(client: &Client, type_: &str, status: &str, text: &str) 
     .await
 }
 
-/// Waits until the operator sends no write for a whole 2-second window.
-async fn quiet(cluster: &Cluster) {
-    cluster.wait_quiet(AGENT).await;
+/// Waits until the operator has converged: its latest pass wrote nothing, failed nothing and
+/// had no change waiting.
+async fn quiet(cluster: &Cluster, running: &Background) {
+    running.converged(cluster, AGENT).await;
 }
 
 const GA_PLUGINS: &str = "kubernetes.io/aws-ebs,kubernetes.io/gce-pd";
@@ -447,7 +457,7 @@ async fn reports_in_tree_volumes_half_migrated_nodes_and_an_in_tree_default() {
     );
 
     // Changes that do not move the figures write nothing.
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     cluster.clear_requests();
     Api::<PersistentVolume>::all(admin.clone())
         .patch(
@@ -530,7 +540,7 @@ async fn a_driver_going_unavailable_blocks_upgrades_while_in_tree_volumes_exist(
         },
     )
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
 
     // Every node goes NotReady: no node pod is available, so the driver is not.
     for node in ["node-a", "node-b", "node-c"] {
@@ -562,6 +572,6 @@ async fn a_driver_going_unavailable_blocks_upgrades_while_in_tree_volumes_exist(
             .filter(|c| c.status == ConditionStatus::True)
     })
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }

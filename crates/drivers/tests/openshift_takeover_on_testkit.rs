@@ -230,6 +230,8 @@ async fn cluster_taken_over_from_openshift() -> (Cluster, Client) {
 
 fn start(cluster: &Cluster) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settled = (metrics.clone(), "gcp-pd-csi-driver-operator".to_owned());
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
@@ -239,13 +241,20 @@ fn start(cluster: &Cluster) -> Background {
                 instance: Some("gcp-pd-operator-0".into()),
                 operator_log_level: None,
             },
-            Metrics::new(),
+            metrics,
             Readiness::default(),
             shutdown,
         )
         .await
         .unwrap();
     })
+    .settles_when(
+        {
+            let (metrics, controller) = settled.clone();
+            move |n| metrics.settled_after(&controller, n)
+        },
+        move || settled.0.pass_state(&settled.1).started,
+    )
 }
 
 const HEALTHY: &[(&str, &str)] = &[
@@ -317,7 +326,7 @@ async fn takes_over_openshifts_gcp_pd_without_errors_duplicates_orphans_or_resta
     healthy(&admin).await;
     // Converged: the operator stops writing (this fails if it never does, e.g. an apply that
     // keeps failing).
-    cluster.wait_quiet(AGENT).await;
+    running.converged(&cluster, AGENT).await;
 
     // Every object OpenShift's operator had written is ours now, whole: no field is left to
     // the former manager, and each carries our operand label.

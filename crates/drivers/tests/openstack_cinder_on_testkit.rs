@@ -31,9 +31,13 @@ async fn cloud_conf(admin: &kube::Client) -> Option<String> {
         .and_then(|d| d.get("cloud.conf").cloned())
 }
 
-async fn settled(cluster: &testkit::Cluster, admin: &kube::Client) -> (i64, i64) {
+async fn settled(
+    cluster: &testkit::Cluster,
+    admin: &kube::Client,
+    running: &testkit::Background,
+) -> (i64, i64) {
     healthy(admin, DRIVER, PREFIX).await;
-    quiet(cluster).await;
+    quiet(cluster, running).await;
     generations(admin, WORKLOADS).await
 }
 
@@ -90,7 +94,7 @@ async fn cloud_config_drives_the_driver_config_and_rolls_the_pods_once() {
     })
     .await;
     assert_eq!(class.provisioner, DRIVER);
-    let before = settled(&cluster, &admin).await;
+    let before = settled(&cluster, &admin, &running).await;
 
     // Idle: a second pass writes nothing.
     cluster.clear_requests();
@@ -105,7 +109,7 @@ async fn cloud_config_drives_the_driver_config_and_rolls_the_pods_once() {
         json!({"config": "# reviewed\n[Global]\nsecret-name = openstack-credentials\n[BlockStorage]\nrescan-on-resize = false\n"}),
     )
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert_eq!(generations(&admin, WORKLOADS).await.0, before.0);
 
     // A real change: the pods roll, once.
@@ -120,7 +124,7 @@ async fn cloud_config_drives_the_driver_config_and_rolls_the_pods_once() {
         (generations(&admin, WORKLOADS).await.0 > before.0).then_some(())
     })
     .await;
-    let after = settled(&cluster, &admin).await;
+    let after = settled(&cluster, &admin, &running).await;
     assert_eq!(
         after.0,
         before.0 + 1,
@@ -150,7 +154,7 @@ async fn cloud_config_drives_the_driver_config_and_rolls_the_pods_once() {
         ),
         "{message}"
     );
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert_eq!(generations(&admin, WORKLOADS).await.0, after.0);
     assert!(
         cloud_conf(&admin)

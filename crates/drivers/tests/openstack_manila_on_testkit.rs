@@ -64,7 +64,7 @@ async fn disabled_until_share_types_appear_then_one_class_each() {
     let (reason, message) = condition_becomes(&admin, DRIVER, DISABLED, "True").await;
     assert_eq!(reason, "PreConditionNotSatisfied");
     assert!(message.contains("no Manila share types"), "{message}");
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert!(
         Api::<Deployment>::namespaced(admin.clone(), NS)
             .get_opt(&format!("{WORKLOADS}-controller"))
@@ -98,7 +98,7 @@ async fn disabled_until_share_types_appear_then_one_class_each() {
     .await;
 
     // Idle: the probe keeps asking, but nothing is written.
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cluster.count_writes(AGENT), 0);
@@ -184,8 +184,11 @@ async fn csi_manila_secrets_follow_the_credentials_secret() {
     assert_eq!(data, expected);
     condition_becomes(&admin, DRIVER, DISABLED, "False").await;
 
-    // Idle: nothing is written again while clouds.yaml does not change.
-    quiet(&cluster).await;
+    // Idle: once the workloads are up (the cluster's controllers report them a moment
+    // later, and the operator records that), nothing is written again while clouds.yaml
+    // does not change.
+    healthy(&admin, DRIVER, PREFIX).await;
+    quiet(&cluster, &running).await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cluster.count_writes(AGENT), 0);

@@ -37,6 +37,8 @@ fn start_with_hook(
     operator_log_level: Option<opkit::log_level::LogLevelHook>,
 ) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settled = (metrics.clone(), csi::operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
@@ -46,13 +48,20 @@ fn start_with_hook(
                 instance: Some("gcp-pd-operator-0".into()),
                 operator_log_level,
             },
-            Metrics::new(),
+            metrics,
             Readiness::default(),
             shutdown,
         )
         .await
         .unwrap();
     })
+    .settles_when(
+        {
+            let (metrics, controller) = settled.clone();
+            move |n| metrics.settled_after(&controller, n)
+        },
+        move || settled.0.pass_state(&settled.1).started,
+    )
 }
 
 fn start(cluster: &Cluster) -> Background {
@@ -203,9 +212,10 @@ async fn healthy(client: &Client) {
     }
 }
 
-/// Waits until the operator sends no write for a whole 2-second window (fails if it never stops).
-async fn quiet(cluster: &Cluster) {
-    cluster.wait_quiet(AGENT).await;
+/// Waits until the operator has converged: its latest pass wrote nothing, failed nothing and
+/// had no change waiting.
+async fn quiet(cluster: &Cluster, running: &Background) {
+    running.converged(cluster, AGENT).await;
 }
 
 async fn events(client: &Client, reason: &str) -> Vec<Event> {
@@ -296,7 +306,7 @@ async fn converges_on_highly_available_openshift_and_then_writes_nothing() {
     }
 
     // Idle: once converged, nothing is written (and nothing polled).
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cluster.count_writes(AGENT), 0);
@@ -337,7 +347,7 @@ async fn converges_on_plain_kubernetes_without_config_apis() {
         .unwrap();
     assert!(roles.items.len() > 2, "{} ClusterRoles", roles.items.len());
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }
 
@@ -347,7 +357,7 @@ async fn drift_is_restored_with_an_event() {
     create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
     let running = start(&cluster);
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     deployments
@@ -429,7 +439,7 @@ async fn drift_is_restored_with_an_event() {
     })
     .await;
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }
 
@@ -470,7 +480,7 @@ async fn a_hung_rollout_is_progressing_and_a_node_reboot_is_not() {
 
     cluster.release_rollout(NS, CONTROLLER);
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
 
     // A node goes NotReady: its node pod is unavailable, but nothing is rolling out.
     cluster.set_node_ready("node-b", false).unwrap();
@@ -525,9 +535,10 @@ async fn unmanaged_leaves_hand_edits_alone_and_says_so() {
     })
     .await;
     assert_eq!(reason, "Unmanaged");
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let passes = running.passes();
     deployments
         .patch(
             CONTROLLER,
@@ -536,7 +547,8 @@ async fn unmanaged_leaves_hand_edits_alone_and_says_so() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The edit is watched: the operator runs a pass for it, and that pass writes nothing.
+    running.converged_since(&cluster, AGENT, passes).await;
     assert_eq!(
         deployments
             .get(CONTROLLER)
@@ -566,7 +578,7 @@ async fn removed_on_a_platform_driver_is_refused_and_removable_drivers_clean_up(
         message.contains("Removed is not supported for GCPPD operator"),
         "{message}"
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    quiet(&cluster, &running).await;
     assert!(
         Api::<Deployment>::namespaced(admin.clone(), NS)
             .get_opt(CONTROLLER)
@@ -660,7 +672,7 @@ async fn storage_class_state_removed_and_unmanaged() {
         )
         .await
         .unwrap();
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     assert!(
         classes.get_opt("standard-csi").await.unwrap().is_none(),
         "Unmanaged created a class"
@@ -691,7 +703,7 @@ async fn an_admins_default_class_is_kept() {
         "false"
     );
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let theirs = classes.get("admin-default").await.unwrap();
     assert_eq!(
         theirs.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
@@ -714,7 +726,7 @@ async fn an_admins_default_class_is_kept() {
         )
         .await
         .unwrap();
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let ours = classes.get("standard-csi").await.unwrap();
     assert_eq!(
         ours.metadata.annotations.unwrap()["storageclass.kubernetes.io/is-default-class"],
@@ -730,7 +742,7 @@ async fn optional_crds_absent_then_installed() {
     create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
     let running = start(&cluster);
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
 
     create_cluster_scoped::<Namespace>(
         &admin,
@@ -798,7 +810,7 @@ async fn optional_crds_absent_then_installed() {
     })
     .await;
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }
 
@@ -839,7 +851,7 @@ async fn api_faults_and_dropped_watches_recover() {
     })
     .await;
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }
 
@@ -859,9 +871,9 @@ async fn generations(client: &Client) -> (i64, i64) {
 }
 
 /// Waits for the operator to settle, then returns the workload generations.
-async fn settled(cluster: &Cluster, client: &Client) -> (i64, i64) {
+async fn settled(cluster: &Cluster, client: &Client, running: &Background) -> (i64, i64) {
     healthy(client).await;
-    quiet(cluster).await;
+    quiet(cluster, running).await;
     generations(client).await
 }
 
@@ -881,7 +893,7 @@ async fn credential_rotation_and_log_level_roll_the_pods_once() {
         }))
         .unwrap()
     };
-    let before = settled(&cluster, &admin).await;
+    let before = settled(&cluster, &admin, &running).await;
 
     // The cloud-credential-operator writes the Secret: the controller pods roll once.
     secrets
@@ -893,7 +905,7 @@ async fn credential_rotation_and_log_level_roll_the_pods_once() {
         (now.0 > before.0).then_some(now)
     })
     .await;
-    let settled_create = settled(&cluster, &admin).await;
+    let settled_create = settled(&cluster, &admin, &running).await;
     assert_eq!(
         settled_create.0, after_create.0,
         "the Deployment rolled more than once"
@@ -925,7 +937,7 @@ async fn credential_rotation_and_log_level_roll_the_pods_once() {
         (generations(&admin).await.0 > settled_create.0).then_some(())
     })
     .await;
-    let settled_rotation = settled(&cluster, &admin).await;
+    let settled_rotation = settled(&cluster, &admin, &running).await;
     assert_eq!(settled_rotation.0, settled_create.0 + 1);
     let second_hash = Api::<Deployment>::namespaced(admin.clone(), NS)
         .get(CONTROLLER)
@@ -955,7 +967,7 @@ async fn credential_rotation_and_log_level_roll_the_pods_once() {
         (now.0 > settled_rotation.0 && now.1 > settled_rotation.1).then_some(())
     })
     .await;
-    let settled_log = settled(&cluster, &admin).await;
+    let settled_log = settled(&cluster, &admin, &running).await;
     assert_eq!(settled_log.0, settled_rotation.0 + 1);
     let d = Api::<Deployment>::namespaced(admin.clone(), NS)
         .get(CONTROLLER)
@@ -974,7 +986,7 @@ async fn trusted_ca_bundle_and_proxy_changes_roll_the_pods_once() {
     let (cluster, admin) = openshift("HighlyAvailable").await;
     create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
     let running = start(&cluster);
-    let before = settled(&cluster, &admin).await;
+    let before = settled(&cluster, &admin, &running).await;
 
     // The network operator fills in the trusted CA bundle ConfigMap the operator created.
     let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
@@ -993,7 +1005,7 @@ async fn trusted_ca_bundle_and_proxy_changes_roll_the_pods_once() {
         (generations(&admin).await.0 > before.0).then_some(())
     })
     .await;
-    let after_ca = settled(&cluster, &admin).await;
+    let after_ca = settled(&cluster, &admin, &running).await;
     assert_eq!(
         after_ca.0,
         before.0 + 1,
@@ -1029,7 +1041,7 @@ async fn trusted_ca_bundle_and_proxy_changes_roll_the_pods_once() {
         (generations(&admin).await.0 > after_ca.0).then_some(())
     })
     .await;
-    let after_proxy = settled(&cluster, &admin).await;
+    let after_proxy = settled(&cluster, &admin, &running).await;
     assert_eq!(
         after_proxy.0,
         after_ca.0 + 1,
@@ -1116,7 +1128,7 @@ async fn an_admins_default_snapshot_class_choice_is_kept() {
         )
         .await
         .unwrap();
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let class = classes.get("csi-gce-pd-vsc").await.unwrap();
     assert_eq!(
         class.metadata.annotations.unwrap()["snapshot.storage.kubernetes.io/is-default-class"],
@@ -1148,7 +1160,7 @@ async fn a_storage_class_with_other_immutable_fields_is_recreated() {
     )
     .await;
     healthy(&admin).await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }
 
@@ -1183,7 +1195,7 @@ async fn an_admins_class_of_the_same_name_for_another_driver_is_kept() {
             .unwrap()
     })
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let now = classes.get("standard-csi").await.unwrap();
     assert_eq!(now.metadata.uid, admins.metadata.uid, "never deleted");
     assert_eq!(
@@ -1291,7 +1303,7 @@ async fn the_tls_profile_is_observed_and_rolls_the_controller_once() {
         .unwrap();
     create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
     let running = start(&cluster);
-    let before = settled(&cluster, &admin).await;
+    let before = settled(&cluster, &admin, &running).await;
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     let args = proxy_tls_args(&deployments.get(CONTROLLER).await.unwrap());
     assert!(
@@ -1326,7 +1338,7 @@ async fn the_tls_profile_is_observed_and_rolls_the_controller_once() {
         (generations(&admin).await.0 > before.0).then_some(())
     })
     .await;
-    let after = settled(&cluster, &admin).await;
+    let after = settled(&cluster, &admin, &running).await;
     assert_eq!(after.0, before.0 + 1, "one rollout");
     assert_eq!(
         after.1, before.1,
@@ -1358,14 +1370,14 @@ async fn the_tls_profile_is_observed_and_rolls_the_controller_once() {
     })
     .await;
     assert!(message.contains("custom.ciphers"), "{message}");
-    let still = settled_quietly(&cluster, &admin).await;
+    let still = settled_quietly(&cluster, &admin, &running).await;
     assert_eq!(still.0, after.0, "the last good profile stays in force");
     running.stop().await;
 }
 
-/// The workload generations once the operator stops writing (its Degraded conditions may be True).
-async fn settled_quietly(cluster: &Cluster, client: &Client) -> (i64, i64) {
-    quiet(cluster).await;
+/// The workload generations once the operator has converged (its Degraded conditions may be True).
+async fn settled_quietly(cluster: &Cluster, client: &Client, running: &Background) -> (i64, i64) {
+    quiet(cluster, running).await;
     generations(client).await
 }
 
@@ -1434,6 +1446,6 @@ async fn the_credentials_request_is_available_once_provisioned() {
         condition_is(&admin, AVAILABLE, "True").await
     })
     .await;
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     running.stop().await;
 }

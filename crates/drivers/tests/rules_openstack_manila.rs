@@ -119,7 +119,10 @@ async fn the_probe_turns_share_types_into_facts_or_a_reason(
     let probe = openstack_manila::probe(Fake(answer), Duration::from_secs(5));
     assert_eq!(probe.interval, Duration::from_secs(5));
     match (probe.probe.check().await, want) {
-        (Ok(got), Ok(want)) => assert_eq!(got, want),
+        (Ok(got), Ok(want)) => {
+            assert_eq!(got.facts, want);
+            assert!(!got.wrote, "a probe without a client writes nothing");
+        }
         (Err(got), Err(want)) => assert!(got.contains(want), "{got}"),
         (got, want) => panic!("got {got:?}, want {want:?}"),
     }

@@ -39,7 +39,7 @@ async fn refuses_without_credentials_then_converges_once_they_exist() {
         message.contains("vmware-vsphere-cloud-credentials"),
         "{message}"
     );
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     let deployments = Api::<Deployment>::namespaced(admin.clone(), NS);
     assert!(
         deployments
@@ -111,7 +111,7 @@ async fn refuses_without_credentials_then_converges_once_they_exist() {
     );
 
     // Idle: a second pass writes nothing.
-    quiet(&cluster).await;
+    quiet(&cluster, &running).await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(cluster.count_writes(AGENT), 0);

@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
@@ -30,9 +30,39 @@ use crate::metrics::Metrics;
 
 type ReadyFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
 
+/// What the caches pull on a change: wakes the reconcile loop, and remembers when the latest
+/// change came (a pass that follows writes settles only once a change has come after them).
+#[derive(Debug, Default)]
+pub struct Trigger {
+    notify: Notify,
+    /// When the latest change came, as nanoseconds since `epoch`; 0 for never.
+    last: std::sync::atomic::AtomicU64,
+    epoch: std::sync::OnceLock<std::time::Instant>,
+}
+
+impl Trigger {
+    /// A change came: wake the loop.
+    pub fn pull(&self) {
+        let epoch = *self.epoch.get_or_init(std::time::Instant::now);
+        let nanos = u64::try_from(epoch.elapsed().as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.last
+            .fetch_max(nanos, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// When the latest change came, if one has.
+    pub fn last_change(&self) -> Option<std::time::Instant> {
+        let nanos = self.last.load(std::sync::atomic::Ordering::SeqCst);
+        let epoch = self.epoch.get()?;
+        (nanos > 0).then(|| *epoch + Duration::from_nanos(nanos))
+    }
+}
+
 /// The caches of one operator, and the trigger their changes pull.
 pub struct Informers {
-    trigger: Arc<Notify>,
+    trigger: Arc<Trigger>,
     ready: Vec<(String, ReadyFuture)>,
     tasks: JoinSet<()>,
 }
@@ -67,7 +97,7 @@ impl Informers {
     /// No caches yet.
     pub fn new() -> Self {
         Self {
-            trigger: Arc::new(Notify::new()),
+            trigger: Arc::default(),
             ready: Vec::new(),
             tasks: JoinSet::new(),
         }
@@ -91,7 +121,7 @@ impl Informers {
             );
             while let Some(event) = events.next().await {
                 match event {
-                    Ok(_) => trigger.notify_one(),
+                    Ok(_) => trigger.pull(),
                     Err(error) => {
                         tracing::warn!(watch = %watch_name, %error, "watch failed; retrying")
                     }
@@ -140,7 +170,7 @@ impl Informers {
     }
 
     /// The trigger every cache pulls on change (for [`run`]).
-    pub fn trigger(&self) -> Arc<Notify> {
+    pub fn trigger(&self) -> Arc<Trigger> {
         self.trigger.clone()
     }
 
@@ -247,7 +277,7 @@ async fn follow<K, P>(
     projection: &Projection<P>,
     project: &impl Fn(&K) -> Option<P>,
     synced: &tokio::sync::watch::Sender<bool>,
-    trigger: &Notify,
+    trigger: &Trigger,
     watch_name: &str,
 ) where
     K: Resource,
@@ -282,7 +312,7 @@ async fn follow<K, P>(
             }
         };
         if changed {
-            trigger.notify_one();
+            trigger.pull();
         }
     }
 }
@@ -354,10 +384,15 @@ impl Default for LoopConfig {
 
 /// Runs `reconcile` once at start, then whenever `trigger` is pulled, when a failure's backoff
 /// ends, or when the last successful reconcile asked to run again after a delay (`Ok(Some(d))`).
-/// Returns when `shutdown` completes.
+/// Each pass is reported to `metrics` ([`Metrics::pass_started`], [`Metrics::pass_ended`]): a
+/// pass settles when it succeeds, `reconcile` counted no write or failure for `controller`, no
+/// change is waiting when it ends, and a change has come through `trigger` since the latest
+/// write was sent (before that, the caches may not show it). A change from elsewhere that
+/// comes while a write is on its way passes for the write's own; that window is the one of two
+/// events racing. Returns when `shutdown` completes.
 pub async fn run<F, Fut, E>(
     controller: &str,
-    trigger: Arc<Notify>,
+    trigger: Arc<Trigger>,
     config: LoopConfig,
     metrics: Metrics,
     mut reconcile: F,
@@ -377,13 +412,24 @@ pub async fn run<F, Fut, E>(
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let woken_by = tokio::select! {
             () = &mut shutdown => return,
-            () = trigger.notified() => {}
-            () = timer => {}
-        }
-        metrics.reconciled(controller);
-        match reconcile().await {
+            () = trigger.notify.notified() => "change",
+            () = timer => "timer",
+        };
+        // The caches may not show writes made after the latest change they brought: a pass
+        // that starts before a change has come since the last write was sent decides from
+        // the state before it, and cannot be called settled. (A change from elsewhere that
+        // comes while the write is on its way passes for the write's own: two events racing.)
+        let writes_seen = metrics
+            .last_write_sent_after(controller)
+            .is_none_or(|sent| trigger.last_change().is_some_and(|change| change > sent));
+        let mark = metrics.pass_started(controller);
+        let result = reconcile().await;
+        // A change that arrived during the pass: taking its permit here means running again at
+        // once, as the select above would have.
+        let waiting = trigger.notify.notified().now_or_never().is_some();
+        match &result {
             Ok(requeue) => {
                 backoff.succeeded(controller);
                 next = requeue.map(|delay| Instant::now() + delay);
@@ -395,5 +441,19 @@ pub async fn run<F, Fut, E>(
                 next = Some(Instant::now() + delay);
             }
         }
+        if waiting {
+            next = Some(Instant::now());
+        }
+        let quiet = result.is_ok() && !waiting && writes_seen;
+        let wrote = metrics.pass_ended(controller, mark, quiet, next.is_some());
+        tracing::debug!(
+            controller,
+            woken_by,
+            ok = result.is_ok(),
+            wrote,
+            waiting,
+            settled = metrics.pass_state(controller).settled,
+            "pass ended"
+        );
     }
 }

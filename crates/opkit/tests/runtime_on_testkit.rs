@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::PostParams;
 use kube::runtime::watcher;
-use opkit::metrics::Metrics;
+use opkit::metrics::{Metrics, PassState};
 use opkit::runtime::{Informers, LoopConfig, ReconcileError, run};
 use tokio::sync::oneshot;
 
@@ -110,15 +110,23 @@ async fn changes_trigger_reconciles_and_idle_costs_nothing() {
         .collect();
     assert!(reads.is_empty(), "no polling: {reads:?}");
 
-    // An object outside the label selector does not trigger anything.
+    // An object outside the label selector is neither cached nor a trigger: the next pass is
+    // the one for the next watched object, and it sees only the watched two.
     api.create(
         &PostParams::default(),
         &serde_json::from_value(serde_json::json!({"metadata": {"name": "other"}})).unwrap(),
     )
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(runs.load(Ordering::SeqCst), settled);
+    api.create(&PostParams::default(), &config_map("b"))
+        .await
+        .unwrap();
+    eventually("a reconcile that sees the second watched ConfigMap", || {
+        seen.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    assert_eq!(runs.load(Ordering::SeqCst), settled + 1);
+    assert_eq!(store.state().len(), 2);
 
     stop.send(()).unwrap();
     task.await.unwrap();
@@ -158,16 +166,22 @@ async fn failures_are_retried_with_backoff_and_requeues_honoured() {
             },
         ))
     };
-    eventually("three retries and a requeue", || {
-        runs.load(Ordering::SeqCst) >= 5
+    eventually("three retries, a requeue and its pass", || {
+        metrics.pass_state("flaky").ended >= 5
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No pass is due on a timer and nothing is watched: nothing runs again.
     assert_eq!(
-        runs.load(Ordering::SeqCst),
-        5,
+        metrics.pass_state("flaky"),
+        PassState {
+            started: 5,
+            ended: 5,
+            settled: true,
+            timed: false
+        },
         "nothing after the last success without a requeue"
     );
+    assert_eq!(runs.load(Ordering::SeqCst), 5);
     let text = metrics.encode();
     assert!(
         text.contains(
@@ -259,4 +273,95 @@ async fn a_projected_cache_keeps_only_what_concerns_it() {
     cluster.drop_watches();
     admin.delete("c", &DeleteParams::default()).await.unwrap();
     eventually("c forgotten", || keys() == ["default/b"]).await;
+}
+
+/// A pass that wrote is followed by passes that cannot be called settled until a watch event
+/// has come: a pass woken by its timer may decide from caches that do not show the write yet.
+#[tokio::test]
+async fn a_pass_settles_only_once_the_events_of_earlier_writes_are_seen() {
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    let mut informers = Informers::new();
+    let store = informers.watch(
+        "configmaps",
+        Api::<ConfigMap>::namespaced(client.clone(), "default"),
+        watcher::Config::default().labels("watched=yes"),
+    );
+    informers
+        .wait_synced(Duration::from_secs(30))
+        .await
+        .unwrap();
+    // The watch breaks and cannot come back for a while: the write below reaches the cache
+    // only after the watch's backoff, well after the pass that follows the write.
+    cluster.inject(
+        testkit::FaultRule::status(Some("watch"), Some("configmaps"), 500).with_max_hits(2),
+    );
+    cluster.drop_watches();
+    let metrics = Metrics::new();
+    // What each pass saw: how many ConfigMaps were cached.
+    let saw = Arc::new(std::sync::Mutex::new(Vec::<usize>::new()));
+    // Passes after the second wait for this, so the test can look at the second.
+    let (release, released) = tokio::sync::watch::channel(false);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = {
+        let (saw, store, metrics, client) =
+            (saw.clone(), store.clone(), metrics.clone(), client.clone());
+        tokio::spawn(run(
+            "writer",
+            informers.trigger(),
+            LoopConfig::default(),
+            metrics.clone(),
+            move || {
+                let pass = {
+                    let mut saw = saw.lock().unwrap();
+                    saw.push(store.state().len());
+                    saw.len()
+                };
+                let (metrics, client, mut released) =
+                    (metrics.clone(), client.clone(), released.clone());
+                async move {
+                    if pass == 1 {
+                        // Writes, then asks to run again at once: that pass is woken by its
+                        // timer, before the ConfigMap reaches the cache.
+                        Api::<ConfigMap>::namespaced(client, "default")
+                            .create(&PostParams::default(), &config_map("mine"))
+                            .await
+                            .unwrap();
+                        metrics.wrote("writer", "ConfigMap");
+                        return Ok::<_, Failed>(Some(Duration::ZERO));
+                    }
+                    if pass > 2 {
+                        let _ = released.wait_for(|r| *r).await;
+                    }
+                    Ok(None)
+                }
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ))
+    };
+    eventually("the second pass", || {
+        metrics.pass_state("writer").ended >= 2
+    })
+    .await;
+    let second = saw.lock().unwrap()[1];
+    if metrics.pass_state("writer").ended == 2 && metrics.pass_state("writer").settled {
+        assert_eq!(
+            second, 1,
+            "the second pass settled without seeing the write"
+        );
+    }
+    release.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), metrics.settled("writer"))
+        .await
+        .expect("the writer settles");
+    let saw = saw.lock().unwrap().clone();
+    assert_eq!(
+        saw.last(),
+        Some(&1),
+        "the settled pass saw its own write in the cache: {saw:?}"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
 }

@@ -198,7 +198,10 @@ async fn adopt(
             Some(progress) => progress,
             None => {
                 let progress = olm::step(&context.client, &entry, storage).await?;
-                if !matches!(progress, olm::Progress::InProgress(_)) {
+                if matches!(progress, olm::Progress::InProgress(_)) {
+                    // A step deleted something or waits for OLM: not settled yet.
+                    context.metrics.wrote(STARTER, "OLM adoption step");
+                } else {
                     context
                         .settled
                         .lock()
@@ -231,8 +234,9 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     );
 
     if let Some(storage) = &plan.create_storage {
-        create(&context.client, storage).await?;
-        context.metrics.wrote(STARTER, "Storage");
+        if create(&context.client, storage).await? {
+            context.metrics.wrote(STARTER, "Storage");
+        }
         return Ok(None);
     }
     for desired in &plan.objects {
@@ -243,9 +247,10 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         }
     }
     for driver in &plan.create_cluster_csi_drivers {
-        create(&context.client, driver).await?;
-        context.metrics.wrote(STARTER, "ClusterCSIDriver");
-        tracing::info!(driver = driver.name_any(), "created ClusterCSIDriver");
+        if create(&context.client, driver).await? {
+            context.metrics.wrote(STARTER, "ClusterCSIDriver");
+            tracing::info!(driver = driver.name_any(), "created ClusterCSIDriver");
+        }
     }
     if let Some(part) = &plan.storage_status
         && apply_status::<Storage>(
@@ -268,8 +273,9 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     Ok(plan.requeue)
 }
 
-/// Creates `object`; one that already exists is fine (another replica or an earlier pass made it).
-async fn create<K>(client: &Client, object: &K) -> Result<(), Failure>
+/// Creates `object`; one that already exists is fine (another replica or an earlier pass made
+/// it). Whether it created it.
+async fn create<K>(client: &Client, object: &K) -> Result<bool, Failure>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
         + Serialize
@@ -281,8 +287,8 @@ where
         .create(&PostParams::default(), object)
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
         Err(source) => Err(Failure::Create {
             kind: K::kind(&()).into_owned(),
             name: object.name_any(),

@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
 use serde_json::{Value, json};
-use storage_operator::plan::Settings;
+use storage_operator::plan::{STARTER, Settings};
 use testkit::Background;
 
 const NS: &str = "openshift-cluster-csi-drivers";
@@ -63,17 +63,20 @@ fn start(client: Client) -> Background {
 }
 
 fn start_with(client: Client, settings: Settings) -> Background {
+    let metrics = Metrics::new();
+    let settled = metrics.clone();
     Background::spawn(|shutdown| async move {
-        storage_operator::operator::run(
-            client,
-            settings,
-            Metrics::new(),
-            Readiness::default(),
-            shutdown,
-        )
-        .await
-        .unwrap();
+        storage_operator::operator::run(client, settings, metrics, Readiness::default(), shutdown)
+            .await
+            .unwrap();
     })
+    .settles_when(
+        {
+            let metrics = settled.clone();
+            move |n| metrics.settled_after(STARTER, n)
+        },
+        move || settled.pass_state(STARTER).started,
+    )
 }
 
 /// Sets Storage/cluster's managementState, as an admin would.
@@ -258,8 +261,8 @@ async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
         "False"
     );
 
-    // Idle: nothing is written.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Idle: once converged, nothing is written.
+    running.converged(&cluster, "storage-operator").await;
     cluster.clear_requests();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let writes: Vec<_> = cluster
@@ -270,6 +273,7 @@ async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
     assert!(writes.is_empty(), "an idle operator wrote: {writes:#?}");
 
     // An admin's edit to the ClusterCSIDriver is kept; a deleted one is recreated.
+    let passes = running.passes();
     drivers
         .patch(
             "pd.csi.storage.gke.io",
@@ -278,7 +282,9 @@ async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    running
+        .converged_since(&cluster, "storage-operator", passes)
+        .await;
     assert_eq!(
         drivers
             .get("pd.csi.storage.gke.io")

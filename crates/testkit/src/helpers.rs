@@ -27,11 +27,29 @@ pub async fn eventually<T>(
 }
 
 /// A task under test (an operator's run loop) that stops when asked: `spawn` hands it a
-/// shutdown future, `stop` completes that future and waits for the task to end.
-#[derive(Debug)]
+/// shutdown future, `stop` completes that future and waits for the task to end. With
+/// [`Background::settles_when`] it can also say when it has converged.
 pub struct Background {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    settled: Option<Settled>,
+}
+
+/// How a task says it has settled: a future that completes when a pass that started after
+/// the first `n` ended settled, and the number of passes started so far.
+struct Settled {
+    after: Box<dyn Fn(u64) -> BoxedWait + Send + Sync>,
+    passes: Box<dyn Fn() -> u64 + Send + Sync>,
+}
+
+type BoxedWait = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+impl std::fmt::Debug for Background {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Background")
+            .field("settles", &self.settled.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Background {
@@ -49,6 +67,95 @@ impl Background {
         Self {
             stop: Some(stop),
             task,
+            settled: None,
+        }
+    }
+
+    /// `settled_after(n)` completes when a pass of the task that started after its first `n`
+    /// ended settled (for an operator: wrote nothing, failed nothing, no change waiting; opkit's
+    /// `Metrics::settled_after`), and `passes()` counts the passes started so far.
+    #[must_use]
+    pub fn settles_when<Fut>(
+        mut self,
+        settled_after: impl Fn(u64) -> Fut + Send + Sync + 'static,
+        passes: impl Fn() -> u64 + Send + Sync + 'static,
+    ) -> Self
+    where
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.settled = Some(Settled {
+            after: Box::new(move |n| Box::pin(settled_after(n))),
+            passes: Box::new(passes),
+        });
+        self
+    }
+
+    /// The passes the task has started so far, for [`Background::converged_since`].
+    pub fn passes(&self) -> u64 {
+        (self.settled().passes)()
+    }
+
+    fn settled(&self) -> &Settled {
+        match &self.settled {
+            Some(settled) => settled,
+            None => panic!(
+                "this background task cannot say when it has settled: start it with settles_when"
+            ),
+        }
+    }
+
+    /// Waits up to a minute until the task has converged: it says it has settled (see
+    /// [`Background::settles_when`]) and every watch event the cluster has for `agent` has
+    /// reached it without starting another pass. The event that tells a controller test the
+    /// controller has converged. Panics when it never does, listing the writes `agent` sent
+    /// meanwhile, or when the task cannot say.
+    pub async fn converged(&self, cluster: &Cluster, agent: &str) {
+        self.converged_since(cluster, agent, 0).await;
+    }
+
+    /// Like [`Background::converged`], but the settled pass must have started after the first
+    /// `passes` (read with [`Background::passes`] before a change): the task has acted on a
+    /// change that triggers it, and acting on it wrote nothing more.
+    pub async fn converged_since(&self, cluster: &Cluster, agent: &str, passes: u64) {
+        let settled = self.settled();
+        if self.task.is_finished() {
+            panic!("the background task has ended; it will not settle");
+        }
+        cluster.clear_requests();
+        let converged = async {
+            let mut after = passes;
+            loop {
+                (settled.after)(after).await;
+                // A pass settled; the events on their way may still start another: once the
+                // watches are drained, let the task take what it was handed.
+                let started = (settled.passes)();
+                while !cluster.watches_drained(agent) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                for _ in 0..8 {
+                    tokio::task::yield_now().await;
+                }
+                if (settled.passes)() == started {
+                    return;
+                }
+                after = started;
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(60), converged)
+            .await
+            .is_err()
+        {
+            let writes: Vec<String> = cluster
+                .requests()
+                .iter()
+                .filter(|r| r.is_write() && r.from_client(agent))
+                .map(|r| format!("{} {}", r.verb, r.path))
+                .collect();
+            let last = &writes[writes.len().saturating_sub(20)..];
+            panic!(
+                "{agent} did not settle in 60s; it sent {} writes meanwhile, the last: {last:#?}",
+                writes.len()
+            );
         }
     }
 
@@ -106,28 +213,6 @@ impl Cluster {
         std::fs::create_dir_all(&dir).map_err(failed)?;
         std::fs::write(&path, text).map_err(failed)?;
         Ok(Kubeconfig { dir, path })
-    }
-}
-
-impl Cluster {
-    /// Waits until the client `agent` sends no write for a whole 2-second window, for up to a
-    /// minute; panics listing the writes it kept sending. How a controller test proves it has
-    /// converged and that a pass without changes writes nothing.
-    pub async fn wait_quiet(&self, agent: &str) {
-        for _ in 0..30 {
-            self.clear_requests();
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            if self.count_writes(agent) == 0 {
-                return;
-            }
-        }
-        let writes: Vec<String> = self
-            .requests()
-            .iter()
-            .filter(|r| r.is_write() && r.from_client(agent))
-            .map(|r| format!("{} {}", r.verb, r.path))
-            .collect();
-        panic!("{agent} never stopped writing: {writes:?}");
     }
 }
 

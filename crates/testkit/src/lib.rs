@@ -29,7 +29,9 @@
 //! [`Cluster::count_reads`] / [`Cluster::count_writes`] (request log),
 //! [`Cluster::simulate_workloads`] with [`Cluster::hang_rollout`] and
 //! [`Cluster::set_node_ready`] (workload simulation), [`Cluster::compact`] (force `410 Expired`),
-//! and [`ServerConfig::frozen_time`] for deterministic timestamps.
+//! [`ServerConfig::frozen_time`] for deterministic timestamps, and [`Cluster::watches_drained`]
+//! (every event handed to a client's watches) with [`Background::converged`], which waits for a
+//! controller to say it has settled instead of watching for a quiet period.
 //!
 //! # Exact (checked by the conformance replay)
 //! - Object identity and metadata: `uid`, `creationTimestamp`, one global monotonically
@@ -341,6 +343,13 @@ impl Cluster {
     /// Closes every open watch stream (clients see the stream end and must re-watch).
     pub fn drop_watches(&self) {
         self.inner.drop_watches.send_modify(|n| *n += 1);
+    }
+
+    /// Whether every open watch of the client `agent` (its User-Agent, or the part before the
+    /// first `/`) has been handed every event so far that it selects: nothing is on its way
+    /// to that client.
+    pub fn watches_drained(&self, agent: &str) -> bool {
+        self.inner.watches_drained(agent)
     }
 
     // ---- request log ----

@@ -68,6 +68,66 @@ pub struct Inner {
     pub started: Instant,
     /// Bumped to close every open watch stream (fault injection).
     pub drop_watches: tokio::sync::watch::Sender<u64>,
+    /// The open watch streams and how far each is (see [`Inner::watches_drained`]).
+    pub watches: Mutex<Vec<Arc<WatchProgress>>>,
+}
+
+/// How far one watch stream is: events it has taken from the store's broadcast, and lines
+/// it has queued for and handed to its client.
+#[derive(Debug)]
+pub struct WatchProgress {
+    /// The client's User-Agent.
+    agent: String,
+    /// Events broadcast before the watch subscribed.
+    base: u64,
+    /// Events taken from the broadcast (sent on or filtered out).
+    handled: std::sync::atomic::AtomicU64,
+    /// Lines queued for the client.
+    sent: std::sync::atomic::AtomicU64,
+    /// Lines the client has read.
+    pulled: std::sync::atomic::AtomicU64,
+    /// The task feeding the stream has ended: no more events will be taken.
+    fed: std::sync::atomic::AtomicBool,
+    /// The client has dropped the stream or read its end.
+    ended: std::sync::atomic::AtomicBool,
+}
+
+/// Sets a flag when dropped.
+struct SetOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A watch's line queue as its client reads it: counts what is read, and marks the stream
+/// ended when dropped.
+struct Lines {
+    rx: mpsc::Receiver<Bytes>,
+    progress: Arc<WatchProgress>,
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        self.progress
+            .ended
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl WatchProgress {
+    fn count(counter: &std::sync::atomic::AtomicU64) {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn drained(&self, emitted: u64) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let read_all = self.pulled.load(SeqCst) >= self.sent.load(SeqCst);
+        self.ended.load(SeqCst)
+            || (read_all
+                && (self.fed.load(SeqCst) || self.base + self.handled.load(SeqCst) >= emitted))
+    }
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -88,7 +148,20 @@ impl Inner {
             log: Mutex::new(RequestLog::default()),
             started: Instant::now(),
             drop_watches,
+            watches: Mutex::default(),
         })
+    }
+
+    /// Whether every open watch of clients with User-Agent `agent` (up to its first `/`) has
+    /// taken every event broadcast so far and its client has read every line of it.
+    pub fn watches_drained(&self, agent: &str) -> bool {
+        let emitted = lock(&self.state).emitted;
+        let mut watches = lock(&self.watches);
+        watches.retain(|w| !w.ended.load(std::sync::atomic::Ordering::SeqCst));
+        watches
+            .iter()
+            .filter(|w| w.agent == agent || w.agent.split('/').next() == Some(agent))
+            .all(|w| w.drained(emitted))
     }
 }
 
@@ -464,7 +537,7 @@ async fn dispatch(inner: &Arc<Inner>, req: &Req) -> Response<Body> {
                 let prepared = prepare_watch(&mut st, &t, req);
                 drop(st);
                 return match prepared {
-                    Ok(w) => start_watch(inner.clone(), w),
+                    Ok(w) => start_watch(inner.clone(), w, &req.user_agent),
                     Err(e) => error_response(e),
                 };
             }
@@ -1862,6 +1935,17 @@ fn delete_collection(st: &mut State, t: &Target, req: &Req) -> Result<(u16, Valu
     ))
 }
 
+/// Queues `line` for the watch's client, counting it.
+async fn send(
+    tx: &mpsc::Sender<Bytes>,
+    progress: &WatchProgress,
+    line: Bytes,
+) -> Result<(), mpsc::error::SendError<Bytes>> {
+    tx.send(line).await?;
+    WatchProgress::count(&progress.sent);
+    Ok(())
+}
+
 /// Everything a watch stream needs, computed under the state lock.
 pub struct PreparedWatch {
     def: ResourceDef,
@@ -1869,6 +1953,8 @@ pub struct PreparedWatch {
     sel: Selectors,
     initial: Vec<Value>,
     rx: broadcast::Receiver<Arc<Event>>,
+    /// Events broadcast before `rx` subscribed.
+    base: u64,
     from_rv: u64,
     bookmarks: bool,
     initial_end_bookmark: bool,
@@ -1907,6 +1993,7 @@ fn prepare_watch(st: &mut State, t: &Target, req: &Req) -> Result<PreparedWatch,
     let bookmarks = req.flag("allowWatchBookmarks");
     let partial = req.accept.contains("as=PartialObjectMetadata");
     let rx = st.tx.subscribe();
+    let base = st.emitted;
     let matching = |v: &Value| {
         let ns_ok =
             t.ns.as_ref()
@@ -1962,6 +2049,7 @@ fn prepare_watch(st: &mut State, t: &Target, req: &Req) -> Result<PreparedWatch,
                 sel,
                 initial,
                 rx,
+                base,
                 from_rv: u64::MAX,
                 bookmarks: false,
                 initial_end_bookmark: false,
@@ -1982,6 +2070,7 @@ fn prepare_watch(st: &mut State, t: &Target, req: &Req) -> Result<PreparedWatch,
         sel,
         initial,
         rx,
+        base,
         from_rv,
         bookmarks,
         initial_end_bookmark: send_initial == Some(true) && bookmarks,
@@ -2022,12 +2111,27 @@ fn filter_event(def: &ResourceDef, ns: Option<&str>, sel: &Selectors, ev: &Event
     ty.map(|t| json!({"type": t, "object": obj}))
 }
 
-fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch) -> Response<Body> {
+fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch, agent: &str) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    let progress = Arc::new(WatchProgress {
+        agent: agent.to_owned(),
+        base: w.base,
+        handled: Default::default(),
+        sent: Default::default(),
+        pulled: Default::default(),
+        fed: Default::default(),
+        ended: Default::default(),
+    });
+    lock(&inner.watches).push(progress.clone());
+    let lines = Lines {
+        rx,
+        progress: progress.clone(),
+    };
     let timeout = w.timeout.min(inner.config.max_watch_timeout);
     let interval = inner.config.bookmark_interval;
     let mut drop_rx = inner.drop_watches.subscribe();
     tokio::spawn(async move {
+        let _fed = SetOnDrop(&progress.fed);
         let line = |v: &Value| {
             let mut b = serde_json::to_vec(v).unwrap_or_default();
             b.push(b'\n');
@@ -2040,7 +2144,10 @@ fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch) -> Response<Body> {
             v
         };
         for ev in std::mem::take(&mut w.initial) {
-            if tx.send(line(&shape(ev, w.partial))).await.is_err() {
+            if send(&tx, &progress, line(&shape(ev, w.partial)))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -2056,7 +2163,11 @@ fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch) -> Response<Body> {
             b
         };
         let mut last_rv = w.from_rv;
-        if w.initial_end_bookmark && tx.send(line(&bookmark(last_rv, true))).await.is_err() {
+        if w.initial_end_bookmark
+            && send(&tx, &progress, line(&bookmark(last_rv, true)))
+                .await
+                .is_err()
+        {
             return;
         }
         let deadline = tokio::time::Instant::now() + timeout;
@@ -2073,25 +2184,33 @@ fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch) -> Response<Body> {
                     loop {
                         match w.rx.try_recv() {
                             Ok(ev) => {
-                                if ev.rv <= w.from_rv { continue; }
+                                if ev.rv <= w.from_rv {
+                                    WatchProgress::count(&progress.handled);
+                                    continue;
+                                }
                                 last_rv = last_rv.max(ev.rv);
                                 if let Some(l) = filter_event(&w.def, w.ns.as_deref(), &w.sel, &ev)
-                                    && tx.send(line(&shape(l, w.partial))).await.is_err() { return; }
+                                    && send(&tx, &progress, line(&shape(l, w.partial))).await.is_err() { return; }
+                                WatchProgress::count(&progress.handled);
                             }
                             Err(broadcast::error::TryRecvError::Empty) => break,
                             Err(_) => return,
                         }
                     }
                     last_rv = last_rv.max(current);
-                    if tx.send(line(&bookmark(last_rv, false))).await.is_err() { return; }
+                    if send(&tx, &progress, line(&bookmark(last_rv, false))).await.is_err() { return; }
                 }
                 ev = w.rx.recv() => {
                     match ev {
                         Ok(ev) => {
-                            if ev.rv <= w.from_rv { continue; }
+                            if ev.rv <= w.from_rv {
+                                WatchProgress::count(&progress.handled);
+                                continue;
+                            }
                             last_rv = last_rv.max(ev.rv);
                             if let Some(l) = filter_event(&w.def, w.ns.as_deref(), &w.sel, &ev)
-                                && tx.send(line(&shape(l, w.partial))).await.is_err() { return; }
+                                && send(&tx, &progress, line(&shape(l, w.partial))).await.is_err() { return; }
+                            WatchProgress::count(&progress.handled);
                         }
                         // A watcher that fell too far behind is closed; the client re-watches.
                         Err(_) => return,
@@ -2100,10 +2219,10 @@ fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch) -> Response<Body> {
             }
         }
     });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    let stream = futures::stream::unfold(lines, |mut lines| async move {
+        let line = lines.rx.recv().await?;
+        WatchProgress::count(&lines.progress.pulled);
+        Some((Ok::<_, Infallible>(Frame::data(line)), lines))
     });
     let mut r = Response::new(StreamBody::new(stream.boxed()).boxed_unsync());
     r.headers_mut().insert(

@@ -50,6 +50,8 @@ pub struct State {
     pub uid_seed: u64,
     pub uid_counter: u64,
     pub tx: broadcast::Sender<Arc<Event>>,
+    /// Events broadcast so far (what a watch that subscribed at some count still has to see).
+    pub emitted: u64,
     pub name_counter: u64,
     /// A fixed wall-clock time for every timestamp (deterministic replays), or the real clock.
     pub frozen_time: Option<String>,
@@ -77,6 +79,7 @@ impl State {
             uid_seed: seed,
             uid_counter: 0,
             tx,
+            emitted: 0,
             name_counter: 0,
             frozen_time: None,
             pending_crds: Vec::new(),
@@ -129,6 +132,7 @@ impl State {
                 self.compacted = e.rv;
             }
         }
+        self.emitted += 1;
         // No receivers is fine: nobody is watching.
         let _ = self.tx.send(ev);
     }

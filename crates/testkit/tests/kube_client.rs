@@ -882,3 +882,58 @@ async fn secret_string_data_is_stored_in_data() {
     assert_eq!(rotated.data.unwrap()["a"].0, b"rotated");
     assert!(rotated.string_data.is_none());
 }
+
+/// `watches_drained` says whether a client's open watches have been handed every event so
+/// far: what `Background::converged` waits for before trusting a controller's "settled".
+#[tokio::test]
+async fn watches_are_drained_once_their_client_has_read_every_event() {
+    let cluster = Cluster::start().await;
+    let admin = cluster.client();
+    let watched: Api<ConfigMap> = Api::namespaced(cluster.client_with_agent("watcher"), NS);
+    assert!(cluster.watches_drained("watcher"), "no watch yet");
+
+    let mut events = watched
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let configmaps: Api<ConfigMap> = Api::namespaced(admin, NS);
+    configmaps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        !cluster.watches_drained("watcher"),
+        "the ADDED event is on its way"
+    );
+    assert!(
+        cluster.watches_drained("someone-else"),
+        "other clients have no watch"
+    );
+    let first = events.next().await.unwrap().unwrap();
+    assert!(
+        matches!(first, kube::api::WatchEvent::Added(_)),
+        "{first:?}"
+    );
+    eventually("the watch to be drained", || async {
+        cluster.watches_drained("watcher").then_some(())
+    })
+    .await;
+
+    // A dropped stream is not waited for.
+    configmaps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "b"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    drop(events);
+    eventually("the dropped watch to be forgotten", || async {
+        cluster.watches_drained("watcher").then_some(())
+    })
+    .await;
+}

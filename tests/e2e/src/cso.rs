@@ -38,15 +38,12 @@ pub fn start(identity: &Identity) -> Background<storage_operator::operator::Star
         version: "e2e".into(),
         operator_log_level: None,
     };
+    let metrics = Metrics::new();
+    let running = metrics.clone();
     Background::start(move |stop| {
-        storage_operator::operator::run(
-            client,
-            settings,
-            Metrics::new(),
-            Readiness::default(),
-            stop,
-        )
+        storage_operator::operator::run(client, settings, running, Readiness::default(), stop)
     })
+    .settles_with(metrics, storage_operator::plan::STARTER)
 }
 
 /// Removes what the cluster storage operator installed for driver `short` and Storage

@@ -63,6 +63,9 @@ impl Driver {
     pub fn start(&self) -> Background<csi::operator::StartError> {
         let client = self.operator.client.clone();
         let def = self.def.clone();
+        let metrics = Metrics::new();
+        let controller = csi::operator::operator_name(&def);
+        let running = metrics.clone();
         Background::start(move |stop| {
             let extras = drivers::extras(&def, client.clone());
             csi::operator::run_with_extras(
@@ -70,11 +73,12 @@ impl Driver {
                 def,
                 csi::operator::Settings::default(),
                 extras,
-                Metrics::new(),
+                running,
                 Readiness::default(),
                 stop,
             )
         })
+        .settles_with(metrics, &controller)
     }
 
     /// The ClusterCSIDriver's condition `type_`, if reported.

@@ -185,6 +185,8 @@ pub const DECLARED_LABEL: &str = "e2e.storage.openshift.io/declared";
 pub struct Background<E> {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), E>>,
+    /// The operator's metrics and the controller whose passes say when it has settled.
+    settles: Option<(opkit::metrics::Metrics, String)>,
 }
 
 impl<E: std::fmt::Debug + Send + 'static> Background<E> {
@@ -202,7 +204,47 @@ impl<E: std::fmt::Debug + Send + 'static> Background<E> {
         Self {
             stop: Some(stop),
             task,
+            settles: None,
         }
+    }
+
+    /// Says when the operator has settled: when a pass of `controller` (reported to
+    /// `metrics`, which the operator runs with) wrote nothing and failed nothing.
+    #[must_use]
+    pub fn settles_with(mut self, metrics: opkit::metrics::Metrics, controller: &str) -> Self {
+        self.settles = Some((metrics, controller.to_owned()));
+        self
+    }
+
+    fn settles(&self) -> &(opkit::metrics::Metrics, String) {
+        self.settles
+            .as_ref()
+            .expect("start the operator with settles_with to wait for it to settle")
+    }
+
+    /// The passes the operator has started so far, for [`Background::settled_since`].
+    pub fn passes(&self) -> u64 {
+        let (metrics, controller) = self.settles();
+        metrics.pass_state(controller).started
+    }
+
+    /// Waits up to two minutes for a pass that started after the first `passes` to end
+    /// settled: the operator has acted on a watched change made after reading `passes`, and
+    /// acting on it wrote nothing. (An event still on its way from the API server can start
+    /// one more pass; what the test asserts next must hold whichever pass saw the change.)
+    pub async fn settled_since(&self, passes: u64) {
+        let (metrics, controller) = self.settles();
+        tokio::time::timeout(
+            Duration::from_secs(120),
+            metrics.settled_after(controller, passes),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{controller} did not settle in 120s after pass {passes}: {:?}",
+                metrics.pass_state(controller)
+            )
+        });
     }
 
     /// Stops it and waits for it; panics if it failed.

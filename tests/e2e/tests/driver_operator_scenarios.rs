@@ -102,11 +102,13 @@ async fn converge_report_drift_and_unmanaged() {
             .filter(|c| c.reason.as_deref() == Some("Unmanaged"))
     })
     .await;
+    let passes = running.passes();
     deployments
         .patch(CONTROLLER, &PatchParams::default(), &scale(5))
         .await
         .unwrap();
-    tokio::time::sleep(std::time::Duration::from_secs(15)).await;
+    // The edit is watched: the operator runs for it and writes nothing.
+    running.settled_since(passes).await;
     assert_eq!(
         replicas(deployments.get(CONTROLLER).await.unwrap()),
         Some(5),

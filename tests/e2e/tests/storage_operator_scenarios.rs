@@ -7,8 +7,6 @@
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
-use std::time::Duration;
-
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use e2e::{cleanup, cso, ensure_gcp, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -61,6 +59,7 @@ async fn converge_drift_recreate_and_unmanaged() {
     .await;
 
     // An admin's edit is kept; a deleted ClusterCSIDriver comes back.
+    let passes = running.passes();
     drivers
         .patch(
             DRIVER,
@@ -69,7 +68,7 @@ async fn converge_drift_recreate_and_unmanaged() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    running.settled_since(passes).await;
     assert_eq!(
         drivers
             .get(DRIVER)
@@ -97,6 +96,7 @@ async fn converge_drift_recreate_and_unmanaged() {
 
     // Unmanaged: hands off.
     let state = |s: &str| json!({"spec": {"managementState": s}});
+    let passes = running.passes();
     storages
         .patch(
             "cluster",
@@ -105,12 +105,13 @@ async fn converge_drift_recreate_and_unmanaged() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    running.settled_since(passes).await;
+    let passes = running.passes();
     deployments
         .patch(OPERATOR, &PatchParams::default(), &Patch::Merge(scale(0)))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(15)).await;
+    running.settled_since(passes).await;
     assert_eq!(
         deployments
             .get(OPERATOR)

@@ -416,13 +416,14 @@ fn operand_key(operand: &Operand) -> Option<Existing> {
     ))
 }
 
-async fn delete_one<K>(api: Api<K>, name: &str) -> Result<(), kube::Error>
+/// Deletes `name`; whether it was there to delete.
+async fn delete_one<K>(api: Api<K>, name: &str) -> Result<bool, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
     match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
         Err(error) => Err(error),
     }
 }
@@ -446,8 +447,13 @@ async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result
         OwnedKind::CSIDriver => delete_one(Api::<CSIDriver>::all(c), name).await,
         OwnedKind::StorageClass => delete_one(Api::<StorageClass>::all(c), name).await,
     };
-    tracing::info!(kind = kind.name(), name, "deleted operand");
-    result.map_err(|error| format!("deleting {kind} {name}: {error}"))
+    if let Ok(true) = result {
+        tracing::info!(kind = kind.name(), name, "deleted operand");
+        context.metrics.wrote(CONTROLLER_NAME, "delete");
+    }
+    result
+        .map(drop)
+        .map_err(|error| format!("deleting {kind} {name}: {error}"))
 }
 
 async fn apply_typed<K>(
@@ -616,6 +622,9 @@ async fn set_finalizer(
         "finalizers": finalizers,
         "resourceVersion": cd.resource_version(),
     }});
+    context
+        .metrics
+        .wrote(CONTROLLER_NAME, "CSIDriverDeployment/finalizers");
     api.patch(
         &cd.name_any(),
         &PatchParams::default(),
@@ -811,6 +820,7 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
                     _ => {}
                 }
                 if outcome.wrote() {
+                    context.metrics.wrote(CONTROLLER_NAME, operand.kind());
                     tracing::info!(owner = %key(cd), object = %operand.key(), ?outcome, "applied");
                 }
                 pass.children.push(child);
@@ -1024,6 +1034,9 @@ async fn write_status(
     }
     let patch = json!({ "status": body });
     // A failed write fails the pass: the object's backoff retries it, status included.
+    context
+        .metrics
+        .wrote(CONTROLLER_NAME, "CSIDriverDeployment/status");
     api.patch_status(
         &cd.name_any(),
         &PatchParams::default(),

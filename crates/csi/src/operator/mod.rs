@@ -113,11 +113,18 @@ pub fn operator_name(def: &DriverDef) -> String {
 /// Asks something outside the cluster whether the driver can run, and what it offers (e.g.
 /// the share types of an OpenStack cloud). Behind a trait so tests use a fake.
 pub trait Probe: Send + Sync {
-    /// The facts found (given to the driver's hooks as [`crate::Inputs::probe_facts`]), or
-    /// why the driver cannot run here (reported as its Disabled condition).
-    fn check(
-        &self,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>>;
+    /// What was found, or why the driver cannot run here (reported as its Disabled
+    /// condition).
+    fn check(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<Probed, String>> + Send + '_>>;
+}
+
+/// What a [`Probe`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probed {
+    /// The facts (given to the driver's hooks as [`crate::Inputs::probe_facts`]).
+    pub facts: Vec<String>,
+    /// Whether asking wrote to the API server (e.g. a Secret derived on the way).
+    pub wrote: bool,
 }
 
 /// A probe and how often to ask it again (its answer can change without any watch event).
@@ -141,8 +148,9 @@ impl std::fmt::Debug for ProbeConfig {
 /// e.g. IBM VPC Block's `SecretSync`, which writes the Secret its driver reads from the
 /// credentials through IBM Cloud's API. Behind a trait so tests use a fake.
 pub trait Task: Send + Sync {
-    /// Does the work once; an error says what failed and how to fix it.
-    fn sync(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+    /// Does the work once: whether it wrote anything to the API server, or an error that says
+    /// what failed and how to fix it.
+    fn sync(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<bool, String>> + Send + '_>>;
 }
 
 /// A [`Task`], its name and how often to run it again (what it reads can change without any
@@ -304,10 +312,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let mut observed = context.caches.observe();
     if let Some(probe) = &context.probe {
         let answer = probe.probe.check().await;
-        if let Err(reason) = &answer {
-            tracing::info!(driver = %def.short_name, %reason, "the driver cannot run here");
+        match &answer {
+            Ok(probed) if probed.wrote => context.metrics.wrote(&context.name, "probe"),
+            Ok(_) => {}
+            Err(reason) => {
+                tracing::info!(driver = %def.short_name, %reason, "the driver cannot run here");
+            }
         }
-        observed.probe = Some(answer);
+        observed.probe = Some(answer.map(|probed| probed.facts));
     }
     if let Some(driver) = &observed.cluster_csi_driver {
         let level = driver.spec.operator.operator_log_level();
@@ -328,11 +340,17 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     if !plan.steps.is_empty() {
         for task in &context.tasks {
             let outcome = task.task.sync().await;
-            if let Err(message) = &outcome {
-                tracing::warn!(driver = %def.short_name, task = %task.name, %message, "task failed");
+            match &outcome {
+                Ok(true) => context.metrics.wrote(&context.name, &task.name),
+                Ok(false) => {}
+                Err(message) => {
+                    tracing::warn!(driver = %def.short_name, task = %task.name, %message, "task failed");
+                }
             }
-            plan.status
-                .push(plan::task_status(&task.name, outcome.err().as_deref()));
+            plan.status.push(plan::task_status(
+                &task.name,
+                outcome.as_ref().err().map(String::as_str),
+            ));
         }
     }
 
@@ -340,7 +358,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         match apply_step(context, step, &observed).await {
             Ok(outcome) => {
                 if outcome.wrote() {
-                    context.metrics.wrote(&context.name, kind_of(&step.operand));
+                    context.metrics.wrote(&context.name, step.operand.kind());
                     tracing::info!(object = %step.operand.key(), ?outcome, "applied");
                 }
                 report(context, &step.operand, outcome, step.recreate).await;
@@ -365,16 +383,19 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         }
     }
     for deletion in &plan.deletions {
-        if let Err((category, message)) = delete(context, deletion).await {
-            failures.push((Some(deletion.group), category, message));
-        } else {
-            context.metrics.wrote(&context.name, "delete");
+        match delete(context, deletion).await {
+            Ok(true) => context.metrics.wrote(&context.name, "delete"),
+            Ok(false) => {}
+            Err((category, message)) => failures.push((Some(deletion.group), category, message)),
         }
     }
-    if let Some(finalizers) = &plan.finalizers
-        && let Err(error) = set_finalizers(context, &observed, finalizers).await
-    {
-        failures.push((None, "api", error));
+    if let Some(finalizers) = &plan.finalizers {
+        match set_finalizers(context, &observed, finalizers).await {
+            Ok(()) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/finalizers"),
+            Err(error) => failures.push((None, "api", error)),
+        }
     }
     for group in Group::ALL {
         let messages: Vec<&str> = failures
@@ -420,27 +441,6 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         .chain(plan.requeue)
         .min();
     Ok(again)
-}
-
-fn kind_of(operand: &Operand) -> &'static str {
-    match operand {
-        Operand::ServiceAccount(_) => "ServiceAccount",
-        Operand::ClusterRole(_) => "ClusterRole",
-        Operand::ClusterRoleBinding(_) => "ClusterRoleBinding",
-        Operand::Role(_) => "Role",
-        Operand::RoleBinding(_) => "RoleBinding",
-        Operand::ConfigMap(_) => "ConfigMap",
-        Operand::CSIDriver(_) => "CSIDriver",
-        Operand::Service(_) => "Service",
-        Operand::PodDisruptionBudget(_) => "PodDisruptionBudget",
-        Operand::Deployment(_) => "Deployment",
-        Operand::DaemonSet(_) => "DaemonSet",
-        Operand::StorageClass(_) => "StorageClass",
-        Operand::Dynamic(v) => v["kind"]
-            .as_str()
-            .and_then(OptionalKind::of_kind)
-            .map_or("Dynamic", OptionalKind::kind),
-    }
 }
 
 fn find<'a, K: Resource + 'a>(objects: &'a [K], object: &K) -> Option<&'a K> {
@@ -621,18 +621,20 @@ async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> 
     Ok(())
 }
 
-async fn delete_object<K>(api: Api<K>, name: &str) -> Result<(), kube::Error>
+/// Deletes `name`; whether it was there to delete.
+async fn delete_object<K>(api: Api<K>, name: &str) -> Result<bool, kube::Error>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
         Err(error) => Err(error),
     }
 }
 
-async fn delete(context: &Context, deletion: &Deletion) -> Result<(), (&'static str, String)> {
+/// Deletes what `deletion` names; whether it was there to delete.
+async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'static str, String)> {
     let ns = context.def.namespace.as_str();
     let client = context.client.clone();
     let name = deletion.name.as_str();

@@ -30,7 +30,6 @@ use kube::runtime::watcher::{self, Config};
 use kube::runtime::{WatchStreamExt, reflector::store::Writer};
 use kube::{Api, Client};
 use opkit::runtime::{Informers, NotSynced, Projection, named, single, snapshot};
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use crate::def::DriverDef;
@@ -204,7 +203,7 @@ pub struct Caches {
     /// Where the CredentialsRequest lives (cloud-credential-operator's namespace).
     credentials_request_namespace: Option<String>,
     label: String,
-    trigger: Arc<Notify>,
+    trigger: Arc<opkit::runtime::Trigger>,
     cluster_csi_driver: Store<ClusterCSIDriver>,
     infrastructure: Option<Store<Infrastructure>>,
     proxy: Option<Store<Proxy>>,
@@ -478,7 +477,7 @@ impl Caches {
             );
             while let Some(event) = events.next().await {
                 match event {
-                    Ok(_) => trigger.notify_one(),
+                    Ok(_) => trigger.pull(),
                     Err(error) => {
                         tracing::warn!(watch = kind.kind(), %error, "watch failed; retrying")
                     }

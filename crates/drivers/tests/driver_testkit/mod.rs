@@ -39,6 +39,8 @@ pub fn start_with_extras(
     extras: impl FnOnce(Client) -> Extras + Send + 'static,
 ) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settled = (metrics.clone(), csi::operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         let extras = extras(client.clone());
         csi::operator::run_with_extras(
@@ -50,13 +52,20 @@ pub fn start_with_extras(
                 operator_log_level: None,
             },
             extras,
-            Metrics::new(),
+            metrics,
             Readiness::default(),
             shutdown,
         )
         .await
         .unwrap();
     })
+    .settles_when(
+        {
+            let (metrics, controller) = settled.clone();
+            move |n| metrics.settled_after(&controller, n)
+        },
+        move || settled.0.pass_state(&settled.1).started,
+    )
 }
 
 /// Waits up to a minute for `check` (the machines are slow and shared).
@@ -212,9 +221,10 @@ pub async fn healthy(client: &Client, driver: &str, prefix: &str) {
     }
 }
 
-/// Waits until the operator sends no write for a whole 2-second window.
-pub async fn quiet(cluster: &Cluster) {
-    cluster.wait_quiet(AGENT).await;
+/// Waits until the operator has converged: its latest pass wrote nothing, failed nothing and
+/// had no change waiting.
+pub async fn quiet(cluster: &Cluster, running: &Background) {
+    running.converged(cluster, AGENT).await;
 }
 
 /// The generations of the controller Deployment and node DaemonSet named `prefix`-controller
