@@ -475,7 +475,8 @@ async fn reports_in_tree_volumes_half_migrated_nodes_and_an_in_tree_default() {
         )
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Both changes reach the operator (its watches are drained) and it settles.
+    quiet(&cluster, &running).await;
     assert_eq!(
         cluster.count_writes(AGENT),
         0,

@@ -538,6 +538,7 @@ async fn unmanaged_leaves_hand_edits_alone_and_says_so() {
     quiet(&cluster, &running).await;
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    cluster.clear_requests();
     let passes = running.passes();
     deployments
         .patch(

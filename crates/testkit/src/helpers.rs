@@ -107,8 +107,8 @@ impl Background {
     /// Waits up to a minute until the task has converged: it says it has settled (see
     /// [`Background::settles_when`]) and every watch event the cluster has for `agent` has
     /// reached it without starting another pass. The event that tells a controller test the
-    /// controller has converged. Panics when it never does, listing the writes `agent` sent
-    /// meanwhile, or when the task cannot say.
+    /// controller has converged. Leaves the request log alone. Panics when it never does,
+    /// listing the last writes `agent` sent, or when the task cannot say.
     pub async fn converged(&self, cluster: &Cluster, agent: &str) {
         self.converged_since(cluster, agent, 0).await;
     }
@@ -121,7 +121,6 @@ impl Background {
         if self.task.is_finished() {
             panic!("the background task has ended; it will not settle");
         }
-        cluster.clear_requests();
         let converged = async {
             let mut after = passes;
             loop {
@@ -153,7 +152,7 @@ impl Background {
                 .collect();
             let last = &writes[writes.len().saturating_sub(20)..];
             panic!(
-                "{agent} did not settle in 60s; it sent {} writes meanwhile, the last: {last:#?}",
+                "{agent} did not settle in 60s; of its {} logged writes, the last: {last:#?}",
                 writes.len()
             );
         }
