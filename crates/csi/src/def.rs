@@ -234,6 +234,8 @@ pub enum VolumeSourceDef {
         /// The ConfigMap's name.
         config_map_name: String,
     },
+    /// Scratch space that lives as long as the pod (e.g. a driver's logs): `emptyDir: {}`.
+    EmptyDir {},
     /// A bound service account token (for workload identity).
     #[serde(rename_all = "camelCase")]
     ServiceAccountToken {

@@ -211,6 +211,9 @@ fn volume_from_def(v: &VolumeDef) -> Volume {
                 ..ConfigMapVolumeSource::default()
             });
         }
+        VolumeSourceDef::EmptyDir {} => {
+            volume.empty_dir = Some(EmptyDirVolumeSource::default());
+        }
         VolumeSourceDef::ServiceAccountToken { audience, path } => {
             volume.projected = Some(ProjectedVolumeSource {
                 sources: Some(vec![VolumeProjection {

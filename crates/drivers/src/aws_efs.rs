@@ -52,13 +52,25 @@ pub fn tags_arg(inputs: &Inputs) -> Option<String> {
     (!tags.is_empty()).then(|| format!("--tags={}", tags.join(" ")))
 }
 
-/// Adds [`tags_arg`] to the controller's driver container.
+/// Adds [`tags_arg`] to the controller's driver container, before
+/// `--delete-access-point-root-dir` as OpenShift's asset has it.
 pub fn with_tags(inputs: &Inputs, deployment: &mut Deployment) {
     let Some(arg) = tags_arg(inputs) else {
         return;
     };
     if let Some(container) = pod_spec(deployment).and_then(driver_container) {
         set_arg(container, "--tags=", arg);
+        let args = container.args.get_or_insert_with(Vec::new);
+        let tags = args.iter().position(|a| a.starts_with("--tags="));
+        let before = args
+            .iter()
+            .position(|a| a.starts_with("--delete-access-point-root-dir"));
+        if let (Some(tags), Some(before)) = (tags, before)
+            && tags > before
+        {
+            let tags = args.remove(tags);
+            args.insert(before, tags);
+        }
     }
 }
 
