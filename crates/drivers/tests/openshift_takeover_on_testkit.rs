@@ -1,7 +1,7 @@
-//! Taking over a GCP PD driver that OpenShift's Go operator installed: the cluster is seeded with
-//! what that operator creates (its generated assets, `tests/fixtures/openshift/gcp-pd`, with the
-//! values its run-time hooks add), written as it writes them (plain creates, field manager
-//! `gcp-pd-csi-driver-operator`). Then our operator starts on the same cluster.
+//! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EFS): the cluster is
+//! seeded with what that operator creates (its generated assets, `tests/fixtures/openshift/
+//! <driver>`, with the values its run-time hooks add), written as it writes them (plain creates,
+//! field manager `<driver>-csi-driver-operator`). Then our operator starts on the same cluster.
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
@@ -24,11 +24,80 @@ use serde_json::{Value, json};
 use testkit::{Background, Cluster, SimConfig};
 
 const NS: &str = "openshift-cluster-csi-drivers";
-const DRIVER: &str = "pd.csi.storage.gke.io";
-const AGENT: &str = "gcp-pd-operator";
-/// The field manager OpenShift's GCP PD operator writes as (its binary's name).
-const FORMER: &str = "gcp-pd-csi-driver-operator";
+const AGENT: &str = "driver-operator";
 const INFRA: &str = "demo-x7k2p";
+
+/// One driver OpenShift's operator installed, and what taking it over must give.
+struct Case {
+    /// Our short name and the fixture directory.
+    short: &'static str,
+    /// The CSI driver (and ClusterCSIDriver) name.
+    driver: &'static str,
+    /// Its conditions' prefix.
+    prefix: &'static str,
+    /// The field manager OpenShift's operator writes as (its binary's name).
+    former: &'static str,
+    /// The Infrastructure's platform status.
+    platform: fn() -> Value,
+    /// What OpenShift's operator's run-time hooks add to its assets.
+    hooks: fn(&mut Value),
+    /// The metrics Service's ports.
+    metrics_ports: &'static [(&'static str, i32)],
+    /// The driver's StorageClasses.
+    classes: &'static [&'static str],
+    /// OpenShift's objects we do not render yet (listed as pending in the driver's
+    /// `openshift-differences.yaml`): left as they are.
+    not_rendered: &'static [&'static str],
+    /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
+    /// the driver's differences list pending pod template changes.
+    same_pod_templates: bool,
+}
+
+impl Case {
+    fn workloads(&self) -> String {
+        format!("{}-csi-driver", self.short)
+    }
+}
+
+const GCP_PD: Case = Case {
+    short: "gcp-pd",
+    driver: "pd.csi.storage.gke.io",
+    prefix: "GCPPD",
+    former: "gcp-pd-csi-driver-operator",
+    platform: || json!({"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}),
+    hooks: |o| {
+        // The cluster's labels on every disk.
+        if o["kind"] == "Deployment" {
+            let driver = &mut o["spec"]["template"]["spec"]["containers"][0];
+            assert_eq!(driver["name"], "csi-driver");
+            driver["args"].as_array_mut().unwrap().push(json!(format!(
+                "--extra-labels=kubernetes-io-cluster-{INFRA}=owned"
+            )));
+        }
+    },
+    metrics_ports: &[
+        ("provisioner-m", 9202),
+        ("attacher-m", 9203),
+        ("resizer-m", 9204),
+        ("snapshotter-m", 9205),
+    ],
+    classes: &["ssd-csi", "standard-csi"],
+    not_rendered: &[],
+    same_pod_templates: true,
+};
+
+const AWS_EFS: Case = Case {
+    short: "aws-efs",
+    driver: "efs.csi.aws.com",
+    prefix: "AWSEFS",
+    former: "aws-efs-csi-driver-operator",
+    platform: || json!({"type": "AWS", "aws": {"region": "us-east-2"}}),
+    hooks: |_| {},
+    metrics_ports: &[("provisioner-m", 9212)],
+    classes: &[],
+    not_rendered: &["ClusterRoleBinding/efs-controller-privileged-binding"],
+    same_pod_templates: false,
+};
 
 /// The images of the release payload, by OpenShift's environment variable.
 fn images() -> BTreeMap<String, String> {
@@ -41,6 +110,7 @@ fn images() -> BTreeMap<String, String> {
         "NODE_DRIVER_REGISTRAR_IMAGE",
         "LIVENESS_PROBE_IMAGE",
         "KUBE_RBAC_PROXY_IMAGE",
+        "TOOLS_IMAGE",
     ]
     .into_iter()
     .map(|var| {
@@ -56,18 +126,20 @@ fn images() -> BTreeMap<String, String> {
     .collect()
 }
 
-/// What OpenShift's GCP PD operator has written on an HA cluster in a regular region with the
+/// What OpenShift's operator has written on an HA cluster in a regular region with the
 /// default (Intermediate) TLS profile: its assets with every placeholder substituted, plus what
-/// its hooks add (2 replicas, the cluster's `--extra-labels`, library-go's spec hashes), without
-/// the Hyperdisk class it selects only in GCP Dedicated regions.
-fn openshift_objects() -> Vec<Value> {
+/// its hooks add (2 replicas, library-go's spec hashes, the driver's own), without GCP PD's
+/// Hyperdisk class (selected only in GCP Dedicated regions) and the CredentialsRequests (the
+/// cloud-credential API is not served here).
+fn openshift_objects(case: &Case) -> Vec<Value> {
     let tls = csi::tls::serving_tls(None).unwrap();
     let mut substitutions =
         fixtures::common_substitutions(NS, &tls.cipher_suites, tls.min_version.as_deref().unwrap());
     for (var, image) in images() {
         substitutions.push((format!("${{{var}}}"), image));
     }
-    let mut objects = fixtures::load("gcp-pd", &substitutions);
+    substitutions.push(("${CLUSTER_ID}".to_owned(), INFRA.to_owned()));
+    let mut objects = fixtures::load(case.short, &substitutions);
     objects.retain(|o| {
         o["metadata"]["name"] != "hyperdisk-balanced" && o["kind"] != "CredentialsRequest"
     });
@@ -81,12 +153,8 @@ fn openshift_objects() -> Vec<Value> {
         }
         if o["kind"] == "Deployment" {
             o["spec"]["replicas"] = json!(2);
-            let driver = &mut o["spec"]["template"]["spec"]["containers"][0];
-            assert_eq!(driver["name"], "csi-driver");
-            driver["args"].as_array_mut().unwrap().push(json!(format!(
-                "--extra-labels=kubernetes-io-cluster-{INFRA}=owned"
-            )));
         }
+        (case.hooks)(o);
     }
     objects
 }
@@ -136,9 +204,9 @@ fn api_for(client: &Client, o: &Value) -> Api<DynamicObject> {
     }
 }
 
-/// An OpenShift cluster on GCP with three nodes, the workload simulation running, and GCP PD as
-/// OpenShift's operator left it.
-async fn cluster_taken_over_from_openshift() -> (Cluster, Client) {
+/// An OpenShift cluster on the case's platform with three nodes, the workload simulation
+/// running, and the driver as OpenShift's operator left it.
+async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     let cluster = Cluster::start().await;
     let admin = cluster.client();
     for crd in api::crds::all() {
@@ -174,7 +242,7 @@ async fn cluster_taken_over_from_openshift() -> (Cluster, Client) {
     let infrastructure = json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
         "spec": {}, "status": {"infrastructureName": INFRA, "controlPlaneTopology": "HighlyAvailable",
-                   "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
+                   "platformStatus": (case.platform)()}
     });
     let infrastructures: Api<api::config_v1::Infrastructure> = Api::all(admin.clone());
     infrastructures
@@ -207,7 +275,7 @@ async fn cluster_taken_over_from_openshift() -> (Cluster, Client) {
             &PostParams::default(),
             &serde_json::from_value(json!({
                 "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
-                "metadata": {"name": DRIVER}, "spec": {"managementState": "Managed"}}))
+                "metadata": {"name": case.driver}, "spec": {"managementState": "Managed"}}))
             .unwrap(),
         )
         .await
@@ -217,8 +285,8 @@ async fn cluster_taken_over_from_openshift() -> (Cluster, Client) {
     }
     cluster.simulate_workloads(SimConfig::default());
 
-    let former = cluster.client_with_agent(FORMER);
-    for o in openshift_objects() {
+    let former = cluster.client_with_agent(case.former);
+    for o in openshift_objects(case) {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
         api_for(&former, &o)
             .create(&PostParams::default(), &object)
@@ -228,17 +296,18 @@ async fn cluster_taken_over_from_openshift() -> (Cluster, Client) {
     (cluster, admin)
 }
 
-fn start(cluster: &Cluster) -> Background {
+fn start(cluster: &Cluster, case: &Case) -> Background {
     let client = cluster.client_with_agent(AGENT);
+    let def = drivers::by_name(case.short).unwrap();
     let metrics = Metrics::new();
-    let settled = (metrics.clone(), "gcp-pd-csi-driver-operator".to_owned());
+    let settled = (metrics.clone(), csi::operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
-            drivers::by_name("gcp-pd").unwrap(),
+            def,
             Settings {
                 env: images(),
-                instance: Some("gcp-pd-operator-0".into()),
+                instance: Some("operator-0".into()),
                 operator_log_level: None,
             },
             metrics,
@@ -257,31 +326,42 @@ fn start(cluster: &Cluster) -> Background {
     )
 }
 
-const HEALTHY: &[(&str, &str)] = &[
-    ("GCPPDDriverControllerServiceControllerAvailable", "True"),
-    ("GCPPDDriverControllerServiceControllerProgressing", "False"),
-    ("GCPPDDriverControllerServiceControllerDegraded", "False"),
-    ("GCPPDDriverNodeServiceControllerAvailable", "True"),
-    ("GCPPDDriverNodeServiceControllerProgressing", "False"),
-    ("GCPPDDriverNodeServiceControllerDegraded", "False"),
-    ("GCPPDDriverStaticResourcesControllerDegraded", "False"),
-    ("StorageClassControllerDegraded", "False"),
-    ("ManagementStateDegraded", "False"),
+/// The conditions of a healthy driver (after the `prefix` where they have one).
+const HEALTHY: &[(&str, bool, &str)] = &[
+    ("DriverControllerServiceControllerAvailable", true, "True"),
+    (
+        "DriverControllerServiceControllerProgressing",
+        true,
+        "False",
+    ),
+    ("DriverControllerServiceControllerDegraded", true, "False"),
+    ("DriverNodeServiceControllerAvailable", true, "True"),
+    ("DriverNodeServiceControllerProgressing", true, "False"),
+    ("DriverNodeServiceControllerDegraded", true, "False"),
+    ("DriverStaticResourcesControllerDegraded", true, "False"),
+    ("StorageClassControllerDegraded", false, "False"),
+    ("ManagementStateDegraded", false, "False"),
 ];
 
-/// Waits until every condition of [`HEALTHY`] has its healthy status, and reports the ones
-/// that never get there.
-async fn healthy(client: &Client) {
+/// Waits until every condition of [`HEALTHY`] has its healthy status.
+async fn healthy(client: &Client, case: &Case) {
     let drivers: Api<ClusterCSIDriver> = Api::all(client.clone());
+    let wanted: Vec<(String, &str)> = HEALTHY
+        .iter()
+        .map(|(type_, prefixed, want)| {
+            let prefix = if *prefixed { case.prefix } else { "" };
+            (format!("{prefix}{type_}"), *want)
+        })
+        .collect();
     let conditions = async || {
-        let driver = drivers.get(DRIVER).await.unwrap();
+        let driver = drivers.get(case.driver).await.unwrap();
         let status = driver.status.unwrap_or_default();
-        HEALTHY
+        wanted
             .iter()
             .map(|(type_, _)| {
                 let c = status.condition(type_);
                 (
-                    *type_,
+                    type_.clone(),
                     c.map(|c| (c.status.to_string(), c.message.clone().unwrap_or_default())),
                 )
             })
@@ -290,7 +370,7 @@ async fn healthy(client: &Client) {
     let ok = testkit::eventually("healthy conditions", Duration::from_secs(60), async || {
         let seen = conditions().await;
         seen.iter()
-            .zip(HEALTHY)
+            .zip(&wanted)
             .all(|((_, c), (_, want))| c.as_ref().is_some_and(|(s, _)| s == want))
             .then_some(())
     });
@@ -301,52 +381,73 @@ fn template(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap()["spec"]["template"].clone()
 }
 
-fn former_entries(meta: &Value) -> Vec<Value> {
+fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
     meta["managedFields"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|e| e["manager"] == FORMER)
+        .filter(|e| e["manager"] == former)
         .cloned()
         .collect()
 }
 
+#[rstest::rstest]
+#[case::gcp_pd(&GCP_PD)]
+#[case::aws_efs(&AWS_EFS)]
 #[tokio::test]
-async fn takes_over_openshifts_gcp_pd_without_errors_duplicates_orphans_or_restarts() {
-    let (cluster, admin) = cluster_taken_over_from_openshift().await;
+async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
+    let (cluster, admin) = cluster_taken_over_from_openshift(case).await;
+    let workloads = case.workloads();
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
     let controller_before = deployments
-        .get("gcp-pd-csi-driver-controller")
+        .get(&format!("{workloads}-controller"))
         .await
         .unwrap();
-    let node_before = daemon_sets.get("gcp-pd-csi-driver-node").await.unwrap();
+    let node_before = daemon_sets.get(&format!("{workloads}-node")).await.unwrap();
 
-    let running = start(&cluster);
-    healthy(&admin).await;
+    let running = start(&cluster, case);
+    healthy(&admin, case).await;
     // Converged: the operator stops writing (this fails if it never does, e.g. an apply that
     // keeps failing).
     running.converged(&cluster, AGENT).await;
 
     // Every object OpenShift's operator had written is ours now, whole: no field is left to
-    // the former manager, and each carries our operand label.
-    for o in openshift_objects() {
+    // the former manager, and each carries our operand label. The ones we do not render yet
+    // are left as they were.
+    for o in openshift_objects(case) {
         let served = api_for(&admin, &o)
             .get(o["metadata"]["name"].as_str().unwrap())
             .await
             .unwrap();
         let meta = serde_json::to_value(&served.metadata).unwrap();
-        let key = format!("{}/{}", o["kind"], o["metadata"]["name"]);
-        assert_eq!(former_entries(&meta), Vec::<Value>::new(), "{key}");
+        let key = format!(
+            "{}/{}",
+            o["kind"].as_str().unwrap(),
+            o["metadata"]["name"].as_str().unwrap()
+        );
+        if case.not_rendered.contains(&key.as_str()) {
+            assert_ne!(
+                former_entries(&meta, case.former),
+                Vec::<Value>::new(),
+                "{key}"
+            );
+            continue;
+        }
         assert_eq!(
-            meta["labels"]["csi.storage.openshift.io/driver"], "gcp-pd",
+            former_entries(&meta, case.former),
+            Vec::<Value>::new(),
+            "{key}"
+        );
+        assert_eq!(
+            meta["labels"]["csi.storage.openshift.io/driver"], case.short,
             "{key} was not adopted"
         );
     }
 
-    // The metrics Service has OpenShift's four ports, once each.
+    // The metrics Service has OpenShift's ports, once each.
     let service = Api::<Service>::namespaced(admin.clone(), NS)
-        .get("gcp-pd-csi-driver-controller-metrics")
+        .get(&format!("{workloads}-controller-metrics"))
         .await
         .unwrap();
     let ports: Vec<(String, i32)> = service
@@ -357,18 +458,16 @@ async fn takes_over_openshifts_gcp_pd_without_errors_duplicates_orphans_or_resta
         .into_iter()
         .map(|p| (p.name.unwrap(), p.port))
         .collect();
-    assert_eq!(
-        ports,
-        [
-            ("provisioner-m".to_owned(), 9202),
-            ("attacher-m".to_owned(), 9203),
-            ("resizer-m".to_owned(), 9204),
-            ("snapshotter-m".to_owned(), 9205)
-        ]
-    );
+    let wanted: Vec<(String, i32)> = case
+        .metrics_ports
+        .iter()
+        .map(|(name, port)| ((*name).to_owned(), *port))
+        .collect();
+    assert_eq!(ports, wanted);
 
     // No duplicate and no stray operand: the namespace holds the one controller and node
-    // workload, and the StorageClasses of the driver are OpenShift's two.
+    // workload, the driver's StorageClasses are OpenShift's, and every cluster-scoped RBAC
+    // object of ours has OpenShift's name (or is one OpenShift does not have).
     assert_eq!(
         deployments
             .list(&Default::default())
@@ -394,19 +493,42 @@ async fn takes_over_openshifts_gcp_pd_without_errors_duplicates_orphans_or_resta
             .unwrap()
             .items
             .into_iter()
-            .filter(|c| c.provisioner == DRIVER)
+            .filter(|c| c.provisioner == case.driver)
             .map(|c| c.metadata.name.unwrap())
             .collect();
-    assert_eq!(classes, ["ssd-csi", "standard-csi"]);
-
-    // The pod templates are what OpenShift's operator wrote: no driver pod restarts.
-    let controller_after = deployments
-        .get("gcp-pd-csi-driver-controller")
+    assert_eq!(classes, case.classes);
+    let openshift_names: Vec<String> = openshift_objects(case)
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    let ours = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(admin.clone())
+        .list(&Default::default())
         .await
         .unwrap();
-    let node_after = daemon_sets.get("gcp-pd-csi-driver-node").await.unwrap();
-    assert_eq!(template(&controller_after), template(&controller_before));
-    assert_eq!(template(&node_after), template(&node_before));
+    for role in ours.items {
+        let name = role.metadata.name.unwrap();
+        let is_ours = role
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("csi.storage.openshift.io/driver")
+            .is_some_and(|d| d == case.short);
+        assert!(
+            !is_ours || openshift_names.contains(&name),
+            "ClusterRole {name} duplicates one of OpenShift's under another name"
+        );
+    }
+
+    // The pod templates are what OpenShift's operator wrote: no driver pod restarts.
+    if case.same_pod_templates {
+        let controller_after = deployments
+            .get(&format!("{workloads}-controller"))
+            .await
+            .unwrap();
+        let node_after = daemon_sets.get(&format!("{workloads}-node")).await.unwrap();
+        assert_eq!(template(&controller_after), template(&controller_before));
+        assert_eq!(template(&node_after), template(&node_before));
+    }
 
     running.stop().await;
 }

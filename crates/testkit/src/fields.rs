@@ -481,22 +481,106 @@ fn merge_walk(ctx: &mut Ctx, live: &mut Value, cfg: &Value) {
         }
         (Value::Array(la), Value::Array(ca)) if !matches!(ctx.list_type(), ListType::Atomic) => {
             let lt = ctx.list_type();
-            for ci in ca {
-                let Some(e) = item_element(&lt, ci) else {
-                    continue;
-                };
-                match la.iter_mut().find(|li| item_matches(&e, li)) {
-                    Some(li) => {
-                        if let ListType::Map(_) = lt {
-                            merge_walk(ctx, li, ci);
-                        }
-                    }
-                    None => la.push(ci.clone()),
+            let applied: Vec<(String, &Value)> = ca
+                .iter()
+                .filter_map(|ci| item_element(&lt, ci).map(|e| (e, ci)))
+                .collect();
+            let merged = merge_list_items(std::mem::take(la), &applied, |live, ci| {
+                if let ListType::Map(_) = lt {
+                    merge_walk(ctx, live, ci);
                 }
-            }
+            });
+            *la = merged;
         }
         (l, c) => *l = c.clone(),
     }
+}
+
+/// The items of a granular list after an apply, in the order structured-merge-diff gives them
+/// (checked against kube-apiserver): the applied items in the applied order, each merged into
+/// its live counterpart by `merge`, with the live items the apply does not name kept where
+/// they stand between them. E.g. live `[a, c, b, e]` applied as `[b, a]` gives `[c, b, e, a]`.
+fn merge_list_items(
+    live: Vec<Value>,
+    applied: &[(String, &Value)],
+    mut merge: impl FnMut(&mut Value, &Value),
+) -> Vec<Value> {
+    let live_keys: Vec<Option<String>> = live
+        .iter()
+        .map(|li| {
+            applied
+                .iter()
+                .find(|(e, _)| item_matches(e, li))
+                .map(|(e, _)| e.clone())
+        })
+        .collect();
+    let in_live = |e: &String| live_keys.iter().any(|k| k.as_ref() == Some(e));
+    // The applied items that are live too, in the applied order: the next one is the live item
+    // the walk waits for before taking live items the apply names.
+    let mut shared = applied
+        .iter()
+        .filter(|(e, _)| in_live(e))
+        .map(|(e, _)| e.clone())
+        .collect::<std::collections::VecDeque<_>>();
+    let mut next_shared = shared.pop_front();
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(live.len() + applied.len());
+    let merged_item =
+        |key: &String, ci: &Value, merge: &mut dyn FnMut(&mut Value, &Value)| match live_keys
+            .iter()
+            .position(|k| k.as_ref() == Some(key))
+        {
+            Some(i) => {
+                let mut item = live[i].clone();
+                merge(&mut item, ci);
+                item
+            }
+            None => ci.clone(),
+        };
+    let (mut li, mut ri) = (0, 0);
+    while li < live.len() || ri < applied.len() {
+        if li < live.len() && ri < applied.len() {
+            if live_keys[li].as_ref() == Some(&applied[ri].0) {
+                let key = &applied[ri].0;
+                out.push(merged_item(key, applied[ri].1, &mut merge));
+                taken.insert(key.clone());
+                if next_shared.as_ref() == Some(key) {
+                    next_shared = shared.pop_front();
+                }
+                li += 1;
+                ri += 1;
+                continue;
+            }
+            if live_keys[li].is_some() && next_shared.is_some() && live_keys[li] != next_shared {
+                li += 1;
+                continue;
+            }
+        }
+        if li < live.len() {
+            match &live_keys[li] {
+                None => {
+                    out.push(live[li].clone());
+                    li += 1;
+                    continue;
+                }
+                Some(key) if taken.contains(key) => {
+                    li += 1;
+                    continue;
+                }
+                Some(_) => {}
+            }
+        }
+        if ri < applied.len() {
+            let (key, ci) = &applied[ri];
+            out.push(merged_item(key, ci, &mut merge));
+            taken.insert(key.clone());
+            if next_shared.as_ref() == Some(key) {
+                next_shared = shared.pop_front();
+            }
+            ri += 1;
+        }
+    }
+    out
 }
 
 /// Finds duplicate keys in granular lists of an apply configuration (a 500 on a real server).
@@ -834,4 +918,53 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn names(items: &[Value]) -> Vec<&str> {
+        items.iter().map(|i| i["name"].as_str().unwrap()).collect()
+    }
+
+    fn order(live: &[&str], applied: &[&str]) -> Vec<String> {
+        let live: Vec<Value> = live.iter().map(|n| json!({"name": n})).collect();
+        let cfg: Vec<Value> = applied
+            .iter()
+            .map(|n| json!({"name": n, "new": true}))
+            .collect();
+        let applied: Vec<(String, &Value)> = cfg
+            .iter()
+            .map(|c| (format!("k:{{\"name\":{}}}", c["name"]), c))
+            .collect();
+        let out = merge_list_items(live, &applied, |l, c| l["new"] = c["new"].clone());
+        for item in &out {
+            let applied_item = applied.iter().any(|(_, c)| c["name"] == item["name"]);
+            assert_eq!(item.get("new").is_some(), applied_item, "{item}");
+        }
+        names(&out).into_iter().map(str::to_owned).collect()
+    }
+
+    /// The orders kube-apiserver v1.36.2 gave for a Deployment's volumeMounts created by one
+    /// manager and applied by another.
+    #[test]
+    fn applied_list_items_take_the_applied_order_around_the_live_ones() {
+        assert_eq!(
+            order(&["a", "b", "c"], &["d", "a", "b"]),
+            ["d", "a", "b", "c"]
+        );
+        assert_eq!(
+            order(&["a", "c", "b", "e"], &["b", "a"]),
+            ["c", "b", "e", "a"]
+        );
+        assert_eq!(
+            order(&["a", "b", "c", "e"], &["b", "a", "c", "e"]),
+            ["b", "a", "c", "e"]
+        );
+        assert_eq!(order(&[], &["a", "b"]), ["a", "b"]);
+        assert_eq!(order(&["a", "b"], &[]), ["a", "b"]);
+    }
 }
