@@ -277,6 +277,10 @@ pub struct DriverContainerDef {
     /// Whether the container runs privileged (node drivers mounting volumes do).
     #[serde(default)]
     pub privileged: bool,
+    /// A memory limit (a quantity such as `1Gi`), where OpenShift caps the driver; none by
+    /// default.
+    #[serde(default)]
+    pub memory_limit: Option<String>,
     /// Extra volumes of the driver container.
     #[serde(default)]
     pub volumes: Vec<VolumeDef>,
@@ -384,6 +388,10 @@ pub struct NodeDef {
     /// `config.openshift.io/inject-proxy` annotation); the trusted CA bundle always does.
     #[serde(default = "default_true")]
     pub inject_proxy: bool,
+    /// The pod's DNS policy (e.g. `Default`: the node's resolver), where OpenShift sets one;
+    /// the API server's default (`ClusterFirst`) otherwise.
+    #[serde(default)]
+    pub dns_policy: Option<String>,
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,

@@ -265,6 +265,12 @@ fn driver_container(
     {
         sc.privileged = Some(true);
     }
+    if let (Some(limit), Some(resources)) = (&def.memory_limit, c.resources.as_mut()) {
+        resources.limits = Some(BTreeMap::from([(
+            "memory".to_owned(),
+            Quantity(limit.clone()),
+        )]));
+    }
     mounts.extend(def.volumes.iter().map(mount_from_def));
     sort_by_names(&mut mounts, &def.mount_order, |m| &m.name);
     c.volume_mounts = Some(mounts);
@@ -683,6 +689,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
 
     let spec = PodSpec {
         containers: vec![driver, registrar, probe],
+        dns_policy: node.dns_policy.clone(),
         host_network: host_network.then_some(true),
         node_selector: Some(BTreeMap::from([(
             "kubernetes.io/os".to_owned(),

@@ -208,6 +208,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         healthz_port,
         metrics: None,
         privileged: false,
+        memory_limit: None,
         volumes: Vec::new(),
         mount_order: Vec::new(),
         volume_order: Vec::new(),
@@ -264,6 +265,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             driver: driver(node_healthz),
             registrar_healthz_port: registrar_healthz,
             inject_proxy: true,
+            dns_policy: None,
             liveness_probe_args: probe_args,
         },
         csi_driver: CSIDriverDef {
