@@ -34,19 +34,13 @@ fn settings(selector: Option<&str>) -> Settings {
 fn start(cluster: &Cluster, settings: Settings) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settled = metrics.clone();
+    let settling = metrics.settling(builds::controller::CONTROLLER);
     Background::spawn(|shutdown| async move {
         run(client, settings, metrics, Readiness::default(), shutdown)
             .await
             .unwrap();
     })
-    .settles_when(
-        {
-            let metrics = settled.clone();
-            move |n| metrics.settled_after(builds::controller::CONTROLLER, n)
-        },
-        move || settled.pass_state(builds::controller::CONTROLLER).started,
-    )
+    .settles_when(settling)
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {

@@ -53,19 +53,13 @@ async fn setup() -> (Cluster, Client) {
 fn start(cluster: &Cluster) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settled = metrics.clone();
+    let settling = metrics.settling(csi::declared::CONTROLLER_NAME);
     Background::spawn(|shutdown| async move {
         run(client, Settings::default(), metrics, None, shutdown)
             .await
             .unwrap();
     })
-    .settles_when(
-        {
-            let metrics = settled.clone();
-            move |n| metrics.settled_after(csi::declared::CONTROLLER_NAME, n)
-        },
-        move || settled.pass_state(csi::declared::CONTROLLER_NAME).started,
-    )
+    .settles_when(settling)
 }
 
 fn example(file: &str, namespace: &str) -> Value {

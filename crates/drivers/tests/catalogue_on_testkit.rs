@@ -53,7 +53,7 @@ impl Driver {
         let def = drivers::by_name(self.short).unwrap();
         let instance = format!("{}-0", self.agent);
         let metrics = Metrics::new();
-        let settled = (metrics.clone(), csi::operator::operator_name(&def));
+        let settling = metrics.settling(&csi::operator::operator_name(&def));
         Background::spawn(|shutdown| async move {
             csi::operator::run(
                 client,
@@ -70,13 +70,7 @@ impl Driver {
             .await
             .unwrap();
         })
-        .settles_when(
-            {
-                let (metrics, controller) = settled.clone();
-                move |n| metrics.settled_after(&controller, n)
-            },
-            move || settled.0.pass_state(&settled.1).started,
-        )
+        .settles_when(settling)
     }
 }
 

@@ -212,7 +212,7 @@ fn an_in_tree_default_class_gets_the_csi_class_suggested() {
 fn start(cluster: &Cluster) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settled = (metrics.clone(), csi::operator::operator_name(&def()));
+    let settling = metrics.settling(&csi::operator::operator_name(&def()));
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
@@ -229,13 +229,7 @@ fn start(cluster: &Cluster) -> Background {
         .await
         .unwrap();
     })
-    .settles_when(
-        {
-            let (metrics, controller) = settled.clone();
-            move |n| metrics.settled_after(&controller, n)
-        },
-        move || settled.0.pass_state(&settled.1).started,
-    )
+    .settles_when(settling)
 }
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {

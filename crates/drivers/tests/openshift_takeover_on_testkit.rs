@@ -300,7 +300,7 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let def = drivers::by_name(case.short).unwrap();
     let metrics = Metrics::new();
-    let settled = (metrics.clone(), csi::operator::operator_name(&def));
+    let settling = metrics.settling(&csi::operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
@@ -317,13 +317,7 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
         .await
         .unwrap();
     })
-    .settles_when(
-        {
-            let (metrics, controller) = settled.clone();
-            move |n| metrics.settled_after(&controller, n)
-        },
-        move || settled.0.pass_state(&settled.1).started,
-    )
+    .settles_when(settling)
 }
 
 /// The conditions of a healthy driver (after the `prefix` where they have one).

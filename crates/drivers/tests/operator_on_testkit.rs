@@ -38,7 +38,7 @@ fn start_with_hook(
 ) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settled = (metrics.clone(), csi::operator::operator_name(&def));
+    let settling = metrics.settling(&csi::operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         csi::operator::run(
             client,
@@ -55,13 +55,7 @@ fn start_with_hook(
         .await
         .unwrap();
     })
-    .settles_when(
-        {
-            let (metrics, controller) = settled.clone();
-            move |n| metrics.settled_after(&controller, n)
-        },
-        move || settled.0.pass_state(&settled.1).started,
-    )
+    .settles_when(settling)
 }
 
 fn start(cluster: &Cluster) -> Background {

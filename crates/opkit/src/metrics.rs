@@ -93,6 +93,9 @@ pub struct PassState {
     pub timed: bool,
 }
 
+/// A wait for a controller to settle (see [`Metrics::settling`]).
+pub type SettledWait = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// A mark taken when a pass starts, for [`Metrics::pass_ended`]: the writes and failures
 /// counted so far.
 #[derive(Clone, Copy, Debug)]
@@ -247,6 +250,23 @@ impl Metrics {
         async move {
             let _ = state.wait_for(|s| s.settled && s.ended > started).await;
         }
+    }
+
+    /// What a test harness needs to wait for `controller` to settle: a future per count of
+    /// passes ([`Metrics::settled_after`]) and the passes started so far.
+    pub fn settling(
+        &self,
+        controller: &str,
+    ) -> (
+        impl Fn(u64) -> SettledWait + Send + Sync + 'static,
+        impl Fn() -> u64 + Send + Sync + 'static,
+    ) {
+        let (metrics, name) = (self.clone(), controller.to_owned());
+        let (counted, counted_name) = (self.clone(), controller.to_owned());
+        (
+            move |n| Box::pin(metrics.settled_after(&name, n)) as _,
+            move || counted.pass_state(&counted_name).started,
+        )
     }
 
     fn count(&self, controller: &str, update: impl FnOnce(&mut Passes)) {

@@ -47,8 +47,14 @@ async fn eventually(what: &str, check: impl Fn() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
-#[tokio::test]
-async fn changes_trigger_reconciles_and_idle_costs_nothing() {
+/// A cluster, the client `operator`, and its synced cache of the ConfigMaps of `default`
+/// labelled `watched=yes`.
+async fn watching_labelled_config_maps() -> (
+    testkit::Cluster,
+    kube::Client,
+    Informers,
+    kube::runtime::reflector::Store<ConfigMap>,
+) {
     let cluster = testkit::Cluster::start().await;
     let client = cluster.client_with_agent("operator");
     let mut informers = Informers::new();
@@ -61,6 +67,12 @@ async fn changes_trigger_reconciles_and_idle_costs_nothing() {
         .wait_synced(Duration::from_secs(30))
         .await
         .unwrap();
+    (cluster, client, informers, store)
+}
+
+#[tokio::test]
+async fn changes_trigger_reconciles_and_idle_costs_nothing() {
+    let (cluster, _client, informers, store) = watching_labelled_config_maps().await;
 
     let runs = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(AtomicUsize::new(0));
@@ -279,18 +291,7 @@ async fn a_projected_cache_keeps_only_what_concerns_it() {
 /// has come: a pass woken by its timer may decide from caches that do not show the write yet.
 #[tokio::test]
 async fn a_pass_settles_only_once_the_events_of_earlier_writes_are_seen() {
-    let cluster = testkit::Cluster::start().await;
-    let client = cluster.client_with_agent("operator");
-    let mut informers = Informers::new();
-    let store = informers.watch(
-        "configmaps",
-        Api::<ConfigMap>::namespaced(client.clone(), "default"),
-        watcher::Config::default().labels("watched=yes"),
-    );
-    informers
-        .wait_synced(Duration::from_secs(30))
-        .await
-        .unwrap();
+    let (cluster, client, informers, store) = watching_labelled_config_maps().await;
     // The watch breaks and cannot come back for a while: the write below reaches the cache
     // only after the watch's backoff, well after the pass that follows the write.
     cluster.inject(

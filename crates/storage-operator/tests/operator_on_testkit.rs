@@ -64,19 +64,13 @@ fn start(client: Client) -> Background {
 
 fn start_with(client: Client, settings: Settings) -> Background {
     let metrics = Metrics::new();
-    let settled = metrics.clone();
+    let settling = metrics.settling(STARTER);
     Background::spawn(|shutdown| async move {
         storage_operator::operator::run(client, settings, metrics, Readiness::default(), shutdown)
             .await
             .unwrap();
     })
-    .settles_when(
-        {
-            let metrics = settled.clone();
-            move |n| metrics.settled_after(STARTER, n)
-        },
-        move || settled.pass_state(STARTER).started,
-    )
+    .settles_when(settling)
 }
 
 /// Sets Storage/cluster's managementState, as an admin would.

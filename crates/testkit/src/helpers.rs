@@ -72,15 +72,13 @@ impl Background {
     }
 
     /// `settled_after(n)` completes when a pass of the task that started after its first `n`
-    /// ended settled (for an operator: wrote nothing, failed nothing, no change waiting; opkit's
-    /// `Metrics::settled_after`), and `passes()` counts the passes started so far.
+    /// ended settled (for an operator: wrote nothing, failed nothing, no change waiting), and
+    /// `passes()` counts the passes started so far: what opkit's `Metrics::settling` gives.
     #[must_use]
-    pub fn settles_when<Fut>(
-        mut self,
-        settled_after: impl Fn(u64) -> Fut + Send + Sync + 'static,
-        passes: impl Fn() -> u64 + Send + Sync + 'static,
-    ) -> Self
+    pub fn settles_when<A, P, Fut>(mut self, (settled_after, passes): (A, P)) -> Self
     where
+        A: Fn(u64) -> Fut + Send + Sync + 'static,
+        P: Fn() -> u64 + Send + Sync + 'static,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         self.settled = Some(Settled {

@@ -40,7 +40,7 @@ pub fn start_with_extras(
 ) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settled = (metrics.clone(), csi::operator::operator_name(&def));
+    let settling = metrics.settling(&csi::operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         let extras = extras(client.clone());
         csi::operator::run_with_extras(
@@ -59,13 +59,7 @@ pub fn start_with_extras(
         .await
         .unwrap();
     })
-    .settles_when(
-        {
-            let (metrics, controller) = settled.clone();
-            move |n| metrics.settled_after(&controller, n)
-        },
-        move || settled.0.pass_state(&settled.1).started,
-    )
+    .settles_when(settling)
 }
 
 /// Waits up to a minute for `check` (the machines are slow and shared).
