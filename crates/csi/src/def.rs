@@ -349,6 +349,13 @@ pub struct ControllerDef {
     /// The SecurityContextConstraints the pod needs on OpenShift (`hostnetwork-v2`,
     /// `restricted-v2`, ...), granted to the controller ServiceAccount.
     pub required_scc: String,
+    /// Whether the pod runs as OpenShift runs AWS EFS's controller: the driver, its CSI
+    /// sidecars and the livenessprobe are privileged containers (the driver's root file system
+    /// writable), and the ServiceAccount is bound to `<prefix>-privileged-role`
+    /// (`<prefix>-controller-privileged-binding`) instead of a host-network role. Goes with
+    /// `requiredScc: privileged`.
+    #[serde(default)]
+    pub privileged: bool,
     /// Extra rules of the controller's SCC ClusterRole (e.g. reading Nodes).
     #[serde(default)]
     pub extra_rules: Vec<RuleDef>,

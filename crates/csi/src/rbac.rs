@@ -104,7 +104,7 @@ fn names_prefixed(def: &DriverDef, suffix: &str) -> String {
 /// metrics proxies (`<p>-kube-rbac-proxy-role`).
 pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     let mut roles = Vec::new();
-    if def.controller.host_network {
+    if def.controller.host_network && !def.controller.privileged {
         let mut rules = vec![scc_rule(&def.controller.required_scc)];
         rules.extend(def.controller.extra_rules.iter().map(rule_from_def));
         roles.push(ClusterRole {
@@ -131,6 +131,9 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     }
     let mut node_rules = vec![scc_rule("privileged")];
     node_rules.extend(def.node.extra_rules.iter().map(rule_from_def));
+    if def.controller.privileged {
+        node_rules.extend(def.controller.extra_rules.iter().map(rule_from_def));
+    }
     roles.push(ClusterRole {
         metadata: names::meta(def, names_prefixed(def, "privileged-role"), None),
         rules: Some(node_rules),
@@ -174,7 +177,17 @@ pub fn sidecar_role_refs(kind: SidecarKind) -> &'static [(&'static str, &'static
 pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
     let controller = || sa_subject(def, names::controller_sa(def));
     let mut bindings = Vec::new();
-    if def.controller.host_network {
+    if def.controller.privileged {
+        bindings.push(cluster_role_binding(
+            names::meta(
+                def,
+                names_prefixed(def, "controller-privileged-binding"),
+                None,
+            ),
+            &names_prefixed(def, "privileged-role"),
+            controller(),
+        ));
+    } else if def.controller.host_network {
         bindings.push(cluster_role_binding(
             names::meta(
                 def,

@@ -277,6 +277,22 @@ fn driver_container(
     c
 }
 
+/// A privileged controller pod's containers: all but the kube-rbac-proxies privileged, the
+/// driver's root file system writable (as OpenShift's privileged controllers have them).
+fn privileged_controller(containers: &mut [Container]) {
+    for c in containers {
+        if c.name.contains("kube-rbac-proxy") {
+            continue;
+        }
+        if let Some(sc) = c.security_context.as_mut() {
+            sc.privileged = Some(true);
+            if c.name == names::DRIVER_CONTAINER {
+                sc.read_only_root_filesystem = None;
+            }
+        }
+    }
+}
+
 /// A kube-rbac-proxy container `name` serving `metrics` over TLS as port `<short>-m`.
 fn kube_rbac_proxy(name: &str, short: &str, metrics: MetricsDef, inputs: &Inputs) -> Container {
     let mut args = vec![
@@ -484,6 +500,10 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     );
     probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
     containers.push(probe);
+
+    if ctl.privileged {
+        privileged_controller(&mut containers);
+    }
 
     let mut volumes = vec![Volume {
         name: "socket-dir".to_owned(),

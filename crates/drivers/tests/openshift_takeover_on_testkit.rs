@@ -95,7 +95,7 @@ const AWS_EFS: Case = Case {
     hooks: |_| {},
     metrics_ports: &[("provisioner-m", 9212)],
     classes: &[],
-    not_rendered: &["ClusterRoleBinding/efs-controller-privileged-binding"],
+    not_rendered: &[],
     same_pod_templates: false,
 };
 

@@ -827,19 +827,22 @@ fn render_is_stable_and_has_no_duplicates() {
 
 #[test]
 fn every_bound_cluster_role_exists() {
-    let def = gcp_pd();
-    let own: Vec<String> = csi::build_cluster_roles(&def)
-        .into_iter()
-        .chain(csi::build_shared_sidecar_cluster_roles())
-        .map(|r| r.metadata.name.unwrap())
-        .collect();
-    for binding in csi::build_cluster_role_bindings(&def) {
-        assert!(
-            own.contains(&binding.role_ref.name),
-            "{} is not built",
-            binding.role_ref.name
-        );
+    for short in ["gcp-pd", "aws-ebs", "aws-efs", "azure-disk", "azure-file"] {
+        let def = drivers::by_name(short).unwrap();
+        let own: Vec<String> = csi::build_cluster_roles(&def)
+            .into_iter()
+            .chain(csi::build_shared_sidecar_cluster_roles())
+            .map(|r| r.metadata.name.unwrap())
+            .collect();
+        for binding in csi::build_cluster_role_bindings(&def) {
+            assert!(
+                own.contains(&binding.role_ref.name),
+                "{short}: {} is not built",
+                binding.role_ref.name
+            );
+        }
     }
+    let def = gcp_pd();
     let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
     let roles: Vec<String> = csi::build_roles(&def, &i)
         .into_iter()
@@ -1043,4 +1046,47 @@ fn an_unknown_storage_class_state_is_reported_and_nothing_happens() {
     assert!(err.contains("\"Sometimes\""), "{err}");
     assert!(csi::build_storage_classes(&def, &i).is_empty());
     assert!(csi::storage_classes_to_delete(&def, &i).is_empty());
+}
+
+/// `requiredScc: privileged` (AWS EFS): the controller's ServiceAccount is bound to the
+/// driver's privileged role, not a host-network role, and every container but the metrics
+/// proxies is privileged, the driver's root file system writable.
+#[test]
+fn a_privileged_controller_runs_as_openshift_runs_it() {
+    let def = drivers::by_name("aws-efs").unwrap();
+    assert!(def.controller.privileged);
+    let roles: Vec<String> = csi::build_cluster_roles(&def)
+        .into_iter()
+        .map(|r| r.metadata.name.unwrap())
+        .collect();
+    assert!(
+        !roles.iter().any(|r| r.ends_with("hostnetwork-role")),
+        "{roles:?}"
+    );
+    let binding = csi::build_cluster_role_bindings(&def)
+        .into_iter()
+        .find(|b| b.metadata.name.as_deref() == Some("efs-controller-privileged-binding"))
+        .expect("the controller's privileged binding");
+    assert_eq!(binding.role_ref.name, "efs-privileged-role");
+    assert_eq!(
+        binding.subjects.unwrap()[0].name,
+        "aws-efs-csi-driver-controller-sa"
+    );
+
+    let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let d = csi::build_controller_deployment(&def, &i);
+    let spec = d.spec.unwrap().template.spec.unwrap();
+    assert_eq!(spec.host_network, Some(true));
+    for c in spec.containers {
+        let sc = c.security_context.unwrap();
+        let proxy = c.name.contains("kube-rbac-proxy");
+        assert_eq!(sc.privileged, (!proxy).then_some(true), "{}", c.name);
+        let writable = c.name == "csi-driver";
+        assert_eq!(
+            sc.read_only_root_filesystem,
+            (!writable).then_some(true),
+            "{}",
+            c.name
+        );
+    }
 }

@@ -245,6 +245,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         controller: ControllerDef {
             host_network: controller_host_network,
             required_scc: controller_scc(&controller_template).to_owned(),
+            privileged: false,
             extra_rules: Vec::new(),
             driver: driver(controller_healthz),
             sidecars: sidecars(cd)
