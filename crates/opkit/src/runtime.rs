@@ -35,28 +35,29 @@ type ReadyFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
 #[derive(Debug, Default)]
 pub struct Trigger {
     notify: Notify,
-    /// When the latest change came, as nanoseconds since `epoch`; 0 for never.
-    last: std::sync::atomic::AtomicU64,
-    epoch: std::sync::OnceLock<std::time::Instant>,
+    /// When the latest change came.
+    last: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Trigger {
     /// A change came: wake the loop.
     pub fn pull(&self) {
-        let epoch = *self.epoch.get_or_init(std::time::Instant::now);
-        let nanos = u64::try_from(epoch.elapsed().as_nanos())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        self.last
-            .fetch_max(nanos, std::sync::atomic::Ordering::SeqCst);
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Read under the lock, so the latest change always has the latest time.
+        *last = Some(std::time::Instant::now());
+        drop(last);
         self.notify.notify_one();
     }
 
     /// When the latest change came, if one has.
     pub fn last_change(&self) -> Option<std::time::Instant> {
-        let nanos = self.last.load(std::sync::atomic::Ordering::SeqCst);
-        let epoch = self.epoch.get()?;
-        (nanos > 0).then(|| *epoch + Duration::from_nanos(nanos))
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
