@@ -24,6 +24,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use opkit::admin::Readiness;
+use opkit::apply::delete_if_present;
 use opkit::metrics::Metrics;
 use opkit::runtime::{Informers, LoopConfig, ReconcileError, named, single, snapshot};
 
@@ -369,20 +370,22 @@ async fn act(
                 });
             }
         },
-        PodAction::Delete(pod) => match pods.delete(&pod, &DeleteParams::default()).await {
-            Ok(_) => {
-                context.metrics.wrote(CONTROLLER, "Pod");
-                tracing::info!(build = %format!("{namespace}/{name}"), pod, "cancelled build: deleted its pod");
+        PodAction::Delete(pod) => {
+            match delete_if_present(&pods, &pod, &DeleteParams::default()).await {
+                Ok(true) => {
+                    context.metrics.wrote(CONTROLLER, "Pod");
+                    tracing::info!(build = %format!("{namespace}/{name}"), pod, "cancelled build: deleted its pod");
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    return Err(Failure {
+                        verb: "deleting the pod of cancelled build",
+                        what: format!("{namespace}/{name}"),
+                        source: error,
+                    });
+                }
             }
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(error) => {
-                return Err(Failure {
-                    verb: "deleting the pod of cancelled build",
-                    what: format!("{namespace}/{name}"),
-                    source: error,
-                });
-            }
-        },
+        }
     }
     if let Some(status) = &status {
         write_status(context, build, status).await?;

@@ -25,8 +25,8 @@
 
 use std::fmt::Debug;
 
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use kube::{Client, Resource, ResourceExt};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -97,6 +97,23 @@ pub enum Plan {
     Skip,
     /// Apply this body (the desired object with its hash stamped), and report this outcome.
     Apply(Value, Outcome),
+}
+
+/// Deletes `name` with `params`; whether it was there to delete (a 404 is not an error: what
+/// was to go is gone). Controllers count a write only when it was.
+pub async fn delete_if_present<K>(
+    api: &Api<K>,
+    name: &str,
+    params: &DeleteParams,
+) -> Result<bool, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    match api.delete(name, params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// Decides whether `desired` must be applied over `observed`. Pure: the controller's unit tests

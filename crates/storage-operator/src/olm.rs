@@ -13,9 +13,12 @@ use api::operator_v1::{ConditionStatus, OperatorCondition, Storage};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
+use opkit::apply::delete_if_present;
 use opkit::conditions::condition;
+use opkit::metrics::Metrics;
 use serde_json::json;
 
+use crate::plan::STARTER;
 use crate::registry::{DriverEntry, OlmPackage};
 
 /// How soon to look again while an adoption is under way.
@@ -61,11 +64,13 @@ fn not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
-/// Takes the next step of adopting `entry`'s OLM installation, if it has one.
+/// Takes the next step of adopting `entry`'s OLM installation, if it has one, counting what
+/// it writes in `metrics`.
 pub async fn step(
     client: &Client,
     entry: &DriverEntry,
     storage: &Storage,
+    metrics: &Metrics,
 ) -> Result<Progress, crate::operator::Failure> {
     let Some(OlmPackage {
         package,
@@ -113,6 +118,7 @@ pub async fn step(
                 .to_owned();
             record(
                 client,
+                metrics,
                 &[(&namespace_key, Some(&namespace)), (&csv_key, Some(&csv))],
             )
             .await?;
@@ -138,10 +144,11 @@ pub async fn step(
         .find(|s| s.data["spec"]["name"] == package)
     {
         let name = subscription.name_any();
-        match namespaced.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(error) if not_found(&error) => {}
-            Err(error) => return Err(failed("deleting the Subscription", error)),
+        if delete_if_present(&namespaced, &name, &DeleteParams::default())
+            .await
+            .map_err(|e| failed("deleting the Subscription", e))?
+        {
+            metrics.wrote(STARTER, "Subscription");
         }
         return Ok(Progress::InProgress(format!(
             "deleting Subscription {namespace}/{name} of OLM package {package}"
@@ -155,10 +162,11 @@ pub async fn step(
             .map_err(|e| failed("reading the ClusterServiceVersion", e))?
             .is_some()
         {
-            match api.delete(&csv, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(error) if not_found(&error) => {}
-                Err(error) => return Err(failed("deleting the ClusterServiceVersion", error)),
+            if delete_if_present(&api, &csv, &DeleteParams::default())
+                .await
+                .map_err(|e| failed("deleting the ClusterServiceVersion", e))?
+            {
+                metrics.wrote(STARTER, "ClusterServiceVersion");
             }
             return Ok(Progress::InProgress(format!(
                 "deleting ClusterServiceVersion {namespace}/{csv}"
@@ -176,7 +184,7 @@ pub async fn step(
             "waiting for OLM to remove the old operator Deployment {namespace}/{operator_deployment}"
         )));
     }
-    record(client, &[(&namespace_key, None), (&csv_key, None)]).await?;
+    record(client, metrics, &[(&namespace_key, None), (&csv_key, None)]).await?;
     tracing::info!(
         driver = entry.short_name,
         "the OLM installation is gone; starting our operator"
@@ -186,6 +194,7 @@ pub async fn step(
 
 async fn record(
     client: &Client,
+    metrics: &Metrics,
     annotations: &[(&str, Option<&str>)],
 ) -> Result<(), crate::operator::Failure> {
     let annotations: serde_json::Map<String, serde_json::Value> = annotations
@@ -200,6 +209,7 @@ async fn record(
         )
         .await
         .map_err(|e| failed("recording adoption progress on Storage/cluster", e))?;
+    metrics.wrote(STARTER, "Storage");
     Ok(())
 }
 

@@ -197,11 +197,9 @@ async fn adopt(
         let progress = match settled {
             Some(progress) => progress,
             None => {
-                let progress = olm::step(&context.client, &entry, storage).await?;
-                if matches!(progress, olm::Progress::InProgress(_)) {
-                    // A step deleted something or waits for OLM: not settled yet.
-                    context.metrics.wrote(STARTER, "OLM adoption step");
-                } else {
+                let progress =
+                    olm::step(&context.client, &entry, storage, &context.metrics).await?;
+                if !matches!(progress, olm::Progress::InProgress(_)) {
                     context
                         .settled
                         .lock()

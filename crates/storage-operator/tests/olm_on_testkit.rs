@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client, ResourceExt};
+use opkit::metrics::Metrics;
 use serde_json::json;
 use storage_operator::olm::{Progress, annotation_keys, step};
 use storage_operator::registry::{DriverEntry, OlmPackage, find};
@@ -146,7 +147,17 @@ async fn adoption_removes_the_subscription_and_csv_keeps_operands_and_survives_a
         .unwrap();
 
     // Step 1: the Subscription goes, and the progress is recorded on Storage.
-    let progress = step(&client, &entry(), &storage(&client).await)
+    let metrics = Metrics::new();
+    let writes = |kind: &str| {
+        let line = format!(
+            "storage_operator_api_writes_total{{controller=\"CSIDriverStarter\",kind=\"{kind}\"}}"
+        );
+        metrics
+            .encode()
+            .lines()
+            .find_map(|l| l.strip_prefix(&line).map(|n| n.trim().to_owned()))
+    };
+    let progress = step(&client, &entry(), &storage(&client).await, &metrics)
         .await
         .unwrap();
     assert!(
@@ -167,9 +178,11 @@ async fn adoption_removes_the_subscription_and_csv_keeps_operands_and_survives_a
             .unwrap()
             .is_none()
     );
+    assert_eq!(writes("Storage").as_deref(), Some("1"));
+    assert_eq!(writes("Subscription").as_deref(), Some("1"));
 
     // "Restart": a new step reads only what Storage recorded, and removes the CSV.
-    let progress = step(&client, &entry(), &storage(&client).await)
+    let progress = step(&client, &entry(), &storage(&client).await, &metrics)
         .await
         .unwrap();
     assert!(
@@ -182,9 +195,10 @@ async fn adoption_removes_the_subscription_and_csv_keeps_operands_and_survives_a
             .unwrap()
             .is_none()
     );
+    assert_eq!(writes("ClusterServiceVersion").as_deref(), Some("1"));
 
     // OLM's Deployment went with its CSV; the driver's own Deployment is untouched.
-    let progress = step(&client, &entry(), &storage(&client).await)
+    let progress = step(&client, &entry(), &storage(&client).await, &metrics)
         .await
         .unwrap();
     assert_eq!(progress, Progress::Adopted);
@@ -209,10 +223,15 @@ async fn adoption_removes_the_subscription_and_csv_keeps_operands_and_survives_a
             .contains_key(&namespace_key),
         "progress cleared"
     );
+    assert_eq!(
+        writes("Storage").as_deref(),
+        Some("2"),
+        "the cleared progress"
+    );
 
     // Nothing left to adopt afterwards.
     assert_eq!(
-        step(&client, &entry(), &storage(&client).await)
+        step(&client, &entry(), &storage(&client).await, &metrics)
             .await
             .unwrap(),
         Progress::NothingToAdopt
@@ -236,7 +255,9 @@ async fn without_olm_there_is_nothing_to_adopt() {
     }))
     .unwrap();
     assert_eq!(
-        step(&client, &entry(), &storage).await.unwrap(),
+        step(&client, &entry(), &storage, &Metrics::new())
+            .await
+            .unwrap(),
         Progress::NothingToAdopt
     );
 }

@@ -33,7 +33,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
-use opkit::apply::{Applier, Outcome};
+use opkit::apply::{Applier, Outcome, delete_if_present};
 use opkit::backoff::PerObjectBackoff;
 use opkit::conditions::{AVAILABLE, DEGRADED, PROGRESSING, condition, set_condition};
 use opkit::metrics::Metrics;
@@ -416,36 +416,42 @@ fn operand_key(operand: &Operand) -> Option<Existing> {
     ))
 }
 
-/// Deletes `name`; whether it was there to delete.
-async fn delete_one<K>(api: Api<K>, name: &str) -> Result<bool, kube::Error>
-where
-    K: Resource + Clone + DeserializeOwned + Debug,
-{
-    match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-        Err(error) => Err(error),
-    }
-}
-
 async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result<(), String> {
     let c = context.client.clone();
     let ns = namespace.as_deref().unwrap_or_default();
+    let params = DeleteParams::background();
     let result = match *kind {
         OwnedKind::ServiceAccount => {
-            delete_one(Api::<ServiceAccount>::namespaced(c, ns), name).await
+            delete_if_present(&Api::<ServiceAccount>::namespaced(c, ns), name, &params).await
         }
-        OwnedKind::Role => delete_one(Api::<Role>::namespaced(c, ns), name).await,
-        OwnedKind::RoleBinding => delete_one(Api::<RoleBinding>::namespaced(c, ns), name).await,
+        OwnedKind::Role => delete_if_present(&Api::<Role>::namespaced(c, ns), name, &params).await,
+        OwnedKind::RoleBinding => {
+            delete_if_present(&Api::<RoleBinding>::namespaced(c, ns), name, &params).await
+        }
         OwnedKind::PodDisruptionBudget => {
-            delete_one(Api::<PodDisruptionBudget>::namespaced(c, ns), name).await
+            delete_if_present(
+                &Api::<PodDisruptionBudget>::namespaced(c, ns),
+                name,
+                &params,
+            )
+            .await
         }
-        OwnedKind::Deployment => delete_one(Api::<Deployment>::namespaced(c, ns), name).await,
-        OwnedKind::DaemonSet => delete_one(Api::<DaemonSet>::namespaced(c, ns), name).await,
-        OwnedKind::ClusterRole => delete_one(Api::<ClusterRole>::all(c), name).await,
-        OwnedKind::ClusterRoleBinding => delete_one(Api::<ClusterRoleBinding>::all(c), name).await,
-        OwnedKind::CSIDriver => delete_one(Api::<CSIDriver>::all(c), name).await,
-        OwnedKind::StorageClass => delete_one(Api::<StorageClass>::all(c), name).await,
+        OwnedKind::Deployment => {
+            delete_if_present(&Api::<Deployment>::namespaced(c, ns), name, &params).await
+        }
+        OwnedKind::DaemonSet => {
+            delete_if_present(&Api::<DaemonSet>::namespaced(c, ns), name, &params).await
+        }
+        OwnedKind::ClusterRole => {
+            delete_if_present(&Api::<ClusterRole>::all(c), name, &params).await
+        }
+        OwnedKind::ClusterRoleBinding => {
+            delete_if_present(&Api::<ClusterRoleBinding>::all(c), name, &params).await
+        }
+        OwnedKind::CSIDriver => delete_if_present(&Api::<CSIDriver>::all(c), name, &params).await,
+        OwnedKind::StorageClass => {
+            delete_if_present(&Api::<StorageClass>::all(c), name, &params).await
+        }
     };
     if let Ok(true) = result {
         tracing::info!(kind = kind.name(), name, "deleted operand");
@@ -622,22 +628,22 @@ async fn set_finalizer(
         "finalizers": finalizers,
         "resourceVersion": cd.resource_version(),
     }});
-    context
-        .metrics
-        .wrote(CONTROLLER_NAME, "CSIDriverDeployment/finalizers");
     api.patch(
         &cd.name_any(),
         &PatchParams::default(),
         &Patch::Merge(&patch),
     )
     .await
-    .map(drop)
     .map_err(|error| {
         format!(
             "updating the finalizers of CSIDriverDeployment {}: {error}",
             key(cd)
         )
-    })
+    })?;
+    context
+        .metrics
+        .wrote(CONTROLLER_NAME, "CSIDriverDeployment/finalizers");
+    Ok(())
 }
 
 /// What a pass found, for the status.
@@ -1034,9 +1040,6 @@ async fn write_status(
     }
     let patch = json!({ "status": body });
     // A failed write fails the pass: the object's backoff retries it, status included.
-    context
-        .metrics
-        .wrote(CONTROLLER_NAME, "CSIDriverDeployment/status");
     api.patch_status(
         &cd.name_any(),
         &PatchParams::default(),
@@ -1044,6 +1047,9 @@ async fn write_status(
     )
     .await
     .map_err(|error| format!("writing the status of {}: {error}", key(cd)))?;
+    context
+        .metrics
+        .wrote(CONTROLLER_NAME, "CSIDriverDeployment/status");
     Ok(requeue)
 }
 

@@ -53,7 +53,7 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
-use opkit::apply::{Applier, ApplyError, Outcome};
+use opkit::apply::{Applier, ApplyError, Outcome, delete_if_present};
 use opkit::metrics::Metrics;
 use opkit::runtime::{LoopConfig, ReconcileError};
 use opkit::status::apply_status;
@@ -472,13 +472,17 @@ async fn apply_step(
             if step.recreate {
                 // Immutable fields of its spec changed (see `crate::replace`): delete and
                 // create it anew.
-                delete_object::<CSIDriver>(Api::all(context.client.clone()), &o.name_any())
-                    .await
-                    .map_err(|source| ApplyError {
-                        kind: "CSIDriver".into(),
-                        object: o.name_any(),
-                        source,
-                    })?;
+                delete_if_present(
+                    &Api::<CSIDriver>::all(context.client.clone()),
+                    &o.name_any(),
+                    &DeleteParams::background(),
+                )
+                .await
+                .map_err(|source| ApplyError {
+                    kind: "CSIDriver".into(),
+                    object: o.name_any(),
+                    source,
+                })?;
                 applier.apply(o, None).await
             } else {
                 applier.apply(o, observed.csi_driver.as_ref()).await
@@ -497,13 +501,17 @@ async fn apply_step(
                 // Immutable fields changed (the plan decided, see `crate::replace`): delete
                 // and create it anew. A failed apply never deletes anything.
                 tracing::info!(class = %o.name_any(), "replacing StorageClass");
-                delete_object::<StorageClass>(Api::all(context.client.clone()), &o.name_any())
-                    .await
-                    .map_err(|source| ApplyError {
-                        kind: "StorageClass".into(),
-                        object: o.name_any(),
-                        source,
-                    })?;
+                delete_if_present(
+                    &Api::<StorageClass>::all(context.client.clone()),
+                    &o.name_any(),
+                    &DeleteParams::background(),
+                )
+                .await
+                .map_err(|source| ApplyError {
+                    kind: "StorageClass".into(),
+                    object: o.name_any(),
+                    source,
+                })?;
                 applier.apply(o, None).await
             } else {
                 applier.apply(o, find(&observed.storage_classes, o)).await
@@ -621,34 +629,27 @@ async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> 
     Ok(())
 }
 
-/// Deletes `name`; whether it was there to delete.
-async fn delete_object<K>(api: Api<K>, name: &str) -> Result<bool, kube::Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-        Err(error) => Err(error),
-    }
-}
-
 /// Deletes what `deletion` names; whether it was there to delete.
 async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'static str, String)> {
     let ns = context.def.namespace.as_str();
     let client = context.client.clone();
     let name = deletion.name.as_str();
+    let params = DeleteParams::background();
     let result = match deletion.kind {
-        DeleteKind::StorageClass => delete_object::<StorageClass>(Api::all(client), name).await,
-        DeleteKind::CSIDriver => delete_object::<CSIDriver>(Api::all(client), name).await,
+        DeleteKind::StorageClass => {
+            delete_if_present(&Api::<StorageClass>::all(client), name, &params).await
+        }
+        DeleteKind::CSIDriver => {
+            delete_if_present(&Api::<CSIDriver>::all(client), name, &params).await
+        }
         DeleteKind::Deployment => {
-            delete_object::<Deployment>(Api::namespaced(client, ns), name).await
+            delete_if_present(&Api::<Deployment>::namespaced(client, ns), name, &params).await
         }
         DeleteKind::DaemonSet => {
-            delete_object::<DaemonSet>(Api::namespaced(client, ns), name).await
+            delete_if_present(&Api::<DaemonSet>::namespaced(client, ns), name, &params).await
         }
         DeleteKind::ConfigMap => {
-            delete_object::<ConfigMap>(Api::namespaced(client, ns), name).await
+            delete_if_present(&Api::<ConfigMap>::namespaced(client, ns), name, &params).await
         }
     };
     tracing::info!(kind = ?deletion.kind, name, ok = result.is_ok(), "deleted");
