@@ -2184,13 +2184,11 @@ fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch, agent: &str) -> Response
                     loop {
                         match w.rx.try_recv() {
                             Ok(ev) => {
-                                if ev.rv <= w.from_rv {
-                                    WatchProgress::count(&progress.handled);
-                                    continue;
+                                if ev.rv > w.from_rv {
+                                    last_rv = last_rv.max(ev.rv);
+                                    if let Some(l) = filter_event(&w.def, w.ns.as_deref(), &w.sel, &ev)
+                                        && send(&tx, &progress, line(&shape(l, w.partial))).await.is_err() { return; }
                                 }
-                                last_rv = last_rv.max(ev.rv);
-                                if let Some(l) = filter_event(&w.def, w.ns.as_deref(), &w.sel, &ev)
-                                    && send(&tx, &progress, line(&shape(l, w.partial))).await.is_err() { return; }
                                 WatchProgress::count(&progress.handled);
                             }
                             Err(broadcast::error::TryRecvError::Empty) => break,
@@ -2203,13 +2201,11 @@ fn start_watch(inner: Arc<Inner>, mut w: PreparedWatch, agent: &str) -> Response
                 ev = w.rx.recv() => {
                     match ev {
                         Ok(ev) => {
-                            if ev.rv <= w.from_rv {
-                                WatchProgress::count(&progress.handled);
-                                continue;
+                            if ev.rv > w.from_rv {
+                                last_rv = last_rv.max(ev.rv);
+                                if let Some(l) = filter_event(&w.def, w.ns.as_deref(), &w.sel, &ev)
+                                    && send(&tx, &progress, line(&shape(l, w.partial))).await.is_err() { return; }
                             }
-                            last_rv = last_rv.max(ev.rv);
-                            if let Some(l) = filter_event(&w.def, w.ns.as_deref(), &w.sel, &ev)
-                                && send(&tx, &progress, line(&shape(l, w.partial))).await.is_err() { return; }
                             WatchProgress::count(&progress.handled);
                         }
                         // A watcher that fell too far behind is closed; the client re-watches.
