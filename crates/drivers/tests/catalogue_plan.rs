@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
+use std::sync::Arc;
+
 use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
 use csi::operator::observe::{Apis, Observed};
 use csi::operator::plan::{self, DeleteKind, Plan};
@@ -64,18 +66,18 @@ fn pv(name: &str, driver: &str, phase: &str) -> PersistentVolume {
 }
 
 fn workloads(def: &csi::DriverDef, observed: &mut Observed) {
-    observed.deployments = vec![
+    observed.deployments = vec![Arc::new(
         serde_json::from_value::<Deployment>(
             json!({"metadata": {"name": csi::names::controller(def), "namespace": def.namespace}}),
         )
         .unwrap(),
-    ];
-    observed.daemon_sets = vec![
+    )];
+    observed.daemon_sets = vec![Arc::new(
         serde_json::from_value::<DaemonSet>(
             json!({"metadata": {"name": csi::names::node(def), "namespace": def.namespace}}),
         )
         .unwrap(),
-    ];
+    )];
 }
 
 #[test]
@@ -188,7 +190,7 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
 
     // The source is gone while our copy exists: the copy is deleted.
     observed.copied_config_map_sources = Vec::new();
-    observed.config_maps = vec![copy_step(&second).unwrap()];
+    observed.config_maps = vec![Arc::new(copy_step(&second).unwrap())];
     let gone = plan::plan(&def, &Default::default(), &observed, &now());
     assert!(copy_step(&gone).is_none());
     assert!(

@@ -172,12 +172,14 @@ fn migrated_plugins_annotation_is_a_comma_separated_list() {
 
 #[test]
 fn an_in_tree_default_class_gets_the_csi_class_suggested() {
-    let class = |name: &str, provisioner: &str| -> StorageClass {
-        serde_json::from_value(json!({
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": name, "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
-            "provisioner": provisioner}))
-        .unwrap()
+    let class = |name: &str, provisioner: &str| -> std::sync::Arc<StorageClass> {
+        std::sync::Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": name, "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+                "provisioner": provisioner}))
+            .unwrap(),
+        )
     };
     let part = status(
         &def(),

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
@@ -186,10 +187,12 @@ fn removed_on_a_removable_driver_deletes_workloads_and_releases_finalizers() {
         .unwrap()
         .metadata
         .finalizers = Some(vec![finalizers[0].clone(), "someone.else/keep".into()]);
-    observed.deployments = vec![serde_json::from_value(json!({
-        "metadata": {"name": "gcp-pd-csi-driver-controller", "namespace": "openshift-cluster-csi-drivers"}
-    }))
-    .unwrap()];
+    observed.deployments = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "gcp-pd-csi-driver-controller", "namespace": "openshift-cluster-csi-drivers"}
+        }))
+        .unwrap(),
+    )];
     let plan = plan::plan(&def, &Default::default(), &observed, &at(0));
     assert_eq!(plan.deletions.len(), 1);
     assert_eq!(plan.deletions[0].kind, DeleteKind::Deployment);
@@ -241,7 +244,10 @@ fn storage_class_state_removed_deletes_only_classes_we_created() {
         )
         .unwrap()
     };
-    observed.storage_classes = vec![class("standard-csi", true), class("ssd-csi", false)];
+    observed.storage_classes = vec![
+        Arc::new(class("standard-csi", true)),
+        Arc::new(class("ssd-csi", false)),
+    ];
     let plan = run(&observed, &at(0));
     assert!(!has_step(&plan, "StorageClass"));
     let deleted: Vec<&str> = plan.deletions.iter().map(|d| d.name.as_str()).collect();
@@ -283,7 +289,7 @@ fn progressing_deployment() -> Deployment {
 #[test]
 fn progressing_requeues_for_the_deadline_and_degrades_after_fifteen_minutes() {
     let mut observed = openshift(json!({"managementState": "Managed"}));
-    observed.deployments = vec![progressing_deployment()];
+    observed.deployments = vec![Arc::new(progressing_deployment())];
     let plan = run(&observed, &at(0));
     assert_eq!(
         status_of(&plan, "GCPPDDriverControllerServiceControllerProgressing"),
@@ -510,7 +516,11 @@ fn without_openshift_config_apis_nothing_is_observed() {
 fn with_credentials_request_api(observed: &mut Observed, cached: Option<Value>) {
     use csi::operator::observe::{OptionalKind, OptionalObjects};
     let objects = cached
-        .map(|v| vec![serde_json::from_value::<kube::api::DynamicObject>(v).unwrap()])
+        .map(|v| {
+            vec![Arc::new(
+                serde_json::from_value::<kube::api::DynamicObject>(v).unwrap(),
+            )]
+        })
         .unwrap_or_default();
     observed.optional.insert(
         OptionalKind::CredentialsRequest,

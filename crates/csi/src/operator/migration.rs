@@ -209,7 +209,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 pub fn status(
     def: &DriverDef,
     observed: &Observed,
-    storage_classes: &[StorageClass],
+    storage_classes: &[std::sync::Arc<StorageClass>],
     driver_available: bool,
 ) -> Option<ControllerStatus> {
     let plugin = observed.plugin?;

@@ -40,7 +40,7 @@ pub mod removal;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
@@ -443,10 +443,13 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     Ok(again)
 }
 
-fn find<'a, K: Resource + 'a>(objects: &'a [K], object: &K) -> Option<&'a K> {
-    objects.iter().find(|o| {
-        o.meta().name == object.meta().name && o.meta().namespace == object.meta().namespace
-    })
+fn find<'a, K: Resource + 'a>(objects: &'a [Arc<K>], object: &K) -> Option<&'a K> {
+    objects
+        .iter()
+        .find(|o| {
+            o.meta().name == object.meta().name && o.meta().namespace == object.meta().namespace
+        })
+        .map(AsRef::as_ref)
 }
 
 async fn apply_step(
@@ -537,7 +540,8 @@ async fn apply_step(
                         o.metadata.name == desired.metadata.name
                             && o.metadata.namespace == desired.metadata.namespace
                     })
-                });
+                })
+                .map(AsRef::as_ref);
             applier
                 .apply_dynamic(&kind.api_resource(), &desired, existing)
                 .await

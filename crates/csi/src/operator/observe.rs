@@ -29,7 +29,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher::{self, Config};
 use kube::runtime::{WatchStreamExt, reflector::store::Writer};
 use kube::{Api, Client};
-use opkit::runtime::{Informers, NotSynced, Projection, named, single, snapshot};
+use opkit::runtime::{Informers, NotSynced, Projection, named, single};
 use tokio::task::JoinSet;
 
 use crate::def::DriverDef;
@@ -129,7 +129,7 @@ pub struct OptionalObjects {
     pub crd: bool,
     /// The cached objects, or `None` while the cache is filling (apply waits: without the
     /// observed object every pass would write).
-    pub objects: Option<Vec<DynamicObject>>,
+    pub objects: Option<Vec<Arc<DynamicObject>>>,
 }
 
 /// Everything a reconcile reads, as of one moment.
@@ -156,27 +156,27 @@ pub struct Observed {
     /// The CSIDriver of this driver.
     pub csi_driver: Option<CSIDriver>,
     /// Every StorageClass.
-    pub storage_classes: Vec<StorageClass>,
+    pub storage_classes: Vec<Arc<StorageClass>>,
     /// Operands in the driver namespace.
-    pub service_accounts: Vec<ServiceAccount>,
+    pub service_accounts: Vec<Arc<ServiceAccount>>,
     /// Operand Roles.
-    pub roles: Vec<Role>,
+    pub roles: Vec<Arc<Role>>,
     /// Operand RoleBindings.
-    pub role_bindings: Vec<RoleBinding>,
+    pub role_bindings: Vec<Arc<RoleBinding>>,
     /// Operand ConfigMaps (the trusted CA bundle).
-    pub config_maps: Vec<ConfigMap>,
+    pub config_maps: Vec<Arc<ConfigMap>>,
     /// Operand Services.
-    pub services: Vec<Service>,
+    pub services: Vec<Arc<Service>>,
     /// Operand PodDisruptionBudgets.
-    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
     /// Operand Deployments.
-    pub deployments: Vec<Deployment>,
+    pub deployments: Vec<Arc<Deployment>>,
     /// Operand DaemonSets.
-    pub daemon_sets: Vec<DaemonSet>,
+    pub daemon_sets: Vec<Arc<DaemonSet>>,
     /// Operand ClusterRoles, and the shared sidecar ClusterRoles.
-    pub cluster_roles: Vec<ClusterRole>,
+    pub cluster_roles: Vec<Arc<ClusterRole>>,
     /// Operand ClusterRoleBindings.
-    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    pub cluster_role_bindings: Vec<Arc<ClusterRoleBinding>>,
     /// Optional kinds.
     pub optional: BTreeMap<OptionalKind, OptionalObjects>,
     /// The sources of the driver's copied ConfigMaps that exist (other namespaces).
@@ -503,7 +503,7 @@ impl Caches {
                         .wait_until_ready()
                         .now_or_never()
                         .and_then(Result::ok)
-                        .map(|()| snapshot(&store))
+                        .map(|()| store.state())
                 } else {
                     None
                 };
@@ -529,20 +529,22 @@ impl Caches {
             credentials_secret: self.credentials_secret.as_ref().and_then(single),
             hashed_secrets: self.hashed_secrets.iter().filter_map(single).collect(),
             csi_driver: single(&self.csi_driver),
-            storage_classes: snapshot(&self.storage_classes),
-            service_accounts: snapshot(&self.service_accounts),
-            roles: snapshot(&self.roles),
-            role_bindings: snapshot(&self.role_bindings),
-            config_maps: snapshot(&self.config_maps),
-            services: snapshot(&self.services),
-            pod_disruption_budgets: snapshot(&self.pod_disruption_budgets),
-            deployments: snapshot(&self.deployments),
-            daemon_sets: snapshot(&self.daemon_sets),
-            cluster_roles: snapshot(&self.cluster_roles)
+            storage_classes: self.storage_classes.state(),
+            service_accounts: self.service_accounts.state(),
+            roles: self.roles.state(),
+            role_bindings: self.role_bindings.state(),
+            config_maps: self.config_maps.state(),
+            services: self.services.state(),
+            pod_disruption_budgets: self.pod_disruption_budgets.state(),
+            deployments: self.deployments.state(),
+            daemon_sets: self.daemon_sets.state(),
+            cluster_roles: self
+                .cluster_roles
+                .state()
                 .into_iter()
-                .chain(snapshot(&self.shared_cluster_roles))
+                .chain(self.shared_cluster_roles.state())
                 .collect(),
-            cluster_role_bindings: snapshot(&self.cluster_role_bindings),
+            cluster_role_bindings: self.cluster_role_bindings.state(),
             optional,
             copied_config_map_sources: self
                 .copied_config_map_sources

@@ -276,7 +276,7 @@ pub fn inputs(
     inputs.storage_classes = observed
         .storage_classes
         .iter()
-        .map(from_objects::existing_storage_class)
+        .map(|class| from_objects::existing_storage_class(class))
         .collect();
     inputs.csi_driver_ephemeral_profile = observed
         .csi_driver
@@ -686,7 +686,8 @@ fn operand_steps(
                 let observed_ds = observed
                     .daemon_sets
                     .iter()
-                    .find(|o| o.name_any() == ds.name_any());
+                    .find(|o| o.name_any() == ds.name_any())
+                    .map(AsRef::as_ref);
                 Operand::DaemonSet(with_stable_generation(ds, observed_ds))
             }
             Operand::CSIDriver(csi) => {
@@ -700,7 +701,8 @@ fn operand_steps(
                 let live = observed
                     .storage_classes
                     .iter()
-                    .find(|sc| sc.name_any() == class.name_any());
+                    .find(|sc| sc.name_any() == class.name_any())
+                    .map(AsRef::as_ref);
                 // Ours: labelled by us, or made for our driver (OpenShift's operators did not
                 // label their classes; taking them over is the point).
                 let ours = live.is_some_and(|sc| {
@@ -811,7 +813,8 @@ fn controller_service_status(
     let deployment = observed
         .deployments
         .iter()
-        .find(|d| d.name_any() == deployment_name);
+        .find(|d| d.name_any() == deployment_name)
+        .map(AsRef::as_ref);
     let deployment_conditions = status::deployment_conditions(
         &def.condition_prefix,
         deployment.unwrap_or(&Deployment::default()),
@@ -869,7 +872,8 @@ fn node_service_status(def: &DriverDef, observed: &Observed) -> (StatusPart, boo
     let daemon_set = observed
         .daemon_sets
         .iter()
-        .find(|d| d.name_any() == node_name);
+        .find(|d| d.name_any() == node_name)
+        .map(AsRef::as_ref);
     let node_conditions = status::daemon_set_conditions(
         &def.condition_prefix,
         daemon_set.unwrap_or(&DaemonSet::default()),
