@@ -68,7 +68,7 @@ fn edit_schemas(
             edit(root);
         }
     }
-    serde_json::from_value(value).unwrap_or(crd)
+    crate::yaml::from_value(&value).unwrap_or(crd)
 }
 
 /// The shared operator status (`OperatorStatus`) as openshift/api declares it: every condition
@@ -215,7 +215,7 @@ fn restrict_name(crd: CustomResourceDefinition, name_schema: Value) -> CustomRes
             );
         }
     }
-    serde_json::from_value(value).unwrap_or(crd)
+    crate::yaml::from_value(&value).unwrap_or(crd)
 }
 
 /// The file a CRD is committed as: `<group>_<plural>.yaml`.
@@ -224,15 +224,15 @@ pub fn file_name(crd: &CustomResourceDefinition) -> String {
 }
 
 /// A CRD as the YAML document that is committed, header included.
-pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, serde_saphyr::ser::Error> {
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, crate::yaml::ToYamlError> {
     Ok(format!(
         "{GENERATED_HEADER}{}",
-        serde_saphyr::to_string(crd)?
+        crate::yaml::to_string(crd)?
     ))
 }
 
 /// Every CRD as (file name, YAML) pairs, ready to be written or compared.
-pub fn rendered() -> Result<Vec<(String, String)>, serde_saphyr::ser::Error> {
+pub fn rendered() -> Result<Vec<(String, String)>, crate::yaml::ToYamlError> {
     all()
         .iter()
         .map(|crd| Ok((file_name(crd), to_yaml(crd)?)))

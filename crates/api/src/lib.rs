@@ -9,6 +9,7 @@
 //!   any CSI driver declared (seed 004).
 //! - [`crds`]: the CustomResourceDefinitions generated from these types, as installed on plain
 //!   Kubernetes and committed under `deploy/crds/`.
+//! - [`yaml`]: YAML in and out through one JSON tree (small code, the API server's meaning).
 //! - [`testdata`]: the table of bad inputs the CRDs refuse, for the tests offline and on a real
 //!   API server.
 //!
@@ -23,3 +24,4 @@ pub mod operator_v1;
 pub mod schema;
 pub mod string_enum;
 pub mod testdata;
+pub mod yaml;

@@ -15,7 +15,8 @@
 //!
 //! Run with `cargo bench -p cli --bench real_cluster` (about 8 minutes; needs `../shared/k8s`,
 //! which it starts and stops). `BENCH_VOLUMES=1000,4000`, `BENCH_IDLE_SECS=60` and
-//! `BENCH_OUTAGE_SECS=60` change the sizes.
+//! `BENCH_OUTAGE_SECS=60` change the sizes; `BENCH_BINARY=<path>` runs another build of
+//! `storage-operator` (say, one with symbols, for a profiler).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: a panic is a failed run
 
@@ -231,7 +232,12 @@ struct Operator {
 impl Operator {
     fn start(name: &'static str, agent: &str, kubeconfig: &Path, args: &[&str]) -> Self {
         let started = SystemTime::now();
-        let child = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        // `BENCH_BINARY` runs another build of the binary (one with symbols, to profile it).
+        let binary = std::env::var_os("BENCH_BINARY").map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_storage-operator")),
+            PathBuf::from,
+        );
+        let child = Command::new(binary)
             .args(args)
             .args(["--admin-address", "127.0.0.1:0", "--no-leader-election"])
             .env("KUBECONFIG", kubeconfig)

@@ -112,7 +112,7 @@ fn manifest_files(image: &str) -> anyhow::Result<Vec<(String, String)>> {
         };
         let documents = builds::manifests::build(flavour, image)
             .iter()
-            .map(|object| serde_saphyr::to_string(object).context("rendering a manifest as YAML"))
+            .map(|object| api::yaml::to_string(object).context("rendering a manifest as YAML"))
             .collect::<anyhow::Result<Vec<_>>>()?;
         files.push((
             format!("{dir}/builds.yaml"),
@@ -127,7 +127,7 @@ fn manifest_files(image: &str) -> anyhow::Result<Vec<(String, String)>> {
     for flavour in [Flavour::Kubernetes, Flavour::OpenShift] {
         let documents = build(flavour, image)
             .iter()
-            .map(|object| serde_saphyr::to_string(object).context("rendering a manifest as YAML"))
+            .map(|object| api::yaml::to_string(object).context("rendering a manifest as YAML"))
             .collect::<anyhow::Result<Vec<_>>>()?;
         files.push((
             format!("{}/storage-operator.yaml", flavour.dir()),

@@ -140,17 +140,17 @@ fn translate_document(at: String, document: Value) -> Result<Vec<Rendered>, Docu
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let parse_error = |e: serde_json::Error| unsupported(format!("not a valid {kind}: {e}"));
+    let parse_error = |e: api::yaml::Error| unsupported(format!("not a valid {kind}: {e}"));
     match (api_version.as_str(), kind.as_str()) {
         ("storage.k8s.io/v1", "StorageClass") => {
-            let sc: StorageClass = serde_json::from_value(document).map_err(parse_error)?;
+            let sc: StorageClass = api::yaml::from_value(&document).map_err(parse_error)?;
             let from = sc.provisioner.clone();
             let t = translate_storage_class(&sc).map_err(translate_error)?;
             let header = format!("{what}: {from} -> {}", t.object.provisioner);
             Ok(vec![render(header, t)?])
         }
         ("v1", "PersistentVolume") => {
-            let pv: PersistentVolume = serde_json::from_value(document).map_err(parse_error)?;
+            let pv: PersistentVolume = api::yaml::from_value(&document).map_err(parse_error)?;
             let csi_driver = pv
                 .spec
                 .as_ref()
@@ -179,7 +179,7 @@ fn translate_document(at: String, document: Value) -> Result<Vec<Rendered>, Docu
             Ok(vec![render(header, t)?])
         }
         ("v1", "Pod") => {
-            let pod: Pod = serde_json::from_value(document).map_err(parse_error)?;
+            let pod: Pod = api::yaml::from_value(&document).map_err(parse_error)?;
             let translations = translate_pod_volumes(&pod).map_err(translate_error)?;
             if translations.is_empty() {
                 return Err(unsupported(
@@ -209,6 +209,6 @@ fn render<T: serde::Serialize>(
     t: Translation<T>,
 ) -> Result<Rendered, DocumentError> {
     // k8s-openapi objects always serialize (type metadata first).
-    let yaml = serde_saphyr::to_string(&t.object).unwrap_or_default();
+    let yaml = api::yaml::to_string(&t.object).unwrap_or_default();
     Ok((header, t.notes, yaml))
 }

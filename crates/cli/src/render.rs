@@ -104,7 +104,7 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
 pub fn csi_driver_deployment(file: &Path, topology: Topology) -> anyhow::Result<ExitCode> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let mut cd: CSIDriverDeployment = match serde_saphyr::from_str(&text) {
+    let mut cd: CSIDriverDeployment = match api::yaml::from_str(&text) {
         Ok(cd) => cd,
         Err(error) => {
             eprintln!(
@@ -140,7 +140,7 @@ pub fn csi_driver_deployment(file: &Path, topology: Topology) -> anyhow::Result<
 fn to_yaml(objects: &[serde_json::Value]) -> anyhow::Result<String> {
     let documents = objects
         .iter()
-        .map(|object| serde_saphyr::to_string(object).context("rendering an object as YAML"))
+        .map(|object| api::yaml::to_string(object).context("rendering an object as YAML"))
         .collect::<anyhow::Result<Vec<String>>>()?;
     Ok(documents.join("---\n"))
 }

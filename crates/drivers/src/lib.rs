@@ -40,7 +40,7 @@ pub enum DriverError {
         driver: &'static str,
         /// What the parser said.
         #[source]
-        source: Box<serde_saphyr::Error>,
+        source: Box<api::yaml::Error>,
     },
     /// The embedded table parses but does not validate (a bug caught by this crate's tests).
     #[error(transparent)]
@@ -220,7 +220,7 @@ pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
 
 /// Parses an embedded driver table ([`by_name`] validates it once the hooks are set).
 fn parse_table(driver: &'static str, yaml: &str) -> Result<DriverDef, DriverError> {
-    serde_saphyr::from_str(yaml).map_err(|source| DriverError::InvalidTable {
+    api::yaml::from_str(yaml).map_err(|source| DriverError::InvalidTable {
         driver,
         source: Box::new(source),
     })

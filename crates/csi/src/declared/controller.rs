@@ -1125,7 +1125,7 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
                 "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
             }
         });
-        let Ok(cd) = serde_json::from_value::<CSIDriverDeployment>(object) else {
+        let Ok(cd) = api::yaml::from_value::<CSIDriverDeployment>(&object) else {
             continue;
         };
         for operand in build_operands(&cd, &inputs) {
