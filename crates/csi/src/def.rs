@@ -197,8 +197,15 @@ pub struct EnvDef {
 pub struct VolumeDef {
     /// The volume's name in the pod.
     pub name: String,
-    /// Where the driver container sees it.
-    pub mount_path: String,
+    /// Where the driver container sees it; none for a volume of the pod that no container
+    /// mounts (OpenShift keeps a few such volumes in its pod templates, and a template that
+    /// differs from theirs restarts every pod on takeover).
+    #[serde(default)]
+    pub mount_path: Option<String>,
+    /// Other containers of the pod that mount it too, at the same path (e.g. `csi-provisioner`
+    /// sharing the driver's `/tmp`).
+    #[serde(default)]
+    pub also_mounted_in: Vec<String>,
     /// Whether the mount is read-only.
     #[serde(default)]
     pub read_only: bool,
@@ -234,8 +241,13 @@ pub enum VolumeSourceDef {
         /// The ConfigMap's name.
         config_map_name: String,
     },
-    /// Scratch space that lives as long as the pod (e.g. a driver's logs): `emptyDir: {}`.
-    EmptyDir {},
+    /// Scratch space that lives as long as the pod (e.g. a driver's logs): `emptyDir: {}`, or
+    /// `emptyDir: {medium: Memory}` for a tmpfs.
+    EmptyDir {
+        /// `Memory` for a tmpfs; the node's disk when unset.
+        #[serde(default)]
+        medium: Option<String>,
+    },
     /// A bound service account token (for workload identity).
     #[serde(rename_all = "camelCase")]
     ServiceAccountToken {
@@ -281,6 +293,22 @@ pub struct DriverContainerDef {
     /// default.
     #[serde(default)]
     pub memory_limit: Option<String>,
+    /// The memory request; 50Mi, as every CSI container of the kit, when unset.
+    #[serde(default)]
+    pub memory_request: Option<String>,
+    /// The timings of the kubelet's liveness probe of `/healthz`; 10 s delay, every 10 s,
+    /// 3 s timeout when unset.
+    #[serde(default)]
+    pub liveness_probe: Option<ProbeTimingsDef>,
+    /// The value of `CSI_ENDPOINT` (the driver's socket), when it is not the kit's
+    /// (`unix:///var/lib/csi/sockets/pluginproxy/csi.sock` in the controller,
+    /// `unix:/csi/csi.sock` on nodes). It must be inside `socket-dir`'s mount.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Paths of the kit's mounts of this container, by volume name, where they are not the
+    /// kit's (e.g. `socket-dir: /csi`; `kubelet-dir: /var/lib/kubelet/`).
+    #[serde(default)]
+    pub mount_paths: BTreeMap<String, String>,
     /// Extra volumes of the driver container.
     #[serde(default)]
     pub volumes: Vec<VolumeDef>,
@@ -293,6 +321,34 @@ pub struct DriverContainerDef {
     /// `volumes` in order; volumes it does not name follow.
     #[serde(default)]
     pub volume_order: Vec<String>,
+}
+
+/// The timings of a liveness probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProbeTimingsDef {
+    /// Seconds before the first probe.
+    pub initial_delay_seconds: i32,
+    /// Seconds between probes.
+    pub period_seconds: i32,
+    /// Seconds a probe may take.
+    pub timeout_seconds: i32,
+}
+
+/// Memory limits of the controller pod's other containers, where OpenShift sets them; none
+/// by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ControllerLimitsDef {
+    /// Each CSI sidecar (provisioner, attacher, resizer, snapshotter).
+    #[serde(default)]
+    pub sidecars: Option<String>,
+    /// Each kube-rbac-proxy.
+    #[serde(default)]
+    pub kube_rbac_proxy: Option<String>,
+    /// The livenessprobe sidecar.
+    #[serde(default)]
+    pub liveness_probe: Option<String>,
 }
 
 /// The controller-side sidecars.
@@ -374,6 +430,18 @@ pub struct ControllerDef {
     /// empty.
     #[serde(default)]
     pub safe_to_evict_local_volumes: Vec<String>,
+    /// The order of the pod's containers by name, when it is not the kit's (the driver, its
+    /// kube-rbac-proxy, each sidecar followed by its own, the livenessprobe); containers it
+    /// does not name follow. Order is part of the pod template: the tables follow OpenShift's.
+    #[serde(default)]
+    pub container_order: Vec<String>,
+    /// Memory limits of the sidecars, proxies and livenessprobe.
+    #[serde(default)]
+    pub memory_limits: ControllerLimitsDef,
+    /// The name of the binding of a `privileged` controller's ServiceAccount to
+    /// `<prefix>-privileged-role`, when it is not `<prefix>-controller-privileged-binding`.
+    #[serde(default)]
+    pub privileged_binding_name: Option<String>,
 }
 
 /// The node DaemonSet.
@@ -553,9 +621,14 @@ pub struct InvalidDef {
 }
 
 /// Volume names the kit itself uses in the pods.
-const RESERVED_VOLUMES: &[&str] = &[
+const RESERVED_CONTROLLER_VOLUMES: &[&str] = &[
     "socket-dir",
     "metrics-serving-cert",
+    "non-standard-root-system-trust-ca-bundle",
+];
+/// The node pod's own volumes (the kit's metrics certificate is the controller's only).
+const RESERVED_NODE_VOLUMES: &[&str] = &[
+    "socket-dir",
     "kubelet-dir",
     "registration-dir",
     "non-standard-root-system-trust-ca-bundle",
@@ -572,6 +645,16 @@ fn duplicates<T: Ord + Clone + std::fmt::Display>(
         }
     }
     dups.into_iter().map(|d| d.to_string()).collect()
+}
+
+impl ControllerDef {
+    /// Whether the controller's ServiceAccount is bound to `<prefix>-privileged-role` (the
+    /// node's, which grants the privileged SCC), with the controller's extra rules in it: for a
+    /// `privileged` controller and for any that requires the privileged SCC. Otherwise a
+    /// host-network controller gets `<prefix>-hostnetwork-role` for its SCC and extra rules.
+    pub fn uses_privileged_role(&self) -> bool {
+        self.privileged || self.required_scc == "privileged"
+    }
 }
 
 impl DriverDef {
@@ -636,21 +719,98 @@ impl DriverDef {
         ]) {
             problems.push(format!("node port {port} is used twice"));
         }
-        for (pod, volumes) in [
-            ("controller", &ctl.driver.volumes),
-            ("node", &self.node.driver.volumes),
+        for (pod, volumes, reserved) in [
+            (
+                "controller",
+                &ctl.driver.volumes,
+                RESERVED_CONTROLLER_VOLUMES,
+            ),
+            ("node", &self.node.driver.volumes, RESERVED_NODE_VOLUMES),
         ] {
             for name in duplicates(volumes.iter().map(|v| v.name.as_str())) {
                 problems.push(format!("{pod} volume {name} is listed twice"));
             }
             for v in volumes
                 .iter()
-                .filter(|v| RESERVED_VOLUMES.contains(&v.name.as_str()))
+                .filter(|v| reserved.contains(&v.name.as_str()))
             {
                 problems.push(format!("{pod} volume {} is reserved by the kit", v.name));
             }
+            for v in volumes.iter().filter(|v| v.mount_path.is_none()) {
+                if v.read_only || v.mount_propagation.is_some() || !v.also_mounted_in.is_empty() {
+                    problems.push(format!(
+                        "{pod} volume {} has no mountPath but mount settings \
+                         (readOnly, mountPropagation, alsoMountedIn)",
+                        v.name
+                    ));
+                }
+            }
+        }
+        for (pod, driver, kit_mounts, socket_dir) in [
+            (
+                "controller",
+                &ctl.driver,
+                &["socket-dir"][..],
+                crate::names::CONTROLLER_SOCKET_DIR,
+            ),
+            (
+                "node",
+                &self.node.driver,
+                &["socket-dir", "kubelet-dir"][..],
+                crate::names::NODE_SOCKET_DIR,
+            ),
+        ] {
+            for name in driver.mount_paths.keys() {
+                if !kit_mounts.contains(&name.as_str()) {
+                    problems.push(format!(
+                        "{pod} driver mountPaths names {name}, not one of the kit's mounts ({})",
+                        kit_mounts.join(", ")
+                    ));
+                }
+            }
+            let dir = driver
+                .mount_paths
+                .get("socket-dir")
+                .map_or(socket_dir, String::as_str);
+            if let Some(endpoint) = &driver.endpoint {
+                let path = endpoint
+                    .trim_start_matches("unix://")
+                    .trim_start_matches("unix:");
+                if !path.starts_with(&format!("{}/", dir.trim_end_matches('/'))) {
+                    problems.push(format!(
+                        "{pod} driver endpoint {endpoint} is not inside socket-dir ({dir})"
+                    ));
+                }
+            }
+            if let Some(p) = driver.liveness_probe
+                && (p.initial_delay_seconds < 0 || p.period_seconds < 1 || p.timeout_seconds < 1)
+            {
+                problems.push(format!(
+                    "{pod} driver livenessProbe needs initialDelaySeconds >= 0 and \
+                     periodSeconds, timeoutSeconds >= 1"
+                ));
+            }
         }
 
+        for (pod, rules) in [
+            ("controller", &ctl.extra_rules),
+            ("node", &self.node.extra_rules),
+        ] {
+            for r in rules {
+                if r.resources
+                    .iter()
+                    .chain(&r.verbs)
+                    .chain(&r.api_groups)
+                    .any(|x| x == "*")
+                {
+                    problems.push(format!(
+                        "{pod} extraRules use a wildcard ({:?} {:?} {:?}): name each API group, \
+                         resource and verb (the operator must hold every permission it grants)",
+                        r.api_groups, r.resources, r.verbs
+                    ));
+                }
+            }
+        }
         for copied in &self.copied_config_maps {
             if copied.namespace.trim().is_empty() || copied.name.trim().is_empty() {
                 problems.push("a copied ConfigMap needs both namespace and name".to_owned());

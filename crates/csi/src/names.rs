@@ -57,6 +57,8 @@ pub const LEADER_ELECTION_RETRY_PERIOD: &str = "26s";
 
 /// The controller pod's socket directory (an emptyDir).
 pub const CONTROLLER_SOCKET_DIR: &str = "/var/lib/csi/sockets/pluginproxy/";
+/// Where a node pod's containers find the driver's socket directory.
+pub const NODE_SOCKET_DIR: &str = "/csi";
 /// The controller-side socket path the sidecars use.
 pub const CONTROLLER_SOCKET: &str = "/var/lib/csi/sockets/pluginproxy/csi.sock";
 /// Where the kube-rbac-proxies find the serving certificate.

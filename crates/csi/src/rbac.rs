@@ -100,16 +100,32 @@ fn names_prefixed(def: &DriverDef, suffix: &str) -> String {
 }
 
 /// The driver's own ClusterRoles: SCC use for the node pod (`<p>-privileged-role`), for a
-/// host-network controller pod (`<p>-hostnetwork-role`), and token/access reviews for the
-/// metrics proxies (`<p>-kube-rbac-proxy-role`).
+/// host-network controller pod (`<p>-hostnetwork-role`), the extra rules of any other
+/// controller (`<p>-csi-driver-role`), and token/access reviews for the metrics proxies
+/// (`<p>-kube-rbac-proxy-role`).
 pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     let mut roles = Vec::new();
-    if def.controller.host_network && !def.controller.privileged {
+    if def.controller.host_network && !def.controller.uses_privileged_role() {
         let mut rules = vec![scc_rule(&def.controller.required_scc)];
         rules.extend(def.controller.extra_rules.iter().map(rule_from_def));
         roles.push(ClusterRole {
             metadata: names::meta(def, names_prefixed(def, "hostnetwork-role"), None),
             rules: Some(rules),
+            ..ClusterRole::default()
+        });
+    }
+    if controller_driver_role(def) {
+        // A controller on the pod network with the default SCC has no SCC role to carry its
+        // own rules: they get a role of their own, named as OpenShift names it.
+        roles.push(ClusterRole {
+            metadata: names::meta(def, names_prefixed(def, "csi-driver-role"), None),
+            rules: Some(
+                def.controller
+                    .extra_rules
+                    .iter()
+                    .map(rule_from_def)
+                    .collect(),
+            ),
             ..ClusterRole::default()
         });
     }
@@ -131,7 +147,7 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     }
     let mut node_rules = vec![scc_rule("privileged")];
     node_rules.extend(def.node.extra_rules.iter().map(rule_from_def));
-    if def.controller.privileged {
+    if def.controller.uses_privileged_role() {
         node_rules.extend(def.controller.extra_rules.iter().map(rule_from_def));
     }
     roles.push(ClusterRole {
@@ -140,6 +156,13 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
         ..ClusterRole::default()
     });
     roles
+}
+
+/// Whether the controller's extra rules need `<p>-csi-driver-role`: it has some and neither
+/// the privileged role nor a host-network role carries them.
+fn controller_driver_role(def: &DriverDef) -> bool {
+    let ctl = &def.controller;
+    !ctl.extra_rules.is_empty() && !ctl.uses_privileged_role() && !ctl.host_network
 }
 
 /// The shared per-sidecar ClusterRoles a sidecar's ServiceAccount is bound to, with the
@@ -177,11 +200,14 @@ pub fn sidecar_role_refs(kind: SidecarKind) -> &'static [(&'static str, &'static
 pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
     let controller = || sa_subject(def, names::controller_sa(def));
     let mut bindings = Vec::new();
-    if def.controller.privileged {
+    if def.controller.uses_privileged_role() {
         bindings.push(cluster_role_binding(
             names::meta(
                 def,
-                names_prefixed(def, "controller-privileged-binding"),
+                def.controller
+                    .privileged_binding_name
+                    .clone()
+                    .unwrap_or_else(|| names_prefixed(def, "controller-privileged-binding")),
                 None,
             ),
             &names_prefixed(def, "privileged-role"),
@@ -195,6 +221,13 @@ pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
                 None,
             ),
             &names_prefixed(def, "hostnetwork-role"),
+            controller(),
+        ));
+    }
+    if controller_driver_role(def) {
+        bindings.push(cluster_role_binding(
+            names::meta(def, names_prefixed(def, "csi-driver-binding"), None),
+            &names_prefixed(def, "csi-driver-role"),
             controller(),
         ));
     }

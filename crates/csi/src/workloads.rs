@@ -211,8 +211,11 @@ fn volume_from_def(v: &VolumeDef) -> Volume {
                 ..ConfigMapVolumeSource::default()
             });
         }
-        VolumeSourceDef::EmptyDir {} => {
-            volume.empty_dir = Some(EmptyDirVolumeSource::default());
+        VolumeSourceDef::EmptyDir { medium } => {
+            volume.empty_dir = Some(EmptyDirVolumeSource {
+                medium: medium.clone(),
+                ..EmptyDirVolumeSource::default()
+            });
         }
         VolumeSourceDef::ServiceAccountToken { audience, path } => {
             volume.projected = Some(ProjectedVolumeSource {
@@ -231,13 +234,38 @@ fn volume_from_def(v: &VolumeDef) -> Volume {
     volume
 }
 
-fn mount_from_def(v: &VolumeDef) -> VolumeMount {
-    VolumeMount {
+/// The driver container's mount of a table volume; none for a volume no container mounts.
+fn mount_from_def(v: &VolumeDef) -> Option<VolumeMount> {
+    Some(VolumeMount {
         name: v.name.clone(),
-        mount_path: v.mount_path.clone(),
+        mount_path: v.mount_path.clone()?,
         read_only: v.read_only.then_some(true),
         mount_propagation: v.mount_propagation.clone(),
         ..VolumeMount::default()
+    })
+}
+
+/// Adds the table volumes that other containers mount too (`alsoMountedIn`) to those
+/// containers, after their own mounts.
+fn mount_shared_volumes(containers: &mut [Container], volumes: &[VolumeDef]) {
+    for v in volumes {
+        let Some(m) = mount_from_def(v) else { continue };
+        for c in containers
+            .iter_mut()
+            .filter(|c| v.also_mounted_in.contains(&c.name))
+        {
+            c.volume_mounts.get_or_insert_with(Vec::new).push(m.clone());
+        }
+    }
+}
+
+/// Sets a memory limit on a container.
+fn limit_memory(c: &mut Container, limit: Option<&String>) {
+    if let (Some(limit), Some(resources)) = (limit, c.resources.as_mut()) {
+        resources.limits = Some(BTreeMap::from([(
+            "memory".to_owned(),
+            Quantity(limit.clone()),
+        )]));
     }
 }
 
@@ -254,24 +282,33 @@ fn driver_container(
         names::DRIVER_CONTAINER,
         &inputs.images.driver,
         driver_args(def, inputs),
-        REQUEST_MEMORY,
+        def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
     );
-    c.env = Some(env_from_def(def, endpoint));
+    c.env = Some(env_from_def(
+        def,
+        def.endpoint.as_deref().unwrap_or(endpoint),
+    ));
     // The driver's plain-HTTP metrics, if any, stay on loopback; kube-rbac-proxy exposes them.
     c.ports = Some(vec![port("healthz", def.healthz_port)]);
-    c.liveness_probe = Some(healthz_probe("healthz", loopback_probe));
+    let mut probe = healthz_probe("healthz", loopback_probe);
+    if let Some(t) = def.liveness_probe {
+        probe.initial_delay_seconds = Some(t.initial_delay_seconds);
+        probe.period_seconds = Some(t.period_seconds);
+        probe.timeout_seconds = Some(t.timeout_seconds);
+    }
+    c.liveness_probe = Some(probe);
     if def.privileged
         && let Some(sc) = c.security_context.as_mut()
     {
         sc.privileged = Some(true);
     }
-    if let (Some(limit), Some(resources)) = (&def.memory_limit, c.resources.as_mut()) {
-        resources.limits = Some(BTreeMap::from([(
-            "memory".to_owned(),
-            Quantity(limit.clone()),
-        )]));
+    limit_memory(&mut c, def.memory_limit.as_ref());
+    for m in &mut mounts {
+        if let Some(path) = def.mount_paths.get(&m.name) {
+            m.mount_path.clone_from(path);
+        }
     }
-    mounts.extend(def.volumes.iter().map(mount_from_def));
+    mounts.extend(def.volumes.iter().filter_map(mount_from_def));
     sort_by_names(&mut mounts, &def.mount_order, |m| &m.name);
     c.volume_mounts = Some(mounts);
     c
@@ -479,12 +516,19 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
             REQUEST_MEMORY,
         );
         c.volume_mounts = Some(vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)]);
+        limit_memory(&mut c, ctl.memory_limits.sidecars.as_ref());
         containers.push(c);
         if let Some(m) = sidecar.metrics {
             let short = sidecar.kind.short_name();
             let name = format!("{short}-kube-rbac-proxy");
             containers.push(kube_rbac_proxy(&name, short, m, inputs));
         }
+    }
+    for c in containers
+        .iter_mut()
+        .filter(|c| c.name.contains("kube-rbac-proxy"))
+    {
+        limit_memory(c, ctl.memory_limits.kube_rbac_proxy.as_ref());
     }
     let mut probe_args = vec![
         "--csi-address=/csi/csi.sock".to_owned(),
@@ -499,11 +543,14 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         REQUEST_MEMORY,
     );
     probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+    limit_memory(&mut probe, ctl.memory_limits.liveness_probe.as_ref());
     containers.push(probe);
 
     if ctl.privileged {
         privileged_controller(&mut containers);
     }
+    mount_shared_volumes(&mut containers, &ctl.driver.volumes);
+    sort_by_names(&mut containers, &ctl.container_order, |c| &c.name);
 
     let mut volumes = vec![Volume {
         name: "socket-dir".to_owned(),
@@ -642,7 +689,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         &node.driver,
         inputs,
         "unix:/csi/csi.sock",
-        vec![kubelet_mount, mount("socket-dir", "/csi")],
+        vec![kubelet_mount, mount("socket-dir", names::NODE_SOCKET_DIR)],
         host_network,
     );
 
@@ -707,8 +754,10 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     volumes.extend(node.driver.volumes.iter().map(volume_from_def));
     sort_by_names(&mut volumes, &node.driver.volume_order, |v| &v.name);
 
+    let mut containers = vec![driver, registrar, probe];
+    mount_shared_volumes(&mut containers, &node.driver.volumes);
     let spec = PodSpec {
-        containers: vec![driver, registrar, probe],
+        containers,
         dns_policy: node.dns_policy.clone(),
         host_network: host_network.then_some(true),
         node_selector: Some(BTreeMap::from([(

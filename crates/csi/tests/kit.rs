@@ -359,6 +359,44 @@ fn validation_lists_every_problem() {
 }
 
 #[test]
+fn validation_checks_the_pod_template_settings() {
+    let mut def = example();
+    // A volume no container mounts cannot have mount settings.
+    def.node.driver.volumes.push(serde_json::from_value(json!({
+        "name": "dev", "readOnly": true, "source": {"hostPath": {"path": "/dev", "type": "Directory"}}
+    })).unwrap());
+    // Only the kit's own mounts can be moved; the socket must be inside socket-dir.
+    def.node.driver.mount_paths =
+        BTreeMap::from([("registration-dir".to_owned(), "/r".to_owned())]);
+    def.controller.driver.mount_paths =
+        BTreeMap::from([("socket-dir".to_owned(), "/csi".to_owned())]);
+    def.controller.driver.endpoint =
+        Some("unix:///var/lib/csi/sockets/pluginproxy/csi.sock".to_owned());
+    def.node.extra_rules.push(
+        serde_json::from_value(json!({
+            "apiGroups": ["example.com"], "resources": ["*"], "verbs": ["get"]
+        }))
+        .unwrap(),
+    );
+    def.node.driver.liveness_probe = Some(csi::def::ProbeTimingsDef {
+        initial_delay_seconds: 10,
+        period_seconds: 0,
+        timeout_seconds: 3,
+    });
+    let err = def.validate().unwrap_err();
+    assert_eq!(
+        err.problems,
+        [
+            "node volume dev has no mountPath but mount settings (readOnly, mountPropagation, alsoMountedIn)",
+            "controller driver endpoint unix:///var/lib/csi/sockets/pluginproxy/csi.sock is not inside socket-dir (/csi)",
+            "node driver mountPaths names registration-dir, not one of the kit's mounts (socket-dir, kubelet-dir)",
+            "node driver livenessProbe needs initialDelaySeconds >= 0 and periodSeconds, timeoutSeconds >= 1",
+            "node extraRules use a wildcard ([\"example.com\"] [\"*\"] [\"get\"]): name each API group, resource and verb (the operator must hold every permission it grants)",
+        ]
+    );
+}
+
+#[test]
 fn plain_kubernetes_renders_bring_the_shared_sidecar_roles() {
     let def = example();
     let shared = csi::build_shared_sidecar_cluster_roles().len();

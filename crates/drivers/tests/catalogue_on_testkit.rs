@@ -619,12 +619,29 @@ async fn smb_converges_on_any_platform_with_a_privileged_controller() {
     let running = driver.start(&cluster);
     let deployment = converges(&cluster, &admin, &driver, &running).await;
     let spec = deployment.spec.unwrap().template.spec.unwrap();
-    assert_eq!(spec.host_network, Some(true));
-    let privileged = spec.containers[0]
-        .security_context
-        .as_ref()
-        .and_then(|s| s.privileged);
-    assert_eq!(privileged, Some(true));
+    // On the pod network, as OpenShift runs it, with a privileged driver container only.
+    assert_eq!(spec.host_network, None);
+    let privileged: Vec<(&str, Option<bool>)> = spec
+        .containers
+        .iter()
+        .map(|c| {
+            let p = c.security_context.as_ref().and_then(|s| s.privileged);
+            (c.name.as_str(), p)
+        })
+        .collect();
+    assert_eq!(privileged[0], ("csi-driver", Some(true)));
+    assert!(
+        privileged[1..].iter().all(|(_, p)| p.is_none()),
+        "{privileged:?}"
+    );
+    // The privileged SCC comes from the node's role, under OpenShift's binding name.
+    let binding = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin.clone())
+        .get("csi-smb-controller-privileged-binding")
+        .await
+        .unwrap();
+    assert_eq!(binding.role_ref.name, "smb-privileged-role");
+    let subjects = binding.subjects.unwrap_or_default();
+    assert_eq!(subjects[0].name, "smb-csi-driver-controller-sa");
     assert_eq!(finalizers(&admin, &driver).await.len(), 2, "removable");
     running.stop().await;
 }

@@ -108,6 +108,7 @@ fn yaml(v: &Option<Value>) -> String {
 #[case::gcp_pd("gcp-pd", "gcp-pd")]
 #[case::aws_ebs("aws-ebs", "aws-ebs")]
 #[case::aws_efs("aws-efs", "aws-efs")]
+#[case::smb("smb", "samba")]
 fn operands_match_openshift_but_for_the_listed_differences(
     #[case] short_name: &str,
     #[case] fixture: &str,

@@ -29,8 +29,10 @@ const INFRA: &str = "demo-x7k2p";
 
 /// One driver OpenShift's operator installed, and what taking it over must give.
 struct Case {
-    /// Our short name and the fixture directory.
+    /// Our short name.
     short: &'static str,
+    /// The fixture directory (OpenShift's overlay name).
+    fixture: &'static str,
     /// The CSI driver (and ClusterCSIDriver) name.
     driver: &'static str,
     /// Its conditions' prefix.
@@ -61,6 +63,7 @@ impl Case {
 
 const GCP_PD: Case = Case {
     short: "gcp-pd",
+    fixture: "gcp-pd",
     driver: "pd.csi.storage.gke.io",
     prefix: "GCPPD",
     former: "gcp-pd-csi-driver-operator",
@@ -88,6 +91,7 @@ const GCP_PD: Case = Case {
 
 const AWS_EFS: Case = Case {
     short: "aws-efs",
+    fixture: "aws-efs",
     driver: "efs.csi.aws.com",
     prefix: "AWSEFS",
     former: "aws-efs-csi-driver-operator",
@@ -97,6 +101,28 @@ const AWS_EFS: Case = Case {
     classes: &[],
     not_rendered: &[],
     same_pod_templates: false,
+};
+
+const SMB: Case = Case {
+    short: "smb",
+    fixture: "samba",
+    driver: "smb.csi.k8s.io",
+    prefix: "SMB",
+    former: "smb-csi-driver-operator",
+    platform: || json!({"type": "None"}),
+    hooks: |_| {},
+    metrics_ports: &[
+        ("provisioner-m", 9222),
+        ("resizer-m", 9223),
+        ("driver-m", 9221),
+    ],
+    classes: &[],
+    not_rendered: &[
+        "ClusterRole/smb-csi-driver-role",
+        "ClusterRoleBinding/smb-csi-driver-binding",
+        "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
+    ],
+    same_pod_templates: true,
 };
 
 /// The images of the release payload, by OpenShift's environment variable.
@@ -139,7 +165,7 @@ fn openshift_objects(case: &Case) -> Vec<Value> {
         substitutions.push((format!("${{{var}}}"), image));
     }
     substitutions.push(("${CLUSTER_ID}".to_owned(), INFRA.to_owned()));
-    let mut objects = fixtures::load(case.short, &substitutions);
+    let mut objects = fixtures::load(case.fixture, &substitutions);
     objects.retain(|o| {
         o["metadata"]["name"] != "hyperdisk-balanced" && o["kind"] != "CredentialsRequest"
     });
@@ -388,6 +414,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[rstest::rstest]
 #[case::gcp_pd(&GCP_PD)]
 #[case::aws_efs(&AWS_EFS)]
+#[case::smb(&SMB)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;

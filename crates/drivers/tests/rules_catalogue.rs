@@ -847,16 +847,27 @@ fn smb_needs_no_cloud_and_waits_for_its_volumes_before_removal() {
         },
     );
     assert!(classes(&def, &inputs).is_empty());
-    // The controller mounts shares to create volumes: privileged on the host network.
+    // The controller mounts shares to create volumes: its driver container is privileged, on
+    // the pod network as OpenShift runs it.
     let deployment = controller(&def, &inputs);
-    assert_eq!(pod(&deployment).host_network, Some(true));
+    assert_eq!(pod(&deployment).host_network, None);
+    let driver = &pod(&deployment).containers[0];
+    assert_eq!(
+        driver.security_context.as_ref().and_then(|s| s.privileged),
+        Some(true)
+    );
     let node_ports: Vec<u16> = [
         def.node.driver.healthz_port,
         def.node.registrar_healthz_port,
     ]
     .into();
-    for other in ["gcp-pd", "aws-ebs", "aws-efs", "azure-disk", "azure-file"] {
+    // SMB runs on any platform, beside that platform's driver: its node pods, on the host
+    // network, must not take a port another driver's node pods listen on.
+    for other in drivers::short_names().into_iter().filter(|n| *n != "smb") {
         let other = drivers::by_name(other).unwrap();
+        if !other.node.host_network {
+            continue;
+        }
         for port in [
             other.node.driver.healthz_port,
             other.node.registrar_healthz_port,
@@ -1007,4 +1018,41 @@ fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
             .count(),
         1
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC of every driver
+
+/// Every rule a driver table asks for its controller (`controller.extraRules`) is granted to
+/// the controller's ServiceAccount by a ClusterRole bound to it, whatever network and SCC the
+/// controller has (a pod-network controller with the default SCC once got none of them).
+#[test]
+fn every_controller_gets_its_extra_rules() {
+    for name in drivers::short_names() {
+        let def = def(name);
+        let sa = csi::names::controller_sa(&def);
+        let roles = csi::rbac::build_cluster_roles(&def);
+        let granted: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
+            csi::rbac::build_cluster_role_bindings(&def)
+                .iter()
+                .filter(|b| b.subjects.iter().flatten().any(|s| s.name == sa))
+                .filter_map(|b| {
+                    roles
+                        .iter()
+                        .find(|r| r.metadata.name.as_deref() == Some(&b.role_ref.name))
+                })
+                .flat_map(|r| r.rules.clone().unwrap_or_default())
+                .collect();
+        for rule in &def.controller.extra_rules {
+            let covered = granted.iter().any(|g| {
+                g.api_groups.clone().unwrap_or_default() == rule.api_groups
+                    && g.resources.clone().unwrap_or_default() == rule.resources
+                    && g.verbs == rule.verbs
+            });
+            assert!(
+                covered,
+                "{name}: controller rule {rule:?} is not granted to {sa} (granted: {granted:?})"
+            );
+        }
+    }
 }

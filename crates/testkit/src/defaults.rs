@@ -266,6 +266,17 @@ fn pod_spec(spec: &mut Value) {
                         default(p, "protocol", json!("TCP"));
                     }
                 }
+                // A pod field reference names the core API's version, as kube-apiserver
+                // defaults it (so an object written with or without it is stored the same).
+                if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+                    for field in env
+                        .iter_mut()
+                        .filter_map(|e| e.pointer_mut("/valueFrom/fieldRef"))
+                        .filter_map(Value::as_object_mut)
+                    {
+                        default(field, "apiVersion", json!("v1"));
+                    }
+                }
             }
         }
     }

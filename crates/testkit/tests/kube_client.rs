@@ -937,3 +937,38 @@ async fn watches_are_drained_once_their_client_has_read_every_event() {
     })
     .await;
 }
+
+/// A pod field reference is stored with `apiVersion: v1` whether or not it was written with
+/// one, as kube-apiserver defaults it: an operator that leaves it out and one that writes it
+/// produce the same pod template (and no rollout when one takes over from the other).
+#[tokio::test]
+async fn pod_field_references_default_to_the_core_version() {
+    use kube::api::PostParams;
+
+    let cluster = Cluster::start().await;
+    let daemon_sets: kube::Api<DaemonSet> = kube::Api::namespaced(cluster.client(), "default");
+    let written: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "node"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "node"}},
+            "template": {
+                "metadata": {"labels": {"app": "node"}},
+                "spec": {"containers": [{"name": "driver", "image": "driver:1", "env": [
+                    {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    {"name": "OTHER", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                    {"name": "PLAIN", "value": "x"},
+                ]}]},
+            },
+        },
+    }))
+    .unwrap();
+    let stored = daemon_sets
+        .create(&PostParams::default(), &written)
+        .await
+        .unwrap();
+    let env = serde_json::to_value(&stored.spec.unwrap().template.spec.unwrap().containers[0].env)
+        .unwrap();
+    assert_eq!(env[0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
+    assert_eq!(env[1]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
+    assert_eq!(env[2].get("valueFrom"), None);
+}
