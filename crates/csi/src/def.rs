@@ -57,6 +57,12 @@ pub struct DriverDef {
     /// then watches PersistentVolumes; see `operator::removal`).
     #[serde(default)]
     pub removal_blocked_by_volumes: bool,
+    /// Whether the cluster-wide proxy and trusted CA bundle reach the driver containers (the
+    /// `config.openshift.io/inject-proxy*` annotations on the workloads and the
+    /// `<objectPrefix>-trusted-ca-bundle` ConfigMap). A driver that makes no HTTPS calls (SMB,
+    /// which talks to file servers) does without, as OpenShift runs it.
+    #[serde(default = "default_true")]
+    pub cluster_proxy: bool,
     /// The images of the driver and every sidecar.
     pub images: Images,
     /// Further images the driver's hooks use (e.g. vSphere's syncer, Manila's NFS node

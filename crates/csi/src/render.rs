@@ -205,7 +205,9 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .into_iter()
             .map(Operand::RoleBinding),
     );
-    out.push(Operand::ConfigMap(build_trusted_ca_bundle_config_map(def)));
+    if def.cluster_proxy {
+        out.push(Operand::ConfigMap(build_trusted_ca_bundle_config_map(def)));
+    }
     out.extend(
         build_copied_config_maps(def, inputs)
             .into_iter()

@@ -425,8 +425,11 @@ fn sidecar_args(
 }
 
 /// The annotations naming the containers that get the cluster proxy (when `proxy`) and the
-/// trusted CA bundle.
-fn workload_annotations(proxy: bool) -> BTreeMap<String, String> {
+/// trusted CA bundle; none for a driver without the cluster proxy (`clusterProxy: false`).
+fn workload_annotations(def: &DriverDef, proxy: bool) -> Option<BTreeMap<String, String>> {
+    if !def.cluster_proxy {
+        return None;
+    }
     let mut annotations = BTreeMap::from([(
         names::INJECT_CA_BUNDLE_ANNOTATION.to_owned(),
         names::DRIVER_CONTAINER.to_owned(),
@@ -437,7 +440,7 @@ fn workload_annotations(proxy: bool) -> BTreeMap<String, String> {
             names::DRIVER_CONTAINER.to_owned(),
         );
     }
-    annotations
+    Some(annotations)
 }
 
 /// Where the controller pods run for a topology: nodeSelector, tolerations and a preferred
@@ -609,7 +612,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         spec: Some(spec),
     };
     let mut metadata = names::ns_meta(def, app.clone());
-    metadata.annotations = Some(workload_annotations(true));
+    metadata.annotations = workload_annotations(def, true);
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
@@ -795,7 +798,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         spec: Some(spec),
     };
     let mut metadata = names::ns_meta(def, app.clone());
-    metadata.annotations = Some(workload_annotations(node.inject_proxy));
+    metadata.annotations = workload_annotations(def, node.inject_proxy);
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);

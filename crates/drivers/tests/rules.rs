@@ -475,6 +475,54 @@ fn proxy_env_goes_to_the_driver_containers_only(
     assert_eq!(http_value.as_deref(), http);
 }
 
+/// A driver without the cluster proxy (`clusterProxy: false`, SMB) gets neither the proxy nor
+/// the trusted CA bundle, even when the cluster has both: no annotations, no ConfigMap, no
+/// proxy variables, no CA mount.
+#[test]
+fn a_driver_without_the_cluster_proxy_gets_neither_proxy_nor_ca_bundle() {
+    let def = drivers::by_name("smb").unwrap();
+    assert!(!def.cluster_proxy);
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.proxy = ProxyStatus {
+        http_proxy: Some("http://p:3128".to_owned()),
+        https_proxy: Some("https://p:3129".to_owned()),
+        no_proxy: None,
+    };
+    i.trusted_ca_bundle = true;
+    let d = csi::build_controller_deployment(&def, &i);
+    let n = csi::build_node_daemon_set(&def, &i);
+    assert_eq!(d.metadata.annotations, None);
+    assert_eq!(n.metadata.annotations, None);
+    for spec in [pod(&d), ds_pod(&n)] {
+        for c in &spec.containers {
+            assert!(
+                env_names(c).iter().all(|e| !e.ends_with("_PROXY")),
+                "{}",
+                c.name
+            );
+            assert!(
+                c.volume_mounts
+                    .iter()
+                    .flatten()
+                    .all(|m| m.name != "non-standard-root-system-trust-ca-bundle"),
+                "{}",
+                c.name
+            );
+        }
+    }
+    let rendered = csi::render(&def, &i);
+    assert!(
+        rendered
+            .iter()
+            .all(|o| o["metadata"]["name"] != "smb-csi-driver-trusted-ca-bundle"),
+        "no trusted CA bundle ConfigMap"
+    );
+    // The same inputs give GCP PD's driver both.
+    let gcp = gcp_pd();
+    let d = csi::build_controller_deployment(&gcp, &i);
+    assert!(env_names(container(pod(&d), "csi-driver")).contains(&"HTTPS_PROXY"));
+}
+
 #[rstest]
 #[case(false)]
 #[case(true)]

@@ -229,6 +229,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         adopt_from: Vec::new(),
         // The declared controller keeps its own finalizer while PersistentVolumes exist.
         removal_blocked_by_volumes: false,
+        cluster_proxy: true,
         copied_config_maps: Vec::new(),
         hashed_secrets: Vec::new(),
         config_maps: Vec::new(),
