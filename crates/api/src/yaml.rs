@@ -19,19 +19,34 @@ use serde::de::DeserializeOwned;
 pub enum Error {
     /// Not YAML (the parser's message has the line and column).
     Syntax(Box<serde_saphyr::Error>),
-    /// YAML, but not the shape of the type (the decoder's message names the field or value).
-    Shape(serde_json::Error),
+    /// YAML, but not the shape of the type: the decoder's message, and the field it is about
+    /// (`spec.driverName`, `spec.storageClasses[0]`) where it could be found.
+    Shape {
+        /// Where in the document, as a field path; empty for the document itself.
+        field: Option<String>,
+        /// What the decoder said.
+        source: serde_json::Error,
+    },
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Syntax(e) => write!(f, "{e}"),
-            // The position is in the JSON made from the document, not in the document.
-            Self::Shape(e) => {
+            // The parser's message starts with its own "error: ".
+            Self::Syntax(e) => {
                 let message = e.to_string();
-                let position = format!(" at line {} column {}", e.line(), e.column());
-                f.write_str(message.strip_suffix(&position).unwrap_or(&message))
+                f.write_str(message.strip_prefix("error: ").unwrap_or(&message))
+            }
+            // The position is in the JSON made from the document, not in the document: the
+            // field path replaces it.
+            Self::Shape { field, source } => {
+                let message = source.to_string();
+                let position = format!(" at line {} column {}", source.line(), source.column());
+                let message = message.strip_suffix(&position).unwrap_or(&message);
+                match field.as_deref() {
+                    Some(field) if !field.is_empty() => write!(f, "{field}: {message}"),
+                    _ => f.write_str(message),
+                }
             }
         }
     }
@@ -41,7 +56,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Syntax(e) => Some(e.as_ref()),
-            Self::Shape(e) => Some(e),
+            Self::Shape { source, .. } => Some(source),
         }
     }
 }
@@ -55,10 +70,74 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
 
 /// Decodes a JSON tree as a `T`, from its bytes, as objects from the API server are decoded:
 /// `serde_json::from_value` would compile every type's decoder once more, for the tree. Errors
-/// are [`Error::Shape`], without the meaningless position in the bytes.
+/// are [`Error::Shape`], naming the field instead of a position in the bytes.
 pub fn from_value<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, Error> {
-    let json = serde_json::to_vec(value).map_err(Error::Shape)?;
-    serde_json::from_slice(&json).map_err(Error::Shape)
+    let shape = |source: serde_json::Error| Error::Shape {
+        field: None,
+        source,
+    };
+    // Pretty-printed, one key or item per line: the decoder's line number says which.
+    let json = serde_json::to_vec_pretty(value).map_err(shape)?;
+    serde_json::from_slice(&json).map_err(|source| {
+        let mut line = 1;
+        let mut found = None;
+        field_at_line(
+            value,
+            &mut String::new(),
+            &mut line,
+            source.line(),
+            &mut found,
+        );
+        Error::Shape {
+            field: found,
+            source,
+        }
+    })
+}
+
+/// Walks `value` as `serde_json`'s pretty printer lays it out (an object's or a list's entries
+/// one per line after its opening line, its closing bracket on a line of its own, empty ones
+/// inline) and records the path of what is on line `target`: the entry that starts there, or
+/// the object or list that closes there (a missing field is reported at the closing brace).
+fn field_at_line(
+    value: &serde_json::Value,
+    path: &mut String,
+    line: &mut usize,
+    target: usize,
+    found: &mut Option<String>,
+) {
+    let entries: Vec<(String, &serde_json::Value)> = match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let sep = if path.is_empty() { "" } else { "." };
+                (format!("{sep}{k}"), v)
+            })
+            .collect(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("[{i}]"), v))
+            .collect(),
+        _ => return,
+    };
+    if entries.is_empty() {
+        return;
+    }
+    for (segment, child) in entries {
+        *line += 1;
+        let len = path.len();
+        path.push_str(&segment);
+        if *line == target {
+            *found = Some(path.clone());
+        }
+        field_at_line(child, path, line, target, found);
+        path.truncate(len);
+    }
+    *line += 1;
+    if *line == target {
+        *found = Some(path.clone());
+    }
 }
 
 /// Parses every document of a multi-document YAML stream (empty documents are `Null`).
@@ -124,11 +203,63 @@ mod tests {
         assert!(matches!(syntax, Error::Syntax(_)), "{syntax}");
         assert!(syntax.to_string().contains("line"), "{syntax}");
         let shape = from_str::<Class>("reclaimPolicy: Retain\n").unwrap_err();
-        assert!(matches!(shape, Error::Shape(_)), "{shape}");
+        assert!(matches!(shape, Error::Shape { .. }), "{shape}");
         assert_eq!(shape.to_string(), "missing field `name`");
         // A YAML number is a number, as in the JSON the API server reads.
         let number = from_str::<Class>("name: 1\n").unwrap_err();
-        assert!(number.to_string().contains("expected a string"), "{number}");
+        assert_eq!(
+            number.to_string(),
+            "name: invalid type: integer `1`, expected a string"
+        );
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)] // read by the decoder only
+    struct Doc {
+        kind: String,
+        spec: Spec,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Spec {
+        classes: Vec<Class>,
+        mode: Mode,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[test]
+    fn shape_errors_name_the_field_at_any_depth() {
+        let cases = [
+            // A wrong type in a list item after an empty list and a nested object.
+            (
+                "kind: K\nspec:\n  tags: []\n  mode: Fast\n  classes:\n  - name: a\n  - name: [1]\n",
+                "spec.classes[1].name: invalid type: sequence, expected a string",
+            ),
+            // A field missing from a list item: reported where the item closes.
+            (
+                "kind: K\nspec:\n  mode: Slow\n  classes:\n  - name: a\n  - reclaimPolicy: Retain\n",
+                "spec.classes[1]: missing field `name`",
+            ),
+            // A value outside an enum.
+            (
+                "kind: K\nspec:\n  mode: Medium\n  classes: []\n",
+                "spec.mode: unknown variant `Medium`, expected `Fast` or `Slow`",
+            ),
+            // A field missing from the document itself.
+            ("spec: {mode: Fast, classes: []}\n", "missing field `kind`"),
+        ];
+        for (yaml, want) in cases {
+            let error = from_str::<Doc>(yaml).unwrap_err();
+            assert_eq!(error.to_string(), want, "{yaml}");
+        }
     }
 
     #[test]

@@ -547,3 +547,109 @@ fn committed_install_manifests_are_fresh() {
     let output = storage_operator(&["manifests", "--check", deploy.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+/// The command line's rows of the bad-input table (#17): each bad input is refused with the
+/// exit code of its kind (2: usage or input refused, 1: it could not be done) and one message
+/// that names the field, flag or file and what fixes it.
+#[test]
+fn bad_command_line_inputs_are_refused_with_a_precise_message() {
+    let dir = std::env::temp_dir().join(format!("storage-operator-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let valid = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../api/tests/fixtures/valid/csidriverdeployment-hostpath-2018.yaml"
+    ))
+    .unwrap();
+    let file = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let header = "apiVersion: csidriver.storage.openshift.io/v1alpha1\nkind: CSIDriverDeployment\nmetadata: {name: x}\n";
+    let not_yaml = file("not-yaml.yaml", format!("{header}spec: [unclosed\n"));
+    let wrong_type = file(
+        "wrong-type.yaml",
+        format!("{header}spec:\n  driverName: 7\n"),
+    );
+    let missing = file(
+        "missing.yaml",
+        format!("{header}spec: {{driverName: a.b.c}}\n"),
+    );
+    let bad_name = file(
+        "bad-name.yaml",
+        valid.replace("driverName: csi-hostpath", "driverName: Not A Name"),
+    );
+    let bad_volume = file(
+        "bad-migration.yaml",
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec:\n  capacity: {storage: 1Gi}\n  gcePersistentDisk: {pdName: 7, fsType: [ext4]}\n".to_owned(),
+    );
+    let missing_file = dir.join("absent.yaml").display().to_string();
+
+    let cases: Vec<(Vec<&str>, i32, String)> = vec![
+        (
+            vec!["render", "--csidriverdeployment", &missing_file],
+            1,
+            format!("error: reading {missing_file}: No such file or directory"),
+        ),
+        (
+            vec!["render", "--csidriverdeployment", &not_yaml],
+            2,
+            format!("error: {not_yaml} is not a CSIDriverDeployment: line 4 column 7: unclosed bracket"),
+        ),
+        (
+            vec!["render", "--csidriverdeployment", &wrong_type],
+            2,
+            format!("error: {wrong_type} is not a CSIDriverDeployment: spec.driverName: invalid type: integer `7`, expected a string"),
+        ),
+        (
+            vec!["render", "--csidriverdeployment", &missing],
+            2,
+            format!("error: {missing} is not a CSIDriverDeployment: spec: missing field `driverPerNodeTemplate`"),
+        ),
+        (
+            vec!["render", "--csidriverdeployment", &bad_name],
+            2,
+            "spec.driverName".to_owned(),
+        ),
+        (
+            vec!["migration", "translate", "--filename", &bad_volume],
+            1,
+            "spec.gcePersistentDisk.fsType: invalid type: sequence, expected a string".to_owned(),
+        ),
+        (
+            vec!["render", "--driver", "nfs"],
+            1,
+            "error: unknown CSI driver \"nfs\": known drivers are gcp-pd".to_owned(),
+        ),
+        (
+            vec!["render", "--platform", "AWS", "--topology", "Bogus"],
+            2,
+            "invalid value 'Bogus' for '--topology <TOPOLOGY>': unknown topology \"Bogus\": expected HighlyAvailable".to_owned(),
+        ),
+        (
+            vec!["--log-format", "xml", "crds"],
+            2,
+            "invalid value 'xml' for '--log-format <LOG_FORMAT>'".to_owned(),
+        ),
+        (
+            vec!["driver", "gcp-pd", "--admin-address", "localhost"],
+            2,
+            "invalid value 'localhost' for '--admin-address <ADMIN_ADDRESS>'".to_owned(),
+        ),
+    ];
+    for (args, code, message) in &cases {
+        let output = storage_operator(args);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(*code), "{args:?}: {said}");
+        assert!(
+            said.contains(message.as_str()),
+            "{args:?}: want {message:?}, got: {said}"
+        );
+        assert_eq!(
+            said.matches("error:").count(),
+            1,
+            "{args:?}: one error, once: {said}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
