@@ -444,6 +444,10 @@ pub struct ControllerDef {
     /// Memory limits of the sidecars, proxies and livenessprobe.
     #[serde(default)]
     pub memory_limits: ControllerLimitsDef,
+    /// Annotations of the Deployment itself (not its pods), where OpenShift's asset has some
+    /// of its own (metadata only: changing them restarts nothing).
+    #[serde(default)]
+    pub deployment_annotations: BTreeMap<String, String>,
     /// The name of the binding of a `privileged` controller's ServiceAccount to
     /// `<prefix>-privileged-role`, when it is not `<prefix>-controller-privileged-binding`.
     #[serde(default)]

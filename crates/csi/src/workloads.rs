@@ -613,6 +613,12 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     };
     let mut metadata = names::ns_meta(def, app.clone());
     metadata.annotations = workload_annotations(def, true);
+    if !ctl.deployment_annotations.is_empty() {
+        metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .extend(ctl.deployment_annotations.clone());
+    }
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
     hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);

@@ -266,6 +266,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             safe_to_evict_local_volumes: Vec::new(),
             container_order: Vec::new(),
             memory_limits: Default::default(),
+            deployment_annotations: Default::default(),
             privileged_binding_name: None,
         },
         node: NodeDef {
