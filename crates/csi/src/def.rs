@@ -308,7 +308,8 @@ pub struct DriverContainerDef {
     pub liveness_probe: Option<ProbeTimingsDef>,
     /// The value of `CSI_ENDPOINT` (the driver's socket), when it is not the kit's
     /// (`unix:///var/lib/csi/sockets/pluginproxy/csi.sock` in the controller,
-    /// `unix:/csi/csi.sock` on nodes). It must be inside `socket-dir`'s mount.
+    /// `unix:/csi/csi.sock` on nodes). It must be `csi.sock` in `socket-dir`'s mount, where
+    /// the sidecars connect.
     #[serde(default)]
     pub endpoint: Option<String>,
     /// Paths of the kit's mounts of this container, by volume name, where they are not the
@@ -786,9 +787,12 @@ impl DriverDef {
                 let path = endpoint
                     .trim_start_matches("unix://")
                     .trim_start_matches("unix:");
-                if !path.starts_with(&format!("{}/", dir.trim_end_matches('/'))) {
+                // The sidecars and the livenessprobe find the socket as csi.sock in socket-dir.
+                let want = format!("{}/csi.sock", dir.trim_end_matches('/'));
+                if path.trim_start_matches('/') != want.trim_start_matches('/') {
                     problems.push(format!(
-                        "{pod} driver endpoint {endpoint} is not inside socket-dir ({dir})"
+                        "{pod} driver endpoint {endpoint} is not csi.sock in socket-dir ({dir}): \
+                         the sidecars connect to {want}"
                     ));
                 }
             }

@@ -388,7 +388,7 @@ fn validation_checks_the_pod_template_settings() {
         err.problems,
         [
             "node volume dev has no mountPath but mount settings (readOnly, mountPropagation, alsoMountedIn)",
-            "controller driver endpoint unix:///var/lib/csi/sockets/pluginproxy/csi.sock is not inside socket-dir (/csi)",
+            "controller driver endpoint unix:///var/lib/csi/sockets/pluginproxy/csi.sock is not csi.sock in socket-dir (/csi): the sidecars connect to /csi/csi.sock",
             "node driver mountPaths names registration-dir, not one of the kit's mounts (socket-dir, kubelet-dir)",
             "node driver livenessProbe needs initialDelaySeconds >= 0 and periodSeconds, timeoutSeconds >= 1",
             "node extraRules use a wildcard ([\"example.com\"] [\"*\"] [\"get\"]): name each API group, resource and verb (the operator must hold every permission it grants)",
