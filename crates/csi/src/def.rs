@@ -659,6 +659,24 @@ fn duplicates<T: Ord + Clone + std::fmt::Display>(
 }
 
 impl ControllerDef {
+    /// The names of the containers the kit puts in the pod, in its order: the driver and its
+    /// kube-rbac-proxy, each sidecar followed by its own, the livenessprobe (a driver's hooks
+    /// may add more after them).
+    pub fn container_names(&self) -> Vec<String> {
+        let mut names = vec![crate::names::DRIVER_CONTAINER.to_owned()];
+        if let Some(m) = self.driver.metrics {
+            names.push(format!("kube-rbac-proxy-{}", m.local_port));
+        }
+        for sidecar in &self.sidecars {
+            names.push(sidecar.kind.container_name());
+            if sidecar.metrics.is_some() {
+                names.push(format!("{}-kube-rbac-proxy", sidecar.kind.short_name()));
+            }
+        }
+        names.push(crate::names::LIVENESS_PROBE_CONTAINER.to_owned());
+        names
+    }
+
     /// Whether the controller's ServiceAccount is bound to `<prefix>-privileged-role` (the
     /// node's, which grants the privileged SCC), with the controller's extra rules in it: for a
     /// `privileged` controller and for any that requires the privileged SCC. Otherwise a
@@ -806,6 +824,41 @@ impl DriverDef {
             }
         }
 
+        // Containers named in the table must be containers of the pod.
+        let controller_containers = ctl.container_names();
+        let node_containers = [
+            crate::names::DRIVER_CONTAINER.to_owned(),
+            crate::names::REGISTRAR_CONTAINER.to_owned(),
+            crate::names::LIVENESS_PROBE_CONTAINER.to_owned(),
+        ];
+        for (pod, volumes, containers) in [
+            (
+                "controller",
+                &ctl.driver.volumes,
+                &controller_containers[..],
+            ),
+            ("node", &self.node.driver.volumes, &node_containers[..]),
+        ] {
+            for v in volumes {
+                for name in v.also_mounted_in.iter().filter(|n| !containers.contains(n)) {
+                    problems.push(format!(
+                        "{pod} volume {} alsoMountedIn names {name}, not a container of the pod ({})",
+                        v.name,
+                        containers.join(", ")
+                    ));
+                }
+            }
+        }
+        for name in ctl
+            .container_order
+            .iter()
+            .filter(|n| !controller_containers.contains(n))
+        {
+            problems.push(format!(
+                "controller containerOrder names {name}, not a container of the pod ({})",
+                controller_containers.join(", ")
+            ));
+        }
         for (pod, rules) in [
             ("controller", &ctl.extra_rules),
             ("node", &self.node.extra_rules),

@@ -372,6 +372,12 @@ fn validation_checks_the_pod_template_settings() {
         BTreeMap::from([("socket-dir".to_owned(), "/csi".to_owned())]);
     def.controller.driver.endpoint =
         Some("unix:///var/lib/csi/sockets/pluginproxy/csi.sock".to_owned());
+    // Containers a table names must be the pod's.
+    def.node.driver.volumes.push(serde_json::from_value(json!({
+        "name": "tmp", "mountPath": "/tmp", "alsoMountedIn": ["csi-provisioner"], "source": {"emptyDir": {}}
+    })).unwrap());
+    def.controller.container_order = vec!["csi-driver".to_owned(), "sidecar".to_owned()];
+    let controller_containers = def.controller.container_names().join(", ");
     def.node.extra_rules.push(
         serde_json::from_value(json!({
             "apiGroups": ["example.com"], "resources": ["*"], "verbs": ["get"]
@@ -387,12 +393,18 @@ fn validation_checks_the_pod_template_settings() {
     assert_eq!(
         err.problems,
         [
-            "node volume dev has no mountPath but mount settings (readOnly, mountPropagation, alsoMountedIn)",
-            "controller driver endpoint unix:///var/lib/csi/sockets/pluginproxy/csi.sock is not csi.sock in socket-dir (/csi): the sidecars connect to /csi/csi.sock",
-            "node driver mountPaths names registration-dir, not one of the kit's mounts (socket-dir, kubelet-dir)",
-            "node driver livenessProbe needs initialDelaySeconds >= 0 and periodSeconds, timeoutSeconds >= 1",
-            "node extraRules use a wildcard ([\"example.com\"] [\"*\"] [\"get\"]): name each API group, resource and verb (the operator must hold every permission it grants)",
+            "node volume dev has no mountPath but mount settings (readOnly, mountPropagation, alsoMountedIn)".to_owned(),
+            "controller driver endpoint unix:///var/lib/csi/sockets/pluginproxy/csi.sock is not csi.sock in socket-dir (/csi): the sidecars connect to /csi/csi.sock".to_owned(),
+            "node driver mountPaths names registration-dir, not one of the kit's mounts (socket-dir, kubelet-dir)".to_owned(),
+            "node driver livenessProbe needs initialDelaySeconds >= 0 and periodSeconds, timeoutSeconds >= 1".to_owned(),
+            "node volume tmp alsoMountedIn names csi-provisioner, not a container of the pod (csi-driver, csi-node-driver-registrar, csi-liveness-probe)".to_owned(),
+            format!("controller containerOrder names sidecar, not a container of the pod ({controller_containers})"),
+            "node extraRules use a wildcard ([\"example.com\"] [\"*\"] [\"get\"]): name each API group, resource and verb (the operator must hold every permission it grants)".to_owned(),
         ]
+    );
+    assert!(
+        controller_containers.starts_with("csi-driver, kube-rbac-proxy-"),
+        "{controller_containers}"
     );
 }
 

@@ -1056,3 +1056,33 @@ fn every_controller_gets_its_extra_rules() {
         }
     }
 }
+
+/// The controller containers a table can name (`containerOrder`, `alsoMountedIn`) are the ones
+/// the kit renders, in the kit's order, for every driver (a driver's hooks may add their own
+/// after them, as PowerVS's node-update-controller).
+#[test]
+fn the_named_controller_containers_are_the_rendered_ones() {
+    for name in drivers::short_names() {
+        let def = def(name);
+        let inputs = inputs(&def, Topology::HighlyAvailable);
+        let deployment = controller(&def, &inputs);
+        let rendered: Vec<String> = pod(&deployment)
+            .containers
+            .iter()
+            .map(|c| c.name.clone())
+            .filter(|c| def.controller.container_names().contains(c))
+            .collect();
+        let mut named = def.controller.container_names();
+        if !def.controller.container_order.is_empty() {
+            let position = |c: &String| {
+                def.controller
+                    .container_order
+                    .iter()
+                    .position(|n| n == c)
+                    .unwrap_or(usize::MAX)
+            };
+            named.sort_by_key(position);
+        }
+        assert_eq!(rendered, named, "{name}");
+    }
+}
