@@ -386,6 +386,20 @@ impl SidecarKind {
     pub fn container_name(self) -> String {
         format!("csi-{}", self.short_name())
     }
+
+    /// The name of the kube-rbac-proxy container in front of its metrics
+    /// (`provisioner-kube-rbac-proxy`).
+    pub fn proxy_container_name(self) -> String {
+        format!("{}-kube-rbac-proxy", self.short_name())
+    }
+}
+
+impl MetricsDef {
+    /// The name of the kube-rbac-proxy container in front of the driver's own metrics:
+    /// OpenShift names it after the port it fronts (`kube-rbac-proxy-8221`).
+    pub fn driver_proxy_container_name(self) -> String {
+        format!("kube-rbac-proxy-{}", self.local_port)
+    }
 }
 
 /// One controller sidecar.
@@ -665,12 +679,12 @@ impl ControllerDef {
     pub fn container_names(&self) -> Vec<String> {
         let mut names = vec![crate::names::DRIVER_CONTAINER.to_owned()];
         if let Some(m) = self.driver.metrics {
-            names.push(format!("kube-rbac-proxy-{}", m.local_port));
+            names.push(m.driver_proxy_container_name());
         }
         for sidecar in &self.sidecars {
             names.push(sidecar.kind.container_name());
             if sidecar.metrics.is_some() {
-                names.push(format!("{}-kube-rbac-proxy", sidecar.kind.short_name()));
+                names.push(sidecar.kind.proxy_container_name());
             }
         }
         names.push(crate::names::LIVENESS_PROBE_CONTAINER.to_owned());

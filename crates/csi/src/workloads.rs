@@ -501,9 +501,12 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         false,
     )];
     if let Some(m) = ctl.driver.metrics {
-        // OpenShift names the driver's proxy after the port it fronts.
-        let name = format!("kube-rbac-proxy-{}", m.local_port);
-        containers.push(kube_rbac_proxy(&name, "driver", m, inputs));
+        containers.push(kube_rbac_proxy(
+            &m.driver_proxy_container_name(),
+            "driver",
+            m,
+            inputs,
+        ));
     }
     for sidecar in &ctl.sidecars {
         let mut c = container(
@@ -522,9 +525,12 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         limit_memory(&mut c, ctl.memory_limits.sidecars.as_ref());
         containers.push(c);
         if let Some(m) = sidecar.metrics {
-            let short = sidecar.kind.short_name();
-            let name = format!("{short}-kube-rbac-proxy");
-            containers.push(kube_rbac_proxy(&name, short, m, inputs));
+            containers.push(kube_rbac_proxy(
+                &sidecar.kind.proxy_container_name(),
+                sidecar.kind.short_name(),
+                m,
+                inputs,
+            ));
         }
     }
     for c in containers

@@ -1066,13 +1066,13 @@ fn the_named_controller_containers_are_the_rendered_ones() {
         let def = def(name);
         let inputs = inputs(&def, Topology::HighlyAvailable);
         let deployment = controller(&def, &inputs);
+        let mut named = def.controller.container_names();
         let rendered: Vec<String> = pod(&deployment)
             .containers
             .iter()
             .map(|c| c.name.clone())
-            .filter(|c| def.controller.container_names().contains(c))
+            .filter(|c| named.contains(c))
             .collect();
-        let mut named = def.controller.container_names();
         if !def.controller.container_order.is_empty() {
             let position = |c: &String| {
                 def.controller
