@@ -664,6 +664,22 @@ async fn a_failed_write_is_degraded_naming_the_object_and_retried() {
     let (_, reason, message) = wait_condition(&admin, NS, "csi-s3", "Degraded", "True").await;
     assert_eq!(reason, "SyncFailed");
     assert!(message.contains("DaemonSet csi/csi-s3-node"), "{message}");
+    // Said as a Warning Event on the object, naming the step and the operand.
+    eventually("a Warning Event naming the failed apply", async || {
+        let events = Api::<Event>::namespaced(admin.clone(), NS)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        events.items.into_iter().find(|e| {
+            e.type_.as_deref() == Some("Warning")
+                && e.reason.as_deref() == Some("ApplyFailed")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("csi-s3")
+                && e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("applying DaemonSet csi/csi-s3-node"))
+        })
+    })
+    .await;
     // The rest is applied.
     eventually("the CSIDriver", async || {
         Api::<CSIDriver>::all(admin.clone())
@@ -823,4 +839,36 @@ async fn a_failed_status_write_is_retried() {
         .count();
     assert_eq!(refused, 1, "the status write failed once");
     running.stop().await;
+}
+
+#[tokio::test]
+async fn a_hanging_write_for_one_object_holds_up_no_other() {
+    let (cluster, admin) = setup().await;
+    // The first DaemonSet write hangs far longer than this test waits for anything.
+    cluster.inject(
+        testkit::FaultRule::hang(Some("patch"), Some("daemonsets"), Duration::from_secs(600))
+            .with_max_hits(1),
+    );
+    let _running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    eventually("the first object's DaemonSet write hanging", async || {
+        (cluster.fault_hits() == 1).then_some(())
+    })
+    .await;
+
+    create(&admin, example("cinder-3.11.yaml", "other")).await;
+    wait_condition(&admin, "other", "cinder", "Degraded", "False").await;
+    eventually("the other object's DaemonSet", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), "other")
+            .get_opt("cinder-node")
+            .await
+            .unwrap()
+    })
+    .await;
+    let hung = Api::<DaemonSet>::namespaced(admin.clone(), NS)
+        .get_opt("csi-s3-node")
+        .await
+        .unwrap();
+    assert!(hung.is_none(), "the first object's write is still hanging");
+    // Not stopped: a graceful stop would wait for the hanging write.
 }

@@ -76,17 +76,24 @@ pub struct ApplyError {
 }
 
 impl ApplyError {
-    /// A stable category for metrics and events.
+    /// A stable category for metrics and events ([`category`]).
     pub fn category(&self) -> &'static str {
-        match &self.source {
-            kube::Error::Api(status) if status.code == 409 => "conflict",
-            kube::Error::Api(status) if status.code == 422 || status.code == 400 => "invalid",
-            kube::Error::Api(status) if status.code == 403 => "forbidden",
-            kube::Error::Api(status) if status.code == 404 => "not-found",
-            kube::Error::Api(_) => "api",
-            kube::Error::SerdeError(_) => "serialization",
-            _ => "transport",
-        }
+        category(&self.source)
+    }
+}
+
+/// A stable category of a failed request, for metrics and events: `conflict`, `invalid`,
+/// `forbidden`, `not-found`, `api` (any other answer of the server), `serialization`, or
+/// `transport` (no answer).
+pub fn category(error: &kube::Error) -> &'static str {
+    match error {
+        kube::Error::Api(status) if status.code == 409 => "conflict",
+        kube::Error::Api(status) if status.code == 422 || status.code == 400 => "invalid",
+        kube::Error::Api(status) if status.code == 403 => "forbidden",
+        kube::Error::Api(status) if status.code == 404 => "not-found",
+        kube::Error::Api(_) => "api",
+        kube::Error::SerdeError(_) => "serialization",
+        _ => "transport",
     }
 }
 

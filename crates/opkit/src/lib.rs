@@ -7,6 +7,7 @@ pub mod apply;
 pub mod backoff;
 pub mod cluster_operator;
 pub mod conditions;
+pub mod controller;
 pub mod discovery;
 pub mod install;
 pub mod leader;

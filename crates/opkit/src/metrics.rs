@@ -16,6 +16,17 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+/// When the running pass started and when its latest write returned (see
+/// [`Metrics::within_pass`]).
+struct PassClock {
+    started: std::time::Instant,
+    write_returned: Option<std::time::Instant>,
+}
+
+tokio::task_local! {
+    static PASS_CLOCK: Mutex<PassClock>;
+}
+
 /// Labels of per-controller counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
@@ -204,6 +215,23 @@ impl Metrics {
         wrote
     }
 
+    /// Counts a pass of `controller` that had nothing to reconcile (a per-object controller
+    /// asked about an object that is gone, or about every object when there is none): it
+    /// started and ended at once, settled when `quiet`. Not counted as a reconcile.
+    pub fn idle_pass(&self, controller: &str, quiet: bool) {
+        let mut passes = self.passes();
+        let passes = passes.entry(controller.to_owned()).or_default();
+        passes.state.send_modify(|s| {
+            s.started += 1;
+            s.ended += 1;
+            s.settled = quiet;
+            s.timed = false;
+        });
+        self.settled
+            .get_or_create(&Self::labels(controller))
+            .set(i64::from(quiet));
+    }
+
     /// A time before which the latest write of `controller` was not sent, if it has written:
     /// a change that came later may be that write's (writes are counted when they return,
     /// and their watch events can come before that).
@@ -299,12 +327,36 @@ impl Metrics {
                 kind: kind.to_owned(),
             })
             .inc();
+        let now = std::time::Instant::now();
+        // Inside a pass of a per-object controller, passes overlap: the bound comes from this
+        // pass's own clock, not from whichever pass started last.
+        let own = PASS_CLOCK
+            .try_with(|clock| {
+                let mut clock = clock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let sent_after = clock.write_returned.unwrap_or(clock.started);
+                clock.write_returned = Some(now);
+                sent_after
+            })
+            .ok();
         self.count(controller, |p| {
             p.writes += 1;
-            let now = std::time::Instant::now();
-            p.last_write_sent_after = Some(p.write_returned.or(p.pass_started).unwrap_or(now));
+            p.last_write_sent_after =
+                Some(own.or(p.write_returned).or(p.pass_started).unwrap_or(now));
             p.write_returned = Some(now);
         });
+    }
+
+    /// Runs `pass` with its own clock for [`Metrics::wrote`]: how passes that run at the same
+    /// time (a per-object controller's) keep the bound of each write to their own start and
+    /// writes.
+    pub async fn within_pass<T>(pass: impl std::future::Future<Output = T>) -> T {
+        let clock = Mutex::new(PassClock {
+            started: std::time::Instant::now(),
+            write_returned: None,
+        });
+        PASS_CLOCK.scope(clock, pass).await
     }
 
     /// The metrics in the OpenMetrics text format.

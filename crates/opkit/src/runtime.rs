@@ -111,6 +111,23 @@ impl Informers {
         K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
         K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
     {
+        self.watch_then(name, api, config, |_: &K| {})
+    }
+
+    /// Like [`Informers::watch`], and `touched` sees every object the watch applies or
+    /// deletes (after the cache has it), including each object of a re-list: how a
+    /// per-object controller ([`crate::controller`]) maps a change to the objects it concerns.
+    pub fn watch_then<K>(
+        &mut self,
+        name: &str,
+        api: Api<K>,
+        config: watcher::Config,
+        touched: impl Fn(&K) + Send + Sync + 'static,
+    ) -> Store<K>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+        K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+    {
         let (store, writer) = reflector::store();
         let trigger = self.trigger.clone();
         let watch_name = name.to_owned();
@@ -122,7 +139,15 @@ impl Informers {
             );
             while let Some(event) = events.next().await {
                 match event {
-                    Ok(_) => trigger.pull(),
+                    Ok(event) => {
+                        match &event {
+                            watcher::Event::Apply(object)
+                            | watcher::Event::Delete(object)
+                            | watcher::Event::InitApply(object) => touched(object),
+                            watcher::Event::Init | watcher::Event::InitDone => {}
+                        }
+                        trigger.pull();
+                    }
                     Err(error) => {
                         tracing::warn!(watch = %watch_name, %error, "watch failed; retrying")
                     }
@@ -154,6 +179,22 @@ impl Informers {
         K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
         P: Clone + PartialEq + Send + Sync + 'static,
     {
+        self.watch_projected_then(name, api, config, project, || {})
+    }
+
+    /// Like [`Informers::watch_projected`], and `changed` runs whenever what is kept changes.
+    pub fn watch_projected_then<K, P>(
+        &mut self,
+        name: &str,
+        api: Api<K>,
+        config: watcher::Config,
+        project: impl Fn(&K) -> Option<P> + Send + Sync + 'static,
+        changed: impl Fn() + Send + Sync + 'static,
+    ) -> Projection<P>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+        P: Clone + PartialEq + Send + Sync + 'static,
+    {
         let trigger = self.trigger.clone();
         let watch_name = name.to_owned();
         let projection = Projection::default();
@@ -161,7 +202,11 @@ impl Informers {
         let shared = projection.clone();
         self.tasks.spawn(async move {
             let events = watcher(api, config).backoff(crate::backoff::WatchBackoff::default());
-            follow(events, &shared, &project, &synced, &trigger, &watch_name).await;
+            let pulled = || {
+                changed();
+                trigger.pull();
+            };
+            follow(events, &shared, &project, &synced, &pulled, &watch_name).await;
         });
         self.ready.push((
             name.to_owned(),
@@ -278,7 +323,7 @@ async fn follow<K, P>(
     projection: &Projection<P>,
     project: &impl Fn(&K) -> Option<P>,
     synced: &tokio::sync::watch::Sender<bool>,
-    trigger: &Trigger,
+    pull: &impl Fn(),
     watch_name: &str,
 ) where
     K: Resource,
@@ -313,7 +358,7 @@ async fn follow<K, P>(
             }
         };
         if changed {
-            trigger.pull();
+            pull();
         }
     }
 }

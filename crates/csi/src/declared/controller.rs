@@ -11,10 +11,10 @@
 //!
 //! `Unmanaged` touches nothing and reports only `state` and `observedGeneration`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use api::config_v1::Infrastructure;
@@ -34,14 +34,13 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::{Applier, Outcome, delete_if_present};
-use opkit::backoff::PerObjectBackoff;
 use opkit::conditions::{AVAILABLE, DEGRADED, PROGRESSING, condition, set_condition};
+use opkit::controller::{Queue, Requests};
 use opkit::metrics::Metrics;
 use opkit::runtime::{Informers, LoopConfig, ReconcileError, snapshot};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use tokio::time::Instant;
 
 use super::build::{DeclaredInputs, build_operands};
 use super::kinds::OwnedKind;
@@ -80,14 +79,109 @@ pub struct Settings {
     pub instance: Option<String>,
 }
 
-/// A pass that could not write everything; the loop retries with backoff.
+/// A step of a reconcile that failed. Each names the object; [`StepError::category`] is what
+/// the server's answer was (for metrics), [`StepError::reason`] which step failed (for the
+/// Warning Event on the CSIDriverDeployment).
 #[derive(Debug, thiserror::Error)]
-#[error("syncing CSIDriverDeployments failed: {}", .0.join("; "))]
-pub struct Failure(pub Vec<String>);
+pub enum StepError {
+    /// Adding or removing [`FINALIZER`].
+    #[error("updating the finalizers of CSIDriverDeployment {owner}: {source}")]
+    Finalizer {
+        /// `namespace/name` of the CSIDriverDeployment.
+        owner: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// Reading an object the caches do not hold (a StorageClass an admin made).
+    #[error("reading {kind} {name}: {source}")]
+    Read {
+        /// Its kind.
+        kind: OwnedKind,
+        /// Its name.
+        name: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// Applying an operand.
+    #[error(transparent)]
+    Apply(#[from] opkit::apply::ApplyError),
+    /// Deleting an operand.
+    #[error("deleting {kind} {name}: {source}")]
+    Delete {
+        /// Its kind.
+        kind: OwnedKind,
+        /// Its name.
+        name: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing the CSIDriverDeployment's status.
+    #[error("writing the status of {owner}: {source}")]
+    Status {
+        /// `namespace/name` of the CSIDriverDeployment.
+        owner: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// The builders made an object a CSIDriverDeployment never has (a bug, not input).
+    #[error("{0} is not an operand of a CSIDriverDeployment")]
+    NotAnOperand(String),
+}
+
+impl StepError {
+    /// A stable category for metrics: the server's answer ([`opkit::apply::category`]), or
+    /// `internal` for an object the builders should not have made.
+    pub fn category(&self) -> &'static str {
+        match self {
+            StepError::Finalizer { source, .. }
+            | StepError::Read { source, .. }
+            | StepError::Delete { source, .. }
+            | StepError::Status { source, .. } => opkit::apply::category(source),
+            StepError::Apply(error) => error.category(),
+            StepError::NotAnOperand(_) => "internal",
+        }
+    }
+
+    /// The reason of the Warning Event that reports it: which step failed.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            StepError::Finalizer { .. } => "FinalizerUpdateFailed",
+            StepError::Read { .. } => "ReadFailed",
+            StepError::Apply(_) => "ApplyFailed",
+            StepError::Delete { .. } => "DeleteFailed",
+            StepError::Status { .. } => "StatusUpdateFailed",
+            StepError::NotAnOperand(_) => "InternalError",
+        }
+    }
+}
+
+/// A reconcile that could not do everything: each failed step (the others were done). The
+/// object is retried after its backoff, or when it changes.
+#[derive(Debug, thiserror::Error)]
+#[error("reconciling CSIDriverDeployment {owner} failed: {}", join(.errors, "; "))]
+pub struct Failure {
+    /// `namespace/name` of the CSIDriverDeployment.
+    pub owner: String,
+    /// The failed steps, in order; never empty.
+    pub errors: Vec<StepError>,
+}
+
+fn join(errors: &[StepError], separator: &str) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(separator)
+}
 
 impl ReconcileError for Failure {
+    /// The category of the first failed step.
     fn category(&self) -> &'static str {
-        "sync"
+        self.errors.first().map_or("internal", StepError::category)
     }
 }
 
@@ -116,44 +210,139 @@ fn owned_config() -> watcher::Config {
     watcher::Config::default().labels(OWNER_NAME_LABEL)
 }
 
-/// Starts the caches and waits until they are filled.
-pub async fn start_caches(client: &Client) -> Result<(Caches, Informers), StartError> {
+/// The CSIDriverDeployment an operand belongs to, from its owner labels.
+fn owner_of<K: Resource>(object: &K) -> Option<ObjectRef<CSIDriverDeployment>> {
+    let labels = object.meta().labels.as_ref()?;
+    let name = labels.get(OWNER_NAME_LABEL)?;
+    let namespace = labels.get(OWNER_NAMESPACE_LABEL)?;
+    Some(ObjectRef::new(name).within(namespace))
+}
+
+/// The CSIDriverDeployments that name `driver` (once their cache exists; before that, all of
+/// them are reconciled at start anyway).
+fn claimants_of(
+    declared: &OnceLock<Store<CSIDriverDeployment>>,
+    driver: &str,
+) -> Vec<ObjectRef<CSIDriverDeployment>> {
+    declared.get().map_or_else(Vec::new, |store| {
+        store
+            .state()
+            .iter()
+            .filter(|cd| cd.spec.driver_name == driver)
+            .map(|cd| ObjectRef::from_obj(&**cd))
+            .collect()
+    })
+}
+
+/// Starts the caches and waits until they are filled. Every change asks `requests` for the
+/// CSIDriverDeployments it concerns: an operand's owner; a CSIDriverDeployment itself and the
+/// others naming the same driver (the first claimant wins); a CSIDriver's claimants and owner;
+/// any StorageClass, or a change in which drivers have volumes, all of them (the default-class
+/// rule and the volumes that hold a removal back).
+pub async fn start_caches(
+    client: &Client,
+    requests: &Requests<CSIDriverDeployment>,
+) -> Result<(Caches, Informers), StartError> {
     let mut informers = Informers::new();
     let c = client.clone();
+    let declared: Arc<OnceLock<Store<CSIDriverDeployment>>> = Arc::default();
+    let claimants = declared.clone();
+    let deployments_declared = informers.watch_then(
+        "csidriverdeployments",
+        Api::all(c.clone()),
+        watcher::Config::default(),
+        requests.mapping(move |cd: &CSIDriverDeployment| {
+            let mut wanted = claimants_of(&claimants, &cd.spec.driver_name);
+            wanted.push(ObjectRef::from_obj(cd));
+            wanted
+        }),
+    );
+    let _ = declared.set(deployments_declared.clone());
+    let service_accounts = informers.watch_then(
+        "serviceaccounts",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &ServiceAccount| owner_of(object)),
+    );
+    let roles = informers.watch_then(
+        "roles",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &Role| owner_of(object)),
+    );
+    let role_bindings = informers.watch_then(
+        "rolebindings",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &RoleBinding| owner_of(object)),
+    );
+    let cluster_roles = informers.watch_then(
+        "clusterroles",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &ClusterRole| owner_of(object)),
+    );
+    let cluster_role_bindings = informers.watch_then(
+        "clusterrolebindings",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &ClusterRoleBinding| owner_of(object)),
+    );
+    let pdbs = informers.watch_then(
+        "poddisruptionbudgets",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &PodDisruptionBudget| owner_of(object)),
+    );
+    let deployments = informers.watch_then(
+        "deployments",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &Deployment| owner_of(object)),
+    );
+    let daemon_sets = informers.watch_then(
+        "daemonsets",
+        Api::all(c.clone()),
+        owned_config(),
+        requests.mapping(|object: &DaemonSet| owner_of(object)),
+    );
+    let csi_drivers = informers.watch_then(
+        "csidrivers",
+        Api::all(c.clone()),
+        watcher::Config::default(),
+        requests.mapping(move |driver: &CSIDriver| {
+            let mut wanted = claimants_of(&declared, &driver.name_any());
+            wanted.extend(owner_of(driver));
+            wanted
+        }),
+    );
+    let storage_classes = informers.watch_then(
+        "storageclasses",
+        Api::all(c.clone()),
+        watcher::Config::default(),
+        requests.every(),
+    );
+    let every = requests.clone();
+    let volumes = informers.watch_projected_then(
+        "persistentvolumes (CSI drivers kept)",
+        Api::<PersistentVolume>::all(c.clone()),
+        watcher::Config::default(),
+        |pv| Some(pv.spec.as_ref()?.csi.as_ref()?.driver.clone()),
+        move || every.all(),
+    );
     let caches = Caches {
-        deployments_declared: informers.watch(
-            "csidriverdeployments",
-            Api::all(c.clone()),
-            watcher::Config::default(),
-        ),
-        service_accounts: informers.watch("serviceaccounts", Api::all(c.clone()), owned_config()),
-        roles: informers.watch("roles", Api::all(c.clone()), owned_config()),
-        role_bindings: informers.watch("rolebindings", Api::all(c.clone()), owned_config()),
-        cluster_roles: informers.watch("clusterroles", Api::all(c.clone()), owned_config()),
-        cluster_role_bindings: informers.watch(
-            "clusterrolebindings",
-            Api::all(c.clone()),
-            owned_config(),
-        ),
-        pdbs: informers.watch("poddisruptionbudgets", Api::all(c.clone()), owned_config()),
-        deployments: informers.watch("deployments", Api::all(c.clone()), owned_config()),
-        daemon_sets: informers.watch("daemonsets", Api::all(c.clone()), owned_config()),
-        csi_drivers: informers.watch(
-            "csidrivers",
-            Api::all(c.clone()),
-            watcher::Config::default(),
-        ),
-        storage_classes: informers.watch(
-            "storageclasses",
-            Api::all(c.clone()),
-            watcher::Config::default(),
-        ),
-        volumes: informers.watch_projected(
-            "persistentvolumes (CSI drivers kept)",
-            Api::<PersistentVolume>::all(c.clone()),
-            watcher::Config::default(),
-            |pv| Some(pv.spec.as_ref()?.csi.as_ref()?.driver.clone()),
-        ),
+        deployments_declared,
+        service_accounts,
+        roles,
+        role_bindings,
+        cluster_roles,
+        cluster_role_bindings,
+        pdbs,
+        deployments,
+        daemon_sets,
+        csi_drivers,
+        storage_classes,
+        volumes,
     };
     informers.wait_synced(SYNC_TIMEOUT).await?;
     Ok((caches, informers))
@@ -195,10 +384,12 @@ pub async fn run(
 ) -> Result<(), StartError> {
     let (topology, scc_api) = discover(&client).await.map_err(StartError::Discovery)?;
     tracing::info!(%topology, scc_api, "CSIDriverDeployment controller starting");
-    let (caches, informers) = start_caches(&client).await?;
+    let queue = Queue::new();
+    let (caches, informers) = start_caches(&client, &queue.requests()).await?;
     if let Some(readiness) = readiness {
         readiness.set(true);
     }
+    let store = caches.deployments_declared.clone();
     let context = Context {
         applier: Applier::new(client.clone(), CONTROLLER_NAME),
         recorder: Recorder::new(
@@ -213,15 +404,15 @@ pub async fn run(
         topology,
         scc_api,
         metrics: metrics.clone(),
-        backoff: PerObjectBackoff::default(),
-        retry: Mutex::default(),
     };
-    opkit::runtime::run(
+    opkit::controller::run(
         CONTROLLER_NAME,
+        store,
+        queue,
         informers.trigger(),
         LoopConfig::default(),
         metrics,
-        || reconcile_all(&context),
+        |cd| reconcile(&context, cd),
         shutdown,
     )
     .await;
@@ -236,53 +427,6 @@ struct Context {
     topology: Topology,
     scc_api: bool,
     metrics: Metrics,
-    backoff: PerObjectBackoff,
-    /// Failed objects: not retried before the instant unless they change (resourceVersion).
-    retry: Mutex<BTreeMap<String, (Instant, Option<String>)>>,
-}
-
-/// One pass over every CSIDriverDeployment. A failing object backs off on its own (retried
-/// sooner when it changes); the others are not held up, so the pass itself never fails.
-async fn reconcile_all(context: &Context) -> Result<Option<Duration>, Failure> {
-    let mut requeue: Option<Duration> = None;
-    let mut later = |after: Duration| requeue = Some(requeue.map_or(after, |r| r.min(after)));
-    let now = Instant::now();
-    for cd in snapshot(&context.caches.deployments_declared) {
-        let key = key(&cd);
-        let waiting = lock(&context.retry).get(&key).cloned();
-        if let Some((at, version)) = waiting
-            && at > now
-            && version == cd.metadata.resource_version
-        {
-            later(at - now);
-            continue;
-        }
-        match reconcile(context, &cd).await {
-            Ok(after) => {
-                context.backoff.succeeded(&key);
-                lock(&context.retry).remove(&key);
-                if let Some(after) = after {
-                    later(after);
-                }
-            }
-            Err(errors) => {
-                let delay = context.backoff.failed(&key);
-                let failure = Failure(errors);
-                context.metrics.failed(CONTROLLER_NAME, failure.category());
-                tracing::warn!(owner = %key, error = %failure, retry_in = ?delay, "sync failed");
-                lock(&context.retry)
-                    .insert(key, (now + delay, cd.metadata.resource_version.clone()));
-                later(delay);
-            }
-        }
-    }
-    Ok(requeue)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn key(cd: &CSIDriverDeployment) -> String {
@@ -416,7 +560,7 @@ fn operand_key(operand: &Operand) -> Option<Existing> {
     ))
 }
 
-async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result<(), String> {
+async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result<(), StepError> {
     let c = context.client.clone();
     let ns = namespace.as_deref().unwrap_or_default();
     let params = DeleteParams::background();
@@ -457,9 +601,11 @@ async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result
         tracing::info!(kind = kind.name(), name, "deleted operand");
         context.metrics.wrote(CONTROLLER_NAME, "delete");
     }
-    result
-        .map(drop)
-        .map_err(|error| format!("deleting {kind} {name}: {error}"))
+    result.map(drop).map_err(|source| StepError::Delete {
+        kind: *kind,
+        name: name.clone(),
+        source,
+    })
 }
 
 async fn apply_typed<K>(
@@ -485,7 +631,10 @@ where
 
 /// The StorageClass named `name`, whoever made it: from the cache of classes with owner labels,
 /// else read from the API server (an admin's class carries none of our labels).
-async fn live_storage_class(context: &Context, name: &str) -> Result<Option<StorageClass>, String> {
+async fn live_storage_class(
+    context: &Context,
+    name: &str,
+) -> Result<Option<StorageClass>, StepError> {
     if let Some(class) = context
         .caches
         .storage_classes
@@ -496,7 +645,11 @@ async fn live_storage_class(context: &Context, name: &str) -> Result<Option<Stor
     Api::<StorageClass>::all(context.client.clone())
         .get_opt(name)
         .await
-        .map_err(|error| format!("reading StorageClass {name}: {error}"))
+        .map_err(|source| StepError::Read {
+            kind: OwnedKind::StorageClass,
+            name: name.to_owned(),
+            source,
+        })
 }
 
 /// Applies a StorageClass as [`crate::replace`] decided: `replace` when its immutable fields
@@ -508,21 +661,15 @@ async fn apply_storage_class(
     cd: &CSIDriverDeployment,
     desired: &StorageClass,
     replace: bool,
-) -> Result<(Outcome, Option<i64>), String> {
+) -> Result<(Outcome, Option<i64>), StepError> {
     if !replace {
-        return apply_typed(context, &context.caches.storage_classes, desired)
-            .await
-            .map_err(|error| error.to_string());
+        return Ok(apply_typed(context, &context.caches.storage_classes, desired).await?);
     }
     let name = desired.name_any();
     tracing::info!(owner = %key(cd), class = name, "replacing StorageClass");
     let existing: Existing = (OwnedKind::StorageClass, None, name.clone());
     delete(context, &existing).await?;
-    let outcome = context
-        .applier
-        .apply(desired, None)
-        .await
-        .map_err(|error| error.to_string())?;
+    let outcome = context.applier.apply(desired, None).await?;
     let event = Event {
         type_: EventType::Normal,
         reason: "OperandRecreated".to_owned(),
@@ -543,7 +690,7 @@ async fn apply(
     cd: &CSIDriverDeployment,
     operand: &Operand,
     replace: bool,
-) -> Result<(Outcome, Option<i64>), String> {
+) -> Result<(Outcome, Option<i64>), StepError> {
     let c = &context.caches;
     let result = match operand {
         Operand::ServiceAccount(o) => apply_typed(context, &c.service_accounts, o).await,
@@ -556,14 +703,9 @@ async fn apply(
         Operand::DaemonSet(o) => apply_typed(context, &c.daemon_sets, o).await,
         Operand::CSIDriver(o) => apply_typed(context, &c.csi_drivers, o).await,
         Operand::StorageClass(o) => return apply_storage_class(context, cd, o, replace).await,
-        other => {
-            return Err(format!(
-                "{} is not an operand of a CSIDriverDeployment",
-                other.key()
-            ));
-        }
+        other => return Err(StepError::NotAnOperand(other.key())),
     };
-    result.map_err(|error| error.to_string())
+    Ok(result?)
 }
 
 fn history((kind, namespace, name): &Existing, generation: Option<i64>) -> GenerationHistory {
@@ -610,7 +752,7 @@ async fn set_finalizer(
     context: &Context,
     cd: &CSIDriverDeployment,
     present: bool,
-) -> Result<(), String> {
+) -> Result<(), StepError> {
     let mut finalizers = cd.finalizers().to_vec();
     let has = finalizers.iter().any(|f| f == FINALIZER);
     if has == present {
@@ -634,11 +776,9 @@ async fn set_finalizer(
         &Patch::Merge(&patch),
     )
     .await
-    .map_err(|error| {
-        format!(
-            "updating the finalizers of CSIDriverDeployment {}: {error}",
-            key(cd)
-        )
+    .map_err(|source| StepError::Finalizer {
+        owner: key(cd),
+        source,
     })?;
     context
         .metrics
@@ -650,7 +790,7 @@ async fn set_finalizer(
 #[derive(Default)]
 struct Pass {
     problems: Vec<Invalid>,
-    failures: Vec<String>,
+    failures: Vec<StepError>,
     /// Operands left alone because an object of their name is not ours.
     kept: Vec<Invalid>,
     volumes_in_use: usize,
@@ -694,16 +834,45 @@ async fn remove(
     }
 }
 
+/// Reconciles one CSIDriverDeployment. A failed step does not stop the others (each object
+/// is applied on its own); the failures are reported in Degraded, as Warning Events, and to
+/// the loop, which retries the object after its backoff.
 async fn reconcile(
     context: &Context,
-    cd: &CSIDriverDeployment,
-) -> Result<Option<Duration>, Vec<String>> {
+    cd: Arc<CSIDriverDeployment>,
+) -> Result<Option<Duration>, Failure> {
+    let (requeue, failures) = steps(context, &cd).await;
+    if failures.is_empty() {
+        return Ok(requeue);
+    }
+    for failure in &failures {
+        let event = Event {
+            type_: EventType::Warning,
+            reason: failure.reason().to_owned(),
+            note: Some(failure.to_string()),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
+            tracing::warn!(owner = %key(&cd), %error, "recording an Event failed");
+        }
+    }
+    Err(Failure {
+        owner: key(&cd),
+        errors: failures,
+    })
+}
+
+/// The steps of a reconcile: finalizer and removal on deletion, else by management state
+/// (validate, apply, remove what is no longer wanted), then the status. Returns when to look
+/// again and the steps that failed.
+async fn steps(context: &Context, cd: &CSIDriverDeployment) -> (Option<Duration>, Vec<StepError>) {
     let now = Time(Timestamp::now());
     let mut pass = Pass::default();
 
     if cd.metadata.deletion_timestamp.is_some() {
         if !cd.finalizers().iter().any(|f| f == FINALIZER) {
-            return Ok(None);
+            return (None, Vec::new());
         }
         let cluster_scoped: Vec<Existing> = existing(context, cd)
             .into_iter()
@@ -713,20 +882,14 @@ async fn reconcile(
         remove(context, cd, cluster_scoped, Removal::Uninstall, &mut pass).await;
         if !left {
             // Everything is gone from the caches: nothing of ours is left.
-            return set_finalizer(context, cd, false)
-                .await
-                .map(|()| None)
-                .map_err(|e| vec![e]);
+            let failures = set_finalizer(context, cd, false).await.err();
+            return (None, failures.into_iter().collect());
         }
         pass.removed = true;
         if let Err(error) = write_status(context, cd, &pass, &now).await {
             pass.failures.push(error);
         }
-        return if pass.failures.is_empty() {
-            Ok(None)
-        } else {
-            Err(pass.failures)
-        };
+        return (None, pass.failures);
     }
 
     match &cd.spec.management_state {
@@ -759,11 +922,7 @@ async fn reconcile(
             None
         }
     };
-    if pass.failures.is_empty() {
-        Ok(requeue)
-    } else {
-        Err(pass.failures)
-    }
+    (requeue, pass.failures)
 }
 
 async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
@@ -787,10 +946,7 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
     let wanted: BTreeSet<Existing> = desired.iter().filter_map(operand_key).collect();
     for operand in &desired {
         let Some(operand_key) = operand_key(operand) else {
-            pass.failures.push(format!(
-                "{} is not an operand of a CSIDriverDeployment",
-                operand.key()
-            ));
+            pass.failures.push(StepError::NotAnOperand(operand.key()));
             continue;
         };
         let mut replace = false;
@@ -961,7 +1117,7 @@ fn conditions(
             DEGRADED,
             ConditionStatus::True,
             REASON_SYNC_FAILED,
-            pass.failures.join("\n"),
+            join(&pass.failures, "\n"),
         )
     } else if too_long {
         condition(
@@ -1024,7 +1180,7 @@ async fn write_status(
     cd: &CSIDriverDeployment,
     pass: &Pass,
     now: &Time,
-) -> Result<Option<Duration>, String> {
+) -> Result<Option<Duration>, StepError> {
     let (status, requeue) = desired_status(context, cd, pass, now);
     if cd.status.as_ref() == Some(&status) {
         return Ok(requeue);
@@ -1046,7 +1202,10 @@ async fn write_status(
         &Patch::Merge(&patch),
     )
     .await
-    .map_err(|error| format!("writing the status of {}: {error}", key(cd)))?;
+    .map_err(|source| StepError::Status {
+        owner: key(cd),
+        source,
+    })?;
     context
         .metrics
         .wrote(CONTROLLER_NAME, "CSIDriverDeployment/status");
