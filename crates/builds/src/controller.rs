@@ -8,9 +8,14 @@
 //! running the same build would race, so there the controller starts only with a label selector
 //! naming the builds it handles. No polling: every input is a watch cache, and a pass that finds
 //! nothing to change writes nothing.
+//!
+//! Each build is reconciled on its own ([`opkit::controller`], kube-runtime's applier): a
+//! change to a build, its pod (by the build-name label) or a FailedMount event of its pod asks
+//! for that build; FeatureGate asks for all. A build whose writes fail is retried after its
+//! own backoff; the others are not held up.
 
-use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use api::build_v1::Build;
@@ -20,13 +25,14 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::delete_if_present;
+use opkit::controller::Queue;
 use opkit::metrics::Metrics;
-use opkit::runtime::{Informers, LoopConfig, ReconcileError, named, single, snapshot};
+use opkit::runtime::{Informers, LoopConfig, ReconcileError, named, single};
 
 use crate::phase::BUILD_CSI_VOLUMES_GATE;
 use crate::plan::{PodAction, REASON_CANNOT_CREATE_POD, plan, pod_name, status_patch};
@@ -166,24 +172,45 @@ async fn discover(client: &Client) -> Result<(Server, bool), StartError> {
     Ok((server, config.contains("featuregates")))
 }
 
-/// A reconcile failed.
+/// A step of a build's reconcile that failed, naming the build (`namespace/name`).
 #[derive(Debug, thiserror::Error)]
-#[error("{verb} {what}: {source}")]
-pub struct Failure {
-    verb: &'static str,
-    what: String,
-    #[source]
-    source: kube::Error,
+pub enum Failure {
+    /// Creating the build pod (or the `builder` ServiceAccount it runs as) was refused.
+    #[error("creating the pod of build {build}: {source}")]
+    CreatePod {
+        /// The build.
+        build: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// Deleting the pod of a cancelled build failed.
+    #[error("deleting the pod of cancelled build {build}: {source}")]
+    DeletePod {
+        /// The build.
+        build: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
+    /// Writing the build's status failed.
+    #[error("writing the status of build {build}: {source}")]
+    WriteStatus {
+        /// The build.
+        build: String,
+        /// What the API server or the client said.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl ReconcileError for Failure {
+    /// What the server answered ([`opkit::apply::category`]).
     fn category(&self) -> &'static str {
-        match &self.source {
-            kube::Error::Api(status) if status.code == 409 => "conflict",
-            kube::Error::Api(status) if status.code == 422 || status.code == 400 => "invalid",
-            kube::Error::Api(status) if status.code == 403 => "forbidden",
-            kube::Error::Api(_) => "api",
-            _ => "transport",
+        match self {
+            Failure::CreatePod { source, .. }
+            | Failure::DeletePod { source, .. }
+            | Failure::WriteStatus { source, .. } => opkit::apply::category(source),
         }
     }
 }
@@ -192,7 +219,6 @@ struct Context {
     client: Client,
     settings: Settings,
     server: Server,
-    builds: Store<Build>,
     pods: Store<Pod>,
     events: Store<Event>,
     feature_gate: Option<Store<FeatureGate>>,
@@ -234,19 +260,35 @@ pub async fn run(
     if let Some(selector) = &settings.selector {
         builds_config = builds_config.labels(selector);
     }
-    let builds = informers.watch("builds", builds_api, builds_config);
-    let pods = informers.watch(
+    let queue = Queue::new();
+    let requests = queue.requests();
+    let builds = informers.watch_then(
+        "builds",
+        builds_api,
+        builds_config,
+        requests.mapping(|build: &Build| [ObjectRef::from_obj(build)]),
+    );
+    let pods = informers.watch_then(
         "pods",
         pods_api,
         watcher::Config::default().labels(BUILD_NAME_LABEL),
+        requests.mapping(build_of_pod),
     );
-    let events = informers.watch(
+    let events = informers.watch_then(
         "events",
         events_api,
         watcher::Config::default().fields("involvedObject.kind=Pod,reason=FailedMount"),
+        requests.mapping(build_of_event),
     );
-    let feature_gate = feature_gates
-        .then(|| informers.watch("featuregates", Api::all(client.clone()), named("cluster")));
+    let feature_gate = feature_gates.then(|| {
+        informers.watch_then(
+            "featuregates",
+            Api::all(client.clone()),
+            named("cluster"),
+            requests.every(),
+        )
+    });
+    drop(requests);
     informers.wait_synced(SYNC_TIMEOUT).await?;
     readiness.set(true);
     tracing::info!("caches synced; running builds");
@@ -254,22 +296,36 @@ pub async fn run(
         client,
         settings,
         server,
-        builds,
         pods,
         events,
         feature_gate,
         metrics: metrics.clone(),
     };
-    opkit::runtime::run(
+    opkit::controller::run(
         CONTROLLER,
+        builds,
+        queue,
         informers.trigger(),
         LoopConfig::default(),
         metrics,
-        || reconcile(&context),
+        |build| reconcile(&context, build),
         shutdown,
     )
     .await;
     Ok(())
+}
+
+/// The build a build pod belongs to (its build-name label).
+fn build_of_pod(pod: &Pod) -> Option<ObjectRef<Build>> {
+    let name = pod.labels().get(BUILD_NAME_LABEL)?;
+    Some(ObjectRef::new(name).within(&pod.namespace()?))
+}
+
+/// The build whose pod a FailedMount event is about (pods are named `<build>-build`).
+fn build_of_event(event: &Event) -> Option<ObjectRef<Build>> {
+    let pod = event.involved_object.name.as_deref()?;
+    let build = pod.strip_suffix("-build")?;
+    Some(ObjectRef::new(build).within(event.involved_object.namespace.as_deref()?))
 }
 
 /// Whether `BuildCSIVolumes` is on: off only when FeatureGate lists it as disabled (it is GA,
@@ -291,50 +347,44 @@ pub fn gate_enabled(feature_gate: Option<&FeatureGate>, version: &str) -> bool {
     state != GateState::Disabled
 }
 
-async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
+/// Reconciles one build: [`plan`] decides from the build, its pod and the pod's FailedMount
+/// events; [`act`] writes.
+async fn reconcile(context: &Context, build: Arc<Build>) -> Result<Option<Duration>, Failure> {
+    if build.metadata.deletion_timestamp.is_some() {
+        return Ok(None);
+    }
     let gate = gate_enabled(
         context.feature_gate.as_ref().and_then(single).as_ref(),
         &context.settings.version,
     );
-    let pods: BTreeMap<(String, String), Pod> = snapshot(&context.pods)
-        .into_iter()
-        .map(|p| ((p.namespace().unwrap_or_default(), p.name_any()), p))
+    let namespace = build.namespace().unwrap_or_default();
+    let pod_name = pod_name(&build);
+    let pod = context
+        .pods
+        .get(&ObjectRef::new(&pod_name).within(&namespace));
+    let pod_events: Vec<Event> = context
+        .events
+        .state()
+        .iter()
+        .filter(|e| {
+            e.involved_object.name.as_deref() == Some(pod_name.as_str())
+                && e.involved_object.namespace.as_deref() == Some(namespace.as_str())
+                && (pod.is_none()
+                    || e.involved_object.uid.is_none()
+                    || e.involved_object.uid == pod.as_ref().and_then(|p| p.uid()))
+        })
+        .map(|e| e.as_ref().clone())
         .collect();
-    let events = snapshot(&context.events);
-    let now = Time(Timestamp::now());
-    let mut first_failure = None;
-    for build in snapshot(&context.builds) {
-        if build.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let namespace = build.namespace().unwrap_or_default();
-        let pod_name = pod_name(&build);
-        let pod = pods.get(&(namespace.clone(), pod_name.clone()));
-        let pod_events: Vec<Event> = events
-            .iter()
-            .filter(|e| {
-                e.involved_object.name.as_deref() == Some(pod_name.as_str())
-                    && e.involved_object.namespace.as_deref() == Some(namespace.as_str())
-                    && (pod.is_none()
-                        || e.involved_object.uid.is_none()
-                        || e.involved_object.uid == pod.and_then(|p| p.uid()))
-            })
-            .cloned()
-            .collect();
-        let decided = plan(
-            &build,
-            pod,
-            &pod_events,
-            gate,
-            &context.settings.builder_image,
-            &now,
-        );
-        if let Err(failure) = act(context, &build, decided).await {
-            tracing::warn!(build = %format!("{namespace}/{}", build.name_any()), %failure, "build not reconciled");
-            first_failure.get_or_insert(failure);
-        }
-    }
-    first_failure.map_or(Ok(None), Err)
+    let decided = plan(
+        &build,
+        pod.as_deref(),
+        &pod_events,
+        gate,
+        &context.settings.builder_image,
+        &Time(Timestamp::now()),
+    );
+    act(context, &build, decided).await?;
+    Ok(None)
 }
 
 async fn act(
@@ -363,9 +413,8 @@ async fn act(
                 if Some(&refused) != build.status.as_ref() {
                     write_status(context, build, &refused).await?;
                 }
-                return Err(Failure {
-                    verb: "creating the pod of build",
-                    what: format!("{namespace}/{name}"),
+                return Err(Failure::CreatePod {
+                    build: format!("{namespace}/{name}"),
                     source: error,
                 });
             }
@@ -378,9 +427,8 @@ async fn act(
                 }
                 Ok(false) => {}
                 Err(error) => {
-                    return Err(Failure {
-                        verb: "deleting the pod of cancelled build",
-                        what: format!("{namespace}/{name}"),
+                    return Err(Failure::DeletePod {
+                        build: format!("{namespace}/{name}"),
                         source: error,
                     });
                 }
@@ -451,9 +499,8 @@ async fn write_status(
         }
         // Deleted meanwhile: nothing left to report on.
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(source) => Err(Failure {
-            verb: "writing the status of build",
-            what: format!("{namespace}/{name}"),
+        Err(source) => Err(Failure::WriteStatus {
+            build: format!("{namespace}/{name}"),
             source,
         }),
     }

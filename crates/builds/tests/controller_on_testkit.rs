@@ -407,3 +407,23 @@ async fn on_openshift_it_starts_only_with_a_selector() {
     );
     controller.stop().await;
 }
+
+#[tokio::test]
+async fn a_build_whose_pod_create_hangs_holds_up_no_other_build() {
+    let (cluster, admin) = cluster().await;
+    // The first pod create hangs far longer than this test waits for anything.
+    cluster.inject(
+        testkit::FaultRule::hang(Some("create"), Some("pods"), Duration::from_secs(600))
+            .with_max_hits(1),
+    );
+    let _controller = start(&cluster, settings(None));
+    create_build(&admin, "stuck", json!({}), csi_volume()).await;
+    eventually("the first build's pod create hanging", async || {
+        (cluster.fault_hits() == 1).then_some(())
+    })
+    .await;
+    create_build(&admin, "next", json!({}), csi_volume()).await;
+    eventually("the next build's pod", async || pod(&admin, "next").await).await;
+    assert!(pod(&admin, "stuck").await.is_none(), "still hanging");
+    // Not stopped: a graceful stop would wait for the hanging create.
+}

@@ -222,9 +222,10 @@ pub async fn run<K, F, Fut, E>(
         failing: Mutex::default(),
         backoff: PerObjectBackoff::new(config.retry_base, config.retry_cap),
     };
+    // Held to the end: the queue stays open (and the loop running) until `shutdown`, even when
+    // no watch asks for anything.
     let Queue { requests, rx } = queue;
     requests.all();
-    drop(requests);
     let (state, metrics, trigger, reconcile) = (&state, &metrics, &*trigger, &reconcile);
     let cache = store.clone();
     let wanted = rx
@@ -301,4 +302,5 @@ pub async fn run<K, F, Fut, E>(
             Err(error) => tracing::warn!(controller, %error, "controller queue failed"),
         }
     }
+    drop(requests);
 }

@@ -1,7 +1,8 @@
-//! The generic operator runtime shared by every controller of the stack: conditions and their
-//! union, management state as a strategy, the ClusterOperator roll-up, and (with later issues)
-//! the server-side-apply applier, the status writer, leader election and the admin server.
-
+//! The generic operator runtime shared by every controller of the stack: watch caches and the
+//! reconcile loops ([`runtime`] for controllers of one object, [`controller`] for per-object
+//! ones on kube-runtime's applier), server-side apply ([`apply`]), conditions and their union,
+//! management state as a strategy, status and the ClusterOperator roll-up, leader election,
+//! metrics and the admin server.
 pub mod admin;
 pub mod apply;
 pub mod backoff;

@@ -4,7 +4,8 @@
 //! inputs, so the loop is keyed by nothing: any change in any watched cache triggers the next
 //! reconcile, bursts coalesce into one, failures back off exponentially, and a reconcile may ask
 //! to run again after a delay (for time-based rules such as Degraded's 2-minute inertia). There is
-//! no periodic resync: an idle cluster costs no requests.
+//! no periodic resync: an idle cluster costs no requests. Controllers of many objects, each
+//! reconciled on its own, use [`crate::controller`] over the same caches.
 //!
 //! [`Informers`] owns the caches: one reflector per watched kind, scoped by namespace and
 //! label/field selectors by the caller. [`Informers::wait_synced`] is what readiness means.

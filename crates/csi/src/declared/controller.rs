@@ -10,6 +10,13 @@
 //! status says so); PersistentVolumes and claims are never touched.
 //!
 //! `Unmanaged` touches nothing and reports only `state` and `observedGeneration`.
+//!
+//! Each CSIDriverDeployment is reconciled on its own ([`opkit::controller`], kube-runtime's
+//! applier), asked for by the changes that concern it ([`start_caches`]). Steps: validate
+//! ([`mod@super::validate`], pure) → build ([`mod@super::build`], pure) → apply and remove → status.
+//! A failed step ([`StepError`]) does not stop the others; the failures are reported in
+//! Degraded and as Warning Events, counted by category, and the object is retried after its
+//! own backoff (a failed status write included) or as soon as it changes.
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;

@@ -6,8 +6,8 @@
 //! DaemonSet, and [`build`] puts the user's containers and volumes into them, on the socket and
 //! kubelet paths the object names.
 //!
-//! Pipeline: [`validate`] (pure, every rule, each naming the field and the fix) →
-//! [`build`] (pure, desired objects) → [`controller`] (observe, apply, finalizer, status).
+//! Pipeline: [`mod@validate`] (pure, every rule, each naming the field and the fix) →
+//! [`mod@build`] (pure, desired objects) → [`controller`] (observe, apply, finalizer, status).
 //!
 //! Where this differs from the 2018 openshift/csi-operator on purpose:
 //! - Sidecars are today's (node-driver-registrar, leases for leader election with OpenShift's
