@@ -120,7 +120,7 @@ pub struct DriverDef {
 pub type StorageClassGenerator = fn(&Inputs) -> Vec<StorageClassDef>;
 
 /// See [`DriverDef::precondition`].
-pub type Precondition = fn(&Inputs) -> Result<(), String>;
+pub type Precondition = fn(&Inputs) -> Result<(), crate::HookError>;
 
 /// A hook on the controller Deployment, run after every generic hook.
 pub type DeploymentHook = fn(&Inputs, &mut Deployment);

@@ -44,6 +44,7 @@
 pub mod declared;
 pub mod def;
 pub mod derived;
+pub mod error;
 pub mod hash;
 pub mod hooks;
 pub mod inputs;
@@ -65,6 +66,7 @@ pub use def::{
     NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
     StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
 };
+pub use error::{HookError, HookErrorKind};
 pub use inputs::{
     ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, ServingTls, Topology,
     UnknownTopology,

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use csi::operator::{Task, TaskConfig};
-use csi::{DriverDef, Hooks, Inputs};
+use csi::{DriverDef, HookError, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
@@ -237,6 +237,14 @@ impl std::fmt::Debug for SecretSync {
     }
 }
 
+/// The guarded value, also after a panic while it was held (the lookup cache is only ever
+/// replaced whole, so it is never half-written).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl SecretSync {
     /// The controller of `def`'s Secret, reading and writing through `client`.
     pub fn new(client: kube::Client, def: &DriverDef) -> Self {
@@ -256,8 +264,7 @@ impl SecretSync {
     /// The resource group's ID: the last answer when nothing it depends on changed, else IBM
     /// Cloud's.
     async fn group_id(&self, key: LookupKey) -> Result<String, String> {
-        if let Ok(last) = self.last_lookup.lock()
-            && let Some((k, id)) = last.as_ref()
+        if let Some((k, id)) = lock(&self.last_lookup).as_ref()
             && *k == key
         {
             return Ok(id.clone());
@@ -271,18 +278,17 @@ impl SecretSync {
             &key.group,
         )
         .await?;
-        if let Ok(mut last) = self.last_lookup.lock() {
-            *last = Some((key, id.clone()));
-        }
+        *lock(&self.last_lookup) = Some((key, id.clone()));
         Ok(id)
     }
 
     /// Writes the Secret when it is missing or stale; whether it wrote.
-    async fn run(&self) -> Result<bool, String> {
+    async fn run(&self) -> Result<bool, HookError> {
         let namespace = &self.def.namespace;
         let target = format!("{namespace}/{STORAGE_SECRET}");
         let secrets = Api::<Secret>::namespaced(self.client.clone(), namespace);
-        let read = |e: kube::Error, what: &str| format!("reading {what} failed: {e}");
+        let read =
+            |e: kube::Error, what: &str| HookError::api(format!("reading {what} failed: {e}"));
         let credentials_id = format!("Secret {namespace}/{}", self.credentials);
         let credentials = secrets
             .get_opt(&self.credentials)
@@ -312,9 +318,9 @@ impl SecretSync {
                 } else {
                     format!("{conf_id} does not exist (the cluster's IBM Cloud cloud config)")
                 };
-                return Err(format!(
+                return Err(HookError::config(format!(
                     "Secret {target} cannot be generated: {missing}; without them, create {target} with key {STORAGE_SECRET_KEY} yourself"
-                ));
+                )));
             }
         };
         let api_key = credentials
@@ -324,15 +330,17 @@ impl SecretSync {
             .map(|v| String::from_utf8_lossy(&v.0).trim().to_owned())
             .filter(|k| !k.is_empty())
             .ok_or_else(|| {
-                format!("{credentials_id} has no key {API_KEY}: it must hold the IBM Cloud API key")
+                HookError::config(format!(
+                    "{credentials_id} has no key {API_KEY}: it must hold the IBM Cloud API key"
+                ))
             })?;
         let conf_source = format!("key {CLOUD_CONF_KEY} of {conf_id}");
         let text = conf
             .data
             .as_ref()
             .and_then(|d| d.get(CLOUD_CONF_KEY))
-            .ok_or_else(|| format!("{conf_id} has no key {CLOUD_CONF_KEY}"))?;
-        let cloud = parse_cloud_conf(text, &conf_source)?;
+            .ok_or_else(|| HookError::config(format!("{conf_id} has no key {CLOUD_CONF_KEY}")))?;
+        let cloud = parse_cloud_conf(text, &conf_source).map_err(HookError::config)?;
         let infrastructure = Api::<api::config_v1::Infrastructure>::all(self.client.clone())
             .get_opt("cluster")
             .await
@@ -348,10 +356,10 @@ impl SecretSync {
             })
             .await
             .map_err(|e| {
-                format!(
+                HookError::cloud(format!(
                     "cannot find the ID of resource group {:?} for Secret {target}: {e}",
                     cloud.resource_group_name
-                )
+                ))
             })?;
         let toml = slclient_toml(&endpoints, &cloud.region, &group_id, &api_key);
         let desired = crate::secrets::build(
@@ -359,12 +367,14 @@ impl SecretSync {
             STORAGE_SECRET,
             &BTreeMap::from([(STORAGE_SECRET_KEY.to_owned(), toml)]),
         );
-        crate::secrets::apply(&self.client, &desired, SECRET_FIELD_MANAGER).await
+        crate::secrets::apply(&self.client, &desired, SECRET_FIELD_MANAGER)
+            .await
+            .map_err(HookError::api)
     }
 }
 
 impl Task for SecretSync {
-    fn sync(&self) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + '_>> {
+    fn sync(&self) -> Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + '_>> {
         Box::pin(self.run())
     }
 }

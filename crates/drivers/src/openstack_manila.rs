@@ -47,6 +47,7 @@ use kube::Api;
 
 use crate::DriverError;
 use crate::openstack_api::{self, Cloud, Tls};
+use csi::HookError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "openstack-manila";
@@ -84,9 +85,9 @@ pub fn def() -> Result<DriverDef, DriverError> {
 pub const NO_SHARE_TYPES: &str = "the OpenStack cloud offers no Manila share types: create one (openstack share type create) or leave Manila unused";
 
 /// Manila runs only with at least one share type (the probe's facts).
-pub fn precondition(inputs: &Inputs) -> Result<(), String> {
+pub fn precondition(inputs: &Inputs) -> Result<(), HookError> {
     if inputs.probe_facts.is_empty() {
-        Err(NO_SHARE_TYPES.to_owned())
+        Err(HookError::unsupported(NO_SHARE_TYPES))
     } else {
         Ok(())
     }
@@ -199,8 +200,9 @@ pub fn with_nfs_node_plugin(inputs: &Inputs, daemon_set: &mut DaemonSet) {
 /// Asks the cloud which Manila share types it offers.
 pub trait ShareTypes: Send + Sync {
     /// The share type names, or why the cloud could not be asked.
-    fn share_types(&self)
-    -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>>;
+    fn share_types(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, HookError>> + Send + '_>>;
 }
 
 /// The credentials Secret's key with `clouds.yaml` (written by cloud-credential-operator).
@@ -276,18 +278,19 @@ pub async fn fetch_credentials(
     client: &kube::Client,
     namespace: &str,
     name: &str,
-) -> Result<Credentials, String> {
+) -> Result<Credentials, HookError> {
     let id = format!("{namespace}/{name}");
     let secret = Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(name)
         .await
-        .map_err(|e| format!("reading Secret {id} failed: {e}"))?
+        .map_err(|e| HookError::api(format!("reading Secret {id} failed: {e}")))?
         .ok_or_else(|| {
-            format!(
+            HookError::config(format!(
                 "Secret {id} does not exist: cloud-credential-operator creates it from the driver's CredentialsRequest (or create it with key {CLOUDS_KEY})"
-            )
+            ))
         })?;
-    let mut credentials = credentials_from(&id, &secret.data.unwrap_or_default())?;
+    let mut credentials =
+        credentials_from(&id, &secret.data.unwrap_or_default()).map_err(HookError::config)?;
     if credentials.ca.is_none() && credentials.cloud.cacert.is_some() {
         credentials.ca = cloud_config_ca(client).await;
     }
@@ -357,14 +360,17 @@ impl OpenStackShareTypes {
 impl ShareTypes for OpenStackShareTypes {
     fn share_types(
         &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, HookError>> + Send + '_>> {
         Box::pin(async move {
             let credentials =
                 fetch_credentials(&self.client, &self.namespace, &self.secret).await?;
             let tls = credentials.tls();
             openstack_api::list_share_types(&credentials.cloud, &tls)
                 .await
-                .map_err(|e| with_ca_hint(e, &tls, &format!("{}/{}", self.namespace, self.secret)))
+                .map_err(|e| {
+                    let secret = format!("{}/{}", self.namespace, self.secret);
+                    HookError::cloud(with_ca_hint(e, &tls, &secret))
+                })
         })
     }
 }
@@ -469,17 +475,18 @@ pub fn build_csi_secret(def: &DriverDef, credentials: &Credentials) -> Secret {
 /// under [`SECRET_FIELD_MANAGER`], so keys it wrote before and no longer derives, e.g. the
 /// password after a switch to an application credential, are removed). Returns whether it
 /// wrote; an error names the Secret and what failed.
-pub async fn sync_csi_secret(client: &kube::Client, def: &DriverDef) -> Result<bool, String> {
+pub async fn sync_csi_secret(client: &kube::Client, def: &DriverDef) -> Result<bool, HookError> {
     let (namespace, name) = credentials_secret(def);
     let credentials = fetch_credentials(client, &namespace, &name)
         .await
-        .map_err(|e| format!("cannot generate Secret {namespace}/{CSI_SECRET}: {e}"))?;
+        .map_err(|e| e.context(format!("cannot generate Secret {namespace}/{CSI_SECRET}")))?;
     crate::secrets::apply(
         client,
         &build_csi_secret(def, &credentials),
         SECRET_FIELD_MANAGER,
     )
     .await
+    .map_err(HookError::api)
 }
 
 /// Turns a [`ShareTypes`] client into the driver operator's probe: its facts are the share
@@ -491,17 +498,17 @@ struct ShareTypesProbe<C> {
 }
 
 impl<C: ShareTypes> Probe for ShareTypesProbe<C> {
-    fn check(&self) -> Pin<Box<dyn Future<Output = Result<Probed, String>> + Send + '_>> {
+    fn check(&self) -> Pin<Box<dyn Future<Output = Result<Probed, HookError>> + Send + '_>> {
         Box::pin(async move {
             let mut types = self
                 .cloud
                 .share_types()
                 .await
-                .map_err(|e| format!("cannot list the Manila share types of the cloud: {e}"))?;
+                .map_err(|e| e.context("cannot list the Manila share types of the cloud"))?;
             types.sort();
             types.dedup();
             if types.is_empty() {
-                return Err(NO_SHARE_TYPES.to_owned());
+                return Err(HookError::unsupported(NO_SHARE_TYPES));
             }
             let wrote = match &self.secret {
                 Some((client, def)) => sync_csi_secret(client, def).await?,

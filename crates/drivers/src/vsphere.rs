@@ -24,6 +24,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, SecretKeySelector};
 
 use crate::DriverError;
+use csi::HookError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "vsphere";
@@ -309,24 +310,26 @@ fn source_sections(inputs: &Inputs) -> Option<ini::Sections> {
 
 /// Whether the driver can work here: the credentials Secret exists and the cloud config gives
 /// a usable driver config. The error is the Disabled condition's message.
-pub fn precondition(inputs: &Inputs) -> Result<(), String> {
+pub fn precondition(inputs: &Inputs) -> Result<(), HookError> {
     if !inputs.secret_hashes.contains_key(CREDENTIALS_SECRET) {
-        return Err(format!(
+        return Err(HookError::config(format!(
             "Secret {}/{CREDENTIALS_SECRET} with the vCenter credentials does not exist: on OpenShift cloud-credential-operator writes it from the CredentialsRequest; elsewhere create it with keys <server>.username and <server>.password",
             csi::def::DEFAULT_NAMESPACE
-        ));
+        )));
     }
     let Some(data) = inputs.source_config_maps.get(SOURCE_ID) else {
-        return Err(format!(
+        return Err(HookError::config(format!(
             "ConfigMap {SOURCE_ID} with the vSphere cloud config does not exist: create it with key {SOURCE_KEY}"
-        ));
+        )));
     };
     let Some(text) = data.get(SOURCE_KEY) else {
-        return Err(format!("ConfigMap {SOURCE_ID} has no key {SOURCE_KEY}"));
+        return Err(HookError::config(format!(
+            "ConfigMap {SOURCE_ID} has no key {SOURCE_KEY}"
+        )));
     };
-    generate_config(inputs, text, data)
-        .map(|_| ())
-        .map_err(|e| format!("the vSphere cloud config (key {SOURCE_KEY} of ConfigMap {SOURCE_ID}) cannot be used: {e}"))
+    generate_config(inputs, text, data).map(|_| ()).map_err(|e| {
+        HookError::config(format!("the vSphere cloud config (key {SOURCE_KEY} of ConfigMap {SOURCE_ID}) cannot be used: {e}"))
+    })
 }
 
 fn secret_env(name: &str, key: String) -> EnvVar {

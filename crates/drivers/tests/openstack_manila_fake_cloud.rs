@@ -277,10 +277,15 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
 
     let error = client.share_types().await.unwrap_err();
     assert!(
-        error.contains(
+        error.message().contains(
             "Secret openshift-cluster-csi-drivers/manila-cloud-credentials does not exist"
         ),
         "{error}"
+    );
+    assert_eq!(
+        error.kind(),
+        csi::HookErrorKind::Config,
+        "an admin fixes it"
     );
 
     let namespace: Namespace =
@@ -306,7 +311,11 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
         .await
         .unwrap();
     let error = client.share_types().await.unwrap_err();
-    assert!(error.contains("has no key clouds.yaml"), "{error}");
+    assert!(
+        error.message().contains("has no key clouds.yaml"),
+        "{error}"
+    );
+    assert_eq!(error.kind(), csi::HookErrorKind::Config);
 
     secrets
         .replace(

@@ -85,7 +85,11 @@ fn manila_runs_only_with_share_types(#[case] types: &[&str], #[case] runs: bool)
     let result = precondition(&with_types(types));
     assert_eq!(result.is_ok(), runs);
     if let Err(reason) = result {
-        assert!(reason.contains("no Manila share types"), "{reason}");
+        assert!(
+            reason.message().contains("no Manila share types"),
+            "{reason}"
+        );
+        assert_eq!(reason.kind(), csi::HookErrorKind::Unsupported);
     }
 }
 
@@ -94,27 +98,27 @@ struct Fake(Result<Vec<&'static str>, &'static str>);
 impl ShareTypes for Fake {
     fn share_types(
         &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, String>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi::HookError>> + Send + '_>> {
         let answer = self
             .0
             .clone()
             .map(|t| t.into_iter().map(str::to_owned).collect())
-            .map_err(str::to_owned);
+            .map_err(csi::HookError::cloud);
         Box::pin(async move { answer })
     }
 }
 
 #[rstest]
 #[case::types(Ok(vec!["b", "a", "b"]), Ok(vec!["a", "b"]))]
-#[case::none(Ok(vec![]), Err("no Manila share types"))]
+#[case::none(Ok(vec![]), Err(("no Manila share types", "unsupported")))]
 #[case::cloud_error(
     Err("401 Unauthorized"),
-    Err("cannot list the Manila share types of the cloud: 401 Unauthorized")
+    Err(("cannot list the Manila share types of the cloud: 401 Unauthorized", "cloud"))
 )]
 #[tokio::test]
 async fn the_probe_turns_share_types_into_facts_or_a_reason(
     #[case] answer: Result<Vec<&'static str>, &'static str>,
-    #[case] want: Result<Vec<&str>, &str>,
+    #[case] want: Result<Vec<&str>, (&str, &str)>,
 ) {
     let probe = openstack_manila::probe(Fake(answer), Duration::from_secs(5));
     assert_eq!(probe.interval, Duration::from_secs(5));
@@ -123,7 +127,10 @@ async fn the_probe_turns_share_types_into_facts_or_a_reason(
             assert_eq!(got.facts, want);
             assert!(!got.wrote, "a probe without a client writes nothing");
         }
-        (Err(got), Err(want)) => assert!(got.contains(want), "{got}"),
+        (Err(got), Err((message, category))) => {
+            assert!(got.message().contains(message), "{got}");
+            assert_eq!(got.category(), category, "{got}");
+        }
         (got, want) => panic!("got {got:?}, want {want:?}"),
     }
 }

@@ -286,7 +286,10 @@ fn the_precondition_refuses_with_a_reason(
 ) {
     match (precondition(&inputs(config, secret, None)), want) {
         (Ok(()), None) => {}
-        (Err(e), Some(want)) => assert!(e.starts_with(want) || e.contains(want), "{e}"),
+        (Err(e), Some(want)) => {
+            assert!(e.message().contains(want), "{e}");
+            assert_eq!(e.kind(), csi::HookErrorKind::Config, "an admin fixes it");
+        }
         (got, want) => panic!("got {got:?}, want {want:?}"),
     }
 }

@@ -98,7 +98,9 @@ fn manila_without_share_types_is_available_as_disabled_and_enabled_once_they_exi
     assert!(entry.allow_disabled);
     for answer in [
         Ok(vec![]),
-        Err("cannot list the Manila share types: 503".to_owned()),
+        Err(csi::HookError::cloud(
+            "cannot list the Manila share types: 503",
+        )),
     ] {
         let mut observed = observed("manila.csi.openstack.org", "OpenStack");
         observed.probe = Some(answer);

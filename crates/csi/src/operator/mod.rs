@@ -58,6 +58,7 @@ use opkit::metrics::Metrics;
 use opkit::runtime::{LoopConfig, ReconcileError};
 use opkit::status::apply_status;
 
+use crate::HookError;
 use crate::def::DriverDef;
 use crate::render::Operand;
 use observe::{Apis, Caches, Observed, OptionalKind, start_caches};
@@ -115,7 +116,9 @@ pub fn operator_name(def: &DriverDef) -> String {
 pub trait Probe: Send + Sync {
     /// What was found, or why the driver cannot run here (reported as its Disabled
     /// condition).
-    fn check(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<Probed, String>> + Send + '_>>;
+    fn check(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Probed, HookError>> + Send + '_>>;
 }
 
 /// What a [`Probe`] found.
@@ -150,7 +153,7 @@ impl std::fmt::Debug for ProbeConfig {
 pub trait Task: Send + Sync {
     /// Does the work once: whether it wrote anything to the API server, or an error that says
     /// what failed and how to fix it.
-    fn sync(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<bool, String>> + Send + '_>>;
+    fn sync(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + '_>>;
 }
 
 /// A [`Task`], its name and how often to run it again (what it reads can change without any
@@ -316,7 +319,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Ok(probed) if probed.wrote => context.metrics.wrote(&context.name, "probe"),
             Ok(_) => {}
             Err(reason) => {
-                tracing::info!(driver = %def.short_name, %reason, "the driver cannot run here");
+                tracing::info!(driver = %def.short_name, %reason, category = reason.category(), "the driver cannot run here");
             }
         }
         observed.probe = Some(answer.map(|probed| probed.facts));
@@ -343,13 +346,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             match &outcome {
                 Ok(true) => context.metrics.wrote(&context.name, &task.name),
                 Ok(false) => {}
-                Err(message) => {
-                    tracing::warn!(driver = %def.short_name, task = %task.name, %message, "task failed");
+                Err(error) => {
+                    context.metrics.failed(&context.name, error.category());
+                    tracing::warn!(driver = %def.short_name, task = %task.name, %error, category = error.category(), "task failed");
                 }
             }
             plan.status.push(plan::task_status(
                 &task.name,
-                outcome.as_ref().err().map(String::as_str),
+                outcome.as_ref().err().map(HookError::message),
             ));
         }
     }

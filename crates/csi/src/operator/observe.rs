@@ -187,7 +187,7 @@ pub struct Observed {
     pub source_config_maps: Vec<ConfigMap>,
     /// The last answer of the driver's probe, when it has one: the facts it found, or why
     /// the driver cannot run here.
-    pub probe: Option<Result<Vec<String>, String>>,
+    pub probe: Option<Result<Vec<String>, crate::HookError>>,
     /// The CSI migration audit's figures (empty for a driver that is no migration target).
     pub migration: super::migration::Observed,
 }

@@ -506,7 +506,7 @@ pub fn plan(
         _ => def.precondition.and_then(|check| check(&inputs).err()),
     };
     if let Some(reason) = disabled {
-        plan.status.extend(disabled_status(def, &reason));
+        plan.status.extend(disabled_status(def, reason.message()));
         return plan;
     }
     let storage_class_error = storage::validate_storage_class_state(&inputs).err();
