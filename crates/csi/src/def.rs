@@ -195,6 +195,21 @@ pub struct EnvDef {
     /// A pod field path (e.g. `spec.nodeName`), used when `value` is unset.
     #[serde(default)]
     pub field_path: Option<String>,
+    /// A key of one of the table's derived ConfigMaps (`configMaps`), read when the container
+    /// starts (the ConfigMap's hash rolls the pods when it changes); used when `value` and
+    /// `fieldPath` are unset.
+    #[serde(default)]
+    pub config_map_key_ref: Option<ConfigMapKeyDef>,
+}
+
+/// A key of a ConfigMap, for [`EnvDef::config_map_key_ref`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigMapKeyDef {
+    /// The ConfigMap's name (in the operand namespace).
+    pub name: String,
+    /// The key.
+    pub key: String,
 }
 
 /// A volume of the driver container and where it is mounted.
@@ -239,6 +254,9 @@ pub enum VolumeSourceDef {
     Secret {
         /// The Secret's name.
         secret_name: String,
+        /// Only these keys, each as a file of its own name; every key when empty.
+        #[serde(default)]
+        items: Vec<String>,
     },
     /// A ConfigMap of the operand namespace (e.g. one the operator derives, see
     /// [`crate::derived`]); its hash rolls the pods when it changes.
@@ -246,6 +264,12 @@ pub enum VolumeSourceDef {
     ConfigMap {
         /// The ConfigMap's name.
         config_map_name: String,
+        /// Only these keys, each as a file of its own name; every key when empty.
+        #[serde(default)]
+        items: Vec<String>,
+        /// Whether the pod starts without the ConfigMap (or, with `items`, without those keys).
+        #[serde(default)]
+        optional: bool,
     },
     /// Scratch space that lives as long as the pod (e.g. a driver's logs): `emptyDir: {}`, or
     /// `emptyDir: {medium: Memory}` for a tmpfs.
@@ -279,7 +303,9 @@ pub struct MetricsDef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DriverContainerDef {
-    /// Arguments. `--v=${LOG_LEVEL}` puts the log level's verbosity where it stands; without
+    /// Arguments. `${CLUSTER_ID}` stands for the cluster's ID (OpenShift's infrastructure
+    /// name); an argument holding it is left out where there is none (plain Kubernetes).
+    /// `--v=${LOG_LEVEL}` puts the log level's verbosity where it stands; without
     /// it the kit adds `--v=N` last. The kit sets `CSI_ENDPOINT` to the socket, so
     /// `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
     pub args: Vec<String>,
@@ -295,6 +321,13 @@ pub struct DriverContainerDef {
     /// Whether the container runs privileged (node drivers mounting volumes do).
     #[serde(default)]
     pub privileged: bool,
+    /// Capabilities added to the container, where OpenShift names them beside `privileged`
+    /// (e.g. `SYS_ADMIN`).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// `allowPrivilegeEscalation`, where OpenShift states it.
+    #[serde(default)]
+    pub allow_privilege_escalation: Option<bool>,
     /// A memory limit (a quantity such as `1Gi`), where OpenShift caps the driver; none by
     /// default.
     #[serde(default)]
@@ -495,6 +528,10 @@ pub struct NodeDef {
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,
+    /// The order of the pod's containers by name (`csi-driver`, `csi-node-driver-registrar`,
+    /// `csi-liveness-probe`), when it is not that; containers it does not name follow.
+    #[serde(default)]
+    pub container_order: Vec<String>,
 }
 
 /// One RBAC rule.
@@ -789,6 +826,31 @@ impl DriverDef {
                 }
             }
         }
+        let derived: Vec<&str> = self.config_maps.iter().map(|c| c.name.as_str()).collect();
+        for (pod, driver) in [("controller", &ctl.driver), ("node", &self.node.driver)] {
+            for e in &driver.env {
+                let sources = usize::from(e.value.is_some())
+                    + usize::from(e.field_path.is_some())
+                    + usize::from(e.config_map_key_ref.is_some());
+                if sources > 1 {
+                    problems.push(format!(
+                        "{pod} env {} has more than one of value, fieldPath and configMapKeyRef",
+                        e.name
+                    ));
+                }
+                if let Some(key) = &e.config_map_key_ref
+                    && !derived.contains(&key.name.as_str())
+                {
+                    problems.push(format!(
+                        "{pod} env {} reads ConfigMap {}, which is not one of the table's \
+                         configMaps ({}): only those roll the pods when they change",
+                        e.name,
+                        key.name,
+                        derived.join(", ")
+                    ));
+                }
+            }
+        }
         for (pod, driver, kit_mounts, socket_dir) in [
             (
                 "controller",
@@ -863,15 +925,20 @@ impl DriverDef {
                 }
             }
         }
-        for name in ctl
-            .container_order
-            .iter()
-            .filter(|n| !controller_containers.contains(n))
-        {
-            problems.push(format!(
-                "controller containerOrder names {name}, not a container of the pod ({})",
-                controller_containers.join(", ")
-            ));
+        for (pod, order, containers) in [
+            (
+                "controller",
+                &ctl.container_order,
+                &controller_containers[..],
+            ),
+            ("node", &self.node.container_order, &node_containers[..]),
+        ] {
+            for name in order.iter().filter(|n| !containers.contains(n)) {
+                problems.push(format!(
+                    "{pod} containerOrder names {name}, not a container of the pod ({})",
+                    containers.join(", ")
+                ));
+            }
         }
         for (pod, rules) in [
             ("controller", &ctl.extra_rules),

@@ -204,8 +204,32 @@ pub mod ini {
 
     /// Parses `text`; an error names the line number and what is wrong with it.
     pub fn parse(text: &str) -> Result<Sections, String> {
-        let mut sections = Sections::new();
+        Ok(parse_ordered(text)?.into_iter().fold(
+            Sections::new(),
+            |mut sections, (name, entries)| {
+                sections.entry(name).or_default().extend(entries);
+                sections
+            },
+        ))
+    }
+
+    /// Sections and keys in the order they first appear in a text (a later duplicate
+    /// replaces the value in place).
+    pub type Ordered = Vec<(String, Vec<(String, String)>)>;
+
+    /// Parses `text` as [`parse`] does, keeping the order of sections and keys.
+    pub fn parse_ordered(text: &str) -> Result<Ordered, String> {
+        let mut sections: Ordered = Vec::new();
         let mut current = String::new();
+        let position =
+            |sections: &mut Ordered, name: &str| match sections.iter().position(|(n, _)| n == name)
+            {
+                Some(index) => index,
+                None => {
+                    sections.push((name.to_owned(), Vec::new()));
+                    sections.len() - 1
+                }
+            };
         for (index, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
@@ -224,7 +248,7 @@ pub mod ini {
                 }
                 // `[VirtualCenter "10.0.0.1"]` is section `VirtualCenter "10.0.0.1"`.
                 current = header.to_owned();
-                sections.entry(current.clone()).or_default();
+                position(&mut sections, &current);
                 continue;
             }
             let Some((key, value)) = line
@@ -242,10 +266,13 @@ pub mod ini {
                 .strip_prefix('"')
                 .and_then(|v| v.strip_suffix('"'))
                 .unwrap_or(value);
-            sections
-                .entry(current.clone())
-                .or_default()
-                .insert(key.trim().to_owned(), value.to_owned());
+            let at = position(&mut sections, &current);
+            let entries = &mut sections[at].1;
+            let key = key.trim();
+            match entries.iter_mut().find(|(k, _)| k == key) {
+                Some(entry) => entry.1 = value.to_owned(),
+                None => entries.push((key.to_owned(), value.to_owned())),
+            }
         }
         Ok(sections)
     }
@@ -260,6 +287,33 @@ pub mod ini {
             out.push_str(&format!("[{name}]\n"));
             for (k, v) in entries {
                 out.push_str(&format!("{k} = {v}\n"));
+            }
+        }
+        out
+    }
+
+    /// Writes sections in the layout OpenShift's operators write their INI files in (go-ini's
+    /// pretty format), so that a file both would write is the same byte for byte (and so is
+    /// its hash on the pod templates): `=` aligned under each section's longest key, a blank
+    /// line between sections, a value holding `#` or `;` in backquotes (else it would read as
+    /// a comment), one with a line break or a backquote in triple double quotes.
+    pub fn render_aligned(sections: &[(String, Vec<(String, String)>)]) -> String {
+        let mut out = String::new();
+        for (i, (name, entries)) in sections.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&format!("[{name}]\n"));
+            let width = entries.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+            for (k, v) in entries {
+                let v = if v.contains(['\n', '`']) {
+                    format!("\"\"\"{v}\"\"\"")
+                } else if v.contains(['#', ';']) {
+                    format!("`{v}`")
+                } else {
+                    v.clone()
+                };
+                out.push_str(&format!("{k:<width$} = {v}\n"));
             }
         }
         out
@@ -407,6 +461,43 @@ mod tests {
                 ("B".into(), vec![]),
             ]),
             "[A]\nk = v\n\n[B]\n"
+        );
+    }
+
+    #[test]
+    fn ini_keeps_the_order_and_writes_go_inis_layout() {
+        let text = "[B]\nzeta = 1\nalpha = 2\n[A]\nk = v\n[B]\nzeta = 3\nmid = 4\n";
+        let ordered = ini::parse_ordered(text).unwrap();
+        assert_eq!(
+            ordered,
+            [
+                (
+                    "B".to_owned(),
+                    vec![
+                        ("zeta".to_owned(), "3".to_owned()),
+                        ("alpha".to_owned(), "2".to_owned()),
+                        ("mid".to_owned(), "4".to_owned()),
+                    ]
+                ),
+                ("A".to_owned(), vec![("k".to_owned(), "v".to_owned())]),
+            ],
+            "first appearance decides the place, the last value wins"
+        );
+        assert_eq!(ini::parse(text).unwrap()["B"]["zeta"], "3");
+        assert_eq!(
+            ini::render_aligned(&[
+                (
+                    "Global".into(),
+                    vec![
+                        ("use-clouds".into(), "true".into()),
+                        ("clouds-file".into(), "/x".into()),
+                        ("tag".into(), "a#b".into()),
+                        ("multi".into(), "a\nb".into()),
+                    ]
+                ),
+                ("Empty".into(), vec![]),
+            ]),
+            "[Global]\nuse-clouds  = true\nclouds-file = /x\ntag         = `a#b`\nmulti       = \"\"\"a\nb\"\"\"\n\n[Empty]\n"
         );
     }
 }

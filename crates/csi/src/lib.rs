@@ -61,9 +61,9 @@ pub mod tls;
 pub mod workloads;
 
 pub use def::{
-    CSIDriverDef, ControllerDef, CredentialsDef, CredentialsRequestDef, DaemonSetHook,
-    DeploymentHook, DriverContainerDef, DriverDef, EnvDef, Hooks, ImageDef, Images, MetricsDef,
-    NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
+    CSIDriverDef, ConfigMapKeyDef, ControllerDef, CredentialsDef, CredentialsRequestDef,
+    DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef, Hooks, ImageDef, Images,
+    MetricsDef, NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
     StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
 };
 pub use error::{HookError, HookErrorKind};

@@ -7,12 +7,12 @@ use k8s_openapi::api::apps::v1::{
     DeploymentStrategy, RollingUpdateDaemonSet, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Affinity, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, ExecAction, HTTPGetAction, HostPathVolumeSource, Lifecycle, LifecycleHandler,
-    ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe,
-    ProjectedVolumeSource, ResourceRequirements, SecretVolumeSource, SecurityContext,
-    ServiceAccountTokenProjection, Toleration, Volume, VolumeMount, VolumeProjection,
-    WeightedPodAffinityTerm,
+    Affinity, Capabilities, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
+    EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction, HTTPGetAction, HostPathVolumeSource,
+    KeyToPath, Lifecycle, LifecycleHandler, ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity,
+    PodSpec, PodTemplateSpec, Probe, ProjectedVolumeSource, ResourceRequirements,
+    SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Toleration, Volume,
+    VolumeMount, VolumeProjection, WeightedPodAffinityTerm,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::def::{
-    DriverContainerDef, DriverDef, MetricsDef, SidecarKind, VolumeDef, VolumeSourceDef,
+    DriverContainerDef, DriverDef, EnvDef, MetricsDef, SidecarKind, VolumeDef, VolumeSourceDef,
 };
 use crate::hooks;
 use crate::inputs::Inputs;
@@ -124,23 +124,34 @@ fn health_endpoint(host_network: bool, port: u16) -> String {
 /// The driver container's environment: `CSI_ENDPOINT` where the table lists it without a
 /// value (first when it does not list it), then the table's variables in order.
 fn env_from_def(def: &DriverContainerDef, endpoint: &str) -> Vec<EnvVar> {
-    let placed = def
-        .env
-        .iter()
-        .any(|e| e.name == CSI_ENDPOINT && e.value.is_none() && e.field_path.is_none());
+    let bare = |e: &EnvDef| {
+        e.name == CSI_ENDPOINT
+            && e.value.is_none()
+            && e.field_path.is_none()
+            && e.config_map_key_ref.is_none()
+    };
+    let placed = def.env.iter().any(bare);
     let first = (!placed).then(|| env(CSI_ENDPOINT, endpoint));
     let table = def.env.iter().map(|e| {
-        if e.name == CSI_ENDPOINT && e.value.is_none() && e.field_path.is_none() {
+        if bare(e) {
             return env(CSI_ENDPOINT, endpoint);
         }
         EnvVar {
             name: e.name.clone(),
             value: e.value.clone(),
-            value_from: match (&e.value, &e.field_path) {
-                (None, Some(path)) => Some(EnvVarSource {
+            value_from: match (&e.value, &e.field_path, &e.config_map_key_ref) {
+                (None, Some(path), _) => Some(EnvVarSource {
                     field_ref: Some(ObjectFieldSelector {
                         field_path: path.clone(),
                         ..ObjectFieldSelector::default()
+                    }),
+                    ..EnvVarSource::default()
+                }),
+                (None, None, Some(key)) => Some(EnvVarSource {
+                    config_map_key_ref: Some(ConfigMapKeySelector {
+                        name: key.name.clone(),
+                        key: key.key.clone(),
+                        optional: None,
                     }),
                     ..EnvVarSource::default()
                 }),
@@ -157,13 +168,23 @@ const CSI_ENDPOINT: &str = "CSI_ENDPOINT";
 /// The placeholder of the operand verbosity in a table's arguments.
 const LOG_LEVEL_PLACEHOLDER: &str = "${LOG_LEVEL}";
 
+/// The placeholder of the cluster's ID (OpenShift's infrastructure name) in a table's
+/// arguments.
+const CLUSTER_ID_PLACEHOLDER: &str = "${CLUSTER_ID}";
+
 /// The driver's arguments: `${LOG_LEVEL}` replaced by the verbosity where the table puts it,
-/// else `--v=N` last.
+/// else `--v=N` last; `${CLUSTER_ID}` by the cluster's ID, an argument holding it left out
+/// where the cluster has none (plain Kubernetes).
 fn driver_args(def: &DriverContainerDef, inputs: &Inputs) -> Vec<String> {
     let verbosity = inputs.verbosity().to_string();
+    let cluster_id = inputs.cluster_id.as_deref().filter(|id| !id.is_empty());
     let mut args: Vec<String> = def
         .args
         .iter()
+        .filter_map(|a| match cluster_id {
+            Some(id) => Some(a.replace(CLUSTER_ID_PLACEHOLDER, id)),
+            None => (!a.contains(CLUSTER_ID_PLACEHOLDER)).then(|| a.clone()),
+        })
         .map(|a| a.replace(LOG_LEVEL_PLACEHOLDER, &verbosity))
         .collect();
     if !def.args.iter().any(|a| a.contains(LOG_LEVEL_PLACEHOLDER)) {
@@ -199,15 +220,22 @@ fn volume_from_def(v: &VolumeDef) -> Volume {
                 type_: Some(type_.clone()),
             });
         }
-        VolumeSourceDef::Secret { secret_name } => {
+        VolumeSourceDef::Secret { secret_name, items } => {
             volume.secret = Some(SecretVolumeSource {
                 secret_name: Some(secret_name.clone()),
+                items: key_paths(items),
                 ..SecretVolumeSource::default()
             });
         }
-        VolumeSourceDef::ConfigMap { config_map_name } => {
+        VolumeSourceDef::ConfigMap {
+            config_map_name,
+            items,
+            optional,
+        } => {
             volume.config_map = Some(ConfigMapVolumeSource {
                 name: config_map_name.clone(),
+                items: key_paths(items),
+                optional: optional.then_some(true),
                 ..ConfigMapVolumeSource::default()
             });
         }
@@ -232,6 +260,19 @@ fn volume_from_def(v: &VolumeDef) -> Volume {
         }
     }
     volume
+}
+
+/// Each key as a file of its own name; `None` (every key) for none.
+fn key_paths(keys: &[String]) -> Option<Vec<KeyToPath>> {
+    (!keys.is_empty()).then(|| {
+        keys.iter()
+            .map(|key| KeyToPath {
+                key: key.clone(),
+                path: key.clone(),
+                mode: None,
+            })
+            .collect()
+    })
 }
 
 /// The driver container's mount of a table volume; none for a volume no container mounts.
@@ -297,10 +338,17 @@ fn driver_container(
         probe.timeout_seconds = Some(t.timeout_seconds);
     }
     c.liveness_probe = Some(probe);
-    if def.privileged
-        && let Some(sc) = c.security_context.as_mut()
-    {
-        sc.privileged = Some(true);
+    if let Some(sc) = c.security_context.as_mut() {
+        if def.privileged {
+            sc.privileged = Some(true);
+        }
+        if !def.capabilities.is_empty() {
+            sc.capabilities = Some(Capabilities {
+                add: Some(def.capabilities.clone()),
+                drop: None,
+            });
+        }
+        sc.allow_privilege_escalation = def.allow_privilege_escalation;
     }
     limit_memory(&mut c, def.memory_limit.as_ref());
     for m in &mut mounts {
@@ -770,6 +818,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     sort_by_names(&mut volumes, &node.driver.volume_order, |v| &v.name);
 
     let mut containers = vec![driver, registrar, probe];
+    sort_by_names(&mut containers, &node.container_order, |c| &c.name);
     mount_shared_volumes(&mut containers, &node.driver.volumes);
     let spec = PodSpec {
         containers,

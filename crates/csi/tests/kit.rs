@@ -90,6 +90,33 @@ fn defaults_fill_in_what_the_table_leaves_out() {
 }
 
 #[test]
+fn the_cluster_id_placeholder_is_substituted_or_its_argument_left_out() {
+    let mut def = example();
+    def.controller.driver.args = vec![
+        "--endpoint=$(CSI_ENDPOINT)".to_owned(),
+        "--cluster=${CLUSTER_ID}".to_owned(),
+        "--v=${LOG_LEVEL}".to_owned(),
+    ];
+    let args = |cluster_id: Option<&str>| {
+        let mut i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+        i.cluster_id = cluster_id.map(str::to_owned);
+        let d = csi::build_controller_deployment(&def, &i);
+        container(pod(&d), "csi-driver").args.clone().unwrap()
+    };
+    assert_eq!(
+        args(Some("infra-7x")),
+        ["--endpoint=$(CSI_ENDPOINT)", "--cluster=infra-7x", "--v=2"]
+    );
+    for none in [None, Some("")] {
+        assert_eq!(
+            args(none),
+            ["--endpoint=$(CSI_ENDPOINT)", "--v=2"],
+            "plain Kubernetes has no cluster ID"
+        );
+    }
+}
+
+#[test]
 fn pod_network_health_endpoints_listen_on_the_pod_address() {
     let def = example();
     let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
@@ -389,11 +416,29 @@ fn validation_checks_the_pod_template_settings() {
         period_seconds: 0,
         timeout_seconds: 3,
     });
+    // An environment variable has one source, and reads only the table's own ConfigMaps.
+    def.controller.driver.env.push(
+        serde_json::from_value(json!({
+            "name": "TWICE", "value": "x", "configMapKeyRef": {"name": "cloud-conf", "key": "k"}
+        }))
+        .unwrap(),
+    );
+    def.node.driver.env.push(
+        serde_json::from_value(json!({
+            "name": "FOREIGN", "configMapKeyRef": {"name": "someone-elses", "key": "k"}
+        }))
+        .unwrap(),
+    );
+    def.config_maps.push(serde_json::from_value(json!({
+        "name": "cloud-conf", "source": {"namespace": "openshift-config", "name": "cloud-provider-config", "key": "config"}
+    })).unwrap());
     let err = def.validate().unwrap_err();
     assert_eq!(
         err.problems,
         [
             "node volume dev has no mountPath but mount settings (readOnly, mountPropagation, alsoMountedIn)".to_owned(),
+            "controller env TWICE has more than one of value, fieldPath and configMapKeyRef".to_owned(),
+            "node env FOREIGN reads ConfigMap someone-elses, which is not one of the table's configMaps (cloud-conf): only those roll the pods when they change".to_owned(),
             "controller driver endpoint unix:///var/lib/csi/sockets/pluginproxy/csi.sock is not csi.sock in socket-dir (/csi): the sidecars connect to /csi/csi.sock".to_owned(),
             "node driver mountPaths names registration-dir, not one of the kit's mounts (socket-dir, kubelet-dir)".to_owned(),
             "node driver livenessProbe needs initialDelaySeconds >= 0 and periodSeconds, timeoutSeconds >= 1".to_owned(),

@@ -4,19 +4,28 @@
 //! ConfigMap `cloud-conf`:
 //! - `[Global]` authenticates with the credentials Secret's `clouds.yaml` (written by
 //!   cloud-credential-operator), never with passwords from the cloud config;
-//! - `[BlockStorage]` and `[Metadata]` options are carried over, the known ones checked;
+//! - `[BlockStorage]` options are carried over (less the legacy `trust-device-path`), the
+//!   known ones checked, and `[Metadata]`;
 //! - a self-signed cloud's CA (key `ca-bundle.pem`, or `ca-cert.pem`, of the cloud config) is
-//!   copied as `ca-bundle.pem` and named by `ca-file`.
+//!   copied as `ca-bundle.pem` and named by `ca-file`;
+//! - `enable_topology` says whether availability-zone topology
+//!   (`topology.cinder.csi.openstack.org/zone`) is on; both driver containers read it into
+//!   `--with-topology` when they start, and its hash rolls them when it changes.
 //!
-//! Availability-zone topology (`topology.cinder.csi.openstack.org/zone`) is on unless the cloud
-//! config says `[BlockStorage] ignore-volume-az = true` (compute and volume zones differ).
+//! The files are where OpenShift's operator puts them (`clouds.yaml` under
+//! `/etc/kubernetes/secret`, the CA under
+//! `/etc/kubernetes/static-pod-resources/configmaps/cloud-config`), and `cloud.conf` is laid
+//! out as it lays it out ([`ini::render_aligned`]), so its pod templates and ours are the same,
+//! hash annotations included, and taking over restarts no pod. Topology is on unless the cloud config's ConfigMap says
+//! `enable_topology: "false"` (OpenShift's override) or `[BlockStorage] ignore-volume-az = true`
+//! (compute and volume zones differ). Where OpenShift's operator, without an override, asks the
+//! cloud whether the compute and volume zones match, we go by that option. Unlike OpenShift's,
+//! the `[Metadata]` section is carried over too (the driver reads it on the nodes).
 
 use std::collections::BTreeMap;
 
 use csi::derived::ini;
-use csi::{DriverDef, Hooks, Inputs, names};
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::PodSpec;
+use csi::{DriverDef, Inputs};
 
 use crate::DriverError;
 
@@ -30,12 +39,16 @@ pub const CONFIG_MAP: &str = "cloud-conf";
 pub const CLOUD_CONF_KEY: &str = "cloud.conf";
 /// Its key with the cloud's CA bundle, when the cloud has one.
 pub const CA_BUNDLE_KEY: &str = "ca-bundle.pem";
+/// Its key saying whether topology is on (`true` or `false`); also the key of the cluster's
+/// cloud config that overrides it, as on OpenShift.
+pub const TOPOLOGY_KEY_NAME: &str = "enable_topology";
 /// Keys of the cluster's cloud config that may hold the CA of a self-signed cloud.
 pub const SOURCE_CA_KEYS: [&str; 2] = ["ca-bundle.pem", "ca-cert.pem"];
-/// Where the pods see the operand ConfigMap.
-pub const CONFIG_DIR: &str = "/etc/kubernetes/config";
 /// Where the pods see the credentials Secret's `clouds.yaml`.
-pub const CLOUDS_FILE: &str = "/etc/openstack/clouds.yaml";
+pub const CLOUDS_FILE: &str = "/etc/kubernetes/secret/clouds.yaml";
+/// Where the pods see the cloud's CA bundle (OpenShift's path).
+pub const CA_FILE: &str =
+    "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem";
 /// The cloud's name in the `clouds.yaml` cloud-credential-operator writes.
 pub const CLOUD_NAME: &str = "openstack";
 /// The topology key the driver reports.
@@ -49,13 +62,6 @@ pub fn def() -> Result<DriverDef, DriverError> {
     for derived in &mut def.config_maps {
         derived.generate = Some(generate_cloud_conf);
     }
-    def.hooks = Hooks {
-        deployment: vec![with_topology_controller],
-        daemon_set: vec![with_topology_node],
-        storage_class: Vec::new(),
-        storage_class_filter: None,
-        volume_snapshot_class: Vec::new(),
-    };
     Ok(def)
 }
 
@@ -101,10 +107,7 @@ pub fn generate_cloud_conf(
         ("cloud".to_owned(), CLOUD_NAME.to_owned()),
     ];
     if ca.is_some() {
-        global.push((
-            "ca-file".to_owned(),
-            format!("{CONFIG_DIR}/{CA_BUNDLE_KEY}"),
-        ));
+        global.push(("ca-file".to_owned(), CA_FILE.to_owned()));
     }
 
     let block_storage = section("BlockStorage");
@@ -125,74 +128,48 @@ pub fn generate_cloud_conf(
         ));
     }
 
-    let mut out_sections = vec![("Global".to_owned(), global)];
-    for name in ["BlockStorage", "Metadata"] {
-        let entries = section(name);
-        if !entries.is_empty() {
-            out_sections.push((name.to_owned(), entries.into_iter().collect()));
-        }
+    // As OpenShift's operator lays the file out: [BlockStorage] as the source has it (less the
+    // legacy trust-device-path), then [Global]; then, ours only, [Metadata].
+    let ordered = ini::parse_ordered(text)?;
+    let kept = |name: &str| -> Vec<(String, String)> {
+        ordered
+            .iter()
+            .filter(|(n, _)| n == name)
+            .flat_map(|(_, entries)| entries.iter().cloned())
+            .filter(|(k, _)| k != "trust-device-path")
+            .collect()
+    };
+    let mut out_sections = Vec::new();
+    let block_storage_kept = kept("BlockStorage");
+    if !block_storage_kept.is_empty() {
+        out_sections.push(("BlockStorage".to_owned(), block_storage_kept));
     }
-    let mut out = BTreeMap::from([(CLOUD_CONF_KEY.to_owned(), ini::render(&out_sections))]);
+    out_sections.push(("Global".to_owned(), global));
+    let metadata = kept("Metadata");
+    if !metadata.is_empty() {
+        out_sections.push(("Metadata".to_owned(), metadata));
+    }
+    let topology = match data.get(TOPOLOGY_KEY_NAME).map(|v| (v, parse_bool(v))) {
+        Some((_, Some(on))) => on,
+        Some((value, None)) => {
+            return Err(format!(
+                "{TOPOLOGY_KEY_NAME} = {value:?} is not a boolean: use \"true\" or \"false\""
+            ));
+        }
+        None => !block_storage
+            .get("ignore-volume-az")
+            .and_then(|v| parse_bool(v))
+            .unwrap_or(false),
+    };
+    let mut out = BTreeMap::from([
+        (
+            CLOUD_CONF_KEY.to_owned(),
+            ini::render_aligned(&out_sections),
+        ),
+        (TOPOLOGY_KEY_NAME.to_owned(), topology.to_string()),
+    ]);
     if let Some(ca) = ca {
         out.insert(CA_BUNDLE_KEY.to_owned(), ca.clone());
     }
     Ok(out)
-}
-
-/// Whether availability-zone topology is on: yes, unless the cloud config says
-/// `[BlockStorage] ignore-volume-az = true`. Without a readable cloud config, on (the
-/// driver's default; the Degraded condition says what is wrong with the config).
-pub fn topology_enabled(inputs: &Inputs) -> bool {
-    let ignore_az = inputs
-        .source_config_maps
-        .get("openshift-config/cloud-provider-config")
-        .and_then(|d| d.get("config"))
-        .and_then(|text| ini::parse(text).ok())
-        .and_then(|s| s.get("BlockStorage")?.get("ignore-volume-az").cloned())
-        .and_then(|v| parse_bool(&v))
-        .unwrap_or(false);
-    !ignore_az
-}
-
-fn set_arg(args: &mut Vec<String>, prefix: &str, value: String) {
-    args.retain(|a| !a.starts_with(prefix));
-    args.push(value);
-}
-
-fn with_topology(inputs: &Inputs, spec: &mut PodSpec) {
-    let on = topology_enabled(inputs);
-    for container in &mut spec.containers {
-        let args = container.args.get_or_insert_with(Vec::new);
-        if container.name == names::DRIVER_CONTAINER {
-            set_arg(args, "--with-topology=", format!("--with-topology={on}"));
-        } else if container.name == "csi-provisioner" {
-            set_arg(
-                args,
-                "--feature-gates=Topology=",
-                format!("--feature-gates=Topology={on}"),
-            );
-        }
-    }
-}
-
-/// `--with-topology` on the controller's driver and the provisioner's Topology gate.
-pub fn with_topology_controller(inputs: &Inputs, deployment: &mut Deployment) {
-    if let Some(spec) = deployment
-        .spec
-        .as_mut()
-        .and_then(|s| s.template.spec.as_mut())
-    {
-        with_topology(inputs, spec);
-    }
-}
-
-/// `--with-topology` on the node's driver (it reports the node's zone only when on).
-pub fn with_topology_node(inputs: &Inputs, daemon_set: &mut DaemonSet) {
-    if let Some(spec) = daemon_set
-        .spec
-        .as_mut()
-        .and_then(|s| s.template.spec.as_mut())
-    {
-        with_topology(inputs, spec);
-    }
 }

@@ -109,6 +109,7 @@ fn yaml(v: &Option<Value>) -> String {
 #[case::aws_ebs("aws-ebs", "aws-ebs")]
 #[case::aws_efs("aws-efs", "aws-efs")]
 #[case::smb("smb", "samba")]
+#[case::openstack_cinder("openstack-cinder", "openstack-cinder")]
 fn operands_match_openshift_but_for_the_listed_differences(
     #[case] short_name: &str,
     #[case] fixture: &str,

@@ -53,6 +53,11 @@ struct Case {
     /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
     /// the driver's differences list pending pod template changes.
     same_pod_templates: bool,
+    /// What the cluster has besides the driver's operands (the cloud config, the credentials
+    /// cloud-credential-operator wrote), created by an admin.
+    seeds: fn() -> Vec<Value>,
+    /// Operands OpenShift's operator writes at run time (not in its assets), as it writes them.
+    runtime_operands: fn() -> Vec<Value>,
 }
 
 impl Case {
@@ -87,6 +92,8 @@ const GCP_PD: Case = Case {
     classes: &["ssd-csi", "standard-csi"],
     not_rendered: &[],
     same_pod_templates: true,
+    seeds: Vec::new,
+    runtime_operands: Vec::new,
 };
 
 const AWS_EFS: Case = Case {
@@ -101,6 +108,8 @@ const AWS_EFS: Case = Case {
     classes: &[],
     not_rendered: &[],
     same_pod_templates: false,
+    seeds: Vec::new,
+    runtime_operands: Vec::new,
 };
 
 const SMB: Case = Case {
@@ -123,6 +132,90 @@ const SMB: Case = Case {
         "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
     ],
     same_pod_templates: true,
+    seeds: Vec::new,
+    runtime_operands: Vec::new,
+};
+
+/// The installer's cloud config of an OpenStack cluster.
+const OPENSTACK_CLOUD_CONFIG: &str = "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\nregion = regionOne\n[BlockStorage]\nignore-volume-az = false\n";
+
+/// The credentials cloud-credential-operator wrote.
+const OPENSTACK_CLOUDS_YAML: &str = "clouds:\n  openstack:\n    auth:\n      auth_url: https://keystone.example.com:5000\n    region_name: regionOne\n";
+
+/// The cloud.conf OpenShift's operator generated from [`OPENSTACK_CLOUD_CONFIG`] (go-ini's
+/// layout: the kept section first, `=` aligned).
+const OPENSHIFT_CINDER_CLOUD_CONF: &str = "[BlockStorage]\nignore-volume-az = false\n\n[Global]\nuse-clouds  = true\nclouds-file = /etc/kubernetes/secret/clouds.yaml\ncloud       = openstack\n";
+
+const OPENSTACK_CINDER: Case = Case {
+    short: "openstack-cinder",
+    fixture: "openstack-cinder",
+    driver: "cinder.csi.openstack.org",
+    prefix: "OpenStackCinder",
+    former: "openstack-cinder-csi-driver-operator",
+    platform: || json!({"type": "OpenStack", "openstack": {}}),
+    hooks: |o| {
+        // library-go's hash annotations: cloud-conf as OpenShift's operator wrote it and the
+        // credentials, on both workloads (the metrics certificate's too on the Deployment, but
+        // service-ca has not made it here).
+        if matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
+            use csi::hash::{HashedKind, annotation_key, config_map_data_hash, secret_data_hash};
+            let cloud_conf: BTreeMap<String, String> = [
+                ("cloud.conf", OPENSHIFT_CINDER_CLOUD_CONF),
+                ("enable_topology", "true"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+            let credentials = BTreeMap::from([(
+                "clouds.yaml".to_owned(),
+                OPENSTACK_CLOUDS_YAML.as_bytes().to_vec(),
+            )]);
+            for (key, hash) in [
+                (
+                    annotation_key(NS, "cloud-conf", HashedKind::ConfigMap),
+                    config_map_data_hash(Some(&cloud_conf)),
+                ),
+                (
+                    annotation_key(NS, "openstack-cloud-credentials", HashedKind::Secret),
+                    secret_data_hash(Some(&credentials)),
+                ),
+            ] {
+                o["spec"]["template"]["metadata"]["annotations"][&key] = json!(hash);
+                o["metadata"]["annotations"][&key] = json!(hash);
+            }
+        }
+    },
+    metrics_ports: &[
+        ("provisioner-m", 9203),
+        ("attacher-m", 9204),
+        ("resizer-m", 9205),
+        ("snapshotter-m", 9206),
+        ("driver-m", 9202),
+    ],
+    classes: &["standard-csi"],
+    not_rendered: &[],
+    // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
+    // is the same too.
+    same_pod_templates: true,
+    seeds: || {
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+                   "data": {"config": OPENSTACK_CLOUD_CONFIG}}),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "openstack-cloud-credentials", "namespace": NS},
+                   "stringData": {"clouds.yaml": OPENSTACK_CLOUDS_YAML}}),
+        ]
+    },
+    runtime_operands: || {
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cloud-conf", "namespace": NS},
+        "data": {
+            "cloud.conf": OPENSHIFT_CINDER_CLOUD_CONF,
+            "enable_topology": "true",
+        }})]
+    },
 };
 
 /// The images of the release payload, by OpenShift's environment variable.
@@ -166,6 +259,7 @@ fn openshift_objects(case: &Case) -> Vec<Value> {
     }
     substitutions.push(("${CLUSTER_ID}".to_owned(), INFRA.to_owned()));
     let mut objects = fixtures::load(case.fixture, &substitutions);
+    objects.extend((case.runtime_operands)());
     objects.retain(|o| {
         o["metadata"]["name"] != "hyperdisk-balanced" && o["kind"] != "CredentialsRequest"
     });
@@ -310,6 +404,13 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
         cluster.add_node(node, true);
     }
     cluster.simulate_workloads(SimConfig::default());
+    for o in (case.seeds)() {
+        let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
+        api_for(&admin, &o)
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("seeding {}: {e}", o["metadata"]["name"]));
+    }
 
     let former = cluster.client_with_agent(case.former);
     for o in openshift_objects(case) {
@@ -415,6 +516,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[case::gcp_pd(&GCP_PD)]
 #[case::aws_efs(&AWS_EFS)]
 #[case::smb(&SMB)]
+#[case::openstack_cinder(&OPENSTACK_CINDER)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;

@@ -85,7 +85,7 @@ async fn cloud_config_drives_the_driver_config_and_rolls_the_pods_once() {
     .await;
     condition_becomes(&admin, DRIVER, STATIC_DEGRADED, "False").await;
     let conf = eventually("cloud.conf", async || cloud_conf(&admin).await).await;
-    assert!(conf.contains("use-clouds = true") && conf.contains("rescan-on-resize = false"));
+    assert!(conf.contains("use-clouds  = true") && conf.contains("rescan-on-resize = false"));
     let class = eventually("the default StorageClass", async || {
         Api::<StorageClass>::all(admin.clone())
             .get_opt("standard-csi")

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use csi::derived::{derived_config_map_errors, ini};
 use csi::{DriverDef, Inputs, Topology};
-use drivers::openstack_cinder::{self, generate_cloud_conf, parse_bool, topology_enabled};
+use drivers::openstack_cinder::{self, generate_cloud_conf, parse_bool};
 use rstest::rstest;
 
 const SOURCE: &str = "openshift-config/cloud-provider-config";
@@ -66,7 +66,7 @@ fn auth_always_comes_from_the_credentials_secret() {
         conf["Global"],
         data(&[
             ("use-clouds", "true"),
-            ("clouds-file", "/etc/openstack/clouds.yaml"),
+            ("clouds-file", "/etc/kubernetes/secret/clouds.yaml"),
             ("cloud", "openstack"),
         ])
     );
@@ -74,7 +74,11 @@ fn auth_always_comes_from_the_credentials_secret() {
         !out["cloud.conf"].contains("hunter2"),
         "no password is copied"
     );
-    assert_eq!(out.len(), 1, "no CA without one in the cloud config");
+    assert_eq!(
+        out.keys().collect::<Vec<_>>(),
+        ["cloud.conf", "enable_topology"],
+        "no CA without one in the cloud config"
+    );
 }
 
 #[rstest]
@@ -86,7 +90,8 @@ fn a_self_signed_clouds_ca_is_copied_and_named(#[case] key: &str) {
     let conf = ini::parse(&out["cloud.conf"]).unwrap();
     assert_eq!(
         conf["Global"]["ca-file"],
-        "/etc/kubernetes/config/ca-bundle.pem"
+        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+        "where both pods mount the CA"
     );
 }
 
@@ -94,13 +99,26 @@ fn a_self_signed_clouds_ca_is_copied_and_named(#[case] key: &str) {
 #[case::options_kept(
     "[BlockStorage]\nrescan-on-resize = true\nnode-volume-attach-limit = 25\n[Metadata]\nsearch-order = configDrive\n",
     Some(
-        "[Global]\nuse-clouds = true\nclouds-file = /etc/openstack/clouds.yaml\ncloud = openstack\n\n[BlockStorage]\nnode-volume-attach-limit = 25\nrescan-on-resize = true\n\n[Metadata]\nsearch-order = configDrive\n"
+        "[BlockStorage]\nrescan-on-resize         = true\nnode-volume-attach-limit = 25\n\n[Global]\nuse-clouds  = true\nclouds-file = /etc/kubernetes/secret/clouds.yaml\ncloud       = openstack\n\n[Metadata]\nsearch-order = configDrive\n"
     )
 )]
 #[case::empty_config(
     "",
     Some(
-        "[Global]\nuse-clouds = true\nclouds-file = /etc/openstack/clouds.yaml\ncloud = openstack\n"
+        "[Global]\nuse-clouds  = true\nclouds-file = /etc/kubernetes/secret/clouds.yaml\ncloud       = openstack\n"
+    )
+)]
+#[case::legacy_option_dropped(
+    "[BlockStorage]\ntrust-device-path = false\n",
+    Some(
+        "[Global]\nuse-clouds  = true\nclouds-file = /etc/kubernetes/secret/clouds.yaml\ncloud       = openstack\n"
+    )
+)]
+#[case::installer_config(
+    "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\nregion = regionOne\n[BlockStorage]\nignore-volume-az = false\n",
+    // Byte for byte what OpenShift's operator writes for the same cloud config.
+    Some(
+        "[BlockStorage]\nignore-volume-az = false\n\n[Global]\nuse-clouds  = true\nclouds-file = /etc/kubernetes/secret/clouds.yaml\ncloud       = openstack\n"
     )
 )]
 #[case::not_ini("this is not a cloud config", None)]
@@ -153,42 +171,80 @@ fn the_kit_reports_a_broken_source_precisely(
 }
 
 #[rstest]
-#[case::default("[Global]\n", true)]
-#[case::ignored("[BlockStorage]\nignore-volume-az = true\n", false)]
-#[case::ignored_yes("[BlockStorage]\nignore-volume-az = yes\n", false)]
-#[case::not_ignored("[BlockStorage]\nignore-volume-az = false\n", true)]
-#[case::broken("[Global", true)]
-fn topology_follows_ignore_volume_az(#[case] config: &str, #[case] want: bool) {
-    let inputs = inputs_with(Some(&[("config", config)]));
-    assert_eq!(topology_enabled(&inputs), want);
+#[case::default("[Global]\n", &[], Some("true"))]
+#[case::ignored("[BlockStorage]\nignore-volume-az = true\n", &[], Some("false"))]
+#[case::ignored_yes("[BlockStorage]\nignore-volume-az = yes\n", &[], Some("false"))]
+#[case::not_ignored("[BlockStorage]\nignore-volume-az = false\n", &[], Some("true"))]
+#[case::override_off("[Global]\n", &[("enable_topology", "false")], Some("false"))]
+#[case::override_on(
+    "[BlockStorage]\nignore-volume-az = true\n",
+    &[("enable_topology", "true")],
+    Some("true")
+)]
+#[case::override_broken("[Global]\n", &[("enable_topology", "sometimes")], None)]
+fn topology_follows_the_override_then_ignore_volume_az(
+    #[case] config: &str,
+    #[case] extra: &[(&str, &str)],
+    #[case] want: Option<&str>,
+) {
+    match (generate(config, extra), want) {
+        (Ok(out), Some(want)) => assert_eq!(out["enable_topology"], want),
+        (Err(message), None) => assert_eq!(
+            message,
+            "enable_topology = \"sometimes\" is not a boolean: use \"true\" or \"false\""
+        ),
+        (got, want) => panic!("got {got:?}, want {want:?}"),
+    }
+}
+
+#[test]
+fn both_driver_containers_read_topology_from_the_generated_config_map() {
     let def = cinder();
+    let inputs = inputs_with(Some(&[("config", "[Global]\n")]));
     let deployment = csi::build_controller_deployment(&def, &inputs);
-    let containers = &deployment.spec.unwrap().template.spec.unwrap().containers;
-    let args = |name: &str| {
-        containers
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap()
-            .args
-            .clone()
-            .unwrap()
-    };
-    assert!(args("csi-driver").contains(&format!("--with-topology={want}")));
-    assert!(args("csi-provisioner").contains(&format!("--feature-gates=Topology={want}")));
-    assert_eq!(
-        args("csi-provisioner")
-            .iter()
-            .filter(|a| a.starts_with("--feature-gates=Topology="))
-            .count(),
-        1
-    );
     let node = csi::build_node_daemon_set(&def, &inputs);
-    let node_driver = node.spec.unwrap().template.spec.unwrap().containers[0].clone();
-    assert!(
-        node_driver
-            .args
+    let controller_containers = deployment.spec.unwrap().template.spec.unwrap().containers;
+    let node_containers = node.spec.unwrap().template.spec.unwrap().containers;
+    for containers in [&controller_containers, &node_containers] {
+        let driver = containers.iter().find(|c| c.name == "csi-driver").unwrap();
+        assert!(
+            driver
+                .args
+                .as_ref()
+                .unwrap()
+                .contains(&"--with-topology=$(ENABLE_TOPOLOGY)".to_owned())
+        );
+        let env = driver
+            .env
+            .as_ref()
             .unwrap()
-            .contains(&format!("--with-topology={want}"))
+            .iter()
+            .find(|e| e.name == "ENABLE_TOPOLOGY")
+            .unwrap();
+        let key = env
+            .value_from
+            .as_ref()
+            .unwrap()
+            .config_map_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (key.name.as_str(), key.key.as_str()),
+            ("cloud-conf", "enable_topology")
+        );
+    }
+    let provisioner = controller_containers
+        .iter()
+        .find(|c| c.name == "csi-provisioner")
+        .unwrap();
+    assert!(
+        !provisioner
+            .args
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|a| a.starts_with("--feature-gates")),
+        "csi-provisioner's Topology is on by default (GA)"
     );
 }
 

@@ -208,6 +208,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         healthz_port,
         metrics: None,
         privileged: false,
+        capabilities: Vec::new(),
+        allow_privilege_escalation: None,
         memory_limit: None,
         memory_request: None,
         liveness_probe: None,
@@ -277,6 +279,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             inject_proxy: true,
             dns_policy: None,
             liveness_probe_args: probe_args,
+            container_order: Vec::new(),
         },
         csi_driver: CSIDriverDef {
             attach_required: attach_required(cd),
