@@ -437,7 +437,7 @@ fn render_platform_openstack_prints_cinder_and_manila() {
         conf["data"]["cloud.conf"]
             .as_str()
             .unwrap()
-            .contains("clouds-file = /etc/openstack/clouds.yaml")
+            .contains("clouds-file = /etc/kubernetes/secret/clouds.yaml")
     );
     find(&docs, "StorageClass", "standard-csi");
     find(&docs, "StorageClass", "csi-manila-default");

@@ -50,7 +50,8 @@ pub struct DriverDef {
     /// writes its operands with Update under its binary's name, e.g.
     /// `gcp-pd-csi-driver-operator`): before the first apply over an object they wrote, their
     /// fields become ours, so whatever only they set is removed rather than merged next to ours
-    /// (see `opkit::apply`).
+    /// (see `opkit::apply`); and once ours are in place, what they made under names ours does
+    /// not use is deleted (see `operator::leftovers`).
     #[serde(default)]
     pub adopt_from: Vec<String>,
     /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator

@@ -47,8 +47,8 @@ struct Case {
     metrics_ports: &'static [(&'static str, i32)],
     /// The driver's StorageClasses.
     classes: &'static [&'static str],
-    /// OpenShift's objects we do not render yet (listed as pending in the driver's
-    /// `openshift-differences.yaml`): left as they are.
+    /// OpenShift's objects we do not render (listed in the driver's
+    /// `openshift-differences.yaml`): deleted as the replaced operator's leftovers.
     not_rendered: &'static [&'static str],
     /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
     /// the driver's differences list pending pod template changes.
@@ -404,7 +404,8 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
         cluster.add_node(node, true);
     }
     cluster.simulate_workloads(SimConfig::default());
-    for o in (case.seeds)() {
+    // An admin's own workload in the driver namespace: never ours to touch.
+    for o in std::iter::once(deployment("admin-tool")).chain((case.seeds)()) {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
         api_for(&admin, &o)
             .create(&PostParams::default(), &object)
@@ -413,7 +414,7 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     }
 
     let former = cluster.client_with_agent(case.former);
-    for o in openshift_objects(case) {
+    for o in leftovers(case).into_iter().chain(openshift_objects(case)) {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
         api_for(&former, &o)
             .create(&PostParams::default(), &object)
@@ -421,6 +422,27 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
             .unwrap_or_else(|e| panic!("seeding {}: {e}", o["metadata"]["name"]));
     }
     (cluster, admin)
+}
+
+/// A small Deployment named `name` in the driver namespace.
+fn deployment(name: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": name, "namespace": NS},
+           "spec": {"selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [{"name": "c", "image": "example.com/c:1"}]}}}})
+}
+
+/// What OpenShift's operator made under names ours does not use (an earlier release's
+/// workload, a role it no longer needs): ours deletes them once its own operands are in place.
+fn leftovers(case: &Case) -> Vec<Value> {
+    let prefix = drivers::by_name(case.short).unwrap().cluster_role_prefix;
+    vec![
+        deployment(&format!("{}-former-only", case.workloads())),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": format!("{prefix}-former-only-role")},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+    ]
 }
 
 fn start(cluster: &Cluster, case: &Case) -> Background {
@@ -531,32 +553,47 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
 
     let running = start(&cluster, case);
     healthy(&admin, case).await;
+    // What OpenShift's operator left under other names is deleted, once ours are in place;
+    // an admin's workload in the same namespace stays.
+    for leftover in leftovers(case) {
+        let name = leftover["metadata"]["name"].as_str().unwrap().to_owned();
+        testkit::eventually(
+            &format!("{} {name} deleted", leftover["kind"]),
+            Duration::from_secs(60),
+            async || {
+                api_for(&admin, &leftover)
+                    .get_opt(&name)
+                    .await
+                    .unwrap()
+                    .is_none()
+                    .then_some(())
+            },
+        )
+        .await;
+    }
     // Converged: the operator stops writing (this fails if it never does, e.g. an apply that
     // keeps failing).
     running.converged(&cluster, AGENT).await;
 
     // Every object OpenShift's operator had written is ours now, whole: no field is left to
-    // the former manager, and each carries our operand label. The ones we do not render yet
-    // are left as they were.
+    // the former manager, and each carries our operand label. The ones we do not render are
+    // gone (what they granted, ours grants under our names).
     for o in openshift_objects(case) {
-        let served = api_for(&admin, &o)
-            .get(o["metadata"]["name"].as_str().unwrap())
-            .await
-            .unwrap();
-        let meta = serde_json::to_value(&served.metadata).unwrap();
         let key = format!(
             "{}/{}",
             o["kind"].as_str().unwrap(),
             o["metadata"]["name"].as_str().unwrap()
         );
+        let served = api_for(&admin, &o)
+            .get_opt(o["metadata"]["name"].as_str().unwrap())
+            .await
+            .unwrap();
         if case.not_rendered.contains(&key.as_str()) {
-            assert_ne!(
-                former_entries(&meta, case.former),
-                Vec::<Value>::new(),
-                "{key}"
-            );
+            assert!(served.is_none(), "{key} was left behind");
             continue;
         }
+        let served = served.unwrap_or_else(|| panic!("{key} is gone"));
+        let meta = serde_json::to_value(&served.metadata).unwrap();
         assert_eq!(
             former_entries(&meta, case.former),
             Vec::<Value>::new(),
@@ -589,16 +626,21 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     assert_eq!(ports, wanted);
 
     // No duplicate and no stray operand: the namespace holds the one controller and node
-    // workload, the driver's StorageClasses are OpenShift's, and every cluster-scoped RBAC
-    // object of ours has OpenShift's name (or is one OpenShift does not have).
+    // workload (and the admin's), the driver's StorageClasses are OpenShift's, and every
+    // cluster-scoped RBAC object of ours has OpenShift's name (or is one OpenShift does not
+    // have).
+    let mut deployment_names: Vec<String> = deployments
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|d| d.metadata.name.unwrap())
+        .collect();
+    deployment_names.sort();
     assert_eq!(
-        deployments
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
+        deployment_names,
+        ["admin-tool".to_owned(), format!("{workloads}-controller")]
     );
     assert_eq!(
         daemon_sets

@@ -33,6 +33,7 @@
 
 pub mod config_observer;
 pub mod credentials;
+pub mod leftovers;
 pub mod migration;
 pub mod observe;
 pub mod plan;
@@ -45,7 +46,9 @@ use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -278,6 +281,7 @@ pub async fn run_with_extras(
         log_level: Default::default(),
         probe: extras.probe,
         tasks: extras.tasks,
+        leftovers_swept: Default::default(),
     };
     opkit::runtime::run(
         &name,
@@ -308,6 +312,8 @@ struct Context {
     probe: Option<ProbeConfig>,
     /// The driver's own controllers.
     tasks: Vec<TaskConfig>,
+    /// Whether the replaced operator's leftovers were removed in this process.
+    leftovers_swept: std::sync::atomic::AtomicBool,
 }
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
@@ -391,6 +397,25 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Ok(true) => context.metrics.wrote(&context.name, "delete"),
             Ok(false) => {}
             Err((category, message)) => failures.push((Some(deletion.group), category, message)),
+        }
+    }
+    // Once every operand is in place, what the replaced operator left under other names goes.
+    if failures.is_empty()
+        && !plan.steps.is_empty()
+        && !context.def.adopt_from.is_empty()
+        && !context
+            .leftovers_swept
+            .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        match sweep_leftovers(context, &plan.steps, &observed).await {
+            Ok(()) => context
+                .leftovers_swept
+                .store(true, std::sync::atomic::Ordering::SeqCst),
+            Err(errors) => failures.extend(
+                errors
+                    .into_iter()
+                    .map(|(category, message)| (Some(Group::Static), category, message)),
+            ),
         }
     }
     if let Some(finalizers) = &plan.finalizers {
@@ -635,6 +660,163 @@ async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> 
         tracing::warn!(%error, "recording an Event failed");
     }
     Ok(())
+}
+
+/// The leftovers of the replaced operator of one kind ([`leftovers::is_leftover`]), by name.
+async fn leftovers_of<K>(
+    api: &Api<K>,
+    kind: leftovers::LeftoverKind,
+    def: &DriverDef,
+    ours: &BTreeSet<String>,
+) -> Result<Vec<String>, kube::Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(api
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .filter(|o| leftovers::is_leftover(def, kind, o.meta(), ours))
+        .map(ResourceExt::name_any)
+        .collect())
+}
+
+/// Lists, then deletes, the leftovers of one kind; what failed.
+async fn sweep_kind<K>(
+    context: &Context,
+    api: Api<K>,
+    kind: leftovers::LeftoverKind,
+    ours: &BTreeSet<String>,
+    observed: &Observed,
+) -> Vec<(&'static str, String)>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let names = match leftovers_of(&api, kind, &context.def, ours).await {
+        Ok(names) => names,
+        Err(error) => {
+            return vec![(
+                opkit::apply::category(&error),
+                format!("listing {kind}s to find what the replaced operator left: {error}"),
+            )];
+        }
+    };
+    let mut failures = Vec::new();
+    for name in names {
+        match delete_if_present(&api, &name, &DeleteParams::background()).await {
+            Ok(deleted) => {
+                if deleted {
+                    context.metrics.wrote(&context.name, "delete");
+                    tracing::info!(%kind, name, "deleted what the replaced operator left");
+                    if let Some(driver) = &observed.cluster_csi_driver {
+                        let event = Event {
+                            type_: EventType::Normal,
+                            reason: "FormerOperandDeleted".to_owned(),
+                            note: Some(format!(
+                                "{kind} {name} was made by the operator this one replaces ({}) and has no counterpart among this operator's operands",
+                                context.def.adopt_from.join(", ")
+                            )),
+                            action: "Delete".to_owned(),
+                            secondary: None,
+                        };
+                        if let Err(error) = context
+                            .recorder
+                            .publish(&event, &driver.object_ref(&()))
+                            .await
+                        {
+                            tracing::warn!(%error, "recording an Event failed");
+                        }
+                    }
+                }
+            }
+            Err(error) => failures.push((
+                opkit::apply::category(&error),
+                format!("deleting {kind} {name}, which the replaced operator left: {error}"),
+            )),
+        }
+    }
+    failures
+}
+
+/// Deletes what the operator this one replaces left under names ours does not use (see
+/// [`leftovers`]), for the kinds this driver renders (and so may list and delete).
+async fn sweep_leftovers(
+    context: &Context,
+    steps: &[Step],
+    observed: &Observed,
+) -> Result<(), Vec<(&'static str, String)>> {
+    use leftovers::LeftoverKind as K;
+    let ours: BTreeSet<String> = steps
+        .iter()
+        .map(|step| {
+            let value = step.operand.to_value();
+            let name = value["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            format!("{}/{name}", step.operand.kind())
+        })
+        .collect();
+    let rendered: BTreeSet<&str> = steps.iter().map(|s| s.operand.kind()).collect();
+    let ns = context.def.namespace.as_str();
+    let c = || context.client.clone();
+    let mut failures = Vec::new();
+    for kind in K::ALL.into_iter().filter(|k| rendered.contains(k.name())) {
+        failures.extend(match kind {
+            K::Deployment => {
+                sweep_kind::<Deployment>(context, Api::namespaced(c(), ns), kind, &ours, observed)
+                    .await
+            }
+            K::DaemonSet => {
+                sweep_kind::<DaemonSet>(context, Api::namespaced(c(), ns), kind, &ours, observed)
+                    .await
+            }
+            K::Service => {
+                sweep_kind::<Service>(context, Api::namespaced(c(), ns), kind, &ours, observed)
+                    .await
+            }
+            K::ServiceAccount => {
+                sweep_kind::<ServiceAccount>(
+                    context,
+                    Api::namespaced(c(), ns),
+                    kind,
+                    &ours,
+                    observed,
+                )
+                .await
+            }
+            K::Role => {
+                sweep_kind::<Role>(context, Api::namespaced(c(), ns), kind, &ours, observed).await
+            }
+            K::RoleBinding => {
+                sweep_kind::<RoleBinding>(context, Api::namespaced(c(), ns), kind, &ours, observed)
+                    .await
+            }
+            K::PodDisruptionBudget => {
+                sweep_kind::<PodDisruptionBudget>(
+                    context,
+                    Api::namespaced(c(), ns),
+                    kind,
+                    &ours,
+                    observed,
+                )
+                .await
+            }
+            K::ClusterRole => {
+                sweep_kind::<ClusterRole>(context, Api::all(c()), kind, &ours, observed).await
+            }
+            K::ClusterRoleBinding => {
+                sweep_kind::<ClusterRoleBinding>(context, Api::all(c()), kind, &ours, observed)
+                    .await
+            }
+        });
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures)
+    }
 }
 
 /// Deletes what `deletion` names; whether it was there to delete.
