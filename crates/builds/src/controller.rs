@@ -25,9 +25,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::delete_if_present;
 use opkit::controller::Queue;
@@ -204,6 +205,17 @@ pub enum Failure {
     },
 }
 
+impl Failure {
+    /// The reason of the Warning Event that reports it on the build: which step failed.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Failure::CreatePod { .. } => "CreatePodFailed",
+            Failure::DeletePod { .. } => "DeletePodFailed",
+            Failure::WriteStatus { .. } => "StatusUpdateFailed",
+        }
+    }
+}
+
 impl ReconcileError for Failure {
     /// What the server answered ([`opkit::apply::category`]).
     fn category(&self) -> &'static str {
@@ -223,6 +235,7 @@ struct Context {
     events: Store<Event>,
     feature_gate: Option<Store<FeatureGate>>,
     metrics: Metrics,
+    recorder: Recorder,
 }
 
 /// Runs the build controller until `shutdown` completes.
@@ -292,7 +305,15 @@ pub async fn run(
     informers.wait_synced(SYNC_TIMEOUT).await?;
     readiness.set(true);
     tracing::info!("caches synced; running builds");
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: CONTROLLER.to_owned(),
+            instance: None,
+        },
+    );
     let context = Context {
+        recorder,
         client,
         settings,
         server,
@@ -383,7 +404,23 @@ async fn reconcile(context: &Context, build: Arc<Build>) -> Result<Option<Durati
         &context.settings.builder_image,
         &Time(Timestamp::now()),
     );
-    act(context, &build, decided).await?;
+    if let Err(failure) = act(context, &build, decided).await {
+        let event = KubeEvent {
+            type_: EventType::Warning,
+            reason: failure.reason().to_owned(),
+            note: Some(failure.to_string()),
+            action: "Reconcile".to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = context
+            .recorder
+            .publish(&event, &build.object_ref(&()))
+            .await
+        {
+            tracing::warn!(%error, "recording an Event failed");
+        }
+        return Err(failure);
+    }
     Ok(None)
 }
 
@@ -408,6 +445,8 @@ async fn act(
             Err(error) => {
                 // Refused (admission, quota): say so on the build, and retry with backoff.
                 let mut refused = build.status.clone().unwrap_or_default();
+                // Still New (OpenShift's API server sets New on create; the CRD does not).
+                refused.phase.get_or_insert(api::build_v1::BuildPhase::New);
                 refused.reason = Some(REASON_CANNOT_CREATE_POD.to_owned());
                 refused.message = Some(format!("Failed creating build pod: {error}"));
                 if Some(&refused) != build.status.as_ref() {

@@ -80,6 +80,8 @@ pub fn cluster_role(flavour: Flavour) -> ClusterRole {
                     // The `builder` ServiceAccount build pods run as, on plain Kubernetes.
                     rule(&[""], &["serviceaccounts"], &["create"]),
                     rule(&[""], &["events"], READ),
+                    // Warning Events on a build whose pod or status could not be written.
+                    rule(&["events.k8s.io"], &["events"], &["create", "patch"]),
                     rule(&["config.openshift.io"], &["featuregates"], READ),
                     crd,
                 ])
@@ -175,6 +177,8 @@ mod tests {
             ("", "pods", "delete"),
             ("", "serviceaccounts", "create"),
             ("", "events", "watch"),
+            ("events.k8s.io", "events", "create"),
+            ("events.k8s.io", "events", "patch"),
             ("config.openshift.io", "featuregates", "watch"),
         ] {
             assert!(allows(&rules, group, resource, verb), "{resource} {verb}");

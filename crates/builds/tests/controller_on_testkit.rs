@@ -427,3 +427,59 @@ async fn a_build_whose_pod_create_hangs_holds_up_no_other_build() {
     assert!(pod(&admin, "stuck").await.is_none(), "still hanging");
     // Not stopped: a graceful stop would wait for the hanging create.
 }
+
+#[tokio::test]
+async fn a_refused_pod_is_said_on_the_build_and_as_a_warning_event() {
+    let (cluster, admin) = cluster().await;
+    cluster.inject(testkit::FaultRule::status(
+        Some("create"),
+        Some("pods"),
+        403,
+    ));
+    let controller = start(&cluster, settings(None));
+    create_build(&admin, "refused", json!({}), csi_volume()).await;
+    let event = eventually("a Warning Event on the build", async || {
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(admin.clone(), NS)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| {
+                e.type_.as_deref() == Some("Warning")
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Build")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("refused")
+            })
+    })
+    .await;
+    assert_eq!(event.reason.as_deref(), Some("CreatePodFailed"));
+    assert!(
+        event
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("creating the pod of build team/refused: ")),
+        "{:?}",
+        event.note
+    );
+    let status = eventually("the reason on the build", async || {
+        Api::<Build>::namespaced(admin.clone(), NS)
+            .get("refused")
+            .await
+            .unwrap()
+            .status
+            .filter(|s| s.reason.as_deref() == Some("CannotCreateBuildPod"))
+    })
+    .await;
+    assert_eq!(status.phase, Some(BuildPhase::New), "still New");
+    let message = status.message.unwrap_or_default();
+    assert!(
+        message.starts_with("Failed creating build pod"),
+        "{message}"
+    );
+    cluster.clear_faults();
+    eventually("the pod once it is allowed", async || {
+        pod(&admin, "refused").await
+    })
+    .await;
+    controller.stop().await;
+}
