@@ -35,15 +35,18 @@ fn observed(def: &csi::DriverDef, spec: Value, finalizers: &[String]) -> Observe
             }))
             .unwrap(),
         ),
-        infrastructure: Some(
-            serde_json::from_value(json!({
-                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-                "metadata": {"name": "cluster"}, "spec": {},
-                "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
-                           "platformStatus": {"type": "AWS", "aws": {"region": "us-east-2"}}}
-            }))
-            .unwrap(),
-        ),
+        cluster: csi::operator::observe::ObservedCluster {
+            infrastructure: Some(
+                serde_json::from_value(json!({
+                    "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+                    "metadata": {"name": "cluster"}, "spec": {},
+                    "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+                               "platformStatus": {"type": "AWS", "aws": {"region": "us-east-2"}}}
+                }))
+                .unwrap(),
+            ),
+            ..Default::default()
+        },
         ..Observed::default()
     }
 }
@@ -66,13 +69,13 @@ fn pv(name: &str, driver: &str, phase: &str) -> PersistentVolume {
 }
 
 fn workloads(def: &csi::DriverDef, observed: &mut Observed) {
-    observed.deployments = vec![Arc::new(
+    observed.operands.deployments = vec![Arc::new(
         serde_json::from_value::<Deployment>(
             json!({"metadata": {"name": csi::names::controller(def), "namespace": def.namespace}}),
         )
         .unwrap(),
     )];
-    observed.daemon_sets = vec![Arc::new(
+    observed.operands.daemon_sets = vec![Arc::new(
         serde_json::from_value::<DaemonSet>(
             json!({"metadata": {"name": csi::names::node(def), "namespace": def.namespace}}),
         )
@@ -86,7 +89,7 @@ fn efs_removal_waits_while_a_volume_is_bound_then_proceeds() {
     let finalizers = plan::finalizers(&def).to_vec();
     let mut observed = observed(&def, json!({"managementState": "Removed"}), &finalizers);
     workloads(&def, &mut observed);
-    observed.persistent_volumes = vec![
+    observed.cluster.persistent_volumes = vec![
         pv("pv-efs", "efs.csi.aws.com", "Bound"),
         pv("pv-ebs", "ebs.csi.aws.com", "Bound"),
     ];
@@ -102,7 +105,7 @@ fn efs_removal_waits_while_a_volume_is_bound_then_proceeds() {
         "{message}"
     );
 
-    observed.persistent_volumes = vec![pv("pv-efs", "efs.csi.aws.com", "Released")];
+    observed.cluster.persistent_volumes = vec![pv("pv-efs", "efs.csi.aws.com", "Released")];
     let removing = plan::plan(&def, &Default::default(), &observed, &now());
     let kinds: Vec<DeleteKind> = removing.deletions.iter().map(|d| d.kind).collect();
     assert!(kinds.contains(&DeleteKind::Deployment) && kinds.contains(&DeleteKind::DaemonSet));
@@ -171,7 +174,7 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
     assert!(copy_step(&without).is_none());
     assert!(without.deletions.is_empty());
 
-    observed.copied_config_map_sources = vec![source("pem-1")];
+    observed.cluster.copied_config_map_sources = vec![source("pem-1")];
     let first = plan::plan(&def, &Default::default(), &observed, &now());
     let copy = copy_step(&first).unwrap();
     assert_eq!(
@@ -180,7 +183,7 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
     );
     assert_eq!(copy.data.unwrap()["ca-bundle.pem"], "pem-1");
 
-    observed.copied_config_map_sources = vec![source("pem-2")];
+    observed.cluster.copied_config_map_sources = vec![source("pem-2")];
     let second = plan::plan(&def, &Default::default(), &observed, &now());
     assert_ne!(
         template_hashes(&first),
@@ -189,8 +192,8 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
     );
 
     // The source is gone while our copy exists: the copy is deleted.
-    observed.copied_config_map_sources = Vec::new();
-    observed.config_maps = vec![Arc::new(copy_step(&second).unwrap())];
+    observed.cluster.copied_config_map_sources = Vec::new();
+    observed.operands.config_maps = vec![Arc::new(copy_step(&second).unwrap())];
     let gone = plan::plan(&def, &Default::default(), &observed, &now());
     assert!(copy_step(&gone).is_none());
     assert!(

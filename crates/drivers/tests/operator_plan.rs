@@ -41,15 +41,18 @@ fn openshift(spec: Value) -> Observed {
             cloud_credential: true,
         },
         cluster_csi_driver: Some(driver(spec)),
-        infrastructure: Some(
-            serde_json::from_value(json!({
-                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-                "metadata": {"name": "cluster"}, "spec": {},
-                "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
-                           "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
-            }))
-            .unwrap(),
-        ),
+            cluster: csi::operator::observe::ObservedCluster {
+                infrastructure: Some(
+                    serde_json::from_value(json!({
+                        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+                        "metadata": {"name": "cluster"}, "spec": {},
+                        "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+                                   "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
+                    }))
+                    .unwrap(),
+                ),
+                ..Default::default()
+            },
         ..Observed::default()
     }
 }
@@ -144,10 +147,8 @@ fn managed_applies_every_operand_and_reports_every_controller() {
 
 #[test]
 fn a_missing_infrastructure_degrades_the_static_controller_and_applies_nothing() {
-    let observed = Observed {
-        infrastructure: None,
-        ..openshift(json!({"managementState": "Managed"}))
-    };
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed.cluster.infrastructure = None;
     let plan = run(&observed, &at(0));
     assert!(plan.steps.is_empty());
     assert_eq!(
@@ -187,7 +188,7 @@ fn removed_on_a_removable_driver_deletes_workloads_and_releases_finalizers() {
         .unwrap()
         .metadata
         .finalizers = Some(vec![finalizers[0].clone(), "someone.else/keep".into()]);
-    observed.deployments = vec![Arc::new(
+    observed.operands.deployments = vec![Arc::new(
         serde_json::from_value(json!({
             "metadata": {"name": "gcp-pd-csi-driver-controller", "namespace": "openshift-cluster-csi-drivers"}
         }))
@@ -244,7 +245,7 @@ fn storage_class_state_removed_deletes_only_classes_we_created() {
         )
         .unwrap()
     };
-    observed.storage_classes = vec![
+    observed.operands.storage_classes = vec![
         Arc::new(class("standard-csi", true)),
         Arc::new(class("ssd-csi", false)),
     ];
@@ -267,12 +268,12 @@ fn a_csi_driver_with_another_spec_is_recreated() {
     else {
         unreachable!()
     };
-    observed.csi_driver = Some(desired.clone());
+    observed.operands.csi_driver = Some(desired.clone());
     let same = run(&observed, &at(0));
     assert!(same.steps.iter().all(|s| !s.recreate));
     let mut other: CSIDriver = desired.clone();
     other.spec.attach_required = Some(false);
-    observed.csi_driver = Some(other);
+    observed.operands.csi_driver = Some(other);
     let changed = run(&observed, &at(0));
     assert!(changed.steps.iter().any(|s| s.recreate));
 }
@@ -289,7 +290,7 @@ fn progressing_deployment() -> Deployment {
 #[test]
 fn progressing_requeues_for_the_deadline_and_degrades_after_fifteen_minutes() {
     let mut observed = openshift(json!({"managementState": "Managed"}));
-    observed.deployments = vec![Arc::new(progressing_deployment())];
+    observed.operands.deployments = vec![Arc::new(progressing_deployment())];
     let plan = run(&observed, &at(0));
     assert_eq!(
         status_of(&plan, "GCPPDDriverControllerServiceControllerProgressing"),
@@ -419,12 +420,12 @@ fn proxy_args(plan: &Plan) -> Vec<String> {
 #[test]
 fn the_config_observer_follows_the_tls_profile_and_the_proxy() {
     let mut observed = openshift(json!({"managementState": "Managed"}));
-    observed.api_server = Some(
+    observed.cluster.api_server = Some(
         serde_json::from_value(json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
             "metadata": {"name": "cluster"}, "spec": {"tlsSecurityProfile": {"type": "Modern", "modern": {}}}}))
         .unwrap(),
     );
-    observed.proxy = Some(
+    observed.cluster.proxy = Some(
         serde_json::from_value(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
             "metadata": {"name": "cluster"}, "spec": {}, "status": {"httpsProxy": "http://proxy:3128"}}))
         .unwrap(),
@@ -465,7 +466,7 @@ fn the_config_observer_follows_the_tls_profile_and_the_proxy() {
     assert_eq!(run(&observed, &at(1)).observed_config, None);
 
     // An impossible Custom profile keeps the last good servingInfo and says why.
-    observed.api_server.as_mut().unwrap().spec.tls_security_profile = Some(
+    observed.cluster.api_server.as_mut().unwrap().spec.tls_security_profile = Some(
         serde_json::from_value(json!({"type": "Custom", "custom": {"ciphers": ["DHE-RSA-AES128-GCM-SHA256"], "minTLSVersion": "VersionTLS12"}}))
             .unwrap(),
     );
@@ -483,8 +484,9 @@ fn the_config_observer_follows_the_tls_profile_and_the_proxy() {
     assert!(proxy_args(&plan).contains(&"--tls-min-version=VersionTLS13".to_owned()));
 
     // The proxy goes away: its key is removed, the rest stays.
-    observed.proxy = None;
+    observed.cluster.proxy = None;
     observed
+        .cluster
         .api_server
         .as_mut()
         .unwrap()
@@ -522,7 +524,7 @@ fn with_credentials_request_api(observed: &mut Observed, cached: Option<Value>) 
             )]
         })
         .unwrap_or_default();
-    observed.optional.insert(
+    observed.operands.optional.insert(
         OptionalKind::CredentialsRequest,
         OptionalObjects {
             crd: true,
@@ -569,7 +571,7 @@ fn the_credentials_request_is_reported_until_provisioned_and_skipped_in_manual_m
     assert_eq!(status_of(&plan, PROGRESSING), ConditionStatus::False);
 
     // Manual mode: nobody would provision it, so it is not applied, and that is fine.
-    observed.credentials_mode = Some("Manual".into());
+    observed.cluster.credentials_mode = Some("Manual".into());
     let plan = run(&observed, &at(0));
     assert!(!has_step(&plan, "CredentialsRequest"));
     assert_eq!(status_of(&plan, AVAILABLE), ConditionStatus::True);

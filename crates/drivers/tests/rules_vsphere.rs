@@ -358,15 +358,18 @@ fn a_refused_driver_plans_no_operands_and_says_disabled() {
             }))
             .unwrap(),
         ),
-        infrastructure: Some(
-            serde_json::from_value(json!({
-                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-                "metadata": {"name": "cluster"}, "spec": {},
-                "status": {"infrastructureName": "demo", "controlPlaneTopology": "HighlyAvailable",
-                           "platformStatus": {"type": "VSphere"}}
-            }))
-            .unwrap(),
-        ),
+            cluster: csi::operator::observe::ObservedCluster {
+                infrastructure: Some(
+                    serde_json::from_value(json!({
+                        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+                        "metadata": {"name": "cluster"}, "spec": {},
+                        "status": {"infrastructureName": "demo", "controlPlaneTopology": "HighlyAvailable",
+                                   "platformStatus": {"type": "VSphere"}}
+                    }))
+                    .unwrap(),
+                ),
+                ..Default::default()
+            },
         ..Observed::default()
     };
     let now = Time(k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap());

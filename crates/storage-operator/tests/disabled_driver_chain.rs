@@ -30,15 +30,18 @@ fn observed(name: &str, platform: &str) -> Observed {
             }))
             .unwrap(),
         ),
-        infrastructure: Some(
-            serde_json::from_value(json!({
-                "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-                "metadata": {"name": "cluster"}, "spec": {},
-                "status": {"infrastructureName": "demo", "controlPlaneTopology": "HighlyAvailable",
-                           "platformStatus": {"type": platform}}
-            }))
-            .unwrap(),
-        ),
+        cluster: csi::operator::observe::ObservedCluster {
+            infrastructure: Some(
+                serde_json::from_value(json!({
+                    "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+                    "metadata": {"name": "cluster"}, "spec": {},
+                    "status": {"infrastructureName": "demo", "controlPlaneTopology": "HighlyAvailable",
+                               "platformStatus": {"type": platform}}
+                }))
+                .unwrap(),
+            ),
+            ..Default::default()
+        },
         ..Observed::default()
     }
 }

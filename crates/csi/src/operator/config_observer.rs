@@ -32,6 +32,7 @@ pub fn serving_tls(observed: &Observed, observed_config: Option<&Value>) -> Serv
         return from_config();
     }
     let profile = observed
+        .cluster
         .api_server
         .as_ref()
         .and_then(|a| a.spec.tls_security_profile.as_ref());
@@ -49,6 +50,7 @@ pub fn observe(observed: &Observed, current: Option<&Value>) -> (Option<Value>, 
     let mut error = None;
     if observed.apis.api_server {
         let profile = observed
+            .cluster
             .api_server
             .as_ref()
             .and_then(|a| a.spec.tls_security_profile.as_ref());
@@ -67,7 +69,12 @@ pub fn observe(observed: &Observed, current: Option<&Value>) -> (Option<Value>, 
             }
         }
     }
-    if let Some(status) = observed.proxy.as_ref().and_then(|p| p.status.as_ref()) {
+    if let Some(status) = observed
+        .cluster
+        .proxy
+        .as_ref()
+        .and_then(|p| p.status.as_ref())
+    {
         let env: Map<String, Value> = status
             .env()
             .into_iter()

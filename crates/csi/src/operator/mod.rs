@@ -490,16 +490,32 @@ async fn apply_step(
         return Ok(Outcome::Unchanged);
     };
     match &step.operand {
-        Operand::ServiceAccount(o) => applier.apply(o, find(&observed.service_accounts, o)).await,
-        Operand::ClusterRole(o) => applier.apply(o, find(&observed.cluster_roles, o)).await,
-        Operand::ClusterRoleBinding(o) => {
+        Operand::ServiceAccount(o) => {
             applier
-                .apply(o, find(&observed.cluster_role_bindings, o))
+                .apply(o, find(&observed.operands.service_accounts, o))
                 .await
         }
-        Operand::Role(o) => applier.apply(o, find(&observed.roles, o)).await,
-        Operand::RoleBinding(o) => applier.apply(o, find(&observed.role_bindings, o)).await,
-        Operand::ConfigMap(o) => applier.apply(o, find(&observed.config_maps, o)).await,
+        Operand::ClusterRole(o) => {
+            applier
+                .apply(o, find(&observed.operands.cluster_roles, o))
+                .await
+        }
+        Operand::ClusterRoleBinding(o) => {
+            applier
+                .apply(o, find(&observed.operands.cluster_role_bindings, o))
+                .await
+        }
+        Operand::Role(o) => applier.apply(o, find(&observed.operands.roles, o)).await,
+        Operand::RoleBinding(o) => {
+            applier
+                .apply(o, find(&observed.operands.role_bindings, o))
+                .await
+        }
+        Operand::ConfigMap(o) => {
+            applier
+                .apply(o, find(&observed.operands.config_maps, o))
+                .await
+        }
         Operand::CSIDriver(o) => {
             if step.recreate {
                 // Immutable fields of its spec changed (see `crate::replace`): delete and
@@ -517,17 +533,27 @@ async fn apply_step(
                 })?;
                 applier.apply(o, None).await
             } else {
-                applier.apply(o, observed.csi_driver.as_ref()).await
+                applier
+                    .apply(o, observed.operands.csi_driver.as_ref())
+                    .await
             }
         }
-        Operand::Service(o) => applier.apply(o, find(&observed.services, o)).await,
+        Operand::Service(o) => applier.apply(o, find(&observed.operands.services, o)).await,
         Operand::PodDisruptionBudget(o) => {
             applier
-                .apply(o, find(&observed.pod_disruption_budgets, o))
+                .apply(o, find(&observed.operands.pod_disruption_budgets, o))
                 .await
         }
-        Operand::Deployment(o) => applier.apply(o, find(&observed.deployments, o)).await,
-        Operand::DaemonSet(o) => applier.apply(o, find(&observed.daemon_sets, o)).await,
+        Operand::Deployment(o) => {
+            applier
+                .apply(o, find(&observed.operands.deployments, o))
+                .await
+        }
+        Operand::DaemonSet(o) => {
+            applier
+                .apply(o, find(&observed.operands.daemon_sets, o))
+                .await
+        }
         Operand::StorageClass(o) => {
             if step.recreate {
                 // Immutable fields changed (the plan decided, see `crate::replace`): delete
@@ -546,7 +572,9 @@ async fn apply_step(
                 })?;
                 applier.apply(o, None).await
             } else {
-                applier.apply(o, find(&observed.storage_classes, o)).await
+                applier
+                    .apply(o, find(&observed.operands.storage_classes, o))
+                    .await
             }
         }
         Operand::Dynamic(value) => {
@@ -561,6 +589,7 @@ async fn apply_step(
             let desired: DynamicObject = serde_json::from_value(value.clone())
                 .map_err(|e| error(kube::Error::SerdeError(e)))?;
             let existing = observed
+                .operands
                 .optional
                 .get(&kind)
                 .and_then(|o| o.objects.as_ref())

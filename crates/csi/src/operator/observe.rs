@@ -132,13 +132,30 @@ pub struct OptionalObjects {
     pub objects: Option<Vec<Arc<DynamicObject>>>,
 }
 
-/// Everything a reconcile reads, as of one moment.
+/// Everything a reconcile reads, as of one moment: the ClusterCSIDriver, what the cluster says
+/// (`cluster`), what the operands are (`operands`), and what the driver's own probe and the
+/// migration audit found.
 #[derive(Clone, Debug, Default)]
 pub struct Observed {
     /// Optional APIs served.
     pub apis: Apis,
     /// The ClusterCSIDriver.
     pub cluster_csi_driver: Option<ClusterCSIDriver>,
+    /// The cluster's configuration the operands are rendered from.
+    pub cluster: ObservedCluster,
+    /// The operands as they are.
+    pub operands: ObservedOperands,
+    /// The last answer of the driver's probe, when it has one: the facts it found, or why
+    /// the driver cannot run here.
+    pub probe: Option<Result<Vec<String>, crate::HookError>>,
+    /// The CSI migration audit's figures (empty for a driver that is no migration target).
+    pub migration: super::migration::Observed,
+}
+
+/// The cluster's configuration the operands are rendered from: its layout, proxy, TLS
+/// profile, credentials, and the objects derived operands are made from.
+#[derive(Clone, Debug, Default)]
+pub struct ObservedCluster {
     /// `Infrastructure/cluster`.
     pub infrastructure: Option<Infrastructure>,
     /// `Proxy/cluster`.
@@ -153,6 +170,18 @@ pub struct Observed {
     pub credentials_secret: Option<Secret>,
     /// The driver's hashed Secrets ([`DriverDef::hashed_secrets`]) that exist.
     pub hashed_secrets: Vec<Secret>,
+    /// The sources of the driver's copied ConfigMaps that exist (other namespaces).
+    pub copied_config_map_sources: Vec<ConfigMap>,
+    /// The source ConfigMaps of derived ConfigMaps that exist (see [`crate::derived`]).
+    pub source_config_maps: Vec<ConfigMap>,
+    /// Every PersistentVolume, only for drivers whose removal waits for their volumes.
+    pub persistent_volumes: Vec<PersistentVolume>,
+}
+
+/// The operands as they are: the objects with the driver's operand label, the shared sidecar
+/// ClusterRoles, the driver's CSIDriver and every StorageClass.
+#[derive(Clone, Debug, Default)]
+pub struct ObservedOperands {
     /// The CSIDriver of this driver.
     pub csi_driver: Option<CSIDriver>,
     /// Every StorageClass.
@@ -179,17 +208,6 @@ pub struct Observed {
     pub cluster_role_bindings: Vec<Arc<ClusterRoleBinding>>,
     /// Optional kinds.
     pub optional: BTreeMap<OptionalKind, OptionalObjects>,
-    /// The sources of the driver's copied ConfigMaps that exist (other namespaces).
-    pub copied_config_map_sources: Vec<ConfigMap>,
-    /// Every PersistentVolume, only for drivers whose removal waits for their volumes.
-    pub persistent_volumes: Vec<PersistentVolume>,
-    /// The source ConfigMaps of derived ConfigMaps that exist (see [`crate::derived`]).
-    pub source_config_maps: Vec<ConfigMap>,
-    /// The last answer of the driver's probe, when it has one: the facts it found, or why
-    /// the driver cannot run here.
-    pub probe: Option<Result<Vec<String>, crate::HookError>>,
-    /// The CSI migration audit's figures (empty for a driver that is no migration target).
-    pub migration: super::migration::Observed,
 }
 
 type DynamicCaches = Arc<Mutex<BTreeMap<OptionalKind, Store<DynamicObject>>>>;
@@ -490,7 +508,78 @@ impl Caches {
 
     /// The current state of every cache.
     pub fn observe(&self) -> Observed {
-        let optional = OptionalKind::ALL
+        Observed {
+            apis: self.apis,
+            cluster_csi_driver: single(&self.cluster_csi_driver),
+            cluster: self.observe_cluster(),
+            operands: self.observe_operands(),
+            probe: None,
+            migration: self
+                .migration
+                .as_ref()
+                .map(super::migration::Caches::observe)
+                .unwrap_or_default(),
+        }
+    }
+
+    fn observe_cluster(&self) -> ObservedCluster {
+        ObservedCluster {
+            infrastructure: self.infrastructure.as_ref().and_then(single),
+            proxy: self.proxy.as_ref().and_then(single),
+            api_server: self.api_server.as_ref().and_then(single),
+            credentials_mode: self
+                .cloud_credential
+                .as_ref()
+                .and_then(single)
+                .map(|c| c.spec.credentials_mode.unwrap_or_default()),
+            nodes: self
+                .nodes
+                .as_ref()
+                .map(|nodes| nodes.entries().into_iter().map(|(_, n)| n).collect())
+                .unwrap_or_default(),
+            credentials_secret: self.credentials_secret.as_ref().and_then(single),
+            hashed_secrets: self.hashed_secrets.iter().filter_map(single).collect(),
+            copied_config_map_sources: self
+                .copied_config_map_sources
+                .iter()
+                .filter_map(single)
+                .collect(),
+            source_config_maps: self.sources.iter().filter_map(single).collect(),
+            persistent_volumes: self
+                .persistent_volumes
+                .as_ref()
+                .map(|bound| bound.entries().into_iter().map(|(_, pv)| pv).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn observe_operands(&self) -> ObservedOperands {
+        ObservedOperands {
+            csi_driver: single(&self.csi_driver),
+            storage_classes: self.storage_classes.state(),
+            service_accounts: self.service_accounts.state(),
+            roles: self.roles.state(),
+            role_bindings: self.role_bindings.state(),
+            config_maps: self.config_maps.state(),
+            services: self.services.state(),
+            pod_disruption_budgets: self.pod_disruption_budgets.state(),
+            deployments: self.deployments.state(),
+            daemon_sets: self.daemon_sets.state(),
+            cluster_roles: self
+                .cluster_roles
+                .state()
+                .into_iter()
+                .chain(self.shared_cluster_roles.state())
+                .collect(),
+            cluster_role_bindings: self.cluster_role_bindings.state(),
+            optional: self.observe_optional(),
+        }
+    }
+
+    /// Each optional kind: whether its CRD exists, and its objects once their cache filled
+    /// (started here, the first time the CRD is seen).
+    fn observe_optional(&self) -> BTreeMap<OptionalKind, OptionalObjects> {
+        OptionalKind::ALL
             .into_iter()
             .map(|kind| {
                 let crd = self
@@ -509,61 +598,7 @@ impl Caches {
                 };
                 (kind, OptionalObjects { crd, objects })
             })
-            .collect();
-        Observed {
-            apis: self.apis,
-            cluster_csi_driver: single(&self.cluster_csi_driver),
-            infrastructure: self.infrastructure.as_ref().and_then(single),
-            proxy: self.proxy.as_ref().and_then(single),
-            api_server: self.api_server.as_ref().and_then(single),
-            credentials_mode: self
-                .cloud_credential
-                .as_ref()
-                .and_then(single)
-                .map(|c| c.spec.credentials_mode.unwrap_or_default()),
-            nodes: self
-                .nodes
-                .as_ref()
-                .map(|nodes| nodes.entries().into_iter().map(|(_, n)| n).collect())
-                .unwrap_or_default(),
-            credentials_secret: self.credentials_secret.as_ref().and_then(single),
-            hashed_secrets: self.hashed_secrets.iter().filter_map(single).collect(),
-            csi_driver: single(&self.csi_driver),
-            storage_classes: self.storage_classes.state(),
-            service_accounts: self.service_accounts.state(),
-            roles: self.roles.state(),
-            role_bindings: self.role_bindings.state(),
-            config_maps: self.config_maps.state(),
-            services: self.services.state(),
-            pod_disruption_budgets: self.pod_disruption_budgets.state(),
-            deployments: self.deployments.state(),
-            daemon_sets: self.daemon_sets.state(),
-            cluster_roles: self
-                .cluster_roles
-                .state()
-                .into_iter()
-                .chain(self.shared_cluster_roles.state())
-                .collect(),
-            cluster_role_bindings: self.cluster_role_bindings.state(),
-            optional,
-            copied_config_map_sources: self
-                .copied_config_map_sources
-                .iter()
-                .filter_map(single)
-                .collect(),
-            persistent_volumes: self
-                .persistent_volumes
-                .as_ref()
-                .map(|bound| bound.entries().into_iter().map(|(_, pv)| pv).collect())
-                .unwrap_or_default(),
-            source_config_maps: self.sources.iter().filter_map(single).collect(),
-            probe: None,
-            migration: self
-                .migration
-                .as_ref()
-                .map(super::migration::Caches::observe)
-                .unwrap_or_default(),
-        }
+            .collect()
     }
 }
 

@@ -179,13 +179,13 @@ pub fn inputs(
     observed: &Observed,
 ) -> Result<Inputs, String> {
     let topology = if observed.apis.infrastructure {
-        let infrastructure = observed.infrastructure.as_ref().ok_or_else(|| {
+        let infrastructure = observed.cluster.infrastructure.as_ref().ok_or_else(|| {
             "Infrastructure/cluster does not exist yet: the cluster topology and ID are unknown"
                 .to_owned()
         })?;
         Topology::from_openshift(&infrastructure.control_plane_topology())
     } else {
-        from_objects::kubernetes_topology(&observed.nodes)
+        from_objects::kubernetes_topology(&observed.cluster.nodes)
     };
     let mut inputs = Inputs::new(def, topology, env);
     if let Some(driver) = &observed.cluster_csi_driver {
@@ -196,6 +196,7 @@ pub fn inputs(
         );
     }
     if let Some(status) = observed
+        .cluster
         .infrastructure
         .as_ref()
         .and_then(|i| i.status.as_ref())
@@ -203,11 +204,17 @@ pub fn inputs(
         inputs.cluster_id = status.infrastructure_name.clone().filter(|n| !n.is_empty());
         inputs.platform_status = status.platform_status.clone();
     }
-    if let Some(status) = observed.proxy.as_ref().and_then(|p| p.status.as_ref()) {
+    if let Some(status) = observed
+        .cluster
+        .proxy
+        .as_ref()
+        .and_then(|p| p.status.as_ref())
+    {
         inputs.proxy = status.clone();
     }
     let ca_name = names::trusted_ca_bundle(def);
     if let Some(ca) = observed
+        .operands
         .config_maps
         .iter()
         .find(|c| c.name_any() == ca_name)
@@ -219,7 +226,7 @@ pub fn inputs(
                 .insert(ca_name.clone(), hash::config_map_hash(ca));
         }
     }
-    for source in &observed.copied_config_map_sources {
+    for source in &observed.cluster.copied_config_map_sources {
         let copied = def.copied_config_maps.iter().find(|c| {
             c.name == source.name_any()
                 && source.metadata.namespace.as_deref() == Some(&c.namespace)
@@ -234,7 +241,7 @@ pub fn inputs(
                 .insert(target, source.data.clone().unwrap_or_default());
         }
     }
-    for source in &observed.source_config_maps {
+    for source in &observed.cluster.source_config_maps {
         let id = format!(
             "{}/{}",
             source.namespace().unwrap_or_default(),
@@ -247,6 +254,7 @@ pub fn inputs(
     // The derived ConfigMaps applied last: their hashes stand until a new one is generated.
     for derived in &def.config_maps {
         if let Some(applied) = observed
+            .operands
             .config_maps
             .iter()
             .find(|c| c.name_any() == derived.name)
@@ -260,25 +268,28 @@ pub fn inputs(
         inputs.probe_facts = facts.clone();
     }
     for secret in observed
+        .cluster
         .credentials_secret
         .iter()
-        .chain(&observed.hashed_secrets)
+        .chain(&observed.cluster.hashed_secrets)
     {
         inputs
             .secret_hashes
             .insert(secret.name_any(), hash::secret_hash(secret));
     }
     inputs.images = ResolvedImages::from_env(&def.images, env);
-    let crd = |kind| observed.optional.get(&kind).is_some_and(|o| o.crd);
+    let crd = |kind| observed.operands.optional.get(&kind).is_some_and(|o| o.crd);
     inputs.crds.service_monitor = crd(OptionalKind::ServiceMonitor);
     inputs.crds.volume_snapshot_class = crd(OptionalKind::VolumeSnapshotClass);
     inputs.crds.credentials_request = crd(OptionalKind::CredentialsRequest);
     inputs.storage_classes = observed
+        .operands
         .storage_classes
         .iter()
         .map(|class| from_objects::existing_storage_class(class))
         .collect();
     inputs.csi_driver_ephemeral_profile = observed
+        .operands
         .csi_driver
         .as_ref()
         .and_then(from_objects::ephemeral_profile);
@@ -438,13 +449,14 @@ fn credentials_request(
     if !inputs.crds.credentials_request {
         return;
     }
-    let applied = credentials::should_apply(observed.credentials_mode.as_deref(), env);
+    let applied = credentials::should_apply(observed.cluster.credentials_mode.as_deref(), env);
     if !applied {
         plan.steps.retain(|step| {
             !matches!(&step.operand, Operand::Dynamic(value) if value["kind"] == "CredentialsRequest")
         });
     }
     let cached = observed
+        .operands
         .optional
         .get(&OptionalKind::CredentialsRequest)
         .and_then(|o| o.objects.as_ref())
@@ -566,7 +578,7 @@ pub fn plan(
     plan.status.extend(super::migration::status(
         def,
         &observed.migration,
-        &observed.storage_classes,
+        &observed.operands.storage_classes,
         driver_available,
     ));
     plan
@@ -622,7 +634,7 @@ fn manage(
         Mode::Manage => {}
         Mode::Remove => {
             if def.removal_blocked_by_volumes {
-                let blocking = removal::bound_volumes(def, &observed.persistent_volumes);
+                let blocking = removal::bound_volumes(def, &observed.cluster.persistent_volumes);
                 plan.status[0]
                     .part
                     .conditions
@@ -684,6 +696,7 @@ fn operand_steps(
         let operand = match operand {
             Operand::DaemonSet(ds) => {
                 let observed_ds = observed
+                    .operands
                     .daemon_sets
                     .iter()
                     .find(|o| o.name_any() == ds.name_any())
@@ -693,12 +706,14 @@ fn operand_steps(
             Operand::CSIDriver(csi) => {
                 // The starter installs a driver only when no one else's CSIDriver has its
                 // name, so the live one is ours.
-                let decision = replace::csi_driver(&csi, observed.csi_driver.as_ref(), true);
+                let decision =
+                    replace::csi_driver(&csi, observed.operands.csi_driver.as_ref(), true);
                 recreate = matches!(decision, replace::Decision::Replace(_));
                 Operand::CSIDriver(csi)
             }
             Operand::StorageClass(class) => {
                 let live = observed
+                    .operands
                     .storage_classes
                     .iter()
                     .find(|sc| sc.name_any() == class.name_any())
@@ -726,6 +741,7 @@ fn operand_steps(
                 let kind = value["kind"].as_str().and_then(OptionalKind::of_kind);
                 let ready = kind.is_none_or(|k| {
                     observed
+                        .operands
                         .optional
                         .get(&k)
                         .is_some_and(|o| o.objects.is_some())
@@ -764,6 +780,7 @@ fn stale_operands(
         let target = copied.target();
         let stale = !inputs.copied_config_maps.contains_key(target)
             && observed
+                .operands
                 .config_maps
                 .iter()
                 .any(|c| c.name_any() == target && is_ours(c.labels(), def));
@@ -778,6 +795,7 @@ fn stale_operands(
     if classes_valid {
         for name in storage::storage_classes_to_delete(def, inputs) {
             let ours = observed
+                .operands
                 .storage_classes
                 .iter()
                 .find(|sc| sc.name_any() == name)
@@ -811,6 +829,7 @@ fn controller_service_status(
     let previous = driver.status.as_ref();
     let deployment_name = names::controller(def);
     let deployment = observed
+        .operands
         .deployments
         .iter()
         .find(|d| d.name_any() == deployment_name)
@@ -870,6 +889,7 @@ fn controller_service_status(
 fn node_service_status(def: &DriverDef, observed: &Observed) -> (StatusPart, bool) {
     let node_name = names::node(def);
     let daemon_set = observed
+        .operands
         .daemon_sets
         .iter()
         .find(|d| d.name_any() == node_name)
@@ -1036,6 +1056,7 @@ fn keep_default_snapshot_class_choice(mut value: Value, observed: &Observed) -> 
         .unwrap_or_default()
         .to_owned();
     let existing = observed
+        .operands
         .optional
         .get(&OptionalKind::VolumeSnapshotClass)
         .and_then(|o| o.objects.as_ref())
@@ -1058,14 +1079,14 @@ fn keep_default_snapshot_class_choice(mut value: Value, observed: &Observed) -> 
 /// stay, as in library-go: volumes may still use them).
 fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
     let mut out = Vec::new();
-    for d in &observed.deployments {
+    for d in &observed.operands.deployments {
         out.push(Deletion {
             group: Group::ControllerService,
             kind: DeleteKind::Deployment,
             name: d.name_any(),
         });
     }
-    for d in &observed.daemon_sets {
+    for d in &observed.operands.daemon_sets {
         out.push(Deletion {
             group: Group::NodeService,
             kind: DeleteKind::DaemonSet,
@@ -1073,6 +1094,7 @@ fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
         });
     }
     if let Some(csi) = observed
+        .operands
         .csi_driver
         .as_ref()
         .filter(|c| is_ours(c.labels(), def))
