@@ -223,6 +223,18 @@ pub struct Caches {
     label: String,
     trigger: Arc<opkit::runtime::Trigger>,
     cluster_csi_driver: Store<ClusterCSIDriver>,
+    cluster: ClusterCaches,
+    operands: OperandCaches,
+    crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
+    dynamic: DynamicCaches,
+    dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
+    /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
+    migration: Option<super::migration::Caches>,
+}
+
+/// The caches behind [`ObservedCluster`].
+#[derive(Clone)]
+struct ClusterCaches {
     infrastructure: Option<Store<Infrastructure>>,
     proxy: Option<Store<Proxy>>,
     api_server: Option<Store<APIServer>>,
@@ -231,6 +243,17 @@ pub struct Caches {
     nodes: Option<Projection<Node>>,
     credentials_secret: Option<Store<Secret>>,
     hashed_secrets: Vec<Store<Secret>>,
+    copied_config_map_sources: Vec<Store<ConfigMap>>,
+    /// One cache per source ConfigMap of derived ConfigMaps.
+    sources: Vec<Store<ConfigMap>>,
+    /// The driver's bound volumes (name, driver and phase only), for the removal guard.
+    persistent_volumes: Option<Projection<PersistentVolume>>,
+}
+
+/// The caches behind [`ObservedOperands`] (but the optional kinds'): the operand kinds by the
+/// driver's operand label, the shared sidecar roles, the CSIDriver and every StorageClass.
+#[derive(Clone)]
+struct OperandCaches {
     csi_driver: Store<CSIDriver>,
     storage_classes: Store<StorageClass>,
     service_accounts: Store<ServiceAccount>,
@@ -244,16 +267,6 @@ pub struct Caches {
     cluster_roles: Store<ClusterRole>,
     shared_cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
-    crds: BTreeMap<OptionalKind, Store<CustomResourceDefinition>>,
-    copied_config_map_sources: Vec<Store<ConfigMap>>,
-    /// The driver's bound volumes (name, driver and phase only), for the removal guard.
-    persistent_volumes: Option<Projection<PersistentVolume>>,
-    dynamic: DynamicCaches,
-    dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
-    /// One cache per source ConfigMap of derived ConfigMaps.
-    sources: Vec<Store<ConfigMap>>,
-    /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
-    migration: Option<super::migration::Caches>,
 }
 
 impl std::fmt::Debug for Caches {
@@ -333,9 +346,6 @@ impl Caches {
     /// Starts every watch; the caller waits for [`Informers::wait_synced`].
     pub fn start(client: &Client, def: &DriverDef, apis: Apis, informers: &mut Informers) -> Self {
         let label = format!("{}={}", names::OPERAND_LABEL, def.short_name);
-        let ours = || Config::default().labels(&label);
-        let ns = def.namespace.as_str();
-        let c = || client.clone();
         let crds = OptionalKind::ALL
             .into_iter()
             .map(|kind| {
@@ -343,7 +353,7 @@ impl Caches {
                     kind,
                     informers.watch(
                         &format!("customresourcedefinitions/{}", kind.crd_name()),
-                        Api::all(c()),
+                        Api::all(client.clone()),
                         named(kind.crd_name()),
                     ),
                 )
@@ -358,102 +368,18 @@ impl Caches {
                 .as_ref()
                 .and_then(|c| c.credentials_request.as_ref())
                 .map(|r| r.namespace.clone()),
-            label: label.clone(),
             trigger: informers.trigger(),
             cluster_csi_driver: informers.watch(
                 "clustercsidrivers",
-                Api::all(c()),
+                Api::all(client.clone()),
                 named(&def.name),
             ),
-            infrastructure: apis
-                .infrastructure
-                .then(|| informers.watch("infrastructures", Api::all(c()), named("cluster"))),
-            proxy: apis
-                .proxy
-                .then(|| informers.watch("proxies", Api::all(c()), named("cluster"))),
-            api_server: apis
-                .api_server
-                .then(|| informers.watch("apiservers", Api::all(c()), named("cluster"))),
-            cloud_credential: (apis.cloud_credential
-                && def
-                    .credentials
-                    .as_ref()
-                    .is_some_and(|c| c.credentials_request.is_some()))
-            .then(|| informers.watch("cloudcredentials", Api::all(c()), named("cluster"))),
-            nodes: (!apis.infrastructure).then(|| {
-                informers.watch_projected(
-                    "nodes (layout facts)",
-                    Api::all(c()),
-                    Config::default(),
-                    |node| Some(crate::inputs::node_facts(node)),
-                )
-            }),
-            credentials_secret: def.credentials.as_ref().map(|creds| {
-                informers.watch(
-                    "secrets",
-                    Api::namespaced(c(), ns),
-                    named(&creds.secret_name),
-                )
-            }),
-            hashed_secrets: def
-                .hashed_secrets
-                .iter()
-                .map(|name| {
-                    informers.watch(
-                        &format!("secrets/{name} (hashed)"),
-                        Api::namespaced(c(), ns),
-                        named(name),
-                    )
-                })
-                .collect(),
-            csi_driver: informers.watch("csidrivers", Api::all(c()), named(&def.name)),
-            storage_classes: informers.watch("storageclasses", Api::all(c()), Config::default()),
-            service_accounts: informers.watch("serviceaccounts", Api::namespaced(c(), ns), ours()),
-            roles: informers.watch("roles", Api::namespaced(c(), ns), ours()),
-            role_bindings: informers.watch("rolebindings", Api::namespaced(c(), ns), ours()),
-            config_maps: informers.watch("configmaps", Api::namespaced(c(), ns), ours()),
-            services: informers.watch("services", Api::namespaced(c(), ns), ours()),
-            pod_disruption_budgets: informers.watch(
-                "poddisruptionbudgets",
-                Api::namespaced(c(), ns),
-                ours(),
-            ),
-            deployments: informers.watch("deployments", Api::namespaced(c(), ns), ours()),
-            daemon_sets: informers.watch("daemonsets", Api::namespaced(c(), ns), ours()),
-            cluster_roles: informers.watch("clusterroles", Api::all(c()), ours()),
-            shared_cluster_roles: informers.watch(
-                "clusterroles (shared sidecar roles)",
-                Api::all(c()),
-                Config::default().labels(&format!("{}=true", names::SHARED_ROLE_LABEL)),
-            ),
-            cluster_role_bindings: informers.watch("clusterrolebindings", Api::all(c()), ours()),
+            cluster: ClusterCaches::start(client, def, apis, informers),
+            operands: OperandCaches::start(client, def, &label, informers),
+            label,
             crds,
-            copied_config_map_sources: def
-                .copied_config_maps
-                .iter()
-                .map(|copied| {
-                    informers.watch(
-                        &format!("configmaps/{}/{}", copied.namespace, copied.name),
-                        Api::namespaced(c(), &copied.namespace),
-                        named(&copied.name),
-                    )
-                })
-                .collect(),
-            persistent_volumes: def
-                .removal_blocked_by_volumes
-                .then(|| bound_volumes_of(&def.name, client, informers)),
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
-            sources: source_ids(def)
-                .into_iter()
-                .map(|(namespace, name)| {
-                    informers.watch(
-                        &format!("configmaps {namespace}/{name} (source)"),
-                        Api::namespaced(c(), &namespace),
-                        named(&name),
-                    )
-                })
-                .collect(),
             migration: super::migration::Caches::start(client, def, informers),
         }
     }
@@ -511,8 +437,11 @@ impl Caches {
         Observed {
             apis: self.apis,
             cluster_csi_driver: single(&self.cluster_csi_driver),
-            cluster: self.observe_cluster(),
-            operands: self.observe_operands(),
+            cluster: self.cluster.observe(),
+            operands: ObservedOperands {
+                optional: self.observe_optional(),
+                ..self.operands.observe()
+            },
             probe: None,
             migration: self
                 .migration
@@ -522,7 +451,106 @@ impl Caches {
         }
     }
 
-    fn observe_cluster(&self) -> ObservedCluster {
+    /// Each optional kind: whether its CRD exists, and its objects once their cache filled
+    /// (started here, the first time the CRD is seen).
+    fn observe_optional(&self) -> BTreeMap<OptionalKind, OptionalObjects> {
+        OptionalKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let crd = self
+                    .crds
+                    .get(&kind)
+                    .is_some_and(|store| !store.state().is_empty());
+                let objects = if crd {
+                    let store = self.start_dynamic(kind);
+                    store
+                        .wait_until_ready()
+                        .now_or_never()
+                        .and_then(Result::ok)
+                        .map(|()| store.state())
+                } else {
+                    None
+                };
+                (kind, OptionalObjects { crd, objects })
+            })
+            .collect()
+    }
+}
+
+impl ClusterCaches {
+    fn start(client: &Client, def: &DriverDef, apis: Apis, informers: &mut Informers) -> Self {
+        let ns = def.namespace.as_str();
+        let c = || client.clone();
+        Self {
+            infrastructure: apis
+                .infrastructure
+                .then(|| informers.watch("infrastructures", Api::all(c()), named("cluster"))),
+            proxy: apis
+                .proxy
+                .then(|| informers.watch("proxies", Api::all(c()), named("cluster"))),
+            api_server: apis
+                .api_server
+                .then(|| informers.watch("apiservers", Api::all(c()), named("cluster"))),
+            cloud_credential: (apis.cloud_credential
+                && def
+                    .credentials
+                    .as_ref()
+                    .is_some_and(|c| c.credentials_request.is_some()))
+            .then(|| informers.watch("cloudcredentials", Api::all(c()), named("cluster"))),
+            nodes: (!apis.infrastructure).then(|| {
+                informers.watch_projected(
+                    "nodes (layout facts)",
+                    Api::all(c()),
+                    Config::default(),
+                    |node| Some(crate::inputs::node_facts(node)),
+                )
+            }),
+            credentials_secret: def.credentials.as_ref().map(|creds| {
+                informers.watch(
+                    "secrets",
+                    Api::namespaced(c(), ns),
+                    named(&creds.secret_name),
+                )
+            }),
+            hashed_secrets: def
+                .hashed_secrets
+                .iter()
+                .map(|name| {
+                    informers.watch(
+                        &format!("secrets/{name} (hashed)"),
+                        Api::namespaced(c(), ns),
+                        named(name),
+                    )
+                })
+                .collect(),
+            copied_config_map_sources: def
+                .copied_config_maps
+                .iter()
+                .map(|copied| {
+                    informers.watch(
+                        &format!("configmaps/{}/{}", copied.namespace, copied.name),
+                        Api::namespaced(c(), &copied.namespace),
+                        named(&copied.name),
+                    )
+                })
+                .collect(),
+            sources: source_ids(def)
+                .into_iter()
+                .map(|(namespace, name)| {
+                    informers.watch(
+                        &format!("configmaps {namespace}/{name} (source)"),
+                        Api::namespaced(c(), &namespace),
+                        named(&name),
+                    )
+                })
+                .collect(),
+            persistent_volumes: def
+                .removal_blocked_by_volumes
+                .then(|| bound_volumes_of(&def.name, client, informers)),
+        }
+    }
+
+    fn observe(&self) -> ObservedCluster {
         ObservedCluster {
             infrastructure: self.infrastructure.as_ref().and_then(single),
             proxy: self.proxy.as_ref().and_then(single),
@@ -552,8 +580,40 @@ impl Caches {
                 .unwrap_or_default(),
         }
     }
+}
 
-    fn observe_operands(&self) -> ObservedOperands {
+impl OperandCaches {
+    fn start(client: &Client, def: &DriverDef, label: &str, informers: &mut Informers) -> Self {
+        let ours = || Config::default().labels(label);
+        let ns = def.namespace.as_str();
+        let c = || client.clone();
+        Self {
+            csi_driver: informers.watch("csidrivers", Api::all(c()), named(&def.name)),
+            storage_classes: informers.watch("storageclasses", Api::all(c()), Config::default()),
+            service_accounts: informers.watch("serviceaccounts", Api::namespaced(c(), ns), ours()),
+            roles: informers.watch("roles", Api::namespaced(c(), ns), ours()),
+            role_bindings: informers.watch("rolebindings", Api::namespaced(c(), ns), ours()),
+            config_maps: informers.watch("configmaps", Api::namespaced(c(), ns), ours()),
+            services: informers.watch("services", Api::namespaced(c(), ns), ours()),
+            pod_disruption_budgets: informers.watch(
+                "poddisruptionbudgets",
+                Api::namespaced(c(), ns),
+                ours(),
+            ),
+            deployments: informers.watch("deployments", Api::namespaced(c(), ns), ours()),
+            daemon_sets: informers.watch("daemonsets", Api::namespaced(c(), ns), ours()),
+            cluster_roles: informers.watch("clusterroles", Api::all(c()), ours()),
+            shared_cluster_roles: informers.watch(
+                "clusterroles (shared sidecar roles)",
+                Api::all(c()),
+                Config::default().labels(&format!("{}=true", names::SHARED_ROLE_LABEL)),
+            ),
+            cluster_role_bindings: informers.watch("clusterrolebindings", Api::all(c()), ours()),
+        }
+    }
+
+    /// The operands as cached (the optional kinds left empty).
+    fn observe(&self) -> ObservedOperands {
         ObservedOperands {
             csi_driver: single(&self.csi_driver),
             storage_classes: self.storage_classes.state(),
@@ -572,33 +632,8 @@ impl Caches {
                 .chain(self.shared_cluster_roles.state())
                 .collect(),
             cluster_role_bindings: self.cluster_role_bindings.state(),
-            optional: self.observe_optional(),
+            optional: BTreeMap::new(),
         }
-    }
-
-    /// Each optional kind: whether its CRD exists, and its objects once their cache filled
-    /// (started here, the first time the CRD is seen).
-    fn observe_optional(&self) -> BTreeMap<OptionalKind, OptionalObjects> {
-        OptionalKind::ALL
-            .into_iter()
-            .map(|kind| {
-                let crd = self
-                    .crds
-                    .get(&kind)
-                    .is_some_and(|store| !store.state().is_empty());
-                let objects = if crd {
-                    let store = self.start_dynamic(kind);
-                    store
-                        .wait_until_ready()
-                        .now_or_never()
-                        .and_then(Result::ok)
-                        .map(|()| store.state())
-                } else {
-                    None
-                };
-                (kind, OptionalObjects { crd, objects })
-            })
-            .collect()
     }
 }
 
