@@ -76,8 +76,12 @@
 //! - Defaulting covers the kinds our operators use (Deployment/DaemonSet/pod template, Service,
 //!   StorageClass, CSIDriver, Namespace, Event); other kinds are stored as sent.
 //! - Validation covers names, ConfigMap keys, finalizers, owner references, Deployment selectors,
-//!   StorageClass immutability, events.k8s.io `eventTime` and CRD structural schemas (type,
-//!   required, enum, min/max). No admission, no authorization, no quota.
+//!   StorageClass immutability, events.k8s.io `eventTime` and CRD schemas: type, required,
+//!   enum, minimum/maximum, pattern (Rust's `regex`, RE2-like as Go's), string lengths, item
+//!   and property counts, a constrained `metadata.name`, and CEL rules (kube's CEL evaluator,
+//!   run once the structure is sound). `format` is not checked. No admission, no
+//!   authorization, no quota. `crates/api/tests/bad_inputs_on_testkit.rs` replays the table
+//!   of bad inputs kube-apiserver refuses (`tests/e2e/tests/bad_inputs.rs`).
 //! - Unknown-field detection (`fieldValidation`, `Warning` headers, apply's "field not declared
 //!   in schema") uses CRD schemas and k8s-openapi's schemas of built-in kinds; list items are
 //!   named by index (`containers[0]`) in apply's error, where the apiserver names them by key.

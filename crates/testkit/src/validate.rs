@@ -1,7 +1,9 @@
 //! Validation producing the apiserver's `422 Invalid` bodies for the rules tests are likely to hit:
 //! object names, ConfigMap keys, finalizer names and additions during deletion, owner references,
 //! Deployment selectors, unique Service port names, immutable StorageClass fields, events.k8s.io `eventTime`, and the
-//! structural-schema checks of custom resources (type, required, enum, minimum/maximum).
+//! schema checks of custom resources: type, required, enum, minimum/maximum, pattern, lengths,
+//! item counts, and their CEL rules (`x-kubernetes-validations`, with the old object for
+//! transition rules), in kube-apiserver's words.
 
 use serde_json::Value;
 
@@ -138,6 +140,14 @@ pub fn validate(
     if def.custom
         && let Some(schema) = &def.schema
     {
+        // A CRD may constrain the name (e.g. an enum of the objects it allows).
+        if let (Some(s), Some(v)) = (
+            schema.pointer("/properties/metadata/properties/name"),
+            obj.pointer("/metadata/name"),
+        ) && old.is_none()
+        {
+            check_schema(s, v, "metadata.name", &mut causes);
+        }
         for top in ["spec", "status"] {
             if let (Some(s), Some(v)) = (schema["properties"].get(top), obj.get(top)) {
                 let before = causes.len();
@@ -156,6 +166,10 @@ pub fn validate(
                     causes.push(("FieldValueRequired", "Required value".into(), r.into()));
                 }
             }
+        }
+        // The CEL rules run on an object whose structure is sound (as kube-apiserver's do).
+        if causes.is_empty() {
+            cel_rules(schema, obj, old, status_only, &mut causes);
         }
     }
     if causes.is_empty() {
@@ -291,6 +305,36 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The CEL rules of a custom resource's schema; each failure as kube-apiserver reports it:
+/// `<field>: Invalid value: "<type>": <message>`.
+fn cel_rules(
+    schema: &Value,
+    obj: &Value,
+    old: Option<&Value>,
+    status_only: bool,
+    causes: &mut Vec<Cause>,
+) {
+    let Err(errors) = kube::core::cel::Validator::new().validate(schema, obj, old) else {
+        return;
+    };
+    for error in errors.as_slice() {
+        let path = error.field_path.trim_start_matches('.').to_owned();
+        if status_only && !path.starts_with("status") {
+            continue;
+        }
+        let value = path
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .try_fold(obj, |v, key| v.get(key))
+            .unwrap_or(obj);
+        causes.push((
+            "FieldValueInvalid",
+            format!("Invalid value: \"{}\": {}", type_name(value), error.message),
+            path,
+        ));
+    }
+}
+
 fn check_schema(s: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
     if let Some(t) = s["type"].as_str() {
         let actual = type_name(v);
@@ -337,6 +381,82 @@ fn check_schema(s: &Value, v: &Value, path: &str, causes: &mut Vec<Cause>) {
             format!("Invalid value: {v}: {path} in body should be less than or equal to {max}"),
             path.into(),
         ));
+    }
+    if let Value::String(text) = v {
+        if let Some(pattern) = s["pattern"].as_str()
+            && regex::Regex::new(pattern).is_ok_and(|re| !re.is_match(text))
+        {
+            causes.push((
+                "FieldValueInvalid",
+                format!("Invalid value: {v}: {path} in body should match '{pattern}'"),
+                path.into(),
+            ));
+        }
+        let chars = text.chars().count();
+        if let Some(max) = s["maxLength"].as_u64()
+            && chars as u64 > max
+        {
+            causes.push((
+                "FieldValueTooLong",
+                format!("Too long: may not be more than {max} bytes"),
+                path.into(),
+            ));
+        }
+        if let Some(min) = s["minLength"].as_u64()
+            && (chars as u64) < min
+        {
+            causes.push((
+                "FieldValueInvalid",
+                format!("Invalid value: {v}: {path} in body should be at least {min} chars long"),
+                path.into(),
+            ));
+        }
+    }
+    if let Value::Object(fields) = v {
+        if let Some(min) = s["minProperties"].as_u64()
+            && (fields.len() as u64) < min
+        {
+            causes.push((
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: {path} in body should have at least {min} properties",
+                    fields.len()
+                ),
+                path.into(),
+            ));
+        }
+        if let Some(max) = s["maxProperties"].as_u64()
+            && (fields.len() as u64) > max
+        {
+            causes.push((
+                "FieldValueTooMany",
+                format!("Too many: {}: must have at most {max} items", fields.len()),
+                path.into(),
+            ));
+        }
+    }
+    if let Value::Array(items) = v {
+        if let Some(max) = s["maxItems"].as_u64()
+            && items.len() as u64 > max
+        {
+            causes.push((
+                "FieldValueTooMany",
+                format!("Too many: {}: must have at most {max} items", items.len()),
+                path.into(),
+            ));
+        }
+        if let Some(min) = s["minItems"].as_u64()
+            && (items.len() as u64) < min
+        {
+            causes.push((
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: {path} in body should have at least {min} items",
+                    items.len()
+                ),
+                path.into(),
+            ));
+        }
     }
     match v {
         Value::Object(m) => {
