@@ -439,6 +439,10 @@ fn leftovers(case: &Case) -> Vec<Value> {
     let prefix = drivers::by_name(case.short).unwrap().cluster_role_prefix;
     vec![
         deployment(&format!("{}-former-only", case.workloads())),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": format!("{}-former-only-binding", case.workloads()), "namespace": NS},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": NS}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                "metadata": {"name": format!("{prefix}-former-only-role")},
                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),

@@ -16,7 +16,10 @@
 //!   prefix; owned by no other object (the garbage collector removes those).
 //!
 //! ConfigMaps and Secrets are never deleted (data, some written at run time by the driver's own
-//! code), nor StorageClasses, snapshot classes or the CSIDriver (volumes depend on them).
+//! code), nor StorageClasses, snapshot classes or the CSIDriver (volumes depend on them). An
+//! object whose fields the former operator never wrote cannot be told from anyone else's and
+//! stays: a bare ServiceAccount (name and namespace only) is one, the API server records no
+//! fields for it.
 
 use std::collections::BTreeSet;
 
@@ -75,6 +78,27 @@ impl LeftoverKind {
             LeftoverKind::ClusterRole => "ClusterRole",
             LeftoverKind::ClusterRoleBinding => "ClusterRoleBinding",
         }
+    }
+
+    /// Group, version, kind and plural, for a dynamic client.
+    pub fn api_resource(self) -> kube::api::ApiResource {
+        let (group, version, plural) = match self {
+            LeftoverKind::Deployment => ("apps", "v1", "deployments"),
+            LeftoverKind::DaemonSet => ("apps", "v1", "daemonsets"),
+            LeftoverKind::Service => ("", "v1", "services"),
+            LeftoverKind::ServiceAccount => ("", "v1", "serviceaccounts"),
+            LeftoverKind::Role => ("rbac.authorization.k8s.io", "v1", "roles"),
+            LeftoverKind::RoleBinding => ("rbac.authorization.k8s.io", "v1", "rolebindings"),
+            LeftoverKind::PodDisruptionBudget => ("policy", "v1", "poddisruptionbudgets"),
+            LeftoverKind::ClusterRole => ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+            LeftoverKind::ClusterRoleBinding => {
+                ("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+            }
+        };
+        kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(group, version, self.name()),
+            plural,
+        )
     }
 
     /// Whether objects of the kind are cluster-scoped.

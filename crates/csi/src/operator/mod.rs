@@ -46,9 +46,7 @@ use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service, ServiceAccount};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -691,39 +689,26 @@ async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> 
     Ok(())
 }
 
-/// The leftovers of the replaced operator of one kind ([`leftovers::is_leftover`]), by name.
-async fn leftovers_of<K>(
-    api: &Api<K>,
-    kind: leftovers::LeftoverKind,
-    def: &DriverDef,
-    ours: &BTreeSet<String>,
-) -> Result<Vec<String>, kube::Error>
-where
-    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    Ok(api
-        .list(&Default::default())
-        .await?
-        .items
-        .iter()
-        .filter(|o| leftovers::is_leftover(def, kind, o.meta(), ours))
-        .map(ResourceExt::name_any)
-        .collect())
-}
-
-/// Lists, then deletes, the leftovers of one kind; what failed.
-async fn sweep_kind<K>(
+/// Lists, then deletes, the leftovers of one kind ([`leftovers::is_leftover`]); what failed.
+async fn sweep_kind(
     context: &Context,
-    api: Api<K>,
     kind: leftovers::LeftoverKind,
     ours: &BTreeSet<String>,
     observed: &Observed,
-) -> Vec<(&'static str, String)>
-where
-    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let names = match leftovers_of(&api, kind, &context.def, ours).await {
-        Ok(names) => names,
+) -> Vec<(&'static str, String)> {
+    let resource = kind.api_resource();
+    let api: Api<DynamicObject> = if kind.cluster_scoped() {
+        Api::all_with(context.client.clone(), &resource)
+    } else {
+        Api::namespaced_with(context.client.clone(), &context.def.namespace, &resource)
+    };
+    let names: Vec<String> = match api.list(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter(|o| leftovers::is_leftover(&context.def, kind, &o.metadata, ours))
+            .map(ResourceExt::name_any)
+            .collect(),
         Err(error) => {
             return vec![(
                 opkit::apply::category(&error),
@@ -734,29 +719,29 @@ where
     let mut failures = Vec::new();
     for name in names {
         match delete_if_present(&api, &name, &DeleteParams::background()).await {
-            Ok(deleted) => {
-                if deleted {
-                    context.metrics.wrote(&context.name, "delete");
-                    tracing::info!(%kind, name, "deleted what the replaced operator left");
-                    if let Some(driver) = &observed.cluster_csi_driver {
-                        let event = Event {
-                            type_: EventType::Normal,
-                            reason: "FormerOperandDeleted".to_owned(),
-                            note: Some(format!(
-                                "{kind} {name} was made by the operator this one replaces ({}) and has no counterpart among this operator's operands",
-                                context.def.adopt_from.join(", ")
-                            )),
-                            action: "Delete".to_owned(),
-                            secondary: None,
-                        };
-                        if let Err(error) = context
-                            .recorder
-                            .publish(&event, &driver.object_ref(&()))
-                            .await
-                        {
-                            tracing::warn!(%error, "recording an Event failed");
-                        }
-                    }
+            Ok(false) => {}
+            Ok(true) => {
+                context.metrics.wrote(&context.name, "delete");
+                tracing::info!(%kind, name, "deleted what the replaced operator left");
+                let Some(driver) = &observed.cluster_csi_driver else {
+                    continue;
+                };
+                let event = Event {
+                    type_: EventType::Normal,
+                    reason: "FormerOperandDeleted".to_owned(),
+                    note: Some(format!(
+                        "{kind} {name} was made by the operator this one replaces ({}) and has no counterpart among this operator's operands",
+                        context.def.adopt_from.join(", ")
+                    )),
+                    action: "Delete".to_owned(),
+                    secondary: None,
+                };
+                if let Err(error) = context
+                    .recorder
+                    .publish(&event, &driver.object_ref(&()))
+                    .await
+                {
+                    tracing::warn!(%error, "recording an Event failed");
                 }
             }
             Err(error) => failures.push((
@@ -775,7 +760,6 @@ async fn sweep_leftovers(
     steps: &[Step],
     observed: &Observed,
 ) -> Result<(), Vec<(&'static str, String)>> {
-    use leftovers::LeftoverKind as K;
     let ours: BTreeSet<String> = steps
         .iter()
         .map(|step| {
@@ -788,58 +772,12 @@ async fn sweep_leftovers(
         })
         .collect();
     let rendered: BTreeSet<&str> = steps.iter().map(|s| s.operand.kind()).collect();
-    let ns = context.def.namespace.as_str();
-    let c = || context.client.clone();
     let mut failures = Vec::new();
-    for kind in K::ALL.into_iter().filter(|k| rendered.contains(k.name())) {
-        failures.extend(match kind {
-            K::Deployment => {
-                sweep_kind::<Deployment>(context, Api::namespaced(c(), ns), kind, &ours, observed)
-                    .await
-            }
-            K::DaemonSet => {
-                sweep_kind::<DaemonSet>(context, Api::namespaced(c(), ns), kind, &ours, observed)
-                    .await
-            }
-            K::Service => {
-                sweep_kind::<Service>(context, Api::namespaced(c(), ns), kind, &ours, observed)
-                    .await
-            }
-            K::ServiceAccount => {
-                sweep_kind::<ServiceAccount>(
-                    context,
-                    Api::namespaced(c(), ns),
-                    kind,
-                    &ours,
-                    observed,
-                )
-                .await
-            }
-            K::Role => {
-                sweep_kind::<Role>(context, Api::namespaced(c(), ns), kind, &ours, observed).await
-            }
-            K::RoleBinding => {
-                sweep_kind::<RoleBinding>(context, Api::namespaced(c(), ns), kind, &ours, observed)
-                    .await
-            }
-            K::PodDisruptionBudget => {
-                sweep_kind::<PodDisruptionBudget>(
-                    context,
-                    Api::namespaced(c(), ns),
-                    kind,
-                    &ours,
-                    observed,
-                )
-                .await
-            }
-            K::ClusterRole => {
-                sweep_kind::<ClusterRole>(context, Api::all(c()), kind, &ours, observed).await
-            }
-            K::ClusterRoleBinding => {
-                sweep_kind::<ClusterRoleBinding>(context, Api::all(c()), kind, &ours, observed)
-                    .await
-            }
-        });
+    for kind in leftovers::LeftoverKind::ALL
+        .into_iter()
+        .filter(|k| rendered.contains(k.name()))
+    {
+        failures.extend(sweep_kind(context, kind, &ours, observed).await);
     }
     if failures.is_empty() {
         Ok(())
