@@ -487,33 +487,16 @@ async fn apply_step(
     let Some(applier) = context.appliers.get(&step.group) else {
         return Ok(Outcome::Unchanged);
     };
+    let ops = &observed.operands;
     match &step.operand {
-        Operand::ServiceAccount(o) => {
-            applier
-                .apply(o, find(&observed.operands.service_accounts, o))
-                .await
-        }
-        Operand::ClusterRole(o) => {
-            applier
-                .apply(o, find(&observed.operands.cluster_roles, o))
-                .await
-        }
+        Operand::ServiceAccount(o) => applier.apply(o, find(&ops.service_accounts, o)).await,
+        Operand::ClusterRole(o) => applier.apply(o, find(&ops.cluster_roles, o)).await,
         Operand::ClusterRoleBinding(o) => {
-            applier
-                .apply(o, find(&observed.operands.cluster_role_bindings, o))
-                .await
+            applier.apply(o, find(&ops.cluster_role_bindings, o)).await
         }
-        Operand::Role(o) => applier.apply(o, find(&observed.operands.roles, o)).await,
-        Operand::RoleBinding(o) => {
-            applier
-                .apply(o, find(&observed.operands.role_bindings, o))
-                .await
-        }
-        Operand::ConfigMap(o) => {
-            applier
-                .apply(o, find(&observed.operands.config_maps, o))
-                .await
-        }
+        Operand::Role(o) => applier.apply(o, find(&ops.roles, o)).await,
+        Operand::RoleBinding(o) => applier.apply(o, find(&ops.role_bindings, o)).await,
+        Operand::ConfigMap(o) => applier.apply(o, find(&ops.config_maps, o)).await,
         Operand::CSIDriver(o) => {
             if step.recreate {
                 // Immutable fields of its spec changed (see `crate::replace`): delete and
@@ -531,27 +514,15 @@ async fn apply_step(
                 })?;
                 applier.apply(o, None).await
             } else {
-                applier
-                    .apply(o, observed.operands.csi_driver.as_ref())
-                    .await
+                applier.apply(o, ops.csi_driver.as_ref()).await
             }
         }
-        Operand::Service(o) => applier.apply(o, find(&observed.operands.services, o)).await,
+        Operand::Service(o) => applier.apply(o, find(&ops.services, o)).await,
         Operand::PodDisruptionBudget(o) => {
-            applier
-                .apply(o, find(&observed.operands.pod_disruption_budgets, o))
-                .await
+            applier.apply(o, find(&ops.pod_disruption_budgets, o)).await
         }
-        Operand::Deployment(o) => {
-            applier
-                .apply(o, find(&observed.operands.deployments, o))
-                .await
-        }
-        Operand::DaemonSet(o) => {
-            applier
-                .apply(o, find(&observed.operands.daemon_sets, o))
-                .await
-        }
+        Operand::Deployment(o) => applier.apply(o, find(&ops.deployments, o)).await,
+        Operand::DaemonSet(o) => applier.apply(o, find(&ops.daemon_sets, o)).await,
         Operand::StorageClass(o) => {
             if step.recreate {
                 // Immutable fields changed (the plan decided, see `crate::replace`): delete
@@ -570,9 +541,7 @@ async fn apply_step(
                 })?;
                 applier.apply(o, None).await
             } else {
-                applier
-                    .apply(o, find(&observed.operands.storage_classes, o))
-                    .await
+                applier.apply(o, find(&ops.storage_classes, o)).await
             }
         }
         Operand::Dynamic(value) => {
