@@ -204,13 +204,19 @@ pub mod ini {
 
     /// Parses `text`; an error names the line number and what is wrong with it.
     pub fn parse(text: &str) -> Result<Sections, String> {
-        Ok(parse_ordered(text)?.into_iter().fold(
-            Sections::new(),
-            |mut sections, (name, entries)| {
-                sections.entry(name).or_default().extend(entries);
-                sections
-            },
-        ))
+        Ok(sections(&parse_ordered(text)?))
+    }
+
+    /// The sections of an ordered parse ([`parse_ordered`]), as [`parse`] returns them.
+    pub fn sections(ordered: &Ordered) -> Sections {
+        let mut sections = Sections::new();
+        for (name, entries) in ordered {
+            sections
+                .entry(name.clone())
+                .or_default()
+                .extend(entries.iter().cloned());
+        }
+        sections
     }
 
     /// Sections and keys in the order they first appear in a text (a later duplicate

@@ -88,7 +88,8 @@ pub fn generate_cloud_conf(
     text: &str,
     data: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, String> {
-    let sections = ini::parse(text)?;
+    let ordered = ini::parse_ordered(text)?;
+    let sections = ini::sections(&ordered);
     let section = |name: &str| sections.get(name).cloned().unwrap_or_default();
     let source_global = section("Global");
     let ca = SOURCE_CA_KEYS
@@ -130,7 +131,6 @@ pub fn generate_cloud_conf(
 
     // As OpenShift's operator lays the file out: [BlockStorage] as the source has it (less the
     // legacy trust-device-path), then [Global]; then, ours only, [Metadata].
-    let ordered = ini::parse_ordered(text)?;
     let kept = |name: &str| -> Vec<(String, String)> {
         ordered
             .iter()
