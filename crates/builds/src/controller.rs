@@ -25,7 +25,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -405,20 +405,15 @@ async fn reconcile(context: &Context, build: Arc<Build>) -> Result<Option<Durati
         &Time(Timestamp::now()),
     );
     if let Err(failure) = act(context, &build, decided).await {
-        let event = KubeEvent {
-            type_: EventType::Warning,
-            reason: failure.reason().to_owned(),
-            note: Some(failure.to_string()),
-            action: "Reconcile".to_owned(),
-            secondary: None,
-        };
-        if let Err(error) = context
-            .recorder
-            .publish(&event, &build.object_ref(&()))
-            .await
-        {
-            tracing::warn!(%error, "recording an Event failed");
-        }
+        opkit::events::record(
+            &context.recorder,
+            &build.object_ref(&()),
+            EventType::Warning,
+            failure.reason(),
+            "Reconcile",
+            failure.to_string(),
+        )
+        .await;
         return Err(failure);
     }
     Ok(None)

@@ -10,6 +10,7 @@ pub mod cluster_operator;
 pub mod conditions;
 pub mod controller;
 pub mod discovery;
+pub mod events;
 pub mod install;
 pub mod leader;
 pub mod log_level;

@@ -28,14 +28,14 @@ use api::config_v1::Infrastructure;
 use api::csidriver_v1alpha1::{CSIDriverDeployment, CSIDriverDeploymentStatus, GenerationHistory};
 use api::operator_v1::{ConditionStatus, ManagementState, OperatorCondition};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{Node, ObjectReference, PersistentVolume, ServiceAccount};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -677,18 +677,15 @@ async fn apply_storage_class(
     let existing: Existing = (OwnedKind::StorageClass, None, name.clone());
     delete(context, &existing).await?;
     let outcome = context.applier.apply(desired, None).await?;
-    let event = Event {
-        type_: EventType::Normal,
-        reason: "OperandRecreated".to_owned(),
-        note: Some(format!(
-            "StorageClass/{name} was recreated: its immutable fields changed"
-        )),
-        action: "Apply".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
-        tracing::warn!(class = name, %error, "recording an Event failed");
-    }
+    opkit::events::record(
+        &context.recorder,
+        &cd.object_ref(&()),
+        EventType::Normal,
+        "OperandRecreated",
+        "Apply",
+        format!("StorageClass/{name} was recreated: its immutable fields changed"),
+    )
+    .await;
     Ok((outcome, None))
 }
 
@@ -734,7 +731,6 @@ async fn record_drift(
     operand: &Operand,
     recreated: bool,
 ) {
-    let reference: ObjectReference = cd.object_ref(&());
     let (reason, what) = if recreated {
         ("OperandRecreated", "was deleted by someone else; recreated")
     } else {
@@ -743,16 +739,15 @@ async fn record_drift(
             "was changed by someone else; restored",
         )
     };
-    let event = Event {
-        type_: EventType::Normal,
-        reason: reason.to_owned(),
-        note: Some(format!("{} {what}", operand.key())),
-        action: "Apply".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = context.recorder.publish(&event, &reference).await {
-        tracing::warn!(object = %operand.key(), %error, "recording an Event failed");
-    }
+    opkit::events::record(
+        &context.recorder,
+        &cd.object_ref(&()),
+        EventType::Normal,
+        reason,
+        "Apply",
+        format!("{} {what}", operand.key()),
+    )
+    .await;
 }
 
 async fn set_finalizer(
@@ -853,16 +848,15 @@ async fn reconcile(
         return Ok(requeue);
     }
     for failure in &failures {
-        let event = Event {
-            type_: EventType::Warning,
-            reason: failure.reason().to_owned(),
-            note: Some(failure.to_string()),
-            action: "Reconcile".to_owned(),
-            secondary: None,
-        };
-        if let Err(error) = context.recorder.publish(&event, &cd.object_ref(&())).await {
-            tracing::warn!(owner = %key(&cd), %error, "recording an Event failed");
-        }
+        opkit::events::record(
+            &context.recorder,
+            &cd.object_ref(&()),
+            EventType::Warning,
+            failure.reason(),
+            "Reconcile",
+            failure.to_string(),
+        )
+        .await;
     }
     Err(Failure {
         owner: key(&cd),

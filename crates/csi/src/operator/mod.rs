@@ -51,7 +51,7 @@ use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::{Applier, ApplyError, Outcome, delete_if_present};
@@ -605,17 +605,16 @@ async fn report(context: &Context, operand: &Operand, outcome: Outcome, recreate
         namespace: value["metadata"]["namespace"].as_str().map(str::to_owned),
         ..ObjectReference::default()
     };
-    let event = Event {
-        type_: EventType::Normal,
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: "Apply".to_owned(),
-        secondary: None,
-    };
     tracing::info!(object = %key, reason, "restored operand");
-    if let Err(error) = context.recorder.publish(&event, &reference).await {
-        tracing::warn!(object = %key, %error, "recording an Event failed");
-    }
+    opkit::events::record(
+        &context.recorder,
+        &reference,
+        EventType::Normal,
+        reason,
+        "Apply",
+        note,
+    )
+    .await;
 }
 
 /// Writes the config observer's `spec.observedConfig` change and records it as an Event, as
@@ -641,20 +640,15 @@ async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> 
             )
         })?;
     tracing::info!(driver = %context.def.name, %patch, "observed config changed");
-    let event = Event {
-        type_: EventType::Normal,
-        reason: "ObservedConfigChanged".to_owned(),
-        note: Some(format!("Writing updated observed config: {patch}")),
-        action: "Update".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = context
-        .recorder
-        .publish(&event, &driver.object_ref(&()))
-        .await
-    {
-        tracing::warn!(%error, "recording an Event failed");
-    }
+    opkit::events::record(
+        &context.recorder,
+        &driver.object_ref(&()),
+        EventType::Normal,
+        "ObservedConfigChanged",
+        "Update",
+        format!("Writing updated observed config: {patch}"),
+    )
+    .await;
     Ok(())
 }
 
@@ -695,23 +689,18 @@ async fn sweep_kind(
                 let Some(driver) = &observed.cluster_csi_driver else {
                     continue;
                 };
-                let event = Event {
-                    type_: EventType::Normal,
-                    reason: "FormerOperandDeleted".to_owned(),
-                    note: Some(format!(
+                opkit::events::record(
+                    &context.recorder,
+                    &driver.object_ref(&()),
+                    EventType::Normal,
+                    "FormerOperandDeleted",
+                    "Delete",
+                    format!(
                         "{kind} {name} was made by the operator this one replaces ({}) and has no counterpart among this operator's operands",
                         context.def.adopt_from.join(", ")
-                    )),
-                    action: "Delete".to_owned(),
-                    secondary: None,
-                };
-                if let Err(error) = context
-                    .recorder
-                    .publish(&event, &driver.object_ref(&()))
-                    .await
-                {
-                    tracing::warn!(%error, "recording an Event failed");
-                }
+                    ),
+                )
+                .await;
             }
             Err(error) => failures.push((
                 opkit::apply::category(&error),
