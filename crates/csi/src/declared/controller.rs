@@ -225,6 +225,25 @@ fn owner_of<K: Resource>(object: &K) -> Option<ObjectRef<CSIDriverDeployment>> {
     Some(ObjectRef::new(name).within(namespace))
 }
 
+/// Watches an owned kind: every object with the owner labels, each change asking for its
+/// owner.
+fn watch_owned<K>(
+    informers: &mut Informers,
+    client: &Client,
+    requests: &Requests<CSIDriverDeployment>,
+    name: &str,
+) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    informers.watch_then(
+        name,
+        Api::all(client.clone()),
+        owned_config(),
+        requests.mapping(|object: &K| owner_of(object)),
+    )
+}
+
 /// The CSIDriverDeployments that name `driver` (once their cache exists; before that, all of
 /// them are reconciled at start anyway).
 fn claimants_of(
@@ -265,54 +284,15 @@ pub async fn start_caches(
         }),
     );
     let _ = declared.set(deployments_declared.clone());
-    let service_accounts = informers.watch_then(
-        "serviceaccounts",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &ServiceAccount| owner_of(object)),
-    );
-    let roles = informers.watch_then(
-        "roles",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &Role| owner_of(object)),
-    );
-    let role_bindings = informers.watch_then(
-        "rolebindings",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &RoleBinding| owner_of(object)),
-    );
-    let cluster_roles = informers.watch_then(
-        "clusterroles",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &ClusterRole| owner_of(object)),
-    );
-    let cluster_role_bindings = informers.watch_then(
-        "clusterrolebindings",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &ClusterRoleBinding| owner_of(object)),
-    );
-    let pdbs = informers.watch_then(
-        "poddisruptionbudgets",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &PodDisruptionBudget| owner_of(object)),
-    );
-    let deployments = informers.watch_then(
-        "deployments",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &Deployment| owner_of(object)),
-    );
-    let daemon_sets = informers.watch_then(
-        "daemonsets",
-        Api::all(c.clone()),
-        owned_config(),
-        requests.mapping(|object: &DaemonSet| owner_of(object)),
-    );
+    let i = &mut informers;
+    let service_accounts = watch_owned(i, &c, requests, "serviceaccounts");
+    let roles = watch_owned(i, &c, requests, "roles");
+    let role_bindings = watch_owned(i, &c, requests, "rolebindings");
+    let cluster_roles = watch_owned(i, &c, requests, "clusterroles");
+    let cluster_role_bindings = watch_owned(i, &c, requests, "clusterrolebindings");
+    let pdbs = watch_owned(i, &c, requests, "poddisruptionbudgets");
+    let deployments = watch_owned(i, &c, requests, "deployments");
+    let daemon_sets = watch_owned(i, &c, requests, "daemonsets");
     let csi_drivers = informers.watch_then(
         "csidrivers",
         Api::all(c.clone()),
