@@ -1011,3 +1011,24 @@ impl DriverDef {
         }
     }
 }
+
+/// A minimal valid table for the crate's unit tests: driver `demo.csi.k8s.io`, no sidecars,
+/// no classes.
+#[cfg(test)]
+pub(crate) fn test_def() -> DriverDef {
+    let image = |env: &str| serde_json::json!({"env": env, "default": "example.com/x:v1"});
+    serde_json::from_value(serde_json::json!({
+        "name": "demo.csi.k8s.io", "shortName": "demo", "conditionPrefix": "Demo",
+        "objectPrefix": "demo-csi-driver", "clusterRolePrefix": "demo",
+        "images": {"driver": image("A"), "provisioner": image("B"), "attacher": image("C"),
+                   "resizer": image("D"), "snapshotter": image("E"),
+                   "nodeDriverRegistrar": image("F"), "livenessProbe": image("G"),
+                   "kubeRbacProxy": image("H")},
+        "controller": {"requiredScc": "restricted-v2", "sidecars": [],
+                       "driver": {"args": [], "healthzPort": 10401}},
+        "node": {"driver": {"args": [], "healthzPort": 10400}, "registrarHealthzPort": 10403},
+        "csiDriver": {"attachRequired": true, "fsGroupPolicy": "File",
+                      "volumeLifecycleModes": ["Persistent"]},
+    }))
+    .unwrap_or_else(|e| panic!("the test table is invalid: {e}"))
+}

@@ -334,21 +334,7 @@ mod tests {
     use crate::inputs::Topology;
 
     fn def() -> DriverDef {
-        let image = |env: &str| serde_json::json!({"env": env, "default": "example.com/x:v1"});
-        let mut def: DriverDef = serde_json::from_value(serde_json::json!({
-            "name": "demo.csi.k8s.io", "shortName": "demo", "conditionPrefix": "Demo",
-            "objectPrefix": "demo-csi-driver", "clusterRolePrefix": "demo",
-            "images": {"driver": image("A"), "provisioner": image("B"), "attacher": image("C"),
-                       "resizer": image("D"), "snapshotter": image("E"),
-                       "nodeDriverRegistrar": image("F"), "livenessProbe": image("G"),
-                       "kubeRbacProxy": image("H")},
-            "controller": {"requiredScc": "restricted-v2", "sidecars": [],
-                           "driver": {"args": [], "healthzPort": 10401}},
-            "node": {"driver": {"args": [], "healthzPort": 10400}, "registrarHealthzPort": 10403},
-            "csiDriver": {"attachRequired": true, "fsGroupPolicy": "File",
-                          "volumeLifecycleModes": ["Persistent"]},
-        }))
-        .unwrap();
+        let mut def = crate::def::test_def();
         def.config_maps = vec![DerivedConfigMapDef {
             name: "demo-config".into(),
             source: ConfigMapSourceDef {

@@ -168,22 +168,10 @@ mod tests {
     use serde_json::json;
 
     fn def() -> DriverDef {
-        let image = |env: &str| json!({"env": env, "default": "example.com/x:v1"});
-        serde_json::from_value(json!({
-            "name": "manila.csi.openstack.org", "shortName": "manila", "conditionPrefix": "Manila",
-            "objectPrefix": "manila-csi-driver", "clusterRolePrefix": "manila",
-            "adoptFrom": ["manila-csi-driver-operator"],
-            "images": {"driver": image("A"), "provisioner": image("B"), "attacher": image("C"),
-                       "resizer": image("D"), "snapshotter": image("E"),
-                       "nodeDriverRegistrar": image("F"), "livenessProbe": image("G"),
-                       "kubeRbacProxy": image("H")},
-            "controller": {"requiredScc": "restricted-v2", "sidecars": [],
-                           "driver": {"args": [], "healthzPort": 10401}},
-            "node": {"driver": {"args": [], "healthzPort": 10400}, "registrarHealthzPort": 10403},
-            "csiDriver": {"attachRequired": true, "fsGroupPolicy": "File",
-                          "volumeLifecycleModes": ["Persistent"]},
-        }))
-        .unwrap()
+        let mut def = crate::def::test_def();
+        def.cluster_role_prefix = "manila".into();
+        def.adopt_from = vec!["manila-csi-driver-operator".into()];
+        def
     }
 
     fn meta(value: serde_json::Value) -> ObjectMeta {
