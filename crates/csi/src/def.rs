@@ -146,7 +146,28 @@ pub struct Hooks {
     pub storage_class_filter: Option<StorageClassFilter>,
     /// Hooks on every VolumeSnapshotClass.
     pub volume_snapshot_class: Vec<VolumeSnapshotClassHook>,
+    /// DaemonSets the driver runs besides its node plugin (e.g. Manila's NFS node plugin).
+    pub extra_daemon_sets: Vec<ExtraDaemonSet>,
 }
+
+/// A DaemonSet a driver runs besides its node DaemonSet. It is applied with the node
+/// DaemonSet (its errors are the node service's), kept on every reconcile like it, and reported
+/// under its own controller name: `<controller>Available` and `<controller>Progressing` in the
+/// node service's status, so the driver is Available only when it is too.
+#[derive(Clone, Copy, Debug)]
+pub struct ExtraDaemonSet {
+    /// The name of the controller its conditions carry, as OpenShift's operator names it
+    /// (e.g. `NFSDriverNodeServiceController`).
+    pub controller: &'static str,
+    /// Its name.
+    pub name: &'static str,
+    /// Builds it. The kit names it and puts it in the operand namespace with the operand
+    /// label.
+    pub build: ExtraDaemonSetBuilder,
+}
+
+/// See [`ExtraDaemonSet::build`].
+pub type ExtraDaemonSetBuilder = fn(&DriverDef, &Inputs) -> DaemonSet;
 
 /// Chooses whether a StorageClass of the table is built for these inputs.
 pub type StorageClassFilter = fn(&Inputs, &StorageClassDef) -> bool;
@@ -234,6 +255,11 @@ pub struct VolumeDef {
     /// `Bidirectional` or `HostToContainer`, for host paths the driver mounts into.
     #[serde(default)]
     pub mount_propagation: Option<String>,
+    /// Whether a change of the Secret or ConfigMap behind it rolls the pods (its hash goes on
+    /// the pod template). True by default; false where the driver rereads the file, which the
+    /// kubelet refreshes in place, and OpenShift does not roll the pods for it either.
+    #[serde(default = "default_true")]
+    pub roll_on_change: bool,
     /// What backs the volume.
     pub source: VolumeSourceDef,
 }
@@ -454,6 +480,14 @@ pub struct SidecarDef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ControllerDef {
+    /// The Deployment's name, when it is not `<objectPrefix>-controller` (OpenShift names
+    /// some after the plugin, e.g. `openstack-manila-csi-controllerplugin`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The pod labels that select the pods (Deployment, PodDisruptionBudget, metrics Service,
+    /// anti-affinity), when they are not `app: <Deployment name>`.
+    #[serde(default)]
+    pub selector: BTreeMap<String, String>,
     /// Whether the pod uses the node's network (drivers that reach a metadata server do).
     #[serde(default)]
     pub host_network: bool,
@@ -507,6 +541,12 @@ pub struct ControllerDef {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeDef {
+    /// The DaemonSet's name, when it is not `<objectPrefix>-node`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The pod labels that select the pods, when they are not `app: <DaemonSet name>`.
+    #[serde(default)]
+    pub selector: BTreeMap<String, String>,
     /// Whether the pod uses the node's network.
     #[serde(default = "default_true")]
     pub host_network: bool,
@@ -666,7 +706,9 @@ pub struct CredentialsRequestDef {
     pub name: String,
     /// The object's namespace (cloud-credential-operator's).
     pub namespace: String,
-    /// ServiceAccounts that use the credentials.
+    /// ServiceAccounts that use the credentials (for clouds whose credentials are bound to
+    /// them; left out of the object when empty).
+    #[serde(default)]
     pub service_account_names: Vec<String>,
     /// The provider-specific spec, verbatim.
     pub provider_spec: serde_json::Value,
@@ -696,6 +738,16 @@ const RESERVED_NODE_VOLUMES: &[&str] = &[
     "registration-dir",
     "non-standard-root-system-trust-ca-bundle",
 ];
+
+/// A DNS-1123 label: what a workload's name must be (its pods' names derive from it).
+fn is_dns_label(name: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(alnum)
+        && name.ends_with(alnum)
+        && name.chars().all(|c| alnum(c) || c == '-')
+}
 
 fn duplicates<T: Ord + Clone + std::fmt::Display>(
     items: impl IntoIterator<Item = T>,
@@ -762,6 +814,36 @@ impl DriverDef {
                 problems.push(format!("{field} is empty"));
             }
         }
+        for (field, name) in [
+            ("controller.name", &self.controller.name),
+            ("node.name", &self.node.name),
+        ] {
+            if let Some(name) = name.as_deref().filter(|n| !is_dns_label(n)) {
+                problems.push(format!(
+                    "{field} {name:?} is not a valid object name (lower-case letters, digits and '-', at most 63 characters)"
+                ));
+            }
+        }
+        if self.controller.name.is_some() && self.controller.name == self.node.name {
+            problems.push("controller.name and node.name are the same".to_owned());
+        }
+        for (field, selector) in [
+            ("controller.selector", &self.controller.selector),
+            ("node.selector", &self.node.selector),
+        ] {
+            if selector
+                .iter()
+                .any(|(k, v)| k.trim().is_empty() || v.trim().is_empty())
+            {
+                problems.push(format!("{field} has an empty label key or value"));
+            }
+        }
+        if !self.controller.selector.is_empty() && self.controller.selector == self.node.selector {
+            problems.push(
+                "controller.selector and node.selector are the same: each must select its own pods"
+                    .to_owned(),
+            );
+        }
         let i = &self.images;
         for (role, image) in [
             ("driver", &i.driver),
@@ -810,6 +892,18 @@ impl DriverDef {
         ] {
             for name in duplicates(volumes.iter().map(|v| v.name.as_str())) {
                 problems.push(format!("{pod} volume {name} is listed twice"));
+            }
+            for v in volumes.iter().filter(|v| {
+                !v.roll_on_change
+                    && !matches!(
+                        v.source,
+                        VolumeSourceDef::Secret { .. } | VolumeSourceDef::ConfigMap { .. }
+                    )
+            }) {
+                problems.push(format!(
+                    "{pod} volume {} has rollOnChange false but is no Secret or ConfigMap: only their changes roll pods",
+                    v.name
+                ));
             }
             for v in volumes
                 .iter()

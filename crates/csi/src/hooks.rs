@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::def::DriverDef;
+use crate::def::{DriverDef, VolumeDef};
 use crate::hash::{HashedKind, annotation_key};
 use crate::inputs::Inputs;
 use crate::names;
@@ -119,19 +119,23 @@ pub fn mount_trusted_ca_bundle(
 }
 
 /// Puts the hash of every Secret and ConfigMap the pod mounts (when `inputs` has one) on the
-/// workload and on its pod template, so a rotation rolls the pods. Objects without a known
-/// hash get no annotation.
+/// workload and on its pod template, so a rotation rolls the pods; not for the table's volumes
+/// of `volumes` that say [`VolumeDef::roll_on_change`] false. Objects without a known hash get
+/// no annotation.
 pub fn annotate_input_hashes(
     def: &DriverDef,
+    volumes: &[VolumeDef],
     workload: &mut ObjectMeta,
     template: &mut PodTemplateSpec,
     inputs: &Inputs,
 ) {
     let mut hashes = BTreeMap::new();
+    let unhashed = |name: &str| volumes.iter().any(|v| v.name == name && !v.roll_on_change);
     for volume in template
         .spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
+        .filter(|v| !unhashed(&v.name))
     {
         let secret = volume
             .secret

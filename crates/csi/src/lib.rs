@@ -62,9 +62,10 @@ pub mod workloads;
 
 pub use def::{
     CSIDriverDef, ConfigMapKeyDef, ControllerDef, CredentialsDef, CredentialsRequestDef,
-    DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef, Hooks, ImageDef, Images,
-    MetricsDef, NodeDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
-    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
+    DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet,
+    ExtraDaemonSetBuilder, Hooks, ImageDef, Images, MetricsDef, NodeDef, RuleDef, SidecarDef,
+    SidecarKind, StorageClassDef, StorageClassFilter, StorageClassHook, VolumeDef,
+    VolumeSnapshotClassDef, VolumeSourceDef,
 };
 pub use error::{HookError, HookErrorKind};
 pub use inputs::{
@@ -84,5 +85,6 @@ pub use storage::{
     storage_classes_to_delete, validate_storage_class_state,
 };
 pub use workloads::{
-    build_controller_deployment, build_node_daemon_set, build_pod_disruption_budget,
+    build_controller_deployment, build_extra_daemon_set, build_node_daemon_set,
+    build_pod_disruption_budget,
 };

@@ -63,7 +63,7 @@ pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service
                     })
                     .collect(),
             ),
-            selector: Some(names::app_labels(&names::controller(def))),
+            selector: Some(names::controller_selector(def)),
             session_affinity: Some("None".to_owned()),
             type_: Some("ClusterIP".to_owned()),
             ..ServiceSpec::default()
@@ -106,7 +106,7 @@ pub fn build_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> 
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": {
-            "name": format!("{}-monitor", names::controller(def)),
+            "name": names::service_monitor(def),
             "namespace": def.namespace,
             "labels": { names::OPERAND_LABEL: def.short_name },
         },

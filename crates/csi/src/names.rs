@@ -71,14 +71,54 @@ pub const CA_BUNDLE_MOUNT_PATH: &str = "/etc/pki/ca-trust/extracted/pem";
 /// The ServiceAccount of cluster monitoring, allowed to discover the metrics endpoints.
 pub const PROMETHEUS_SERVICE_ACCOUNT: (&str, &str) = ("openshift-monitoring", "prometheus-k8s");
 
-/// `<object_prefix>-controller`: the Deployment, and the `app` label of its pods.
+/// The controller Deployment: `<object_prefix>-controller` unless the table names it.
 pub fn controller(def: &DriverDef) -> String {
-    format!("{}-controller", def.object_prefix)
+    def.controller
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-controller", def.object_prefix))
 }
 
-/// `<object_prefix>-node`: the DaemonSet, and the `app` label of its pods.
+/// The labels that select the controller's pods: the table's, else `app: <Deployment name>`.
+pub fn controller_selector(def: &DriverDef) -> BTreeMap<String, String> {
+    if def.controller.selector.is_empty() {
+        app_labels(&controller(def))
+    } else {
+        def.controller.selector.clone()
+    }
+}
+
+/// The node DaemonSet: `<object_prefix>-node` unless the table names it.
 pub fn node(def: &DriverDef) -> String {
-    format!("{}-node", def.object_prefix)
+    def.node
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{}-node", def.object_prefix))
+}
+
+/// The labels that select the node pods: the table's, else `app: <DaemonSet name>`.
+pub fn node_selector(def: &DriverDef) -> BTreeMap<String, String> {
+    if def.node.selector.is_empty() {
+        app_labels(&node(def))
+    } else {
+        def.node.selector.clone()
+    }
+}
+
+/// The leader-election Lease of the driver operator: the one OpenShift's operator holds
+/// (`<its name>-lock`, library-go's), so that the two never run at once during a handover. Its
+/// name is the field manager it writes with ([`DriverDef::adopt_from`]'s first), else
+/// `<object_prefix>-operator`.
+pub fn operator_lease(def: &DriverDef) -> String {
+    match def.adopt_from.first() {
+        Some(operator) => format!("{operator}-lock"),
+        None => format!("{}-operator-lock", def.object_prefix),
+    }
+}
+
+/// The ServiceMonitor of the controller's metrics.
+pub fn service_monitor(def: &DriverDef) -> String {
+    format!("{}-controller-monitor", def.object_prefix)
 }
 
 /// The controller ServiceAccount.

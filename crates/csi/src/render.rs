@@ -142,7 +142,7 @@ pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Val
     if !inputs.crds.credentials_request {
         return None;
     }
-    Some(json!({
+    let mut object = json!({
         "apiVersion": "cloudcredential.openshift.io/v1",
         "kind": "CredentialsRequest",
         "metadata": {
@@ -155,7 +155,13 @@ pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Val
             "secretRef": { "name": creds.secret_name, "namespace": def.namespace },
             "providerSpec": request.provider_spec,
         },
-    }))
+    });
+    if request.service_account_names.is_empty()
+        && let Some(spec) = object["spec"].as_object_mut()
+    {
+        spec.remove("serviceAccountNames");
+    }
+    Some(object)
 }
 
 /// Every operand of the driver for these inputs, in a stable order: identities and RBAC,
@@ -231,6 +237,12 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
     out.push(Operand::DaemonSet(workloads::build_node_daemon_set(
         def, inputs,
     )));
+    out.extend(
+        def.hooks
+            .extra_daemon_sets
+            .iter()
+            .map(|extra| Operand::DaemonSet(workloads::build_extra_daemon_set(def, inputs, extra))),
+    );
     out.extend(
         storage::build_storage_classes(def, inputs)
             .into_iter()

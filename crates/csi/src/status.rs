@@ -205,6 +205,12 @@ fn daemon_set_progress(ds: &DaemonSet) -> Option<String> {
 
 /// Available (at least one node pod available) and Progressing of the node DaemonSet.
 pub fn daemon_set_conditions(prefix: &str, ds: &DaemonSet) -> WorkloadConditions {
+    daemon_set_conditions_of(&node_service_controller(prefix), ds)
+}
+
+/// [`daemon_set_conditions`] of any DaemonSet, under the name of the controller that runs it
+/// (e.g. Manila's `NFSDriverNodeServiceController`).
+pub fn daemon_set_conditions_of(controller: &str, ds: &DaemonSet) -> WorkloadConditions {
     let available = ds
         .status
         .as_ref()
@@ -212,7 +218,7 @@ pub fn daemon_set_conditions(prefix: &str, ds: &DaemonSet) -> WorkloadConditions
         .filter(|n| *n > 0)
         .map(|_| "");
     pair(
-        &node_service_controller(prefix),
+        controller,
         available,
         "Waiting for the DaemonSet to deploy the CSI Node Service",
         "DaemonSet is available",

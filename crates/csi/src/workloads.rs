@@ -20,7 +20,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::def::{
-    DriverContainerDef, DriverDef, EnvDef, MetricsDef, SidecarKind, VolumeDef, VolumeSourceDef,
+    DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet, MetricsDef, SidecarKind, VolumeDef,
+    VolumeSourceDef,
 };
 use crate::hooks;
 use crate::inputs::Inputs;
@@ -493,7 +494,7 @@ fn workload_annotations(def: &DriverDef, proxy: bool) -> Option<BTreeMap<String,
 
 /// Where the controller pods run for a topology: nodeSelector, tolerations and a preferred
 /// spread across nodes.
-fn place_controller(spec: &mut PodSpec, app: &str, inputs: &Inputs) {
+fn place_controller(spec: &mut PodSpec, selector: &BTreeMap<String, String>, inputs: &Inputs) {
     let label = inputs.topology.control_plane_node_label();
     spec.node_selector = label.map(|l| BTreeMap::from([(l.to_owned(), String::new())]));
     let mut tolerations = vec![Toleration {
@@ -517,7 +518,7 @@ fn place_controller(spec: &mut PodSpec, app: &str, inputs: &Inputs) {
                     weight: 100,
                     pod_affinity_term: PodAffinityTerm {
                         label_selector: Some(LabelSelector {
-                            match_labels: Some(names::app_labels(app)),
+                            match_labels: Some(selector.clone()),
                             ..LabelSelector::default()
                         }),
                         topology_key: "kubernetes.io/hostname".to_owned(),
@@ -535,7 +536,7 @@ fn place_controller(spec: &mut PodSpec, app: &str, inputs: &Inputs) {
 /// livenessprobe; sockets on an emptyDir; replicas and placement from the topology; a
 /// rollout that never needs an extra node (maxSurge 0).
 pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployment {
-    let app = names::controller(def);
+    let name = names::controller(def);
     let ctl = &def.controller;
     let host_network = ctl.host_network;
 
@@ -635,9 +636,10 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         volumes: Some(volumes),
         ..PodSpec::default()
     };
-    place_controller(&mut spec, &app, inputs);
+    let selector = names::controller_selector(def);
+    place_controller(&mut spec, &selector, inputs);
 
-    let mut labels = names::app_labels(&app);
+    let mut labels = selector.clone();
     labels.extend(ctl.pod_labels.clone());
     let evictable = if ctl.safe_to_evict_local_volumes.is_empty() {
         "socket-dir".to_owned()
@@ -665,7 +667,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         }),
         spec: Some(spec),
     };
-    let mut metadata = names::ns_meta(def, app.clone());
+    let mut metadata = names::ns_meta(def, name.clone());
     metadata.annotations = workload_annotations(def, true);
     if !ctl.deployment_annotations.is_empty() {
         metadata
@@ -682,7 +684,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         spec: Some(DeploymentSpec {
             replicas: Some(inputs.topology.controller_replicas()),
             selector: LabelSelector {
-                match_labels: Some(names::app_labels(&app)),
+                match_labels: Some(selector),
                 ..LabelSelector::default()
             },
             strategy: Some(DeploymentStrategy {
@@ -701,7 +703,13 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         hook(inputs, &mut deployment);
     }
     if let Some(spec) = deployment.spec.as_mut() {
-        hooks::annotate_input_hashes(def, &mut deployment.metadata, &mut spec.template, inputs);
+        hooks::annotate_input_hashes(
+            def,
+            &def.controller.driver.volumes,
+            &mut deployment.metadata,
+            &mut spec.template,
+            inputs,
+        );
     }
     deployment
 }
@@ -714,7 +722,7 @@ pub fn build_pod_disruption_budget(def: &DriverDef) -> PodDisruptionBudget {
         spec: Some(PodDisruptionBudgetSpec {
             max_unavailable: Some(IntOrString::Int(1)),
             selector: Some(LabelSelector {
-                match_labels: Some(names::app_labels(&names::controller(def))),
+                match_labels: Some(names::controller_selector(def)),
                 ..LabelSelector::default()
             }),
             unhealthy_pod_eviction_policy: Some("AlwaysAllow".to_owned()),
@@ -739,7 +747,7 @@ fn host_path(name: &str, path: &str, type_: &str) -> Volume {
 /// node-driver-registrar and livenessprobe, on every Linux node whatever its taints, 10% of
 /// nodes updated at a time.
 pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
-    let app = names::node(def);
+    let name = names::node(def);
     let node = &def.node;
     let host_network = node.host_network;
     let plugin_dir = format!("/var/lib/kubelet/plugins/{}/", def.name);
@@ -839,7 +847,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     };
     let mut template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(names::app_labels(&app)),
+            labels: Some(names::node_selector(def)),
             annotations: Some(BTreeMap::from([
                 (
                     "cluster-autoscaler.kubernetes.io/enable-ds-eviction".to_owned(),
@@ -858,7 +866,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         }),
         spec: Some(spec),
     };
-    let mut metadata = names::ns_meta(def, app.clone());
+    let mut metadata = names::ns_meta(def, name.clone());
     metadata.annotations = workload_annotations(def, node.inject_proxy);
 
     hooks::inject_proxy(&metadata, &mut template, inputs);
@@ -868,7 +876,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         metadata,
         spec: Some(DaemonSetSpec {
             selector: LabelSelector {
-                match_labels: Some(names::app_labels(&app)),
+                match_labels: Some(names::node_selector(def)),
                 ..LabelSelector::default()
             },
             template,
@@ -888,7 +896,32 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         hook(inputs, &mut daemon_set);
     }
     if let Some(spec) = daemon_set.spec.as_mut() {
-        hooks::annotate_input_hashes(def, &mut daemon_set.metadata, &mut spec.template, inputs);
+        hooks::annotate_input_hashes(
+            def,
+            &def.node.driver.volumes,
+            &mut daemon_set.metadata,
+            &mut spec.template,
+            inputs,
+        );
     }
+    daemon_set
+}
+
+/// A driver's [`ExtraDaemonSet`]: what its hook builds, under its name, in the operand
+/// namespace with the operand label (whatever the hook set).
+pub fn build_extra_daemon_set(
+    def: &DriverDef,
+    inputs: &Inputs,
+    extra: &ExtraDaemonSet,
+) -> DaemonSet {
+    let mut daemon_set = (extra.build)(def, inputs);
+    let own = names::ns_meta(def, extra.name);
+    daemon_set.metadata.namespace = own.namespace;
+    daemon_set.metadata.name = own.name;
+    daemon_set
+        .metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .extend(own.labels.unwrap_or_default());
     daemon_set
 }

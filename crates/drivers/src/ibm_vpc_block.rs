@@ -58,6 +58,8 @@ pub const CLOUD_CONF_KEY: &str = "cloud.conf";
 pub const SECRET_SYNC: &str = "SecretSync";
 /// Its field manager.
 pub const SECRET_FIELD_MANAGER: &str = "storage-operator/SecretSync";
+/// The controller writing [`STORAGE_SECRET`] (its field manager is [`SECRET_FIELD_MANAGER`]).
+pub const SECRET_CONTROLLER: &str = "SecretSync";
 /// The longest time between two syncs (OpenShift's operator resyncs every 20 minutes).
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(20 * 60);
 /// The node labels the driver needs.
@@ -367,9 +369,14 @@ impl SecretSync {
             STORAGE_SECRET,
             &BTreeMap::from([(STORAGE_SECRET_KEY.to_owned(), toml)]),
         );
-        crate::secrets::apply(&self.client, &desired, SECRET_FIELD_MANAGER)
-            .await
-            .map_err(HookError::api)
+        crate::secrets::apply(
+            &self.client,
+            &desired,
+            SECRET_CONTROLLER,
+            &self.def.adopt_from,
+        )
+        .await
+        .map_err(HookError::api)
     }
 }
 

@@ -8,8 +8,11 @@
 //!   still need unmounting), as OpenShift's Manila operator does;
 //! - one StorageClass per share type, `csi-manila-<type>` (never deleted when a type goes
 //!   away, a cloud hiccup must not take classes with it);
-//! - the NFS node plugin Manila forwards node calls to, as a second container of the node
-//!   DaemonSet (one DaemonSet, two plugins sharing a socket on the host).
+//! - the NFS plugin Manila forwards calls for NFS shares to, laid out as OpenShift lays it
+//!   out: in the controller pod a second container (`csi-driver-nfs`) on a socket of the pod's
+//!   emptyDir; on nodes a DaemonSet of its own ([`NFS_DAEMON_SET`], reported as
+//!   `NFSDriverNodeServiceController`) with its socket on the host, which the node plugin's
+//!   init container waits for.
 //!
 //! - the real cloud client, [`OpenStackShareTypes`]: at every check it reads the credentials
 //!   Secret (`manila-cloud-credentials`, key `clouds.yaml`, cloud `openstack`, as
@@ -31,7 +34,9 @@
 //!   reconcile, hence a check, hence the new Secret at once. A broken `clouds.yaml` is
 //!   reported as Disabled naming the Secret and the key, and the last good
 //!   `csi-manila-secrets` stays. The driver pods never mount it: the sidecars read it per
-//!   call, so nothing rolls.
+//!   call, so nothing rolls. (OpenShift's operator writes fixed keys instead, `os-useClouds`
+//!   and the path of the mounted `clouds.yaml`, which manila-csi-plugin reads from v1.34 on;
+//!   the keys written here work with every release.)
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -39,10 +44,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use csi::operator::{Probe, ProbeConfig, Probed};
-use csi::{DriverDef, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names};
+use csi::{
+    DriverDef, ExtraDaemonSet, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names,
+};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, VolumeMount};
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, RollingUpdateDaemonSet,
+};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, EnvVar, EnvVarSource, HostPathVolumeSource, ObjectFieldSelector, PodSpec,
+    PodTemplateSpec, ResourceRequirements, Secret, SecurityContext, Toleration, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Api;
 
 use crate::DriverError;
@@ -51,16 +67,25 @@ use csi::HookError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "openstack-manila";
+/// The operand namespace (the table's), which the generated StorageClasses name for the
+/// driver's Secret.
+pub const NAMESPACE: &str = "openshift-manila-csi-driver";
 /// The CSI driver name.
 pub const CSI_NAME: &str = "manila.csi.openstack.org";
 /// The prefix of the StorageClasses, one per share type.
 pub const STORAGE_CLASS_PREFIX: &str = "csi-manila-";
 /// The Secret the classes reference for the driver's OpenStack credentials.
 pub const CSI_SECRET: &str = "csi-manila-secrets";
-/// The NFS node plugin container.
-pub const NFS_CONTAINER: &str = "csi-nfs-node";
-/// The NFS plugin's socket, on the host so the controller reaches it too.
-pub const NFS_ENDPOINT: &str = "unix:///var/lib/kubelet/plugins/csi-nfsplugin/csi.sock";
+/// The NFS plugin's container in the controller pod.
+pub const NFS_CONTROLLER_CONTAINER: &str = "csi-driver-nfs";
+/// The NFS plugin's socket in the controller pod (on the pod's socket emptyDir).
+pub const NFS_CONTROLLER_ENDPOINT: &str = "unix://plugin/csi-nfs.sock";
+/// The NFS plugin's node DaemonSet.
+pub const NFS_DAEMON_SET: &str = "csi-nodeplugin-nfsplugin";
+/// The controller of [`NFS_DAEMON_SET`] in conditions, as OpenShift's operator names it.
+pub const NFS_CONTROLLER: &str = "NFSDriverNodeServiceController";
+/// The NFS plugin's socket directory on the host, where the node plugin forwards to.
+pub const NFS_HOST_DIR: &str = "/var/lib/kubelet/plugins/csi-nfsplugin";
 /// How often the cloud is asked again for share types.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -70,11 +95,14 @@ const TABLE: &str = include_str!("openstack_manila.yaml");
 pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
-        deployment: Vec::new(),
-        daemon_set: vec![with_nfs_node_plugin],
-        storage_class: Vec::new(),
-        storage_class_filter: None,
-        volume_snapshot_class: Vec::new(),
+        deployment: vec![with_nfs_controller_plugin],
+        daemon_set: vec![with_node_plugin_layout],
+        extra_daemon_sets: vec![ExtraDaemonSet {
+            controller: NFS_CONTROLLER,
+            name: NFS_DAEMON_SET,
+            build: nfs_daemon_set,
+        }],
+        ..Hooks::default()
     };
     def.storage_class_generator = Some(storage_classes);
     def.precondition = Some(precondition);
@@ -121,7 +149,7 @@ pub fn storage_classes(inputs: &Inputs) -> Vec<StorageClassDef> {
         if out.iter().any(|c| c.name == name) {
             continue;
         }
-        let ns = csi::def::DEFAULT_NAMESPACE;
+        let ns = NAMESPACE;
         let mut parameters = BTreeMap::from([("type".to_owned(), share_type.clone())]);
         for role in [
             "provisioner",
@@ -155,10 +183,93 @@ pub fn snapshot_class(def: &DriverDef) -> Option<&VolumeSnapshotClassDef> {
     def.volume_snapshot_classes.first()
 }
 
-/// Adds the NFS node plugin beside Manila's node plugin: a copy of the driver container's
-/// settings (privileged, kubelet directory, the forward socket directory) running the NFS
-/// image on the forward socket, without a registrar (kubelet never calls it directly).
-pub fn with_nfs_node_plugin(inputs: &Inputs, daemon_set: &mut DaemonSet) {
+/// Requests of every NFS plugin container, as OpenShift's.
+fn nfs_resources() -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_owned(), Quantity("10m".to_owned())),
+            ("memory".to_owned(), Quantity("50Mi".to_owned())),
+        ])),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn node_id_env() -> EnvVar {
+    EnvVar {
+        name: "NODE_ID".to_owned(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "spec.nodeName".to_owned(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        ..VolumeMount::default()
+    }
+}
+
+fn host_path(name: &str, path: &str, type_: &str) -> Volume {
+    Volume {
+        name: name.to_owned(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.to_owned(),
+            type_: Some(type_.to_owned()),
+        }),
+        ..Volume::default()
+    }
+}
+
+/// Adds the NFS plugin to the controller pod, after the driver: it serves the driver's
+/// forwarded calls on [`NFS_CONTROLLER_ENDPOINT`] in the socket emptyDir, unprivileged.
+pub fn with_nfs_controller_plugin(inputs: &Inputs, deployment: &mut Deployment) {
+    let Some(spec) = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    else {
+        return;
+    };
+    let nfs = Container {
+        name: NFS_CONTROLLER_CONTAINER.to_owned(),
+        image: inputs.extra_images.get("nfs").cloned(),
+        image_pull_policy: Some("IfNotPresent".to_owned()),
+        args: Some(vec![
+            "--nodeid=$(NODE_ID)".to_owned(),
+            format!("--endpoint={NFS_CONTROLLER_ENDPOINT}"),
+            "--mount-permissions=0777".to_owned(),
+        ]),
+        env: Some(vec![node_id_env()]),
+        resources: Some(nfs_resources()),
+        security_context: Some(SecurityContext {
+            read_only_root_filesystem: Some(true),
+            ..SecurityContext::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![mount("socket-dir", "/plugin")]),
+        ..Container::default()
+    };
+    spec.containers
+        .retain(|c| c.name != NFS_CONTROLLER_CONTAINER);
+    let at = spec
+        .containers
+        .iter()
+        .position(|c| c.name == names::DRIVER_CONTAINER)
+        .map_or(spec.containers.len(), |i| i + 1);
+    spec.containers.insert(at, nfs);
+}
+
+/// The node plugin as OpenShift runs it: its driver container mounts nothing of the kubelet's
+/// (the NFS plugin mounts the shares; the socket directory is its `plugin-dir`), and an init
+/// container waits for the NFS plugin's socket on the host before the driver starts.
+pub fn with_node_plugin_layout(_inputs: &Inputs, daemon_set: &mut DaemonSet) {
     let Some(spec) = daemon_set
         .spec
         .as_mut()
@@ -166,35 +277,132 @@ pub fn with_nfs_node_plugin(inputs: &Inputs, daemon_set: &mut DaemonSet) {
     else {
         return;
     };
-    let Some(mut nfs) = spec
+    let Some(driver) = spec
         .containers
-        .iter()
+        .iter_mut()
         .find(|c| c.name == names::DRIVER_CONTAINER)
-        .cloned()
     else {
         return;
     };
-    nfs.name = NFS_CONTAINER.to_owned();
-    nfs.image = inputs.extra_images.get("nfs").cloned();
-    nfs.args = Some(vec![
-        "--nodeid=$(NODE_ID)".to_owned(),
-        format!("--endpoint={NFS_ENDPOINT}"),
-        format!("--v={}", inputs.verbosity()),
-    ]);
-    nfs.ports = None;
-    nfs.liveness_probe = None;
-    if let Some(env) = nfs.env.as_mut() {
-        env.retain(|e| e.name == "NODE_ID");
+    if let Some(mounts) = driver.volume_mounts.as_mut() {
+        mounts.retain(|m| m.name != "kubelet-dir" && m.name != "socket-dir");
     }
-    // Only what the NFS plugin uses: the kubelet directory (mounts) and its socket directory.
-    let keep = |m: &VolumeMount| {
-        m.name == "fwd-plugin-dir" || m.mount_path.starts_with("/var/lib/kubelet")
+    let image = driver.image.clone();
+    let wait = Container {
+        name: "wait-for-nfs-plugin".to_owned(),
+        image,
+        command: Some(vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            format!(
+                "until [ -S {NFS_HOST_DIR}/csi.sock ]; do\n  echo \"Waiting for NFS CSI plugin socket...\"\n  sleep 2\ndone\n"
+            ),
+        ]),
+        resources: Some(nfs_resources()),
+        security_context: Some(SecurityContext {
+            privileged: Some(false),
+            read_only_root_filesystem: Some(true),
+            ..SecurityContext::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![mount("fwd-plugin-dir", NFS_HOST_DIR)]),
+        ..Container::default()
     };
-    if let Some(mounts) = nfs.volume_mounts.as_mut() {
-        mounts.retain(keep);
+    spec.init_containers = Some(vec![wait]);
+}
+
+/// The NFS plugin's node DaemonSet ([`NFS_DAEMON_SET`]): privileged on the host network on
+/// every node, serving on its socket directory on the host, mounting shares into the kubelet's
+/// pods directory.
+pub fn nfs_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
+    let selector = BTreeMap::from([
+        ("app".to_owned(), "openstack-manila-csi".to_owned()),
+        ("component".to_owned(), "nfs-nodeplugin".to_owned()),
+    ]);
+    let container = Container {
+        name: names::DRIVER_CONTAINER.to_owned(),
+        image: inputs.extra_images.get("nfs").cloned(),
+        args: Some(vec![
+            format!("--v={}", inputs.verbosity()),
+            "--nodeid=$(NODE_ID)".to_owned(),
+            "--endpoint=unix://plugin/csi.sock".to_owned(),
+            "--mount-permissions=0777".to_owned(),
+        ]),
+        env: Some(vec![node_id_env()]),
+        resources: Some(nfs_resources()),
+        security_context: Some(SecurityContext {
+            privileged: Some(true),
+            read_only_root_filesystem: Some(true),
+            ..SecurityContext::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![
+            mount("plugin-dir", "/plugin"),
+            VolumeMount {
+                mount_propagation: Some("Bidirectional".to_owned()),
+                ..mount("pods-mount-dir", "/var/lib/kubelet/pods")
+            },
+            mount("etc-selinux", "/etc/selinux"),
+            mount("sys-fs", "/sys/fs"),
+        ]),
+        ..Container::default()
+    };
+    DaemonSet {
+        metadata: names::ns_meta(def, NFS_DAEMON_SET),
+        spec: Some(DaemonSetSpec {
+            selector: LabelSelector {
+                match_labels: Some(selector.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(selector),
+                    annotations: Some(BTreeMap::from([
+                        (
+                            names::REQUIRED_SCC_ANNOTATION.to_owned(),
+                            "privileged".to_owned(),
+                        ),
+                        (
+                            names::WORKLOAD_MANAGEMENT_ANNOTATION.to_owned(),
+                            names::WORKLOAD_MANAGEMENT_VALUE.to_owned(),
+                        ),
+                    ])),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    dns_policy: Some("ClusterFirstWithHostNet".to_owned()),
+                    host_network: Some(true),
+                    priority_class_name: Some("system-node-critical".to_owned()),
+                    service_account_name: Some(names::node_sa(def)),
+                    tolerations: Some(vec![Toleration {
+                        operator: Some("Exists".to_owned()),
+                        ..Toleration::default()
+                    }]),
+                    volumes: Some(vec![
+                        host_path("plugin-dir", NFS_HOST_DIR, "DirectoryOrCreate"),
+                        host_path(
+                            "pods-mount-dir",
+                            "/var/lib/kubelet/pods",
+                            "DirectoryOrCreate",
+                        ),
+                        host_path("etc-selinux", "/etc/selinux", "DirectoryOrCreate"),
+                        host_path("sys-fs", "/sys/fs", "Directory"),
+                    ]),
+                    ..PodSpec::default()
+                }),
+            },
+            update_strategy: Some(DaemonSetUpdateStrategy {
+                type_: Some("RollingUpdate".to_owned()),
+                rolling_update: Some(RollingUpdateDaemonSet {
+                    max_unavailable: Some(IntOrString::String("10%".to_owned())),
+                    ..RollingUpdateDaemonSet::default()
+                }),
+            }),
+            ..DaemonSetSpec::default()
+        }),
+        ..DaemonSet::default()
     }
-    spec.containers.retain(|c| c.name != NFS_CONTAINER);
-    spec.containers.push(nfs);
 }
 
 /// Asks the cloud which Manila share types it offers.
@@ -214,6 +422,8 @@ pub const CA_KEY: &str = "cacert";
 pub const CLOUD_NAME: &str = crate::openstack_cinder::CLOUD_NAME;
 /// The field manager of [`CSI_SECRET`].
 pub const SECRET_FIELD_MANAGER: &str = "storage-operator/openstack-manila-secret";
+/// The controller writing [`CSI_SECRET`] (its field manager is [`SECRET_FIELD_MANAGER`]).
+pub const SECRET_CONTROLLER: &str = "openstack-manila-secret";
 /// The annotation on [`CSI_SECRET`] with the hash of its data, so an unchanged Secret is
 /// recognised without comparing every key (and without a write).
 pub const SECRET_HASH_ANNOTATION: &str = crate::secrets::HASH_ANNOTATION;
@@ -483,7 +693,8 @@ pub async fn sync_csi_secret(client: &kube::Client, def: &DriverDef) -> Result<b
     crate::secrets::apply(
         client,
         &build_csi_secret(def, &credentials),
-        SECRET_FIELD_MANAGER,
+        SECRET_CONTROLLER,
+        &def.adopt_from,
     )
     .await
     .map_err(HookError::api)

@@ -1,8 +1,9 @@
 //! Secrets the drivers' own code writes from what only it can derive (Manila's
 //! `csi-manila-secrets`, IBM VPC Block's `storage-secret-store`): labelled as the driver's
 //! operands, with the hash of their data in an annotation, written by server-side apply under
-//! the writer's field manager (so keys it no longer derives are removed) and only when the data
-//! or the hash differ (an idle cluster sees no write).
+//! the writer's field manager (so keys it no longer derives are removed, and those only the
+//! replaced operator set once it is adopted) and only when they differ (an idle cluster sees no
+//! write).
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,7 @@ use csi::{DriverDef, names};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use opkit::apply::Applier;
 
 /// The annotation with the hash of a written Secret's data.
 pub const HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
@@ -44,45 +45,30 @@ pub fn hash_of(secret: &Secret) -> Option<&str> {
         .map(String::as_str)
 }
 
-/// Whether `current` already holds everything of `desired` (data keys and hash).
-pub fn up_to_date(current: &Secret, desired: &Secret) -> bool {
-    let current_data = current.data.clone().unwrap_or_default();
-    hash_of(current) == hash_of(desired)
-        && desired
-            .data
-            .iter()
-            .flatten()
-            .all(|(k, v)| current_data.get(k) == Some(v))
-}
-
-/// Writes `desired` (from [`build`]) unless the Secret already holds it. Returns whether it
-/// wrote; an error names the Secret and what failed.
+/// Writes `desired` (from [`build`]) as `storage-operator/<controller>` unless the Secret
+/// already holds it (server-side apply, so keys it no longer derives are removed). Fields the
+/// operators of `adopt_from` wrote (OpenShift's, with Update) are taken over first, so the keys
+/// only they set are removed too. Returns whether it wrote; an error names the Secret and what
+/// failed.
 pub async fn apply(
     client: &kube::Client,
     desired: &Secret,
-    field_manager: &str,
+    controller: &str,
+    adopt_from: &[String],
 ) -> Result<bool, String> {
     let namespace = desired.metadata.namespace.clone().unwrap_or_default();
     let name = desired.metadata.name.clone().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(client.clone(), &namespace);
-    let current = api
+    let current = Api::<Secret>::namespaced(client.clone(), &namespace)
         .get_opt(&name)
         .await
         .map_err(|e| format!("reading Secret {namespace}/{name} failed: {e}"))?;
-    if current.is_some_and(|c| up_to_date(&c, desired)) {
-        return Ok(false);
+    let outcome = Applier::new(client.clone(), controller)
+        .adopting(adopt_from)
+        .apply(desired, current.as_ref())
+        .await
+        .map_err(|e| format!("writing Secret {namespace}/{name} failed: {e}"))?;
+    if outcome.wrote() {
+        tracing::info!(object = %format!("{namespace}/{name}"), ?outcome, "applied a Secret the driver reads");
     }
-    let mut object = serde_json::to_value(desired)
-        .map_err(|e| format!("serializing Secret {namespace}/{name} failed: {e}"))?;
-    object["apiVersion"] = "v1".into();
-    object["kind"] = "Secret".into();
-    api.patch(
-        &name,
-        &PatchParams::apply(field_manager).force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .map_err(|e| format!("writing Secret {namespace}/{name} failed: {e}"))?;
-    tracing::info!(object = %format!("{namespace}/{name}"), "applied a Secret the driver reads");
-    Ok(true)
+    Ok(outcome.wrote())
 }

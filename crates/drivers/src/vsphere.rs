@@ -60,9 +60,7 @@ pub fn def() -> Result<DriverDef, DriverError> {
     def.hooks = Hooks {
         deployment: vec![with_syncer_and_credentials, with_topology],
         daemon_set: vec![with_max_volumes_per_node],
-        storage_class: Vec::new(),
-        storage_class_filter: None,
-        volume_snapshot_class: Vec::new(),
+        ..Hooks::default()
     };
     def.precondition = Some(precondition);
     Ok(def)

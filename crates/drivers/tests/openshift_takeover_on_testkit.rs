@@ -1,4 +1,5 @@
-//! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EFS): the cluster is
+//! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EFS, SMB, OpenStack
+//! Cinder, OpenStack Manila): the cluster is
 //! seeded with what that operator creates (its generated assets, `tests/fixtures/openshift/
 //! <driver>`, with the values its run-time hooks add), written as it writes them (plain creates,
 //! field manager `<driver>-csi-driver-operator`). Then our operator starts on the same cluster.
@@ -23,6 +24,7 @@ use opkit::metrics::Metrics;
 use serde_json::{Value, json};
 use testkit::{Background, Cluster, SimConfig};
 
+/// The driver namespace (where most drivers' operands live).
 const NS: &str = "openshift-cluster-csi-drivers";
 const AGENT: &str = "driver-operator";
 const INFRA: &str = "demo-x7k2p";
@@ -58,11 +60,31 @@ struct Case {
     seeds: fn() -> Vec<Value>,
     /// Operands OpenShift's operator writes at run time (not in its assets), as it writes them.
     runtime_operands: fn() -> Vec<Value>,
+    /// The share types the cloud offers (Manila's probe), for a driver that asks.
+    share_types: &'static [&'static str],
 }
 
 impl Case {
-    fn workloads(&self) -> String {
-        format!("{}-csi-driver", self.short)
+    fn def(&self) -> csi::DriverDef {
+        drivers::by_name(self.short).unwrap()
+    }
+
+    /// Where the driver's operands live.
+    fn namespace(&self) -> String {
+        self.def().namespace
+    }
+
+    /// The names of the driver's DaemonSets: the node plugin's, then any other.
+    fn daemon_sets(&self) -> Vec<String> {
+        let def = self.def();
+        std::iter::once(csi::names::node(&def))
+            .chain(
+                def.hooks
+                    .extra_daemon_sets
+                    .iter()
+                    .map(|e| e.name.to_owned()),
+            )
+            .collect()
     }
 }
 
@@ -94,6 +116,7 @@ const GCP_PD: Case = Case {
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
+    share_types: &[],
 };
 
 const AWS_EFS: Case = Case {
@@ -110,6 +133,7 @@ const AWS_EFS: Case = Case {
     same_pod_templates: false,
     seeds: Vec::new,
     runtime_operands: Vec::new,
+    share_types: &[],
 };
 
 const SMB: Case = Case {
@@ -134,6 +158,7 @@ const SMB: Case = Case {
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
+    share_types: &[],
 };
 
 /// The installer's cloud config of an OpenStack cluster.
@@ -216,6 +241,74 @@ const OPENSTACK_CINDER: Case = Case {
             "enable_topology": "true",
         }})]
     },
+    share_types: &[],
+};
+
+/// Manila's namespace on OpenShift.
+const MANILA_NS: &str = "openshift-manila-csi-driver";
+
+/// The credentials cloud-credential-operator wrote for the Manila driver's pods.
+const MANILA_CLOUDS_YAML: &str = "clouds:\n  openstack:\n    auth:\n      auth_url: https://keystone.example.com:5000/v3\n      username: shift\n      password: secret\n      project_name: shift\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: regionOne\n    cacert: /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem\n";
+
+const OPENSTACK_MANILA: Case = Case {
+    short: "openstack-manila",
+    fixture: "openstack-manila",
+    driver: "manila.csi.openstack.org",
+    prefix: "Manila",
+    former: "openstack-manila-csi-driver-operator",
+    platform: || json!({"type": "OpenStack", "openstack": {}}),
+    hooks: |_| {},
+    metrics_ports: &[
+        ("provisioner-m", 9203),
+        ("resizer-m", 9204),
+        ("snapshotter-m", 9205),
+    ],
+    classes: &["csi-manila-default"],
+    not_rendered: &[],
+    same_pod_templates: true,
+    seeds: || {
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+                   "data": {"config": OPENSTACK_CLOUD_CONFIG, "ca-bundle.pem": "PEM"}}),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "manila-cloud-credentials", "namespace": MANILA_NS},
+                   "stringData": {"clouds.yaml": MANILA_CLOUDS_YAML}}),
+        ]
+    },
+    runtime_operands: || {
+        // Its resource sync controller's copy of the cloud config, and the class of the
+        // cloud's one share type.
+        let secret = |key: &str| format!("csi.storage.k8s.io/{key}-secret");
+        let mut parameters = serde_json::Map::new();
+        parameters.insert("type".to_owned(), json!("default"));
+        for role in [
+            "provisioner",
+            "node-stage",
+            "node-publish",
+            "controller-expand",
+        ] {
+            parameters.insert(
+                format!("{}-name", secret(role)),
+                json!("csi-manila-secrets"),
+            );
+            parameters.insert(format!("{}-namespace", secret(role)), json!(MANILA_NS));
+        }
+        vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-provider-config", "namespace": MANILA_NS},
+                   "data": {"config": OPENSTACK_CLOUD_CONFIG, "ca-bundle.pem": "PEM"}}),
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                   "metadata": {"name": "csi-manila-default"},
+                   "provisioner": "manila.csi.openstack.org",
+                   "parameters": parameters,
+                   "reclaimPolicy": "Delete",
+                   "volumeBindingMode": "Immediate",
+                   "allowVolumeExpansion": true}),
+        ]
+    },
+    share_types: &["default"],
 };
 
 /// The images of the release payload, by OpenShift's environment variable.
@@ -230,6 +323,7 @@ fn images() -> BTreeMap<String, String> {
         "LIVENESS_PROBE_IMAGE",
         "KUBE_RBAC_PROXY_IMAGE",
         "TOOLS_IMAGE",
+        "NFS_DRIVER_IMAGE",
     ]
     .into_iter()
     .map(|var| {
@@ -252,8 +346,11 @@ fn images() -> BTreeMap<String, String> {
 /// cloud-credential API is not served here).
 fn openshift_objects(case: &Case) -> Vec<Value> {
     let tls = csi::tls::serving_tls(None).unwrap();
-    let mut substitutions =
-        fixtures::common_substitutions(NS, &tls.cipher_suites, tls.min_version.as_deref().unwrap());
+    let mut substitutions = fixtures::common_substitutions(
+        &case.namespace(),
+        &tls.cipher_suites,
+        tls.min_version.as_deref().unwrap(),
+    );
     for (var, image) in images() {
         substitutions.push((format!("${{{var}}}"), image));
     }
@@ -380,16 +477,20 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
         )
         .await
         .unwrap();
-    Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    let mut namespaces = vec![NS.to_owned(), case.namespace()];
+    namespaces.dedup();
+    for namespace in namespaces {
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+                )
+                .unwrap(),
             )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+            .await
+            .unwrap();
+    }
     Api::<ClusterCSIDriver>::all(admin.clone())
         .create(
             &PostParams::default(),
@@ -405,7 +506,7 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     }
     cluster.simulate_workloads(SimConfig::default());
     // An admin's own workload in the driver namespace: never ours to touch.
-    for o in std::iter::once(deployment("admin-tool")).chain((case.seeds)()) {
+    for o in std::iter::once(deployment(case, "admin-tool")).chain((case.seeds)()) {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
         api_for(&admin, &o)
             .create(&PostParams::default(), &object)
@@ -424,10 +525,10 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     (cluster, admin)
 }
 
-/// A small Deployment named `name` in the driver namespace.
-fn deployment(name: &str) -> Value {
+/// A small Deployment named `name` in the driver's namespace.
+fn deployment(case: &Case, name: &str) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
-           "metadata": {"name": name, "namespace": NS},
+           "metadata": {"name": name, "namespace": case.namespace()},
            "spec": {"selector": {"matchLabels": {"app": name}},
                     "template": {"metadata": {"labels": {"app": name}},
                                  "spec": {"containers": [{"name": "c", "image": "example.com/c:1"}]}}}})
@@ -436,13 +537,14 @@ fn deployment(name: &str) -> Value {
 /// What OpenShift's operator made under names ours does not use (an earlier release's
 /// workload, a role it no longer needs): ours deletes them once its own operands are in place.
 fn leftovers(case: &Case) -> Vec<Value> {
-    let prefix = drivers::by_name(case.short).unwrap().cluster_role_prefix;
+    let def = case.def();
+    let (prefix, ns) = (&def.cluster_role_prefix, &def.namespace);
     vec![
-        deployment(&format!("{}-former-only", case.workloads())),
+        deployment(case, &format!("{}-former-only", def.object_prefix)),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": format!("{}-former-only-binding", case.workloads()), "namespace": NS},
+               "metadata": {"name": format!("{}-former-only-binding", def.object_prefix), "namespace": ns},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
-               "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": NS}]}),
+               "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": ns}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                "metadata": {"name": format!("{prefix}-former-only-role")},
                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
@@ -454,8 +556,19 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
     let def = drivers::by_name(case.short).unwrap();
     let metrics = Metrics::new();
     let settling = metrics.settling(&csi::operator::operator_name(&def));
+    let extras = csi::operator::Extras {
+        probe: (!case.share_types.is_empty()).then(|| {
+            drivers::openstack_manila::probe_with_secret(
+                ShareTypesOf(case.share_types),
+                client.clone(),
+                &def,
+                Duration::from_millis(500),
+            )
+        }),
+        tasks: Vec::new(),
+    };
     Background::spawn(|shutdown| async move {
-        csi::operator::run(
+        csi::operator::run_with_extras(
             client,
             def,
             Settings {
@@ -463,6 +576,7 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
                 instance: Some("operator-0".into()),
                 operator_log_level: None,
             },
+            extras,
             metrics,
             Readiness::default(),
             shutdown,
@@ -471,6 +585,19 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
         .unwrap();
     })
     .settles_when(settling)
+}
+
+/// A cloud offering these share types.
+struct ShareTypesOf(&'static [&'static str]);
+
+impl drivers::openstack_manila::ShareTypes for ShareTypesOf {
+    fn share_types(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, csi::HookError>> + Send + '_>>
+    {
+        let types = self.0.iter().map(|t| (*t).to_owned()).collect();
+        Box::pin(async move { Ok(types) })
+    }
 }
 
 /// The conditions of a healthy driver (after the `prefix` where they have one).
@@ -543,17 +670,19 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[case::aws_efs(&AWS_EFS)]
 #[case::smb(&SMB)]
 #[case::openstack_cinder(&OPENSTACK_CINDER)]
+#[case::openstack_manila(&OPENSTACK_MANILA)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;
-    let workloads = case.workloads();
-    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
-    let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), NS);
-    let controller_before = deployments
-        .get(&format!("{workloads}-controller"))
-        .await
-        .unwrap();
-    let node_before = daemon_sets.get(&format!("{workloads}-node")).await.unwrap();
+    let def = case.def();
+    let controller = csi::names::controller(&def);
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &def.namespace);
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), &def.namespace);
+    let controller_before = deployments.get(&controller).await.unwrap();
+    let mut nodes_before = Vec::new();
+    for name in case.daemon_sets() {
+        nodes_before.push(daemon_sets.get(&name).await.unwrap());
+    }
 
     let running = start(&cluster, case);
     healthy(&admin, case).await;
@@ -610,8 +739,8 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     }
 
     // The metrics Service has OpenShift's ports, once each.
-    let service = Api::<Service>::namespaced(admin.clone(), NS)
-        .get(&format!("{workloads}-controller-metrics"))
+    let service = Api::<Service>::namespaced(admin.clone(), &def.namespace)
+        .get(&csi::names::metrics_service(&def))
         .await
         .unwrap();
     let ports: Vec<(String, i32)> = service
@@ -642,19 +771,21 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
         .map(|d| d.metadata.name.unwrap())
         .collect();
     deployment_names.sort();
-    assert_eq!(
-        deployment_names,
-        ["admin-tool".to_owned(), format!("{workloads}-controller")]
-    );
-    assert_eq!(
-        daemon_sets
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    let mut wanted = vec!["admin-tool".to_owned(), controller.clone()];
+    wanted.sort();
+    assert_eq!(deployment_names, wanted);
+    let mut daemon_set_names: Vec<String> = daemon_sets
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|d| d.metadata.name.unwrap())
+        .collect();
+    daemon_set_names.sort();
+    let mut wanted = case.daemon_sets();
+    wanted.sort();
+    assert_eq!(daemon_set_names, wanted);
     let classes: Vec<String> =
         Api::<k8s_openapi::api::storage::v1::StorageClass>::all(admin.clone())
             .list(&Default::default())
@@ -690,13 +821,13 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
 
     // The pod templates are what OpenShift's operator wrote: no driver pod restarts.
     if case.same_pod_templates {
-        let controller_after = deployments
-            .get(&format!("{workloads}-controller"))
-            .await
-            .unwrap();
-        let node_after = daemon_sets.get(&format!("{workloads}-node")).await.unwrap();
+        let controller_after = deployments.get(&controller).await.unwrap();
         assert_eq!(template(&controller_after), template(&controller_before));
-        assert_eq!(template(&node_after), template(&node_before));
+        for before in &nodes_before {
+            let name = before.metadata.name.as_deref().unwrap();
+            let after = daemon_sets.get(name).await.unwrap();
+            assert_eq!(template(&after), template(before), "DaemonSet {name}");
+        }
     }
 
     running.stop().await;

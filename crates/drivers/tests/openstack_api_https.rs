@@ -561,11 +561,11 @@ async fn start_with_credentials(
     string_data: Value,
 ) -> testkit::Background {
     let credentials: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "manila-cloud-credentials", "namespace": NS},
+        "metadata": {"name": "manila-cloud-credentials", "namespace": MANILA_NS},
         "stringData": string_data,
     }))
     .unwrap();
-    Api::<Secret>::namespaced(admin.clone(), NS)
+    Api::<Secret>::namespaced(admin.clone(), MANILA_NS)
         .create(&PostParams::default(), &credentials)
         .await
         .unwrap();
@@ -607,7 +607,7 @@ async fn the_operator_enables_manila_through_the_real_client_over_https() {
         assert_eq!(class.provisioner, DRIVER);
         assert_eq!(class.parameters.unwrap()["type"], share_type);
     }
-    let secret = Api::<Secret>::namespaced(admin.clone(), NS)
+    let secret = Api::<Secret>::namespaced(admin.clone(), MANILA_NS)
         .get(openstack_manila::CSI_SECRET)
         .await
         .unwrap();
@@ -657,7 +657,7 @@ async fn an_untrusted_cloud_stays_disabled_until_the_cloud_config_brings_its_ca(
     );
     assert!(
         message.contains(&format!(
-            "put the cloud's CA bundle (PEM) in key cacert of Secret {NS}/manila-cloud-credentials"
+            "put the cloud's CA bundle (PEM) in key cacert of Secret {MANILA_NS}/manila-cloud-credentials"
         )),
         "{message}"
     );
@@ -670,7 +670,7 @@ async fn an_untrusted_cloud_stays_disabled_until_the_cloud_config_brings_its_ca(
             .is_none()
     );
     assert!(
-        Api::<Secret>::namespaced(admin.clone(), NS)
+        Api::<Secret>::namespaced(admin.clone(), MANILA_NS)
             .get_opt(openstack_manila::CSI_SECRET)
             .await
             .unwrap()
@@ -694,7 +694,7 @@ async fn an_untrusted_cloud_stays_disabled_until_the_cloud_config_brings_its_ca(
             .unwrap()
     })
     .await;
-    let data = Api::<Secret>::namespaced(admin.clone(), NS)
+    let data = Api::<Secret>::namespaced(admin.clone(), MANILA_NS)
         .get(openstack_manila::CSI_SECRET)
         .await
         .unwrap()

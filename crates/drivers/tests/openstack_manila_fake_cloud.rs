@@ -277,9 +277,9 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
 
     let error = client.share_types().await.unwrap_err();
     assert!(
-        error.message().contains(
-            "Secret openshift-cluster-csi-drivers/manila-cloud-credentials does not exist"
-        ),
+        error
+            .message()
+            .contains("Secret openshift-manila-csi-driver/manila-cloud-credentials does not exist"),
         "{error}"
     );
     assert_eq!(
@@ -289,13 +289,13 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
     );
 
     let namespace: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "openshift-cluster-csi-drivers"}}))
+        serde_json::from_value(json!({"metadata": {"name": "openshift-manila-csi-driver"}}))
             .unwrap();
     Api::<Namespace>::all(admin.clone())
         .create(&PostParams::default(), &namespace)
         .await
         .unwrap();
-    let secrets = Api::<Secret>::namespaced(admin.clone(), "openshift-cluster-csi-drivers");
+    let secrets = Api::<Secret>::namespaced(admin.clone(), "openshift-manila-csi-driver");
     let secret = |data: BTreeMap<&str, String>| -> Secret {
         serde_json::from_value(json!({
             "metadata": {"name": "manila-cloud-credentials"},
@@ -335,7 +335,7 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
 async fn the_ca_comes_from_the_secret_or_else_the_cloud_config() {
     let cluster = testkit::Cluster::start().await;
     let admin = cluster.client();
-    for ns in ["openshift-cluster-csi-drivers", "openshift-config"] {
+    for ns in ["openshift-manila-csi-driver", "openshift-config"] {
         let namespace: Namespace =
             serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
         Api::<Namespace>::all(admin.clone())
@@ -350,13 +350,13 @@ async fn the_ca_comes_from_the_secret_or_else_the_cloud_config() {
         "metadata": {"name": "creds"}, "stringData": {"clouds.yaml": clouds},
     }))
     .unwrap();
-    let secrets = Api::<Secret>::namespaced(admin.clone(), "openshift-cluster-csi-drivers");
+    let secrets = Api::<Secret>::namespaced(admin.clone(), "openshift-manila-csi-driver");
     secrets
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
     let fetch = async || {
-        openstack_manila::fetch_credentials(&admin, "openshift-cluster-csi-drivers", "creds")
+        openstack_manila::fetch_credentials(&admin, "openshift-manila-csi-driver", "creds")
             .await
             .unwrap()
     };

@@ -24,7 +24,9 @@ use serde_json::json;
 
 const DRIVER: &str = "manila.csi.openstack.org";
 const PREFIX: &str = "Manila";
-const WORKLOADS: &str = "openstack-manila-csi-driver";
+const CONTROLLER: &str = "openstack-manila-csi-controllerplugin";
+const NODE: &str = "openstack-manila-csi-nodeplugin";
+const NFS_NODE: &str = "csi-nodeplugin-nfsplugin";
 const DISABLED: &str = "ManilaDriverControllerServiceControllerDisabled";
 
 /// A cloud whose share types the test changes.
@@ -66,8 +68,8 @@ async fn disabled_until_share_types_appear_then_one_class_each() {
     assert!(message.contains("no Manila share types"), "{message}");
     quiet(&cluster, &running).await;
     assert!(
-        Api::<Deployment>::namespaced(admin.clone(), NS)
-            .get_opt(&format!("{WORKLOADS}-controller"))
+        Api::<Deployment>::namespaced(admin.clone(), MANILA_NS)
+            .get_opt(CONTROLLER)
             .await
             .unwrap()
             .is_none(),
@@ -83,12 +85,32 @@ async fn disabled_until_share_types_appear_then_one_class_each() {
     })
     .await;
     assert_eq!(default.parameters.unwrap()["type"], "default");
-    let node = Api::<DaemonSet>::namespaced(admin.clone(), NS)
-        .get(&format!("{WORKLOADS}-node"))
+    // The node plugin waits for the NFS plugin's DaemonSet, which is reported under its own
+    // controller's name, as OpenShift reports it.
+    let node = Api::<DaemonSet>::namespaced(admin.clone(), MANILA_NS)
+        .get(NODE)
         .await
         .unwrap();
-    let containers = node.spec.unwrap().template.spec.unwrap().containers;
-    assert!(containers.iter().any(|c| c.name == "csi-nfs-node"));
+    let init = node.spec.unwrap().template.spec.unwrap().init_containers;
+    assert_eq!(init.unwrap()[0].name, "wait-for-nfs-plugin");
+    Api::<DaemonSet>::namespaced(admin.clone(), MANILA_NS)
+        .get(NFS_NODE)
+        .await
+        .unwrap();
+    condition_becomes(
+        &admin,
+        DRIVER,
+        "NFSDriverNodeServiceControllerAvailable",
+        "True",
+    )
+    .await;
+    condition_becomes(
+        &admin,
+        DRIVER,
+        "NFSDriverNodeServiceControllerProgressing",
+        "False",
+    )
+    .await;
 
     // Another share type: another class.
     cloud.0.lock().unwrap().push("gold".to_owned());
@@ -109,10 +131,10 @@ const CREDENTIALS: &str = "manila-cloud-credentials";
 
 /// Writes the credentials Secret (create or replace) with `clouds.yaml` = `clouds`.
 async fn put_credentials(admin: &kube::Client, clouds: &str) {
-    let api = Api::<Secret>::namespaced(admin.clone(), NS);
+    let api = Api::<Secret>::namespaced(admin.clone(), MANILA_NS);
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": CREDENTIALS, "namespace": NS},
+        "metadata": {"name": CREDENTIALS, "namespace": MANILA_NS},
         "stringData": {"clouds.yaml": clouds},
     }))
     .unwrap();
@@ -132,7 +154,7 @@ async fn csi_secret_when(
     check: impl Fn(&BTreeMap<String, String>) -> bool,
 ) -> BTreeMap<String, String> {
     eventually(what, async || {
-        let secret = Api::<Secret>::namespaced(admin.clone(), NS)
+        let secret = Api::<Secret>::namespaced(admin.clone(), MANILA_NS)
             .get_opt(openstack_manila::CSI_SECRET)
             .await
             .unwrap()?;
@@ -210,7 +232,7 @@ async fn csi_manila_secrets_follow_the_credentials_secret() {
     let (_, message) = condition_becomes(&admin, DRIVER, DISABLED, "True").await;
     assert!(
         message.contains(&format!(
-            "key clouds.yaml of Secret {NS}/{CREDENTIALS} is invalid"
+            "key clouds.yaml of Secret {MANILA_NS}/{CREDENTIALS} is invalid"
         )),
         "{message}"
     );

@@ -590,3 +590,86 @@ fn the_credentials_request_is_reported_until_provisioned_and_skipped_in_manual_m
     let plan = plan::plan(&def(), &env, &observed, &at(0));
     assert!(has_step(&plan, "CredentialsRequest"));
 }
+
+fn extra_daemon_set(def: &csi::DriverDef, inputs: &csi::Inputs) -> DaemonSet {
+    let mut ds = csi::build_node_daemon_set(def, inputs);
+    ds.metadata.name = Some("helper".to_owned());
+    ds
+}
+
+#[test]
+fn an_extra_daemon_set_is_applied_and_reported_under_its_controller() {
+    let mut def = def();
+    def.hooks.extra_daemon_sets.push(csi::ExtraDaemonSet {
+        controller: "HelperNodeServiceController",
+        name: "helper",
+        build: extra_daemon_set,
+    });
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    let now = at(0);
+    let plan = plan::plan(&def, &Default::default(), &observed, &now);
+    let applied: Vec<String> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match &s.operand {
+            Operand::DaemonSet(ds) => ds.metadata.name.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(applied, ["gcp-pd-csi-driver-node", "helper"]);
+
+    // The node plugin is rolled out, the helper not yet: the helper's controller says so.
+    let node = plan
+        .steps
+        .iter()
+        .find_map(|s| match &s.operand {
+            Operand::DaemonSet(ds)
+                if ds.metadata.name.as_deref() == Some("gcp-pd-csi-driver-node") =>
+            {
+                Some(ds.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    observed.operands.daemon_sets = vec![Arc::new(rolled_out(&node, 1))];
+    let plan = plan::plan(&def, &Default::default(), &observed, &now);
+    assert_eq!(
+        status_of(&plan, "GCPPDDriverNodeServiceControllerAvailable"),
+        ConditionStatus::True
+    );
+    assert_eq!(
+        status_of(&plan, "HelperNodeServiceControllerAvailable"),
+        ConditionStatus::False
+    );
+    let helper = plan
+        .steps
+        .iter()
+        .find_map(|s| match &s.operand {
+            Operand::DaemonSet(ds) if ds.metadata.name.as_deref() == Some("helper") => {
+                Some(ds.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        helper.metadata.namespace.as_deref(),
+        Some("openshift-cluster-csi-drivers")
+    );
+    assert_eq!(
+        helper.metadata.labels.as_ref().unwrap()["csi.storage.openshift.io/driver"],
+        "gcp-pd"
+    );
+    observed
+        .operands
+        .daemon_sets
+        .push(Arc::new(rolled_out(&helper, 1)));
+    let plan = plan::plan(&def, &Default::default(), &observed, &now);
+    assert_eq!(
+        status_of(&plan, "HelperNodeServiceControllerAvailable"),
+        ConditionStatus::True
+    );
+    assert_eq!(
+        status_of(&plan, "HelperNodeServiceControllerProgressing"),
+        ConditionStatus::False
+    );
+}

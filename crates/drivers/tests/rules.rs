@@ -664,6 +664,145 @@ fn rotating_the_credentials_changes_the_pod_template() {
     );
 }
 
+/// The hash annotations of a pod template.
+fn template_hashes(template: &k8s_openapi::api::core::v1::PodTemplateSpec) -> Vec<String> {
+    template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k.clone())
+        .filter(|k| k.starts_with(csi::hash::HASH_ANNOTATION_PREFIX))
+        .collect()
+}
+
+#[rstest]
+#[case::left_to_the_kubelet(false, 0)]
+#[case::rolling(true, 2)]
+fn a_volume_that_does_not_roll_on_change_puts_no_hash_on_the_pods(
+    #[case] roll: bool,
+    #[case] hashes: usize,
+) {
+    // Manila's clouds.yaml and CA bundle mounts (both pods): files the kubelet refreshes.
+    let mut def = drivers::by_name("openstack-manila").unwrap();
+    for volume in def
+        .controller
+        .driver
+        .volumes
+        .iter_mut()
+        .chain(def.node.driver.volumes.iter_mut())
+        .filter(|v| v.name == "cloud-credentials" || v.name == "cacert")
+    {
+        assert!(!volume.roll_on_change, "{} rolls", volume.name);
+        volume.roll_on_change = roll;
+    }
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.secret_hashes
+        .insert("manila-cloud-credentials".to_owned(), "aaaa".to_owned());
+    i.config_map_hashes
+        .insert("cloud-provider-config".to_owned(), "bbbb".to_owned());
+    let controller = csi::build_controller_deployment(&def, &i);
+    let node = csi::build_node_daemon_set(&def, &i);
+    assert_eq!(
+        template_hashes(&controller.spec.unwrap().template).len(),
+        hashes
+    );
+    assert_eq!(template_hashes(&node.spec.unwrap().template).len(), hashes);
+}
+
+#[rstest]
+#[case::bad_controller_name(|d: &mut DriverDef| d.controller.name = Some("Controller_1".into()), "controller.name \"Controller_1\" is not a valid object name")]
+#[case::bad_node_name(|d: &mut DriverDef| d.node.name = Some("-node".into()), "node.name \"-node\" is not a valid object name")]
+#[case::same_names(|d: &mut DriverDef| { d.controller.name = Some("plugin".into()); d.node.name = Some("plugin".into()); }, "controller.name and node.name are the same")]
+#[case::empty_label(|d: &mut DriverDef| { d.node.selector.insert("app".into(), String::new()); }, "node.selector has an empty label key or value")]
+#[case::same_selectors(|d: &mut DriverDef| {
+    let labels: BTreeMap<String, String> = [("app".to_owned(), "x".to_owned())].into();
+    d.controller.selector = labels.clone();
+    d.node.selector = labels;
+}, "controller.selector and node.selector are the same")]
+#[case::roll_on_a_host_path(|d: &mut DriverDef| {
+    let v = d.node.driver.volumes.iter_mut().find(|v| v.name == "device-dir").unwrap();
+    v.roll_on_change = false;
+}, "node volume device-dir has rollOnChange false but is no Secret or ConfigMap")]
+fn workload_names_and_selectors_are_checked(
+    #[case] change: fn(&mut DriverDef),
+    #[case] want: &str,
+) {
+    let mut def = gcp_pd();
+    change(&mut def);
+    let error = def.validate().unwrap_err();
+    assert!(error.problems.iter().any(|p| p.contains(want)), "{error}");
+}
+
+#[test]
+fn workloads_are_named_and_selected_by_the_table_or_by_the_prefix() {
+    // GCP PD: `<objectPrefix>-controller` / `-node`, selected by `app`.
+    let def = gcp_pd();
+    let i = inputs(&def, Topology::HighlyAvailable);
+    let d = csi::build_controller_deployment(&def, &i);
+    assert_eq!(
+        d.metadata.name.as_deref(),
+        Some("gcp-pd-csi-driver-controller")
+    );
+    let app = BTreeMap::from([("app".to_owned(), "gcp-pd-csi-driver-controller".to_owned())]);
+    assert_eq!(d.spec.unwrap().selector.match_labels.unwrap(), app);
+    // Manila: its own names; the Deployment, its pods, the PDB, the metrics Service and the
+    // anti-affinity all use the table's selector.
+    let def = drivers::by_name("openstack-manila").unwrap();
+    let i = inputs(&def, Topology::HighlyAvailable);
+    let selector = def.controller.selector.clone();
+    let d = csi::build_controller_deployment(&def, &i);
+    assert_eq!(
+        d.metadata.name.as_deref(),
+        Some("openstack-manila-csi-controllerplugin")
+    );
+    let spec = d.spec.unwrap();
+    assert_eq!(spec.selector.match_labels.as_ref(), Some(&selector));
+    let pod_labels = spec.template.metadata.unwrap().labels.unwrap();
+    assert!(selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)));
+    let anti = spec
+        .template
+        .spec
+        .unwrap()
+        .affinity
+        .unwrap()
+        .pod_anti_affinity
+        .unwrap();
+    let term = &anti
+        .preferred_during_scheduling_ignored_during_execution
+        .unwrap()[0];
+    assert_eq!(
+        term.pod_affinity_term
+            .label_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref(),
+        Some(&selector)
+    );
+    let pdb = csi::build_pod_disruption_budget(&def);
+    assert_eq!(
+        pdb.metadata.name.as_deref(),
+        Some("openstack-manila-csi-controllerplugin-pdb")
+    );
+    assert_eq!(
+        pdb.spec.unwrap().selector.unwrap().match_labels,
+        Some(selector.clone())
+    );
+    let service = csi::build_metrics_service(&def, &i).unwrap();
+    assert_eq!(service.spec.unwrap().selector, Some(selector));
+    let ds = csi::build_node_daemon_set(&def, &i);
+    assert_eq!(
+        ds.metadata.name.as_deref(),
+        Some("openstack-manila-csi-nodeplugin")
+    );
+    assert_eq!(
+        ds.spec.unwrap().selector.match_labels,
+        Some(def.node.selector.clone())
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // StorageClasses
 

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! The OpenStack Manila hooks: StorageClass names and parameters per share type (table tests,
 //! odd names included), the share-type precondition, the probe over a fake client, and the
-//! NFS node plugin.
+//! NFS plugin's wiring (controller container, node DaemonSet).
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -32,7 +32,7 @@ async fn the_catalogue_has_manila_as_the_registry_names_it() {
         "classes come from share types"
     );
     assert!(def.storage_class_generator.is_some() && def.precondition.is_some());
-    assert_eq!(def.extra_images["nfs"].env, "MANILA_NFS_DRIVER_IMAGE");
+    assert_eq!(def.extra_images["nfs"].env, "NFS_DRIVER_IMAGE");
     let cluster = testkit::Cluster::start().await;
     assert!(drivers::probe(&def, cluster.client()).is_some());
     let cinder = drivers::by_name("openstack-cinder").unwrap();
@@ -135,48 +135,194 @@ async fn the_probe_turns_share_types_into_facts_or_a_reason(
     }
 }
 
+fn env_value(c: &k8s_openapi::api::core::v1::Container, name: &str) -> String {
+    c.env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value.clone())
+        .unwrap_or_else(|| panic!("{}: no env {name}", c.name))
+}
+
+fn mount_path(c: &k8s_openapi::api::core::v1::Container, volume: &str) -> Option<String> {
+    c.volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == volume)
+        .map(|m| m.mount_path.clone())
+}
+
+fn host_path(spec: &k8s_openapi::api::core::v1::PodSpec, volume: &str) -> String {
+    spec.volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == volume)
+        .and_then(|v| v.host_path.as_ref())
+        .map(|h| h.path.trim_end_matches('/').to_owned())
+        .unwrap_or_else(|| panic!("no hostPath volume {volume}"))
+}
+
 #[test]
-fn the_nfs_node_plugin_runs_beside_manilas_on_the_forward_socket() {
+fn in_the_controller_pod_the_nfs_plugin_serves_the_socket_the_driver_forwards_to() {
     let def = manila();
     let env = BTreeMap::from([(
-        "MANILA_NFS_DRIVER_IMAGE".to_owned(),
+        "NFS_DRIVER_IMAGE".to_owned(),
         "example.com/nfs:9".to_owned(),
     )]);
     let inputs = Inputs::new(&def, Topology::HighlyAvailable, &env);
-    let ds = csi::build_node_daemon_set(&def, &inputs);
-    let containers = ds.spec.unwrap().template.spec.unwrap().containers;
-    let manila = containers.iter().find(|c| c.name == "csi-driver").unwrap();
-    let nfs = containers
-        .iter()
-        .find(|c| c.name == "csi-nfs-node")
-        .unwrap();
+    let deployment = csi::build_controller_deployment(&def, &inputs);
+    let spec = deployment.spec.unwrap().template.spec.unwrap();
+    let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names[..2], ["csi-driver", "csi-driver-nfs"], "{names:?}");
+    let (driver, nfs) = (&spec.containers[0], &spec.containers[1]);
     assert_eq!(nfs.image.as_deref(), Some("example.com/nfs:9"));
-    let endpoint = "unix:///var/lib/kubelet/plugins/csi-nfsplugin/csi.sock";
-    assert!(
-        nfs.args
-            .as_ref()
-            .unwrap()
-            .contains(&format!("--endpoint={endpoint}"))
+    // Both see the socket emptyDir at the same path, so the NFS plugin's socket is the one
+    // the driver forwards to.
+    assert_eq!(
+        mount_path(driver, "socket-dir"),
+        mount_path(nfs, "socket-dir")
     );
-    assert!(
-        manila
-            .args
-            .as_ref()
-            .unwrap()
-            .contains(&format!("--fwdendpoint={endpoint}"))
+    let forward = env_value(driver, "FWD_CSI_ENDPOINT");
+    let served = nfs
+        .args
+        .iter()
+        .flatten()
+        .find_map(|a| a.strip_prefix("--endpoint="))
+        .unwrap();
+    let path = |endpoint: &str| {
+        format!(
+            "/{}",
+            endpoint.trim_start_matches("unix:").trim_start_matches('/')
+        )
+    };
+    assert_eq!(path(&forward), path(served));
+    assert!(path(served).starts_with(&mount_path(nfs, "socket-dir").unwrap()));
+    // Nothing of the host: restricted-v2 is enough.
+    assert!(spec.volumes.iter().flatten().all(|v| v.host_path.is_none()));
+    assert!(nfs.security_context.as_ref().unwrap().privileged.is_none());
+}
+
+#[test]
+fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_to() {
+    let def = manila();
+    let env = BTreeMap::from([(
+        "NFS_DRIVER_IMAGE".to_owned(),
+        "example.com/nfs:9".to_owned(),
+    )]);
+    let inputs = Inputs::new(&def, Topology::HighlyAvailable, &env);
+    let node = csi::build_node_daemon_set(&def, &inputs);
+    let node_spec = node.spec.unwrap().template.spec.unwrap();
+    let driver = node_spec
+        .containers
+        .iter()
+        .find(|c| c.name == "csi-driver")
+        .unwrap();
+    // The node plugin mounts no volume itself: nothing of the kubelet's directory.
+    assert_eq!(mount_path(driver, "kubelet-dir"), None);
+    assert_eq!(mount_path(driver, "socket-dir"), None);
+    let forward = env_value(driver, "FWD_CSI_ENDPOINT");
+    let fwd_dir = host_path(&node_spec, "fwd-plugin-dir");
+    assert_eq!(forward, format!("unix://{fwd_dir}/csi.sock"));
+    // Its own socket is where the registrar tells the kubelet it is.
+    let endpoint = env_value(driver, "CSI_ENDPOINT");
+    let registrar = node_spec
+        .containers
+        .iter()
+        .find(|c| c.name == "csi-node-driver-registrar")
+        .unwrap();
+    let registered = registrar
+        .args
+        .iter()
+        .flatten()
+        .find_map(|a| a.strip_prefix("--kubelet-registration-path="))
+        .unwrap();
+    assert_eq!(endpoint, format!("unix://{registered}"));
+    assert_eq!(
+        mount_path(driver, "plugin-dir").as_deref(),
+        Some(host_path(&node_spec, "plugin-dir").as_str())
     );
-    assert!(nfs.liveness_probe.is_none() && nfs.ports.is_none());
+    // It starts once the NFS plugin's socket is there.
+    let init = node_spec.init_containers.as_ref().unwrap();
+    assert_eq!(init.len(), 1);
+    let command = init[0].command.as_ref().unwrap().join(" ");
+    assert!(
+        command.contains(&format!("-S {fwd_dir}/csi.sock")),
+        "{command}"
+    );
+    assert_eq!(
+        mount_path(&init[0], "fwd-plugin-dir").as_deref(),
+        Some(fwd_dir.as_str())
+    );
+
+    // The NFS DaemonSet: an operand of its own, serving on that host directory and mounting
+    // shares into the kubelet's pods directory.
+    let operands = csi::render_operands(&def, &inputs);
+    let nfs_ds = operands
+        .iter()
+        .find_map(|o| match o {
+            csi::Operand::DaemonSet(ds)
+                if ds.metadata.name.as_deref() == Some("csi-nodeplugin-nfsplugin") =>
+            {
+                Some(ds.clone())
+            }
+            _ => None,
+        })
+        .expect("the NFS DaemonSet is rendered");
+    assert_eq!(
+        nfs_ds.metadata.namespace.as_deref(),
+        Some("openshift-manila-csi-driver")
+    );
+    assert_eq!(
+        nfs_ds.metadata.labels.as_ref().unwrap()["csi.storage.openshift.io/driver"],
+        "openstack-manila"
+    );
+    let nfs_spec = nfs_ds.spec.unwrap().template.spec.unwrap();
+    let nfs = &nfs_spec.containers[0];
+    assert_eq!(nfs.image.as_deref(), Some("example.com/nfs:9"));
+    assert_eq!(host_path(&nfs_spec, "plugin-dir"), fwd_dir);
+    let served = nfs
+        .args
+        .iter()
+        .flatten()
+        .find_map(|a| a.strip_prefix("--endpoint="))
+        .unwrap();
+    let plugin_mount = mount_path(nfs, "plugin-dir").unwrap();
+    assert_eq!(
+        format!(
+            "/{}",
+            served.trim_start_matches("unix:").trim_start_matches('/')
+        ),
+        format!("{plugin_mount}/csi.sock")
+    );
+    let pods = nfs
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == "pods-mount-dir")
+        .unwrap();
+    assert_eq!(pods.mount_path, "/var/lib/kubelet/pods");
+    assert_eq!(pods.mount_propagation.as_deref(), Some("Bidirectional"));
     assert_eq!(
         nfs.security_context.as_ref().unwrap().privileged,
         Some(true)
     );
-    let mounts: Vec<&str> = nfs
-        .volume_mounts
+    // Its pods are told apart from the node plugin's.
+    assert_ne!(
+        nfs_ds_selector(&operands, "csi-nodeplugin-nfsplugin"),
+        nfs_ds_selector(&operands, "openstack-manila-csi-nodeplugin")
+    );
+}
+
+fn nfs_ds_selector(operands: &[csi::Operand], name: &str) -> BTreeMap<String, String> {
+    operands
         .iter()
-        .flatten()
-        .map(|m| m.name.as_str())
-        .collect();
-    assert_eq!(mounts, ["kubelet-dir", "fwd-plugin-dir"]);
+        .find_map(|o| match o {
+            csi::Operand::DaemonSet(ds) if ds.metadata.name.as_deref() == Some(name) => {
+                ds.spec.as_ref()?.selector.match_labels.clone()
+            }
+            _ => None,
+        })
+        .unwrap()
 }
 
 fn credentials(clouds: &str, ca: Option<&str>) -> Result<openstack_manila::Credentials, String> {
@@ -235,7 +381,7 @@ fn a_ca_in_the_credentials_secret_is_trusted_and_passed_on() {
     assert_eq!(secret.metadata.name.as_deref(), Some("csi-manila-secrets"));
     assert_eq!(
         secret.metadata.namespace.as_deref(),
-        Some("openshift-cluster-csi-drivers")
+        Some("openshift-manila-csi-driver")
     );
     let hash = &secret.metadata.annotations.unwrap()[openstack_manila::SECRET_HASH_ANNOTATION];
     assert!(!hash.is_empty());
@@ -280,5 +426,37 @@ fn the_manila_operator_may_write_its_csi_secret_and_no_other() {
     );
     assert!(
         drivers::extra_namespace_rules(&drivers::by_name("openstack-cinder").unwrap()).is_empty()
+    );
+}
+
+#[test]
+fn the_classes_name_the_driver_secret_in_the_operand_namespace() {
+    let def = manila();
+    assert_eq!(openstack_manila::NAMESPACE, def.namespace);
+    let classes = storage_classes(&with_types(&["default"]));
+    for (key, value) in &classes[0].parameters {
+        if key.ends_with("-secret-namespace") {
+            assert_eq!(value, &def.namespace, "{key}");
+        }
+    }
+    let snapshot = openstack_manila::snapshot_class(&def).unwrap();
+    assert_eq!(
+        snapshot.parameters["csi.storage.k8s.io/snapshotter-secret-namespace"],
+        def.namespace
+    );
+}
+
+#[test]
+fn the_operator_holds_the_lease_openshifts_manila_operator_holds() {
+    // library-go's lease of `openstack-manila-csi-driver-operator`, although the operands are
+    // named `manila-csi-driver-*`: both operators never run at once during a handover.
+    assert_eq!(
+        csi::names::operator_lease(&manila()),
+        "openstack-manila-csi-driver-operator-lock"
+    );
+    let gcp = drivers::by_name("gcp-pd").unwrap();
+    assert_eq!(
+        csi::names::operator_lease(&gcp),
+        "gcp-pd-csi-driver-operator-lock"
     );
 }

@@ -22,8 +22,8 @@ fn every_object_for_each_topology(#[case] topology: Topology) {
     insta::assert_yaml_snapshot!(format!("openstack_manila_{topology}"), objects);
 }
 
-/// Two share types found by the probe, one needing its name cleaned: one class each, and the
-/// NFS node plugin beside Manila's in the node DaemonSet.
+/// Two share types found by the probe, one needing its name cleaned: one class each; and the
+/// node DaemonSets, Manila's and the NFS plugin's.
 #[test]
 fn share_types_and_the_node_plugins() {
     let def = drivers::by_name("openstack-manila").unwrap();
@@ -33,6 +33,6 @@ fn share_types_and_the_node_plugins() {
         .into_iter()
         .filter(|o| matches!(o["kind"].as_str(), Some("DaemonSet" | "StorageClass")))
         .collect();
-    assert_eq!(hooked.len(), 3);
+    assert_eq!(hooked.len(), 4);
     insta::assert_yaml_snapshot!("openstack_manila_share_types_and_node_plugins", hooked);
 }

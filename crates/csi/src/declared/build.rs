@@ -250,6 +250,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             kube_rbac_proxy: image(""),
         },
         controller: ControllerDef {
+            name: None,
+            selector: Default::default(),
             host_network: controller_host_network,
             required_scc: controller_scc(&controller_template).to_owned(),
             privileged: false,
@@ -272,6 +274,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             privileged_binding_name: None,
         },
         node: NodeDef {
+            name: None,
+            selector: Default::default(),
             host_network: node_host_network,
             extra_rules: Vec::new(),
             driver: driver(node_healthz),

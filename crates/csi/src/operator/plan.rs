@@ -898,7 +898,7 @@ fn node_service_status(def: &DriverDef, observed: &Observed) -> (StatusPart, boo
         &def.condition_prefix,
         daemon_set.unwrap_or(&DaemonSet::default()),
     );
-    let available = node_conditions.available.status == ConditionStatus::True;
+    let mut available = node_conditions.available.status == ConditionStatus::True;
     let mut part = StatusPart {
         conditions: vec![
             node_conditions.available,
@@ -914,6 +914,30 @@ fn node_service_status(def: &DriverDef, observed: &Observed) -> (StatusPart, boo
             &node_name,
             ds.metadata.generation,
         ));
+    }
+    // The driver's other DaemonSets, each under its own controller's name.
+    for extra in &def.hooks.extra_daemon_sets {
+        let daemon_set = observed
+            .operands
+            .daemon_sets
+            .iter()
+            .find(|d| d.name_any() == extra.name)
+            .map(AsRef::as_ref);
+        let conditions = status::daemon_set_conditions_of(
+            extra.controller,
+            daemon_set.unwrap_or(&DaemonSet::default()),
+        );
+        available &= conditions.available.status == ConditionStatus::True;
+        part.conditions
+            .extend([conditions.available, conditions.progressing]);
+        if let Some(ds) = daemon_set {
+            part.generations.push(generation(
+                "daemonsets",
+                def,
+                extra.name,
+                ds.metadata.generation,
+            ));
+        }
     }
     (part, available)
 }
@@ -987,15 +1011,18 @@ fn disabled_status(def: &DriverDef, reason: &str) -> Vec<ControllerStatus> {
         ),
         part(
             Group::NodeService,
-            vec![
-                condition(
-                    format!("{node}Progressing"),
-                    ConditionStatus::False,
-                    REASON_PRECONDITION_NOT_SATISFIED,
-                    "",
-                ),
-                degraded(def, Group::NodeService, None),
-            ],
+            std::iter::once(node.as_str())
+                .chain(def.hooks.extra_daemon_sets.iter().map(|e| e.controller))
+                .map(|controller| {
+                    condition(
+                        format!("{controller}Progressing"),
+                        ConditionStatus::False,
+                        REASON_PRECONDITION_NOT_SATISFIED,
+                        "",
+                    )
+                })
+                .chain([degraded(def, Group::NodeService, None)])
+                .collect(),
         ),
         part(
             Group::StorageClass,

@@ -20,6 +20,8 @@ use testkit::{Background, Cluster, SimConfig};
 
 /// The operand namespace.
 pub const NS: &str = "openshift-cluster-csi-drivers";
+/// Manila's operand namespace (its own, as on OpenShift).
+pub const MANILA_NS: &str = "openshift-manila-csi-driver";
 /// The user agent of the operator under test.
 pub const AGENT: &str = "driver-operator-under-test";
 
@@ -113,7 +115,7 @@ pub async fn openshift(platform_status: Value) -> (Cluster, Client) {
         )
         .await
         .unwrap();
-    for ns in [NS, "openshift-config"] {
+    for ns in [NS, MANILA_NS, "openshift-config"] {
         create_cluster_scoped::<Namespace>(
             &admin,
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
