@@ -53,12 +53,14 @@ pub fn driver(
         instance: Some(process.identity.clone()),
         operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
     };
-    // The Lease OpenShift's driver operator holds, in its namespace.
-    let lease = format!("{}-operator-lock", def.object_prefix);
+    // The Lease OpenShift's driver operator holds, in the namespace it runs in (its pod's, from
+    // the starter's Deployment), where the starter's Role allows it. That is the driver
+    // namespace, also for a driver whose operands live in another one (Manila).
+    let lease = csi::names::operator_lease(&def);
     let namespace = process
         .namespace
         .clone()
-        .unwrap_or_else(|| def.namespace.clone());
+        .unwrap_or_else(|| storage_operator::registry::DRIVER_NAMESPACE.to_owned());
     serve(
         &process,
         &namespace,

@@ -410,28 +410,30 @@ fn render_platform_openstack_prints_cinder_and_manila() {
     let output = storage_operator(&["render", "--platform", "OpenStack"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let docs = documents(&stdout(&output));
-    for (driver, prefix, operator) in [
+    for (driver, operator, controller, node) in [
         (
             "cinder.csi.openstack.org",
-            "openstack-cinder",
             "openstack-cinder-csi-driver-operator",
+            "openstack-cinder-csi-driver-controller",
+            "openstack-cinder-csi-driver-node",
         ),
         (
             "manila.csi.openstack.org",
-            "openstack-manila",
             "manila-csi-driver-operator",
+            "openstack-manila-csi-controllerplugin",
+            "openstack-manila-csi-nodeplugin",
         ),
     ] {
         find(&docs, "ClusterCSIDriver", driver);
         find(&docs, "CSIDriver", driver);
         find(&docs, "Deployment", operator);
-        find(
-            &docs,
-            "Deployment",
-            &format!("{prefix}-csi-driver-controller"),
-        );
-        find(&docs, "DaemonSet", &format!("{prefix}-csi-driver-node"));
+        find(&docs, "Deployment", controller);
+        find(&docs, "DaemonSet", node);
     }
+    // Manila's NFS plugin on nodes, and its operands in their own namespace, as on OpenShift.
+    let nfs = find(&docs, "DaemonSet", "csi-nodeplugin-nfsplugin");
+    assert_eq!(nfs["metadata"]["namespace"], "openshift-manila-csi-driver");
+    find(&docs, "Namespace", "openshift-manila-csi-driver");
     let conf = find(&docs, "ConfigMap", "cloud-conf");
     assert!(
         conf["data"]["cloud.conf"]
@@ -446,11 +448,7 @@ fn render_platform_openstack_prints_cinder_and_manila() {
         "CredentialsRequest",
         "openshift-cinder-csi-driver-operator",
     );
-    find(
-        &docs,
-        "CredentialsRequest",
-        "openshift-manila-csi-driver-operator",
-    );
+    find(&docs, "CredentialsRequest", "manila-csi-drivers");
 }
 
 #[test]

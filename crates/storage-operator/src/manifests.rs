@@ -4,7 +4,9 @@
 //!
 //! Its ClusterRole is derived like the driver operators': what it reads, what it writes, and
 //! every permission of the roles it creates (the driver operators' roles and the shared sidecar
-//! roles), over every driver in the catalogue and every topology. No cluster-admin.
+//! roles), over every driver in the catalogue and every topology. No cluster-admin. Likewise a
+//! Role in every namespace the starter creates Roles in ([`driver_namespaces`]): the API server
+//! lets it grant there only what it holds there.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +22,7 @@ use serde_json::Value;
 use crate::plan::OPERATOR_NAMESPACE;
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
-use crate::registry::{DRIVER_NAMESPACE, registry};
+use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
 use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
 
 /// The name of the operator's Deployment, ServiceAccount and RBAC objects.
@@ -54,8 +56,9 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     }
 }
 
-/// The operator's ClusterRole and the Role in the driver namespace.
-pub fn build_rbac() -> (ClusterRole, Role) {
+/// The operator's ClusterRole and its Roles: one in each of [`driver_namespaces`], in that
+/// order (the driver namespace first).
+pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
     let mut cluster_rules = vec![
         rule(
             &["operator.openshift.io"],
@@ -110,11 +113,27 @@ pub fn build_rbac() -> (ClusterRole, Role) {
             &["create", "patch", "update"],
         ),
     ];
-    let mut namespace_rules = vec![rule(
-        &["", "apps", "rbac.authorization.k8s.io"],
-        &["serviceaccounts", "deployments", "roles", "rolebindings"],
-        MANAGE,
-    )];
+    // The driver operators' ServiceAccounts and Deployments are in the driver namespace; their
+    // Roles and RoleBindings there and in their separate operand namespaces.
+    let mut namespace_rules: BTreeMap<String, Vec<_>> = driver_namespaces()
+        .into_iter()
+        .map(|namespace| {
+            let rules = if namespace == DRIVER_NAMESPACE {
+                vec![rule(
+                    &["", "apps", "rbac.authorization.k8s.io"],
+                    &["serviceaccounts", "deployments", "roles", "rolebindings"],
+                    MANAGE,
+                )]
+            } else {
+                vec![rule(
+                    &["rbac.authorization.k8s.io"],
+                    &["roles", "rolebindings"],
+                    MANAGE,
+                )]
+            };
+            (namespace, rules)
+        })
+        .collect();
     // The CSIDriverDeployment controller runs in this process (when its CRD is served).
     cluster_rules.extend(csi::declared::controller::operator_rules());
     // Every permission of the roles it creates.
@@ -133,23 +152,36 @@ pub fn build_rbac() -> (ClusterRole, Role) {
                 env: BTreeMap::new(),
                 operator_image: String::new(),
             };
-            let (cluster_role, role) = starter::build_rbac(&entry, &def, &inputs);
+            let (cluster_role, roles) = starter::build_rbac(&entry, &def, &inputs);
             cluster_rules.extend(cluster_role.rules.into_iter().flatten());
-            namespace_rules.extend(role.rules.into_iter().flatten());
+            for role in roles {
+                let namespace = role.metadata.namespace.unwrap_or_default();
+                // `driver_namespaces` derives from the same catalogue: every Role's is there.
+                if let Some(rules) = namespace_rules.get_mut(&namespace) {
+                    rules.extend(role.rules.into_iter().flatten());
+                }
+            }
         }
     }
     dedupe(&mut cluster_rules);
-    dedupe(&mut namespace_rules);
+    let roles = driver_namespaces()
+        .into_iter()
+        .map(|namespace| {
+            let mut rules = namespace_rules.remove(&namespace).unwrap_or_default();
+            dedupe(&mut rules);
+            Role {
+                metadata: meta(NAME, Some(&namespace)),
+                rules: Some(rules),
+            }
+        })
+        .collect();
     (
         ClusterRole {
             metadata: meta(NAME, None),
             rules: Some(cluster_rules),
             ..Default::default()
         },
-        Role {
-            metadata: meta(NAME, Some(DRIVER_NAMESPACE)),
-            rules: Some(namespace_rules),
-        },
+        roles,
     )
 }
 
@@ -219,23 +251,34 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
         ..Default::default()
     }));
     push(serde_json::to_value(starter::build_namespace()));
+    for namespace in driver_namespaces()
+        .iter()
+        .filter(|namespace| *namespace != DRIVER_NAMESPACE)
+    {
+        push(serde_json::to_value(starter::build_operand_namespace(
+            namespace,
+        )));
+    }
     push(serde_json::to_value(ServiceAccount {
         metadata: meta(NAME, Some(OPERATOR_NAMESPACE)),
         ..Default::default()
     }));
-    let (cluster_role, role) = build_rbac();
+    let (cluster_role, roles) = build_rbac();
     push(serde_json::to_value(cluster_role));
     push(serde_json::to_value(ClusterRoleBinding {
         metadata: meta(NAME, None),
         role_ref: role_ref("ClusterRole", NAME),
         subjects: Some(vec![subject()]),
     }));
-    push(serde_json::to_value(role));
-    push(serde_json::to_value(RoleBinding {
-        metadata: meta(NAME, Some(DRIVER_NAMESPACE)),
-        role_ref: role_ref("Role", NAME),
-        subjects: Some(vec![subject()]),
-    }));
+    for role in roles {
+        let namespace = role.metadata.namespace.clone();
+        push(serde_json::to_value(role));
+        push(serde_json::to_value(RoleBinding {
+            metadata: meta(NAME, namespace.as_deref()),
+            role_ref: role_ref("Role", NAME),
+            subjects: Some(vec![subject()]),
+        }));
+    }
     push(serde_json::to_value(Role {
         metadata: meta(&format!("{NAME}-lease"), Some(OPERATOR_NAMESPACE)),
         rules: Some(vec![rule(&["coordination.k8s.io"], &["leases"], MANAGE)]),
@@ -257,7 +300,7 @@ mod tests {
 
     #[test]
     fn the_operator_holds_what_it_grants_and_no_wildcards() {
-        let (cluster_role, role) = build_rbac();
+        let (cluster_role, roles) = build_rbac();
         let rules = cluster_role.rules.unwrap();
         // It creates the shared provisioner role, so it holds PV creation itself.
         assert!(allows(&rules, "", "persistentvolumes", "create"));
@@ -279,25 +322,94 @@ mod tests {
                 .iter()
                 .any(|r| r.resources.iter().flatten().any(|x| x == "*"))
         );
-        // Every role the starter builds for a driver operator is covered.
-        let entry = crate::registry::find("gcp-pd").unwrap();
-        let def = drivers::by_name("gcp-pd").unwrap();
-        for topology in Topology::ALL {
-            let inputs = StarterInputs {
-                topology,
-                log_level: api::operator_v1::LogLevel::Normal,
-                proxy: Default::default(),
-                env: BTreeMap::new(),
-                operator_image: String::new(),
-            };
-            let (driver_role, driver_ns_role) = starter::build_rbac(&entry, &def, &inputs);
-            for r in driver_role.rules.unwrap() {
-                assert!(rules.contains(&r), "{topology}: missing {r:?}");
+        // Every role the starter builds for a driver operator is covered, in its namespace.
+        let role_in = |namespace: &str| {
+            roles
+                .iter()
+                .find(|r| r.metadata.namespace.as_deref() == Some(namespace))
+                .unwrap_or_else(|| panic!("no Role in {namespace}"))
+                .rules
+                .as_ref()
+                .unwrap()
+        };
+        for entry in registry() {
+            let def = drivers::by_name(entry.short_name).unwrap();
+            for topology in Topology::ALL {
+                let inputs = StarterInputs {
+                    topology,
+                    log_level: api::operator_v1::LogLevel::Normal,
+                    proxy: Default::default(),
+                    env: BTreeMap::new(),
+                    operator_image: String::new(),
+                };
+                let (driver_role, driver_ns_roles) = starter::build_rbac(&entry, &def, &inputs);
+                for r in driver_role.rules.unwrap() {
+                    assert!(
+                        rules.contains(&r),
+                        "{} {topology}: missing {r:?}",
+                        entry.short_name
+                    );
+                }
+                for driver_ns_role in driver_ns_roles {
+                    let namespace = driver_ns_role.metadata.namespace.unwrap();
+                    for r in driver_ns_role.rules.unwrap() {
+                        assert!(
+                            role_in(&namespace).contains(&r),
+                            "{} {topology}: missing {r:?} in {namespace}",
+                            entry.short_name
+                        );
+                    }
+                }
             }
-            for r in driver_ns_role.rules.unwrap() {
-                assert!(
-                    role.rules.as_ref().unwrap().contains(&r),
-                    "{topology}: missing namespaced {r:?}"
+        }
+        // It applies and watches the driver operators' Roles and RoleBindings in each.
+        for namespace in driver_namespaces() {
+            for resource in ["roles", "rolebindings"] {
+                for verb in ["watch", "patch"] {
+                    assert!(
+                        allows(
+                            role_in(&namespace),
+                            "rbac.authorization.k8s.io",
+                            resource,
+                            verb
+                        ),
+                        "{verb} {resource} in {namespace}"
+                    );
+                }
+            }
+        }
+        assert_eq!(roles.len(), driver_namespaces().len());
+    }
+
+    #[test]
+    fn the_install_makes_every_namespace_before_the_roles_in_it() {
+        for flavour in [Flavour::OpenShift, Flavour::Kubernetes] {
+            let objects = build(flavour, "example.com/so:1");
+            let position = |kind: &str, name: &str, namespace: Option<&str>| {
+                objects
+                    .iter()
+                    .position(|o| {
+                        o["kind"] == kind
+                            && o["metadata"]["name"] == name
+                            && o["metadata"]["namespace"].as_str() == namespace
+                    })
+                    .unwrap_or_else(|| panic!("{flavour:?}: no {kind} {name} in {namespace:?}"))
+            };
+            for namespace in driver_namespaces() {
+                let made = position("Namespace", &namespace, None);
+                let role = position("Role", NAME, Some(&namespace));
+                let binding = position("RoleBinding", NAME, Some(&namespace));
+                assert!(made < role && role < binding, "{flavour:?}: {namespace}");
+                // Labelled as the starter labels it.
+                let expected = if namespace == DRIVER_NAMESPACE {
+                    starter::build_namespace()
+                } else {
+                    starter::build_operand_namespace(&namespace)
+                };
+                assert_eq!(
+                    objects[made],
+                    serde_json::to_value(expected).unwrap(),
+                    "{flavour:?}: {namespace}"
                 );
             }
         }

@@ -1,6 +1,9 @@
 //! What the cluster storage operator watches, and the snapshot of it each reconcile reads.
-//! Every cache is scoped: our namespace, our labels, or the singletons by name; nodes are
-//! watched only where there is no Infrastructure API to read the platform from.
+//! Every cache is scoped: our namespaces, our labels, or the singletons by name; nodes are
+//! watched only where there is no Infrastructure API to read the platform from. The namespaces
+//! are the catalogue's ([`driver_namespaces`]): the driver namespace, where the driver operators
+//! run, and the operand namespaces of the drivers whose operands live apart, where only their
+//! Roles and RoleBindings are ours.
 
 use std::time::Duration;
 
@@ -16,7 +19,7 @@ use kube::{Api, Client, Resource};
 use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
 use serde::de::DeserializeOwned;
 
-use crate::registry::DRIVER_NAMESPACE;
+use crate::registry::{DRIVER_NAMESPACE, driver_namespaces};
 use crate::starter::STARTER_LABEL;
 
 /// Which optional APIs the cluster serves (OpenShift's config.openshift.io kinds).
@@ -67,13 +70,13 @@ pub struct Observed {
     pub cluster_csi_drivers: Vec<ClusterCSIDriver>,
     /// Every CSIDriver.
     pub csi_drivers: Vec<CSIDriver>,
-    /// The driver namespace.
+    /// The driver namespace and the separate operand namespaces.
     pub namespaces: Vec<Namespace>,
     /// Our ServiceAccounts in the driver namespace.
     pub service_accounts: Vec<ServiceAccount>,
-    /// Our Roles in the driver namespace.
+    /// Our Roles in the driver namespace and the separate operand namespaces.
     pub roles: Vec<Role>,
-    /// Our RoleBindings in the driver namespace.
+    /// Our RoleBindings in the driver namespace and the separate operand namespaces.
     pub role_bindings: Vec<RoleBinding>,
     /// Our driver operator Deployments.
     pub deployments: Vec<Deployment>,
@@ -96,10 +99,11 @@ pub struct Caches {
     cluster_operator: Option<Store<ClusterOperator>>,
     cluster_csi_drivers: Store<ClusterCSIDriver>,
     csi_drivers: Store<CSIDriver>,
-    namespaces: Store<Namespace>,
+    /// One per namespace of [`driver_namespaces`], as are `roles` and `role_bindings`.
+    namespaces: Vec<Store<Namespace>>,
     service_accounts: Store<ServiceAccount>,
-    roles: Store<Role>,
-    role_bindings: Store<RoleBinding>,
+    roles: Vec<Store<Role>>,
+    role_bindings: Vec<Store<RoleBinding>>,
     deployments: Store<Deployment>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
@@ -125,6 +129,15 @@ impl Caches {
             Api::all(client.clone())
         }
         let ns = |client: &Client| client.clone();
+        let namespaces = driver_namespaces();
+        // The watch names stay as they were for the driver namespace.
+        let named_in = |kind: &str, namespace: &str| {
+            if namespace == DRIVER_NAMESPACE {
+                kind.to_owned()
+            } else {
+                format!("{kind} in {namespace}")
+            }
+        };
         Self {
             apis,
             storage: informers.watch("storages", all(client), named("cluster")),
@@ -154,22 +167,41 @@ impl Caches {
                 Config::default(),
             ),
             csi_drivers: informers.watch("csidrivers", all(client), Config::default()),
-            namespaces: informers.watch("namespaces", all(client), named(DRIVER_NAMESPACE)),
+            namespaces: namespaces
+                .iter()
+                .map(|namespace| {
+                    informers.watch(
+                        &named_in("namespaces", namespace),
+                        all(client),
+                        named(namespace),
+                    )
+                })
+                .collect(),
             service_accounts: informers.watch(
                 "serviceaccounts",
                 Api::namespaced(ns(client), DRIVER_NAMESPACE),
                 ours(),
             ),
-            roles: informers.watch(
-                "roles",
-                Api::namespaced(ns(client), DRIVER_NAMESPACE),
-                ours(),
-            ),
-            role_bindings: informers.watch(
-                "rolebindings",
-                Api::namespaced(ns(client), DRIVER_NAMESPACE),
-                ours(),
-            ),
+            roles: namespaces
+                .iter()
+                .map(|namespace| {
+                    informers.watch(
+                        &named_in("roles", namespace),
+                        Api::namespaced(ns(client), namespace),
+                        ours(),
+                    )
+                })
+                .collect(),
+            role_bindings: namespaces
+                .iter()
+                .map(|namespace| {
+                    informers.watch(
+                        &named_in("rolebindings", namespace),
+                        Api::namespaced(ns(client), namespace),
+                        ours(),
+                    )
+                })
+                .collect(),
             deployments: informers.watch(
                 "deployments",
                 Api::namespaced(ns(client), DRIVER_NAMESPACE),
@@ -196,10 +228,10 @@ impl Caches {
             cluster_operator: self.cluster_operator.as_ref().and_then(single),
             cluster_csi_drivers: snapshot(&self.cluster_csi_drivers),
             csi_drivers: snapshot(&self.csi_drivers),
-            namespaces: snapshot(&self.namespaces),
+            namespaces: self.namespaces.iter().flat_map(snapshot).collect(),
             service_accounts: snapshot(&self.service_accounts),
-            roles: snapshot(&self.roles),
-            role_bindings: snapshot(&self.role_bindings),
+            roles: self.roles.iter().flat_map(snapshot).collect(),
+            role_bindings: self.role_bindings.iter().flat_map(snapshot).collect(),
             deployments: snapshot(&self.deployments),
             cluster_roles: snapshot(&self.cluster_roles),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),

@@ -57,7 +57,7 @@ pub use opkit::log_level::LogLevelHook;
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Desired {
-    /// The driver namespace.
+    /// The driver namespace, or a driver's separate operand namespace.
     Namespace(Namespace),
     /// A driver operator's ServiceAccount.
     ServiceAccount(ServiceAccount),
@@ -65,9 +65,9 @@ pub enum Desired {
     ClusterRole(ClusterRole),
     /// A driver operator's ClusterRoleBinding.
     ClusterRoleBinding(ClusterRoleBinding),
-    /// A driver operator's Role.
+    /// A driver operator's Role (in its namespace or its operands').
     Role(Role),
-    /// A driver operator's RoleBinding.
+    /// A driver operator's RoleBinding (in its namespace or its operands').
     RoleBinding(RoleBinding),
     /// A driver operator's Deployment.
     Deployment(Deployment),
@@ -197,7 +197,14 @@ pub fn plan(
             plan.requeue = Some(olm::RETRY);
         }
         plan.objects.extend(starter_objects(&started, &inputs));
-        for (entry, _) in &started {
+        for (entry, def) in &started {
+            // As OpenShift lists the namespace its static assets create for such a driver.
+            if let Some(namespace) = starter::separate_operand_namespace(def) {
+                let namespace = reference("", "namespaces", None, namespace);
+                if !related.contains(&namespace) {
+                    related.push(namespace);
+                }
+            }
             if !observed
                 .cluster_csi_drivers
                 .iter()
@@ -386,8 +393,9 @@ pub fn decide(
     (started, blocked)
 }
 
-/// Everything the starter applies for `started` drivers: the driver namespace and the shared
-/// sidecar ClusterRoles once, then each driver operator's ServiceAccount, RBAC and Deployment.
+/// Everything the starter applies for `started` drivers: the driver namespace, the separate
+/// operand namespaces of the drivers that have one, and the shared sidecar ClusterRoles once,
+/// then each driver operator's ServiceAccount, RBAC and Deployment.
 pub fn starter_objects(
     started: &[(DriverEntry, csi::DriverDef)],
     inputs: &StarterInputs,
@@ -397,6 +405,15 @@ pub fn starter_objects(
         return objects;
     }
     objects.push(Desired::Namespace(starter::build_namespace()));
+    let separate: BTreeSet<&str> = started
+        .iter()
+        .filter_map(|(_, def)| starter::separate_operand_namespace(def))
+        .collect();
+    for namespace in separate {
+        objects.push(Desired::Namespace(starter::build_operand_namespace(
+            namespace,
+        )));
+    }
     for mut role in csi::build_shared_sidecar_cluster_roles() {
         role.metadata
             .labels
@@ -428,16 +445,19 @@ impl Desired {
 }
 
 fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInputs) -> Vec<Desired> {
-    let (cluster_role, role) = starter::build_rbac(entry, def, inputs);
-    let (cluster_binding, binding) = starter::build_bindings(entry);
-    vec![
+    let (cluster_role, roles) = starter::build_rbac(entry, def, inputs);
+    let (cluster_binding, bindings) = starter::build_bindings(entry, def);
+    let mut objects = vec![
         Desired::ServiceAccount(starter::build_service_account(entry)),
         Desired::ClusterRole(cluster_role),
         Desired::ClusterRoleBinding(cluster_binding),
-        Desired::Role(role),
-        Desired::RoleBinding(binding),
-        Desired::Deployment(starter::build_deployment(entry, inputs)),
-    ]
+    ];
+    objects.extend(roles.into_iter().map(Desired::Role));
+    objects.extend(bindings.into_iter().map(Desired::RoleBinding));
+    objects.push(Desired::Deployment(starter::build_deployment(
+        entry, inputs,
+    )));
+    objects
 }
 
 fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
@@ -583,6 +603,85 @@ mod tests {
         let plan = super::plan(&observed(), &settings(), &adopted, &now());
         assert!(has_deployment(&plan));
         assert!(plan.requeue.is_none());
+    }
+
+    fn kinds_in(objects: &[Desired]) -> Vec<(String, String)> {
+        objects
+            .iter()
+            .map(|o| {
+                let value = o.to_value();
+                (
+                    value["kind"].as_str().unwrap().to_owned(),
+                    value["metadata"]["namespace"]
+                        .as_str()
+                        .or(value["metadata"]["name"].as_str())
+                        .unwrap()
+                        .to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    fn starter_inputs() -> StarterInputs {
+        StarterInputs {
+            topology: Topology::HighlyAvailable,
+            log_level: api::operator_v1::LogLevel::Normal,
+            proxy: Default::default(),
+            env: Default::default(),
+            operator_image: "i".into(),
+        }
+    }
+
+    #[test]
+    fn the_starter_makes_a_separate_operand_namespace_before_its_roles() {
+        let entry = crate::registry::find("gcp-pd").unwrap();
+        let mut def = drivers::by_name("gcp-pd").unwrap();
+        def.namespace = "openshift-gcp-pd-csi-driver".into();
+        let objects = kinds_in(&starter_objects(&[(entry, def)], &starter_inputs()));
+        let position = |wanted: (&str, &str)| {
+            objects
+                .iter()
+                .position(|(kind, ns)| (kind.as_str(), ns.as_str()) == wanted)
+                .unwrap_or_else(|| panic!("no {wanted:?} in {objects:?}"))
+        };
+        let operands = "openshift-gcp-pd-csi-driver";
+        assert!(position(("Namespace", DRIVER_NAMESPACE)) < position(("Role", DRIVER_NAMESPACE)));
+        assert!(position(("Namespace", operands)) < position(("Role", operands)));
+        assert!(position(("Role", operands)) < position(("RoleBinding", operands)));
+        assert!(position(("Role", DRIVER_NAMESPACE)) < position(("RoleBinding", DRIVER_NAMESPACE)));
+        for kind in ["ServiceAccount", "Deployment"] {
+            position((kind, DRIVER_NAMESPACE));
+            assert!(
+                !objects.contains(&(kind.to_owned(), operands.to_owned())),
+                "{kind}"
+            );
+        }
+        let count = |kind: &str| objects.iter().filter(|(k, _)| k == kind).count();
+        assert_eq!(
+            (count("Namespace"), count("Role"), count("RoleBinding")),
+            (2, 2, 2)
+        );
+
+        // Beside their operator: as before, one of each.
+        let entry = crate::registry::find("gcp-pd").unwrap();
+        let def = drivers::by_name("gcp-pd").unwrap();
+        let objects = kinds_in(&starter_objects(&[(entry, def)], &starter_inputs()));
+        let kinds: Vec<&str> = objects
+            .iter()
+            .filter(|(kind, _)| kind != "ClusterRole")
+            .map(|(kind, _)| kind.as_str())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "Namespace",
+                "ServiceAccount",
+                "ClusterRoleBinding",
+                "Role",
+                "RoleBinding",
+                "Deployment"
+            ]
+        );
     }
 
     #[test]

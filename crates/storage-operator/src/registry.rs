@@ -52,8 +52,11 @@ pub struct DriverEntry {
     pub operator_image_env: &'static str,
     /// The env var carrying the driver's image.
     pub driver_image_env: &'static str,
-    /// Other driver-specific image env vars passed through to the driver operator.
-    pub extra_image_envs: &'static [&'static str],
+    /// Other driver-specific images passed to the driver operator: the env var
+    /// cluster-storage-operator reads (as OpenShift's release payload sets it) and the one the
+    /// driver operator reads (as OpenShift's driver operator names it, e.g. Manila's
+    /// `NFS_DRIVER_IMAGE`).
+    pub extra_image_envs: &'static [(&'static str, &'static str)],
     /// Whether the driver operator may report itself Disabled (the platform lacks the service),
     /// which then counts as Available.
     pub allow_disabled: bool,
@@ -120,7 +123,10 @@ const fn platform_driver(
 pub fn registry() -> Vec<DriverEntry> {
     vec![
         DriverEntry {
-            extra_image_envs: &["CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE"],
+            extra_image_envs: &[(
+                "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
+                "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
+            )],
             ..platform_driver(
                 "disk.csi.azure.com",
                 "azure-disk",
@@ -134,7 +140,10 @@ pub fn registry() -> Vec<DriverEntry> {
             )
         },
         DriverEntry {
-            extra_image_envs: &["CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE"],
+            extra_image_envs: &[(
+                "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
+                "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
+            )],
             skip: &[Skip::OnAzureStackHub],
             ..platform_driver(
                 "file.csi.azure.com",
@@ -185,7 +194,7 @@ pub fn registry() -> Vec<DriverEntry> {
             )
         },
         DriverEntry {
-            extra_image_envs: &["MANILA_NFS_DRIVER_IMAGE"],
+            extra_image_envs: &[("MANILA_NFS_DRIVER_IMAGE", "NFS_DRIVER_IMAGE")],
             allow_disabled: true,
             olm: Some(OlmPackage {
                 package: "manila-csi-driver-operator",
@@ -223,7 +232,7 @@ pub fn registry() -> Vec<DriverEntry> {
             ),
         ),
         DriverEntry {
-            extra_image_envs: &["VMWARE_VSPHERE_SYNCER_IMAGE"],
+            extra_image_envs: &[("VMWARE_VSPHERE_SYNCER_IMAGE", "VMWARE_VSPHERE_SYNCER_IMAGE")],
             allow_disabled: true,
             ..platform_driver(
                 "csi.vsphere.vmware.com",
@@ -278,6 +287,22 @@ pub fn find(name: &str) -> Option<DriverEntry> {
     registry()
         .into_iter()
         .find(|d| d.short_name == name || d.csi_driver_name == name)
+}
+
+/// Every namespace the starter puts objects in, derived from the catalogue:
+/// [`DRIVER_NAMESPACE`] first (the driver operators and most operands), then, sorted, the
+/// operand namespaces of the drivers whose operands live apart from their operator (OpenShift's
+/// Manila). The cluster storage operator watches its objects in each and holds a Role in each.
+pub fn driver_namespaces() -> Vec<String> {
+    let separate: BTreeSet<String> = registry()
+        .iter()
+        .filter_map(|entry| drivers::by_name(entry.short_name).ok())
+        .map(|def| def.namespace)
+        .filter(|namespace| namespace != DRIVER_NAMESPACE)
+        .collect();
+    std::iter::once(DRIVER_NAMESPACE.to_owned())
+        .chain(separate)
+        .collect()
 }
 
 /// What the cluster says about drivers, besides its platform.
@@ -369,6 +394,23 @@ mod tests {
 
     use super::*;
     use crate::platform::Source;
+
+    #[test]
+    fn driver_namespaces_are_the_catalogues_once_each_driver_namespace_first() {
+        let namespaces = driver_namespaces();
+        assert_eq!(namespaces[0], DRIVER_NAMESPACE);
+        let unique: BTreeSet<&String> = namespaces.iter().collect();
+        assert_eq!(unique.len(), namespaces.len(), "{namespaces:?}");
+        for entry in registry() {
+            let def = drivers::by_name(entry.short_name).unwrap();
+            assert!(
+                namespaces.contains(&def.namespace),
+                "{}: {}",
+                entry.short_name,
+                def.namespace
+            );
+        }
+    }
 
     fn cluster_on(platform: PlatformType) -> ClusterPlatform {
         ClusterPlatform {

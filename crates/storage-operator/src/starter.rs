@@ -56,6 +56,39 @@ pub struct StarterInputs {
 /// The namespace of driver operators and their operands, labelled for privileged CSI pods and
 /// for cluster monitoring.
 pub fn build_namespace() -> Namespace {
+    namespace(DRIVER_NAMESPACE, &[("openshift.io/node-selector", "")])
+}
+
+/// The namespace of a driver whose operands live apart from its operator (OpenShift's Manila:
+/// `openshift-manila-csi-driver`), as OpenShift's static asset makes it: privileged CSI pods,
+/// no default node selector, management workloads allowed. It is also labelled
+/// `openshift.io/cluster-monitoring`, so that the platform Prometheus scrapes the driver's
+/// ServiceMonitor there, and opted out of OpenShift's pod security label sync, which would
+/// otherwise lower the privileged labels.
+pub fn build_operand_namespace(name: &str) -> Namespace {
+    namespace(
+        name,
+        &[
+            ("openshift.io/node-selector", ""),
+            ("workload.openshift.io/allowed", "management"),
+        ],
+    )
+}
+
+/// `def`'s operand namespace, when it is not [`DRIVER_NAMESPACE`] where its operator runs.
+pub fn separate_operand_namespace(def: &DriverDef) -> Option<&str> {
+    (def.namespace != DRIVER_NAMESPACE).then_some(def.namespace.as_str())
+}
+
+/// The namespaces the driver operator of `def` gets a Role in: its operands' first, then its
+/// own when that is another one.
+fn role_namespaces(def: &DriverDef) -> Vec<&str> {
+    std::iter::once(def.namespace.as_str())
+        .chain(separate_operand_namespace(def).map(|_| DRIVER_NAMESPACE))
+        .collect()
+}
+
+fn namespace(name: &str, annotations: &[(&str, &str)]) -> Namespace {
     let labels = [
         ("pod-security.kubernetes.io/enforce", "privileged"),
         ("pod-security.kubernetes.io/audit", "privileged"),
@@ -63,16 +96,17 @@ pub fn build_namespace() -> Namespace {
         ("openshift.io/cluster-monitoring", "true"),
         ("security.openshift.io/scc.podSecurityLabelSync", "false"),
     ];
+    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
     Namespace {
         metadata: ObjectMeta {
-            name: Some(DRIVER_NAMESPACE.into()),
-            labels: Some(
-                labels
-                    .iter()
-                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                    .collect(),
-            ),
-            annotations: Some([("openshift.io/node-selector".to_owned(), String::new())].into()),
+            name: Some(name.into()),
+            labels: Some(map(&labels)),
+            annotations: Some(map(annotations)),
             ..Default::default()
         },
         ..Default::default()
@@ -100,8 +134,9 @@ pub fn build_service_account(entry: &DriverEntry) -> ServiceAccount {
     }
 }
 
-/// The API group and resource of a kind the driver operator renders.
-fn resource_of(operand: &Operand) -> Option<(String, String, bool)> {
+/// The API group and resource of a kind the driver operator renders, and whether it lives in
+/// the operand namespace `namespace`.
+fn resource_of(operand: &Operand, namespace: &str) -> Option<(String, String, bool)> {
     let value = operand.to_value();
     let api_version = value["apiVersion"].as_str()?;
     let group = api_version
@@ -109,10 +144,10 @@ fn resource_of(operand: &Operand) -> Option<(String, String, bool)> {
         .map_or("", |(g, _)| g)
         .to_owned();
     let kind = value["kind"].as_str()?;
-    // Namespaced operands of the driver's own namespace go in its Role; cluster-scoped ones, and
-    // the few namespaced ones living elsewhere (the CredentialsRequest, in cloud-credential-
-    // operator's namespace, as on OpenShift), in its ClusterRole.
-    let namespaced = value["metadata"]["namespace"].as_str() == Some(DRIVER_NAMESPACE);
+    // Namespaced operands of the driver's operand namespace go in its Role there; cluster-scoped
+    // ones, and the few namespaced ones living elsewhere (the CredentialsRequest, in
+    // cloud-credential-operator's namespace, as on OpenShift), in its ClusterRole.
+    let namespaced = value["metadata"]["namespace"].as_str() == Some(namespace);
     let resource = match kind {
         "ServiceAccount" => "serviceaccounts",
         "ClusterRole" => "clusterroles",
@@ -147,12 +182,15 @@ fn maximal_operands(
     csi::render_operands(def, &inputs)
 }
 
-/// The driver operator's ClusterRole and the Role in its namespace.
+/// The driver operator's ClusterRole and its Roles: first the one in its operand namespace
+/// (`def.namespace`), for the operands it writes and reads there; then, when its operands live
+/// apart from it (see [`separate_operand_namespace`]), one in [`DRIVER_NAMESPACE`] where it
+/// runs, for its leader election Lease. With one namespace for both, one Role holds both.
 pub fn build_rbac(
     entry: &DriverEntry,
     def: &DriverDef,
     inputs: &StarterInputs,
-) -> (ClusterRole, Role) {
+) -> (ClusterRole, Vec<Role>) {
     let operands = maximal_operands(def, inputs.topology, &inputs.env);
 
     // What it reads and reports on, cluster-wide.
@@ -207,7 +245,10 @@ pub fn build_rbac(
     // What it writes: exactly the kinds it renders.
     let mut cluster_written = BTreeSet::new();
     let mut namespaced_written = BTreeSet::new();
-    for (group, resource, namespaced) in operands.iter().filter_map(resource_of) {
+    for (group, resource, namespaced) in operands
+        .iter()
+        .filter_map(|operand| resource_of(operand, &def.namespace))
+    {
         if namespaced {
             namespaced_written.insert((group, resource));
         } else {
@@ -270,10 +311,18 @@ pub fn build_rbac(
     cluster_rules.extend(drivers::extra_cluster_rules(def));
     dedupe(&mut cluster_rules);
 
-    let mut namespace_rules = vec![
+    // Where it runs: its leader election Lease (see `cli`'s `driver`, which holds it in the
+    // pod's namespace) and, as OpenShift's operators, its own pods and secrets.
+    let own_rules = vec![
         rule(&[""], &["secrets", "pods"], READ),
         rule(&["coordination.k8s.io"], &["leases"], MANAGE),
     ];
+    let separate = separate_operand_namespace(def).is_some();
+    let mut namespace_rules = if separate {
+        vec![rule(&[""], &["secrets", "pods"], READ)]
+    } else {
+        own_rules.clone()
+    };
     for (group, resource) in &namespaced_written {
         namespace_rules.push(rule(&[group], &[resource], MANAGE));
     }
@@ -295,21 +344,38 @@ pub fn build_rbac(
     dedupe(&mut namespace_rules);
 
     let name = entry.operator_deployment;
+    let mut roles = vec![Role {
+        metadata: meta(entry, format!("{name}-role"), Some(&def.namespace)),
+        rules: Some(namespace_rules),
+    }];
+    if separate {
+        let mut rules = own_rules;
+        rules.push(rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ));
+        roles.push(Role {
+            metadata: meta(entry, format!("{name}-role"), Some(DRIVER_NAMESPACE)),
+            rules: Some(rules),
+        });
+    }
     (
         ClusterRole {
             metadata: meta(entry, format!("{name}-clusterrole"), None),
             rules: Some(cluster_rules),
             ..Default::default()
         },
-        Role {
-            metadata: meta(entry, format!("{name}-role"), Some(DRIVER_NAMESPACE)),
-            rules: Some(namespace_rules),
-        },
+        roles,
     )
 }
 
-/// The bindings of the driver operator's ClusterRole and Role to its ServiceAccount.
-pub fn build_bindings(entry: &DriverEntry) -> (ClusterRoleBinding, RoleBinding) {
+/// The bindings of the driver operator's ClusterRole and Roles (as [`build_rbac`] makes them,
+/// in the same order) to its ServiceAccount, which is in [`DRIVER_NAMESPACE`].
+pub fn build_bindings(
+    entry: &DriverEntry,
+    def: &DriverDef,
+) -> (ClusterRoleBinding, Vec<RoleBinding>) {
     let name = entry.operator_deployment;
     let subject = Subject {
         kind: "ServiceAccount".into(),
@@ -328,11 +394,14 @@ pub fn build_bindings(entry: &DriverEntry) -> (ClusterRoleBinding, RoleBinding) 
             role_ref: role_ref("ClusterRole", format!("{name}-clusterrole")),
             subjects: Some(vec![subject.clone()]),
         },
-        RoleBinding {
-            metadata: meta(entry, format!("{name}-rolebinding"), Some(DRIVER_NAMESPACE)),
-            role_ref: role_ref("Role", format!("{name}-role")),
-            subjects: Some(vec![subject]),
-        },
+        role_namespaces(def)
+            .into_iter()
+            .map(|namespace| RoleBinding {
+                metadata: meta(entry, format!("{name}-rolebinding"), Some(namespace)),
+                role_ref: role_ref("Role", format!("{name}-role")),
+                subjects: Some(vec![subject.clone()]),
+            })
+            .collect(),
     )
 }
 
@@ -353,6 +422,21 @@ fn env(name: &str, value: &str) -> EnvVar {
     }
 }
 
+/// An env var from the pod's own metadata (the downward API).
+fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// The driver operator's Deployment: this binary running `driver <short name>`, one replica,
 /// on control-plane nodes when the cluster has them, with the images, log level and proxy
 /// passed through its environment.
@@ -360,23 +444,16 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
     let labels: BTreeMap<String, String> =
         [("name".to_owned(), entry.operator_deployment.to_owned())].into();
     let mut env_vars = vec![
-        EnvVar {
-            name: "POD_NAME".into(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector {
-                    field_path: "metadata.name".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
+        field_env("POD_NAME", "metadata.name"),
+        // Where it holds its leader election Lease: the namespace it runs in, where its Role
+        // allows it (the driver's operands may live in another one).
+        field_env("POD_NAMESPACE", "metadata.namespace"),
         env("LOG_LEVEL", log_filter(&inputs.log_level)),
     ];
     // The driver's image under the name the driver operator reads, then the shared sidecars.
     // Unset ones are left out: the driver operator falls back to upstream images.
     let passed = std::iter::once((entry.driver_image_env, "DRIVER_IMAGE"))
-        .chain(entry.extra_image_envs.iter().map(|e| (*e, *e)))
+        .chain(entry.extra_image_envs.iter().copied())
         .chain(SIDECAR_IMAGE_ENVS.iter().map(|e| (*e, *e)));
     for (from, to) in passed {
         if let Some(value) = inputs.env.get(from).filter(|v| !v.is_empty()) {
@@ -719,7 +796,12 @@ mod tests {
     #[test]
     fn rbac_lets_the_driver_operator_write_what_it_renders_and_grant_what_it_holds() {
         let (entry, def) = gcp();
-        let (cluster_role, role) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+        let (cluster_role, roles) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+        let [role] = <[Role; 1]>::try_from(roles).unwrap();
+        assert_eq!(
+            role.metadata.name.as_deref(),
+            Some("gcp-pd-csi-driver-operator-role")
+        );
         let cluster_rules = cluster_role.rules.unwrap();
         let allows = opkit::rbac::allows;
         for (group, resource) in [
@@ -817,7 +899,12 @@ mod tests {
         for entry in crate::registry::registry() {
             let def = drivers::by_name(entry.short_name).unwrap();
             for topology in [Topology::HighlyAvailable, Topology::SingleReplica] {
-                let (cluster_role, role) = build_rbac(&entry, &def, &inputs(topology));
+                let (cluster_role, roles) = build_rbac(&entry, &def, &inputs(topology));
+                // The kit watches the operands' namespace.
+                let role = roles
+                    .into_iter()
+                    .find(|r| r.metadata.namespace.as_ref() == Some(&def.namespace))
+                    .unwrap();
                 let (cluster_rules, role_rules) =
                     (cluster_role.rules.unwrap(), role.rules.unwrap());
                 for (group, resource, namespaced) in csi::operator::observe::ALWAYS_WATCHED {
@@ -838,17 +925,230 @@ mod tests {
         }
     }
 
-    #[test]
-    fn bindings_point_at_the_roles_and_the_service_account() {
-        let (entry, def) = gcp();
-        let (cluster_role, role) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
-        let (crb, rb) = build_bindings(&entry);
+    /// GCP PD's definition with its operands in a namespace of their own, as Manila's are.
+    fn gcp_apart() -> (DriverEntry, DriverDef) {
+        let (entry, mut def) = gcp();
+        def.namespace = "openshift-gcp-pd-csi-driver".into();
+        (entry, def)
+    }
+
+    #[rstest]
+    #[case::one_namespace(gcp(), 1)]
+    #[case::operands_apart(gcp_apart(), 2)]
+    fn bindings_point_at_the_roles_and_the_service_account(
+        #[case] (entry, def): (DriverEntry, DriverDef),
+        #[case] count: usize,
+    ) {
+        let (cluster_role, roles) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+        let (crb, rbs) = build_bindings(&entry, &def);
         assert_eq!(crb.role_ref.name, cluster_role.metadata.name.unwrap());
-        assert_eq!(rb.role_ref.name, role.metadata.name.unwrap());
+        assert_eq!((roles.len(), rbs.len()), (count, count));
+        for (role, rb) in roles.iter().zip(&rbs) {
+            assert_eq!(Some(&rb.role_ref.name), role.metadata.name.as_ref());
+            assert_eq!(rb.role_ref.kind, "Role");
+            assert_eq!(rb.metadata.namespace, role.metadata.namespace);
+        }
         let sa = build_service_account(&entry);
-        for subject in crb.subjects.iter().chain(rb.subjects.iter()).flatten() {
+        assert_eq!(sa.metadata.namespace.as_deref(), Some(DRIVER_NAMESPACE));
+        for subject in crb
+            .subjects
+            .iter()
+            .chain(rbs.iter().filter_map(|rb| rb.subjects.as_ref()))
+            .flatten()
+        {
             assert_eq!(Some(&subject.name), sa.metadata.name.as_ref());
             assert_eq!(subject.namespace, sa.metadata.namespace);
+        }
+    }
+
+    #[test]
+    fn operands_apart_from_their_operator_get_a_role_where_they_live() {
+        let (entry, def) = gcp_apart();
+        assert_eq!(
+            separate_operand_namespace(&def),
+            Some("openshift-gcp-pd-csi-driver")
+        );
+        let (cluster_role, roles) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+        let [operands, own] = <[Role; 2]>::try_from(roles).unwrap();
+        assert_eq!(
+            operands.metadata.namespace.as_deref(),
+            Some("openshift-gcp-pd-csi-driver")
+        );
+        assert_eq!(own.metadata.namespace.as_deref(), Some(DRIVER_NAMESPACE));
+        for role in [&operands, &own] {
+            assert_eq!(
+                role.metadata.name.as_deref(),
+                Some("gcp-pd-csi-driver-operator-role")
+            );
+        }
+        let (cluster_rules, operand_rules, own_rules) = (
+            cluster_role.rules.unwrap(),
+            operands.rules.unwrap(),
+            own.rules.unwrap(),
+        );
+        let allows = opkit::rbac::allows;
+
+        // Every namespaced operand of the maximal render lives in the operand namespace, and
+        // the Role there lets the driver operator write and remove it; the ClusterRole does
+        // not grant those kinds everywhere instead.
+        let operands = maximal_operands(
+            &def,
+            Topology::HighlyAvailable,
+            &inputs(Topology::HighlyAvailable).env,
+        );
+        let mut kinds = BTreeSet::new();
+        for operand in &operands {
+            let value = operand.to_value();
+            let Some(namespace) = value["metadata"]["namespace"].as_str() else {
+                continue;
+            };
+            let (group, resource, _) = resource_of(operand, &def.namespace).unwrap();
+            if namespace != def.namespace {
+                // Only the CredentialsRequest, in cloud-credential-operator's namespace.
+                assert_eq!(resource, "credentialsrequests", "{value}");
+                continue;
+            }
+            for verb in ["get", "list", "watch", "create", "patch", "delete"] {
+                assert!(
+                    allows(&operand_rules, &group, &resource, verb),
+                    "{verb} {group}/{resource}"
+                );
+            }
+            kinds.insert((group, resource));
+        }
+        for resource in ["deployments", "daemonsets"] {
+            assert!(kinds.contains(&("apps".to_owned(), resource.to_owned())));
+            assert!(
+                !allows(&cluster_rules, "apps", resource, "patch"),
+                "{resource}"
+            );
+            assert!(!allows(&own_rules, "apps", resource, "patch"), "{resource}");
+        }
+        // It holds what the Roles it renders grant, in their namespace.
+        for operand in &operands {
+            if let Operand::Role(role) = operand {
+                assert_eq!(role.metadata.namespace.as_ref(), Some(&def.namespace));
+                for rule in role.rules.iter().flatten() {
+                    assert!(operand_rules.contains(rule), "{rule:?}");
+                }
+            }
+        }
+        // It reads its credentials there.
+        assert!(allows(&operand_rules, "", "secrets", "watch"));
+        // Its Lease is where it runs, not where its operands are.
+        for verb in ["get", "create", "update"] {
+            assert!(
+                allows(&own_rules, "coordination.k8s.io", "leases", verb),
+                "{verb}"
+            );
+        }
+        assert!(!operand_rules.contains(&rule(&["coordination.k8s.io"], &["leases"], MANAGE)));
+        assert!(allows(&own_rules, "", "events", "create"));
+        assert!(allows(&own_rules, "", "pods", "get"));
+
+        // The Deployment tells it the namespace it runs in, for its Lease.
+        let deployment = build_deployment(&entry, &inputs(Topology::HighlyAvailable));
+        assert_eq!(
+            deployment.metadata.namespace.as_deref(),
+            Some(DRIVER_NAMESPACE)
+        );
+        let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
+        let pod_namespace = container
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "POD_NAMESPACE")
+            .and_then(|e| e.value_from.as_ref()?.field_ref.as_ref())
+            .map(|f| f.field_path.as_str());
+        assert_eq!(pod_namespace, Some("metadata.namespace"));
+    }
+
+    #[test]
+    fn a_separate_operand_namespace_is_made_as_openshift_makes_manilas() {
+        let namespace = build_operand_namespace("openshift-manila-csi-driver");
+        assert_eq!(
+            namespace.metadata.name.as_deref(),
+            Some("openshift-manila-csi-driver")
+        );
+        let labels = namespace.metadata.labels.unwrap();
+        for mode in ["enforce", "audit", "warn"] {
+            assert_eq!(
+                labels[&format!("pod-security.kubernetes.io/{mode}")],
+                "privileged"
+            );
+        }
+        assert_eq!(labels["openshift.io/cluster-monitoring"], "true");
+        assert_eq!(
+            labels["security.openshift.io/scc.podSecurityLabelSync"],
+            "false"
+        );
+        let annotations = namespace.metadata.annotations.unwrap();
+        assert_eq!(annotations["openshift.io/node-selector"], "");
+        assert_eq!(annotations["workload.openshift.io/allowed"], "management");
+        // The driver namespace is as it was.
+        let driver = build_namespace();
+        assert_eq!(driver.metadata.name.as_deref(), Some(DRIVER_NAMESPACE));
+        assert_eq!(
+            driver
+                .metadata
+                .annotations
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["openshift.io/node-selector"]
+        );
+        assert_eq!(driver.metadata.labels.unwrap(), labels);
+    }
+
+    /// Nothing changes for the drivers whose operands live beside their operator.
+    #[test]
+    fn drivers_with_their_operands_beside_them_keep_one_role_and_one_binding() {
+        for entry in crate::registry::registry() {
+            let def = drivers::by_name(entry.short_name).unwrap();
+            let (_, roles) = build_rbac(&entry, &def, &inputs(Topology::HighlyAvailable));
+            let (_, bindings) = build_bindings(&entry, &def);
+            let namespaces = |metas: Vec<&ObjectMeta>| {
+                metas
+                    .into_iter()
+                    .map(|m| m.namespace.clone().unwrap())
+                    .collect::<Vec<_>>()
+            };
+            let expected: Vec<String> = match separate_operand_namespace(&def) {
+                None => vec![DRIVER_NAMESPACE.into()],
+                Some(apart) => vec![apart.into(), DRIVER_NAMESPACE.into()],
+            };
+            assert_eq!(
+                namespaces(roles.iter().map(|r| &r.metadata).collect()),
+                expected,
+                "{}",
+                entry.short_name
+            );
+            assert_eq!(
+                namespaces(bindings.iter().map(|b| &b.metadata).collect()),
+                expected,
+                "{}",
+                entry.short_name
+            );
+            let name = entry.operator_deployment;
+            assert!(
+                roles
+                    .iter()
+                    .all(|r| r.metadata.name == Some(format!("{name}-role")))
+            );
+            assert!(
+                bindings
+                    .iter()
+                    .all(|b| b.metadata.name == Some(format!("{name}-rolebinding")))
+            );
+            if separate_operand_namespace(&def).is_none() {
+                // Its Lease, where it runs, in the one Role.
+                let rules = roles[0].rules.as_ref().unwrap();
+                assert_eq!(rules[0], rule(&[""], &["secrets", "pods"], READ));
+                assert_eq!(
+                    rules[1],
+                    rule(&["coordination.k8s.io"], &["leases"], MANAGE)
+                );
+            }
         }
     }
 

@@ -746,3 +746,114 @@ async fn declare_and_see_installed(admin: &Client, name: &str, driver: &str) {
     })
     .await;
 }
+
+/// On OpenStack, Manila's operands live in `openshift-manila-csi-driver`, apart from its
+/// operator: the starter makes that namespace (labelled for cluster monitoring), gives the
+/// driver operator a Role and RoleBinding there and in its own namespace, lists the namespace
+/// among the ClusterOperator's related objects, and, once converged, writes nothing.
+#[tokio::test]
+async fn operands_apart_from_their_operator_get_their_namespace_and_roles() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let cluster = testkit::Cluster::start().await;
+    let admin = cluster.client();
+    install_crds(
+        &admin,
+        &[
+            "ClusterCSIDriver",
+            "Storage",
+            "ClusterOperator",
+            "Infrastructure",
+        ],
+    )
+    .await;
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "c", "controlPlaneTopology": "HighlyAvailable",
+                   "platformStatus": {"type": "OpenStack"}}
+    });
+    create::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
+    Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    let manila = drivers::by_name("openstack-manila").unwrap();
+    let apart = manila.namespace.as_str();
+    assert_eq!(apart, "openshift-manila-csi-driver");
+    let operator = storage_operator::registry::find("openstack-manila")
+        .unwrap()
+        .operator_deployment;
+    let namespace = eventually("Manila's operand namespace", async || {
+        Api::<Namespace>::all(admin.clone())
+            .get_opt(apart)
+            .await
+            .unwrap()
+    })
+    .await;
+    let labels = namespace.metadata.labels.unwrap();
+    assert_eq!(labels["openshift.io/cluster-monitoring"], "true");
+    assert_eq!(labels["pod-security.kubernetes.io/enforce"], "privileged");
+    for ns in [apart, NS] {
+        let role = eventually(&format!("the driver operator's Role in {ns}"), async || {
+            Api::<Role>::namespaced(admin.clone(), ns)
+                .get_opt(&format!("{operator}-role"))
+                .await
+                .unwrap()
+        })
+        .await;
+        let binding = eventually(
+            &format!("the driver operator's RoleBinding in {ns}"),
+            async || {
+                Api::<RoleBinding>::namespaced(admin.clone(), ns)
+                    .get_opt(&format!("{operator}-rolebinding"))
+                    .await
+                    .unwrap()
+            },
+        )
+        .await;
+        assert_eq!(Some(binding.role_ref.name), role.metadata.name);
+        let subject = &binding.subjects.unwrap()[0];
+        assert_eq!(subject.namespace.as_deref(), Some(NS));
+    }
+    // The driver operator itself runs in the driver namespace.
+    eventually("Manila's driver operator Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(operator)
+            .await
+            .unwrap()
+    })
+    .await;
+    eventually(
+        "the operand namespace among the related objects",
+        async || {
+            let co = Api::<ClusterOperator>::all(admin.clone())
+                .get_opt("storage")
+                .await
+                .unwrap()?;
+            co.status?
+                .related_objects
+                .iter()
+                .any(|r| r.resource == "namespaces" && r.name == apart)
+                .then_some(())
+        },
+    )
+    .await;
+
+    // Idle: the objects in the operand namespace are watched too, so nothing is rewritten.
+    running.converged(&cluster, "storage-operator").await;
+    cluster.clear_requests();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let writes: Vec<_> = cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.from_client("storage-operator") && r.is_write())
+        .collect();
+    assert!(writes.is_empty(), "an idle operator wrote: {writes:#?}");
+    running.stop().await;
+}

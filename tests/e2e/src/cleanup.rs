@@ -92,8 +92,9 @@ pub async fn remove_cluster_csi_driver(admin: &Client, name: &str) {
 
 /// Removes a catalogue driver `short` and everything installed for it: its ClusterCSIDriver,
 /// its cluster-scoped operands (CSIDriver `csi_name`, StorageClasses, snapshot classes, RBAC),
-/// the starter's cluster-scoped objects for its operator, and the namespace `namespace` with
-/// all the rest.
+/// the starter's cluster-scoped objects for its operator, and its operand namespace `namespace`
+/// with all the rest; when that is not the driver namespace, where the starter put its
+/// operator (Manila), that one too.
 pub async fn remove_driver(admin: &Client, short: &str, csi_name: &str, namespace: &str) {
     remove_cluster_csi_driver(admin, csi_name).await;
     delete_and_wait(&Api::<CSIDriver>::all(admin.clone()), csi_name).await;
@@ -117,6 +118,10 @@ pub async fn remove_driver(admin: &Client, short: &str, csi_name: &str, namespac
         delete_labelled(&Api::<ClusterRoleBinding>::all(admin.clone()), selector).await;
     }
     delete_namespace(admin, namespace).await;
+    let operators = storage_operator::registry::DRIVER_NAMESPACE;
+    if namespace != operators {
+        delete_namespace(admin, operators).await;
+    }
 }
 
 /// Removes the Infrastructure `cluster` the harness declared, if it did.

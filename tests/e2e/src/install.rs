@@ -90,8 +90,9 @@ pub async fn build_controller(admin: &Client) -> Identity {
 }
 
 /// Creates what the cluster storage operator's starter creates for the driver operator of
-/// `short` (its namespace, ServiceAccount, ClusterRole, Role and bindings, from the starter's
-/// own builders) and returns that driver operator's identity.
+/// `short` (its namespace and, for a driver whose operands live apart, their namespace too; its
+/// ServiceAccount, ClusterRole, Roles and bindings, from the starter's own builders) and returns
+/// that driver operator's identity.
 pub async fn driver_operator(admin: &Client, short: &str) -> Identity {
     use storage_operator::starter;
     let entry = storage_operator::registry::find(short)
@@ -104,22 +105,24 @@ pub async fn driver_operator(admin: &Client, short: &str) -> Identity {
         env: Default::default(),
         operator_image: "localhost/storage-operator:e2e".into(),
     };
-    let namespace = starter::build_namespace();
-    wait_not_terminating(
-        admin,
-        namespace.metadata.name.as_deref().unwrap_or_default(),
-    )
-    .await;
-    let (cluster_role, role) = starter::build_rbac(&entry, &def, &inputs);
-    let (cluster_binding, binding) = starter::build_bindings(&entry);
-    let objects = [
-        to_value(&namespace),
-        to_value(&starter::build_service_account(&entry)),
-        to_value(&cluster_role),
-        to_value(&role),
-        to_value(&cluster_binding),
-        to_value(&binding),
-    ];
+    let namespaces = std::iter::once(starter::build_namespace())
+        .chain(starter::separate_operand_namespace(&def).map(starter::build_operand_namespace));
+    let mut objects = Vec::new();
+    for namespace in namespaces {
+        wait_not_terminating(
+            admin,
+            namespace.metadata.name.as_deref().unwrap_or_default(),
+        )
+        .await;
+        objects.push(to_value(&namespace));
+    }
+    let (cluster_role, roles) = starter::build_rbac(&entry, &def, &inputs);
+    let (cluster_binding, bindings) = starter::build_bindings(&entry, &def);
+    objects.push(to_value(&starter::build_service_account(&entry)));
+    objects.push(to_value(&cluster_role));
+    objects.extend(roles.iter().map(to_value));
+    objects.push(to_value(&cluster_binding));
+    objects.extend(bindings.iter().map(to_value));
     for object in objects {
         apply_value(admin, object, "the starter's objects").await;
     }

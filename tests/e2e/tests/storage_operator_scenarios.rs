@@ -148,3 +148,68 @@ async fn converge_drift_recreate_and_unmanaged() {
     cso::finish(&admin, &identity, "gcp-pd").await;
     cleanup::undeclare_platform(&admin, declared).await;
 }
+
+/// On OpenStack the cluster storage operator starts Manila, whose operands live apart from its
+/// operator: as the ServiceAccount of the install manifests, it makes their namespace and gives
+/// the driver operator a Role there and in the driver namespace, which the API server allows
+/// only if it holds every permission it grants in each (it is never refused a request).
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn manila_gets_its_operand_namespace_and_roles_there() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let admin = e2e::admin().await;
+    let declared = e2e::ensure_platform(&admin, json!({"type": "OpenStack"})).await;
+    let identity = cso::prepare(&admin).await;
+    let running = cso::start(&identity);
+
+    let def = drivers::by_name("openstack-manila").unwrap();
+    let operator = storage_operator::registry::find("openstack-manila")
+        .unwrap()
+        .operator_deployment;
+    let apart = def.namespace.as_str();
+    assert_ne!(apart, NS, "Manila's operands live apart from its operator");
+    let namespace = wait_for("Manila's operand namespace", async || {
+        Api::<Namespace>::all(admin.clone())
+            .get_opt(apart)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(
+        namespace.metadata.labels.unwrap()["openshift.io/cluster-monitoring"],
+        "true"
+    );
+    for ns in [apart, NS] {
+        wait_for(&format!("the driver operator's Role in {ns}"), async || {
+            Api::<Role>::namespaced(admin.clone(), ns)
+                .get_opt(&format!("{operator}-role"))
+                .await
+                .unwrap()
+        })
+        .await;
+        wait_for(
+            &format!("the driver operator's RoleBinding in {ns}"),
+            async || {
+                Api::<RoleBinding>::namespaced(admin.clone(), ns)
+                    .get_opt(&format!("{operator}-rolebinding"))
+                    .await
+                    .unwrap()
+            },
+        )
+        .await;
+    }
+    wait_for("Manila's driver operator Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt(operator)
+            .await
+            .unwrap()
+    })
+    .await;
+
+    running.stop().await;
+    for short in ["openstack-cinder", "openstack-manila"] {
+        cso::finish(&admin, &identity, short).await;
+    }
+    cleanup::undeclare_platform(&admin, declared).await;
+}
