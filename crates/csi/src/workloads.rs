@@ -68,7 +68,8 @@ pub fn operand_container(name: &str, image: &str, args: Vec<String>) -> Containe
     container(name, image, args, REQUEST_MEMORY)
 }
 
-fn mount(name: &str, path: &str) -> VolumeMount {
+/// A mount of volume `name` at `path`.
+pub fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
@@ -732,7 +733,8 @@ pub fn build_pod_disruption_budget(def: &DriverDef) -> PodDisruptionBudget {
     }
 }
 
-fn host_path(name: &str, path: &str, type_: &str) -> Volume {
+/// Volume `name`: directory `path` of the node, of hostPath type `type_`.
+pub fn host_path(name: &str, path: &str, type_: &str) -> Volume {
     Volume {
         name: name.to_owned(),
         host_path: Some(HostPathVolumeSource {

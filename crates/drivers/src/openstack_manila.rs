@@ -44,6 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use csi::operator::{Probe, ProbeConfig, Probed};
+use csi::workloads::{host_path, mount};
 use csi::{
     DriverDef, ExtraDaemonSet, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names,
 };
@@ -52,9 +53,8 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, EnvVar, EnvVarSource, HostPathVolumeSource, ObjectFieldSelector, PodSpec,
-    PodTemplateSpec, ResourceRequirements, Secret, SecurityContext, Toleration, Volume,
-    VolumeMount,
+    ConfigMap, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodSpec, PodTemplateSpec,
+    ResourceRequirements, Secret, SecurityContext, Toleration, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -208,33 +208,10 @@ fn node_id_env() -> EnvVar {
     }
 }
 
-fn mount(name: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: name.to_owned(),
-        mount_path: path.to_owned(),
-        ..VolumeMount::default()
-    }
-}
-
-fn host_path(name: &str, path: &str, type_: &str) -> Volume {
-    Volume {
-        name: name.to_owned(),
-        host_path: Some(HostPathVolumeSource {
-            path: path.to_owned(),
-            type_: Some(type_.to_owned()),
-        }),
-        ..Volume::default()
-    }
-}
-
 /// Adds the NFS plugin to the controller pod, after the driver: it serves the driver's
 /// forwarded calls on [`NFS_CONTROLLER_ENDPOINT`] in the socket emptyDir, unprivileged.
 pub fn with_nfs_controller_plugin(inputs: &Inputs, deployment: &mut Deployment) {
-    let Some(spec) = deployment
-        .spec
-        .as_mut()
-        .and_then(|s| s.template.spec.as_mut())
-    else {
+    let Some(spec) = crate::common::pod_spec(deployment) else {
         return;
     };
     let nfs = Container {
@@ -270,18 +247,10 @@ pub fn with_nfs_controller_plugin(inputs: &Inputs, deployment: &mut Deployment) 
 /// (the NFS plugin mounts the shares; the socket directory is its `plugin-dir`), and an init
 /// container waits for the NFS plugin's socket on the host before the driver starts.
 pub fn with_node_plugin_layout(_inputs: &Inputs, daemon_set: &mut DaemonSet) {
-    let Some(spec) = daemon_set
-        .spec
-        .as_mut()
-        .and_then(|s| s.template.spec.as_mut())
-    else {
+    let Some(spec) = crate::common::ds_pod_spec(daemon_set) else {
         return;
     };
-    let Some(driver) = spec
-        .containers
-        .iter_mut()
-        .find(|c| c.name == names::DRIVER_CONTAINER)
-    else {
+    let Some(driver) = crate::common::driver_container(spec) else {
         return;
     };
     if let Some(mounts) = driver.volume_mounts.as_mut() {
