@@ -183,12 +183,7 @@ fn in_the_controller_pod_the_nfs_plugin_serves_the_socket_the_driver_forwards_to
         mount_path(nfs, "socket-dir")
     );
     let forward = env_value(driver, "FWD_CSI_ENDPOINT");
-    let served = nfs
-        .args
-        .iter()
-        .flatten()
-        .find_map(|a| a.strip_prefix("--endpoint="))
-        .unwrap();
+    let served = arg(nfs, "--endpoint=");
     let path = |endpoint: &str| {
         format!(
             "/{}",
@@ -230,12 +225,7 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
         .iter()
         .find(|c| c.name == "csi-node-driver-registrar")
         .unwrap();
-    let registered = registrar
-        .args
-        .iter()
-        .flatten()
-        .find_map(|a| a.strip_prefix("--kubelet-registration-path="))
-        .unwrap();
+    let registered = arg(registrar, "--kubelet-registration-path=");
     assert_eq!(endpoint, format!("unix://{registered}"));
     assert_eq!(
         mount_path(driver, "plugin-dir").as_deref(),
@@ -257,17 +247,7 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
     // The NFS DaemonSet: an operand of its own, serving on that host directory and mounting
     // shares into the kubelet's pods directory.
     let operands = csi::render_operands(&def, &inputs);
-    let nfs_ds = operands
-        .iter()
-        .find_map(|o| match o {
-            csi::Operand::DaemonSet(ds)
-                if ds.metadata.name.as_deref() == Some("csi-nodeplugin-nfsplugin") =>
-            {
-                Some(ds.clone())
-            }
-            _ => None,
-        })
-        .expect("the NFS DaemonSet is rendered");
+    let nfs_ds = daemon_set(&operands, "csi-nodeplugin-nfsplugin");
     assert_eq!(
         nfs_ds.metadata.namespace.as_deref(),
         Some("openshift-manila-csi-driver")
@@ -280,12 +260,7 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
     let nfs = &nfs_spec.containers[0];
     assert_eq!(nfs.image.as_deref(), Some("example.com/nfs:9"));
     assert_eq!(host_path(&nfs_spec, "plugin-dir"), fwd_dir);
-    let served = nfs
-        .args
-        .iter()
-        .flatten()
-        .find_map(|a| a.strip_prefix("--endpoint="))
-        .unwrap();
+    let served = arg(nfs, "--endpoint=");
     let plugin_mount = mount_path(nfs, "plugin-dir").unwrap();
     assert_eq!(
         format!(
@@ -307,22 +282,39 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
         Some(true)
     );
     // Its pods are told apart from the node plugin's.
+    let selector = |name| {
+        daemon_set(&operands, name)
+            .spec
+            .unwrap()
+            .selector
+            .match_labels
+    };
     assert_ne!(
-        nfs_ds_selector(&operands, "csi-nodeplugin-nfsplugin"),
-        nfs_ds_selector(&operands, "openstack-manila-csi-nodeplugin")
+        selector("csi-nodeplugin-nfsplugin"),
+        selector("openstack-manila-csi-nodeplugin")
     );
 }
 
-fn nfs_ds_selector(operands: &[csi::Operand], name: &str) -> BTreeMap<String, String> {
+/// The rendered DaemonSet `name`.
+fn daemon_set(operands: &[csi::Operand], name: &str) -> k8s_openapi::api::apps::v1::DaemonSet {
     operands
         .iter()
         .find_map(|o| match o {
             csi::Operand::DaemonSet(ds) if ds.metadata.name.as_deref() == Some(name) => {
-                ds.spec.as_ref()?.selector.match_labels.clone()
+                Some(ds.clone())
             }
             _ => None,
         })
-        .unwrap()
+        .unwrap_or_else(|| panic!("no DaemonSet {name} is rendered"))
+}
+
+/// The value of a container's `<prefix>...` argument.
+fn arg<'a>(c: &'a k8s_openapi::api::core::v1::Container, prefix: &str) -> &'a str {
+    c.args
+        .iter()
+        .flatten()
+        .find_map(|a| a.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("{}: no argument {prefix}", c.name))
 }
 
 fn credentials(clouds: &str, ca: Option<&str>) -> Result<openstack_manila::Credentials, String> {
