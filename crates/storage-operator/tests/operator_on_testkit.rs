@@ -45,6 +45,24 @@ where
         .unwrap();
 }
 
+/// Creates Infrastructure `cluster` with `status`, set as the installer sets it (status is a
+/// subresource: created first, then applied).
+async fn install_infrastructure(admin: &Client, status: Value) {
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": status
+    });
+    create::<api::config_v1::Infrastructure>(admin, infrastructure.clone()).await;
+    Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+}
+
 fn settings() -> Settings {
     Settings {
         operator_image: "example.com/storage-operator:1".into(),
@@ -137,20 +155,12 @@ async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
     )
     .await;
     // Status is a subresource: set it as the installer does, after creating the object.
-    let infrastructure = json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-        "spec": {}, "status": {"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
-                   "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}
-    });
-    create::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
-    Api::<api::config_v1::Infrastructure>::all(admin.clone())
-        .patch_status(
-            "cluster",
-            &PatchParams::apply("installer"),
-            &Patch::Apply(infrastructure),
-        )
-        .await
-        .unwrap();
+    install_infrastructure(
+        &admin,
+        json!({"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+               "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}),
+    )
+    .await;
     create::<Storage>(&admin, json!({
         "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
         "spec": {"managementState": "Managed", "logLevel": "Debug"}
@@ -631,19 +641,11 @@ async fn every_platform_gets_its_drivers_or_a_reason() {
         let cluster = testkit::Cluster::start().await;
         let admin = cluster.client();
         install_crds(&admin, &["ClusterCSIDriver", "Storage", "Infrastructure"]).await;
-        let infrastructure = json!({
-            "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-            "spec": {}, "status": {"infrastructureName": "c", "platformStatus": {"type": platform}}
-        });
-        create::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
-        Api::<api::config_v1::Infrastructure>::all(admin.clone())
-            .patch_status(
-                "cluster",
-                &PatchParams::apply("installer"),
-                &Patch::Apply(infrastructure),
-            )
-            .await
-            .unwrap();
+        install_infrastructure(
+            &admin,
+            json!({"infrastructureName": "c", "platformStatus": {"type": platform}}),
+        )
+        .await;
         let running = start(cluster.client_with_agent("storage-operator"));
         let degraded = eventually("the starter's Degraded condition", async || {
             storage_condition(&admin, "CSIDriverStarterDegraded").await
@@ -767,20 +769,12 @@ async fn operands_apart_from_their_operator_get_their_namespace_and_roles() {
         ],
     )
     .await;
-    let infrastructure = json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-        "spec": {}, "status": {"infrastructureName": "c", "controlPlaneTopology": "HighlyAvailable",
-                   "platformStatus": {"type": "OpenStack"}}
-    });
-    create::<api::config_v1::Infrastructure>(&admin, infrastructure.clone()).await;
-    Api::<api::config_v1::Infrastructure>::all(admin.clone())
-        .patch_status(
-            "cluster",
-            &PatchParams::apply("installer"),
-            &Patch::Apply(infrastructure),
-        )
-        .await
-        .unwrap();
+    install_infrastructure(
+        &admin,
+        json!({"infrastructureName": "c", "controlPlaneTopology": "HighlyAvailable",
+               "platformStatus": {"type": "OpenStack"}}),
+    )
+    .await;
     let running = start(cluster.client_with_agent("storage-operator"));
 
     let manila = drivers::by_name("openstack-manila").unwrap();
