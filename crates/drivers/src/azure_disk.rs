@@ -3,7 +3,7 @@
 //! `azure-cloud-config`, as OpenShift names it; the node's `/etc/kubernetes/azure.json` on plain
 //! Kubernetes without it) with the credentials Secret merged into it, the disk encryption set
 //! of `driverConfig.azure.diskEncryptionSet` as a StorageClass parameter, and the Azure Stack
-//! Hub variant.
+//! Hub variant. Its classes use `Premium_LRS` on OpenShift, as OpenShift's do.
 //!
 //! The cloud config carries no credentials: cloud-credential-operator writes them to
 //! `azure-disk-credentials` (`azure_client_id` with `azure_client_secret` in mint and
@@ -11,9 +11,12 @@
 //! identity). As OpenShift does, an init container (`azure-inject-credentials`, the
 //! `/azure-config-credentials-injector` of the cloud controller manager operator's image)
 //! merges them into a copy of the cloud config in an emptyDir, which the driver reads as
-//! `/etc/kubernetes/cloud.conf`; the driver itself never sees the Secret. The Secret is also
-//! mounted in the init container, unread, so that its hash annotation rolls the pods when it
-//! changes (the merge happens only at pod start). The same on the controller and the nodes.
+//! `/etc/kubernetes/cloud.conf`; the driver itself never sees the Secret. The pods are laid out
+//! as OpenShift lays them out ([`OPENSHIFT_CONTROLLER_LAYOUT`], the volumes in the table): the
+//! injector reads the Secret mounted as files (`--creds-path`), and the Secret's hash
+//! annotation rolls the pods when it changes (the merge happens only at pod start); a change of
+//! the cloud config does not roll them, as on OpenShift. The same on the controller and the
+//! nodes.
 //!
 //! When there is no injector:
 //! - OpenShift always injects (the pods wait for cloud-credential-operator's Secret).
@@ -33,16 +36,15 @@
 use csi::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostPathVolumeSource,
-    PodSpec, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HostPathVolumeSource, PodSpec, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::Value;
 
 use crate::DriverError;
 use crate::common::{
-    add_volume, driver_container, ds_pod_spec, from_secret, literal, mount_in_driver, pod_spec,
-    set_env, unprivileged,
+    driver_container, ds_pod_spec, from_secret, literal, pod_spec, set_env, unprivileged,
 };
 
 /// The short name.
@@ -66,11 +68,9 @@ pub const INJECTOR_IMAGE: &str = "credentialsInjector";
 pub const MERGED_CLOUD_CONFIG_FILE: &str = "/etc/kubernetes/cloud.conf";
 
 const TABLE: &str = include_str!("azure_disk.yaml");
-/// The source cloud config: the copied ConfigMap, or the node's `/etc/kubernetes/`.
+/// The cloud config the driver reads at `/etc/kubernetes/`: the injector's output, or the
+/// source itself when nothing is injected.
 const CLOUD_CONFIG_VOLUME: &str = "cloud-config";
-/// The emptyDir holding the injector's output.
-const MERGED_CLOUD_CONFIG_VOLUME: &str = "merged-cloud-config";
-const CREDENTIALS_VOLUME: &str = "azure-credentials";
 const CLOUD_CONFIG_DIR: &str = "/etc/kubernetes/";
 const INJECTOR_SOURCE_DIR: &str = "/etc/cloud-config";
 const INJECTOR_OUTPUT_DIR: &str = "/etc/merged-cloud-config";
@@ -117,19 +117,76 @@ pub fn injects_credentials(inputs: &Inputs, secret: &str) -> bool {
     inputs.topology.is_openshift() || inputs.secret_hashes.contains_key(secret)
 }
 
-/// Mounts the cloud config in the driver container and points `AZURE_CREDENTIAL_FILE` at it.
-/// The source is the copy of `cloud_config` (key `config`) on OpenShift or when it exists,
-/// else (plain Kubernetes) the node's `/etc/kubernetes/azure.json`. When
-/// [`injects_credentials`], the driver reads the source with `secret` merged into it by the
-/// [`INJECTOR_CONTAINER`] init container ([`MERGED_CLOUD_CONFIG_FILE`]), else the source
-/// itself. On Azure Stack Hub the source's `endpoints` key becomes
-/// `AZURE_ENVIRONMENT_FILEPATH`.
+/// How a pod lays out the cloud config and the credentials: volume names, where the injector
+/// writes, how it reads the Secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The source cloud config when the injector merges it (mounted in the injector only).
+    pub source_volume: &'static str,
+    /// The emptyDir the injector writes and the driver reads at `/etc/kubernetes/`.
+    pub merged_volume: &'static str,
+    /// The credentials Secret (mounted in the injector only).
+    pub credentials_volume: &'static str,
+    /// Where the injector mounts [`Layout::merged_volume`].
+    pub injector_output_dir: &'static str,
+    /// OpenShift's injector: it reads the Secret's files (`--creds-path`) rather than
+    /// variables from its keys, and on OpenShift it is OpenShift's container exactly (no
+    /// resource requests, pull policy or dropped capabilities its template does not have).
+    pub as_openshift: bool,
+}
+
+/// Azure Disk's controller as OpenShift lays it out (csi-operator's standalone assets).
+pub const OPENSHIFT_CONTROLLER_LAYOUT: Layout = Layout {
+    source_volume: "src-cloud-config",
+    merged_volume: CLOUD_CONFIG_VOLUME,
+    credentials_volume: "cloud-sa-volume",
+    injector_output_dir: "/etc/kubernetes",
+    as_openshift: true,
+};
+
+/// Azure Disk's node pod as OpenShift lays it out: the injector writes elsewhere than on the
+/// controller, into the same emptyDir.
+pub const OPENSHIFT_NODE_LAYOUT: Layout = Layout {
+    injector_output_dir: INJECTOR_OUTPUT_DIR,
+    ..OPENSHIFT_CONTROLLER_LAYOUT
+};
+
+/// The layout of [`mount_cloud_config`] (Azure File's, until it is compared with OpenShift's
+/// too): the injector reads the Secret's keys from its environment.
+pub const KIT_LAYOUT: Layout = Layout {
+    source_volume: CLOUD_CONFIG_VOLUME,
+    merged_volume: "merged-cloud-config",
+    credentials_volume: "azure-credentials",
+    injector_output_dir: INJECTOR_OUTPUT_DIR,
+    as_openshift: false,
+};
+
+/// [`mount_cloud_config_as`] with [`KIT_LAYOUT`].
 pub fn mount_cloud_config(inputs: &Inputs, spec: &mut PodSpec, cloud_config: &str, secret: &str) {
+    mount_cloud_config_as(&KIT_LAYOUT, inputs, spec, cloud_config, secret);
+}
+
+/// Mounts the cloud config in the driver container at `/etc/kubernetes/` and points
+/// `AZURE_CREDENTIAL_FILE` at it. The source is the copy of `cloud_config` (key `config`) on
+/// OpenShift or when it exists, else (plain Kubernetes) the node's
+/// `/etc/kubernetes/azure.json`. When [`injects_credentials`], the driver reads the source
+/// with `secret` merged into it by the [`INJECTOR_CONTAINER`] init container
+/// ([`MERGED_CLOUD_CONFIG_FILE`]), else the source itself (volume `cloud-config`). On Azure
+/// Stack Hub the source's `endpoints` key becomes `AZURE_ENVIRONMENT_FILEPATH`.
+///
+/// Volumes and mounts the pod already has (from the driver's table, in OpenShift's order) are
+/// replaced where they stand; the others are added last.
+pub fn mount_cloud_config_as(
+    layout: &Layout,
+    inputs: &Inputs,
+    spec: &mut PodSpec,
+    cloud_config: &str,
+    secret: &str,
+) {
     let copied = inputs.copied_config_maps.contains_key(cloud_config);
     let (source, file) = if copied || inputs.topology.is_openshift() {
         (
             Volume {
-                name: CLOUD_CONFIG_VOLUME.to_owned(),
                 config_map: Some(ConfigMapVolumeSource {
                     name: cloud_config.to_owned(),
                     ..ConfigMapVolumeSource::default()
@@ -141,7 +198,6 @@ pub fn mount_cloud_config(inputs: &Inputs, spec: &mut PodSpec, cloud_config: &st
     } else {
         (
             Volume {
-                name: CLOUD_CONFIG_VOLUME.to_owned(),
                 host_path: Some(HostPathVolumeSource {
                     path: CLOUD_CONFIG_DIR.to_owned(),
                     type_: Some("DirectoryOrCreate".to_owned()),
@@ -151,38 +207,50 @@ pub fn mount_cloud_config(inputs: &Inputs, spec: &mut PodSpec, cloud_config: &st
             "azure.json",
         )
     };
-    let read_only_mount = |name: &str, path: &str| VolumeMount {
+    let named = |name: &str, volume: &Volume| Volume {
         name: name.to_owned(),
-        mount_path: path.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
+        ..volume.clone()
     };
     let inject = injects_credentials(inputs, secret);
-    let driver_reads = if inject {
-        add_volume(spec, source);
-        add_injector(inputs, spec, file, secret);
-        mount_in_driver(
+    let (source_volume, driver_reads) = if inject {
+        put_volume(spec, named(layout.source_volume, &source));
+        add_injector(layout, inputs, spec, file, secret);
+        put_volume(
             spec,
             Volume {
-                name: MERGED_CLOUD_CONFIG_VOLUME.to_owned(),
+                name: layout.merged_volume.to_owned(),
                 empty_dir: Some(EmptyDirVolumeSource::default()),
                 ..Volume::default()
             },
-            read_only_mount(MERGED_CLOUD_CONFIG_VOLUME, CLOUD_CONFIG_DIR),
         );
-        MERGED_CLOUD_CONFIG_FILE.to_owned()
-    } else {
-        mount_in_driver(
+        put_driver_mount(
             spec,
-            source,
-            read_only_mount(CLOUD_CONFIG_VOLUME, CLOUD_CONFIG_DIR),
+            read_only_mount(layout.merged_volume, CLOUD_CONFIG_DIR),
         );
-        format!("{CLOUD_CONFIG_DIR}{file}")
+        (layout.source_volume, MERGED_CLOUD_CONFIG_FILE.to_owned())
+    } else {
+        let volumes = spec.volumes.get_or_insert_with(Vec::new);
+        volumes.retain(|v| {
+            v.name == CLOUD_CONFIG_VOLUME
+                || ![
+                    layout.source_volume,
+                    layout.merged_volume,
+                    layout.credentials_volume,
+                ]
+                .contains(&v.name.as_str())
+        });
+        if let Some(init) = spec.init_containers.as_mut() {
+            init.retain(|c| c.name != INJECTOR_CONTAINER);
+        }
+        put_volume(spec, named(CLOUD_CONFIG_VOLUME, &source));
+        put_driver_mount(spec, read_only_mount(CLOUD_CONFIG_VOLUME, CLOUD_CONFIG_DIR));
+        (CLOUD_CONFIG_VOLUME, format!("{CLOUD_CONFIG_DIR}{file}"))
     };
     let stack_hub = is_azure_stack_hub(inputs);
     if let Some(container) = driver_container(spec) {
-        set_env(container, literal("AZURE_CREDENTIAL_FILE", &driver_reads));
+        put_env(container, literal("AZURE_CREDENTIAL_FILE", &driver_reads));
         if stack_hub {
+            // Appended, as OpenShift's Azure Stack Hub hook appends them.
             set_env(
                 container,
                 literal("AZURE_ENVIRONMENT_FILEPATH", STACK_HUB_ENVIRONMENT_PATH),
@@ -191,20 +259,60 @@ pub fn mount_cloud_config(inputs: &Inputs, spec: &mut PodSpec, cloud_config: &st
             mounts.retain(|m| m.mount_path != STACK_HUB_ENVIRONMENT_PATH);
             mounts.push(VolumeMount {
                 sub_path: Some("endpoints".to_owned()),
-                ..read_only_mount(CLOUD_CONFIG_VOLUME, STACK_HUB_ENVIRONMENT_PATH)
+                ..read_only_mount(source_volume, STACK_HUB_ENVIRONMENT_PATH)
             });
         }
     }
 }
 
+fn read_only_mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.to_owned(),
+        mount_path: path.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }
+}
+
+/// Replaces the pod's volume of the same name where it stands, or adds `volume` last.
+fn put_volume(spec: &mut PodSpec, volume: Volume) {
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    match volumes.iter_mut().find(|v| v.name == volume.name) {
+        Some(v) => *v = volume,
+        None => volumes.push(volume),
+    }
+}
+
+/// Replaces the driver container's mount at the same path where it stands, or adds `mount`
+/// last.
+fn put_driver_mount(spec: &mut PodSpec, mount: VolumeMount) {
+    if let Some(container) = driver_container(spec) {
+        let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
+        match mounts.iter_mut().find(|m| m.mount_path == mount.mount_path) {
+            Some(m) => *m = mount,
+            None => mounts.push(mount),
+        }
+    }
+}
+
+/// Replaces the variable of the same name where it stands, or adds `var` last.
+fn put_env(container: &mut Container, var: EnvVar) {
+    let env = container.env.get_or_insert_with(Vec::new);
+    match env.iter_mut().find(|e| e.name == var.name) {
+        Some(e) => *e = var,
+        None => env.push(var),
+    }
+}
+
 /// Adds (or replaces) the [`INJECTOR_CONTAINER`] init container, reading `file` of the
 /// source cloud config and the keys of `secret`, writing the merged config into the
-/// emptyDir, and mounts `secret` in it for the hash annotation.
-fn add_injector(inputs: &Inputs, spec: &mut PodSpec, file: &str, secret: &str) {
-    add_volume(
+/// emptyDir. The Secret is mounted in it: read as files by OpenShift's injector, for its hash
+/// annotation only otherwise.
+fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str, secret: &str) {
+    put_volume(
         spec,
         Volume {
-            name: CREDENTIALS_VOLUME.to_owned(),
+            name: layout.credentials_volume.to_owned(),
             secret: Some(SecretVolumeSource {
                 secret_name: Some(secret.to_owned()),
                 ..SecretVolumeSource::default()
@@ -216,25 +324,31 @@ fn add_injector(inputs: &Inputs, spec: &mut PodSpec, file: &str, secret: &str) {
         .extra_images
         .get(INJECTOR_IMAGE)
         .map_or("", String::as_str);
-    let mut injector = csi::workloads::operand_container(
-        INJECTOR_CONTAINER,
-        image,
-        vec![
-            format!("--cloud-config-file-path={INJECTOR_SOURCE_DIR}/{file}"),
-            format!("--output-file-path={INJECTOR_OUTPUT_DIR}/cloud.conf"),
-            // Only the Secret's identity, never the node's managed identity.
-            "--disable-identity-extension-auth".to_owned(),
-            // Takes effect only when the Secret has `azure_federated_token_file`.
-            "--enable-azure-workload-identity=true".to_owned(),
-        ],
-    );
+    let mut args = vec![
+        format!("--cloud-config-file-path={INJECTOR_SOURCE_DIR}/{file}"),
+        format!(
+            "--output-file-path={}/cloud.conf",
+            layout.injector_output_dir
+        ),
+        // Only the Secret's identity, never the node's managed identity.
+        "--disable-identity-extension-auth".to_owned(),
+        // Takes effect only when the Secret has `azure_federated_token_file` (OpenShift's
+        // operator always substitutes true too).
+        "--enable-azure-workload-identity=true".to_owned(),
+    ];
+    if layout.as_openshift {
+        args.push(format!("--creds-path={INJECTOR_CREDENTIALS_DIR}"));
+    }
+    let mut injector = csi::workloads::operand_container(INJECTOR_CONTAINER, image, args);
     injector.command = Some(vec!["/azure-config-credentials-injector".to_owned()]);
-    injector.env = Some(
-        INJECTOR_ENV
-            .iter()
-            .map(|(name, key, required)| secret_env(name, secret, key, *required))
-            .collect(),
-    );
+    if !layout.as_openshift {
+        injector.env = Some(
+            INJECTOR_ENV
+                .iter()
+                .map(|(name, key, required)| secret_env(name, secret, key, *required))
+                .collect(),
+        );
+    }
     let mount = |name: &str, path: &str, read_only: bool| VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
@@ -242,14 +356,21 @@ fn add_injector(inputs: &Inputs, spec: &mut PodSpec, file: &str, secret: &str) {
         ..VolumeMount::default()
     };
     injector.volume_mounts = Some(vec![
-        mount(CLOUD_CONFIG_VOLUME, INJECTOR_SOURCE_DIR, true),
-        mount(MERGED_CLOUD_CONFIG_VOLUME, INJECTOR_OUTPUT_DIR, false),
-        mount(CREDENTIALS_VOLUME, INJECTOR_CREDENTIALS_DIR, true),
+        mount(layout.source_volume, INJECTOR_SOURCE_DIR, true),
+        mount(layout.merged_volume, layout.injector_output_dir, false),
+        mount(layout.credentials_volume, INJECTOR_CREDENTIALS_DIR, true),
     ]);
-    unprivileged(&mut injector);
+    if layout.as_openshift && inputs.topology.is_openshift() {
+        injector.image_pull_policy = None;
+        injector.resources = None;
+    } else {
+        unprivileged(&mut injector);
+    }
     let init = spec.init_containers.get_or_insert_with(Vec::new);
-    init.retain(|c| c.name != INJECTOR_CONTAINER);
-    init.push(injector);
+    match init.iter_mut().find(|c| c.name == INJECTOR_CONTAINER) {
+        Some(c) => *c = injector,
+        None => init.push(injector),
+    }
 }
 
 /// An environment variable from `key` of `secret`; a required key keeps the container from
@@ -272,17 +393,30 @@ fn secret_env(name: &str, secret: &str, key: &str, required: bool) -> EnvVar {
     }
 }
 
-/// [`mount_cloud_config`] on the controller, with `azure-disk-credentials`.
+/// [`mount_cloud_config_as`] on the controller, with `azure-disk-credentials`, as OpenShift
+/// lays it out.
 pub fn with_cloud_config(inputs: &Inputs, deployment: &mut Deployment) {
     if let Some(spec) = pod_spec(deployment) {
-        mount_cloud_config(inputs, spec, CLOUD_CONFIG, CREDENTIALS_SECRET);
+        mount_cloud_config_as(
+            &OPENSHIFT_CONTROLLER_LAYOUT,
+            inputs,
+            spec,
+            CLOUD_CONFIG,
+            CREDENTIALS_SECRET,
+        );
     }
 }
 
-/// [`mount_cloud_config`] on the nodes (the node plugin reads the cloud and zone from it).
+/// [`mount_cloud_config_as`] on the nodes (the node plugin reads the cloud and zone from it).
 pub fn with_cloud_config_on_nodes(inputs: &Inputs, daemon_set: &mut DaemonSet) {
     if let Some(spec) = ds_pod_spec(daemon_set) {
-        mount_cloud_config(inputs, spec, CLOUD_CONFIG, CREDENTIALS_SECRET);
+        mount_cloud_config_as(
+            &OPENSHIFT_NODE_LAYOUT,
+            inputs,
+            spec,
+            CLOUD_CONFIG,
+            CREDENTIALS_SECRET,
+        );
     }
 }
 
@@ -312,9 +446,11 @@ pub fn with_disk_encryption_set(inputs: &Inputs, class: &mut StorageClass) {
     }
 }
 
-/// Azure Stack Hub has no StandardSSD disks: its classes use `Premium_LRS`.
+/// Classes use `Premium_LRS` on OpenShift, as OpenShift's operator creates them (a class's
+/// parameters cannot change, so taking one over must keep them), and on Azure Stack Hub, which
+/// has no StandardSSD disks; the table's `StandardSSD_LRS` elsewhere.
 pub fn with_stack_hub_sku(inputs: &Inputs, class: &mut StorageClass) {
-    if is_azure_stack_hub(inputs) {
+    if inputs.topology.is_openshift() || is_azure_stack_hub(inputs) {
         class
             .parameters
             .get_or_insert_with(Default::default)

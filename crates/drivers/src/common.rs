@@ -105,21 +105,6 @@ pub fn add_volume(spec: &mut PodSpec, volume: k8s_openapi::api::core::v1::Volume
     volumes.push(volume);
 }
 
-/// Adds `volume` to the pod (replacing one of the same name) and mounts it in the driver
-/// container.
-pub fn mount_in_driver(
-    spec: &mut PodSpec,
-    volume: k8s_openapi::api::core::v1::Volume,
-    mount: k8s_openapi::api::core::v1::VolumeMount,
-) {
-    add_volume(spec, volume);
-    if let Some(container) = driver_container(spec) {
-        let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
-        mounts.retain(|m| m.mount_path != mount.mount_path);
-        mounts.push(mount);
-    }
-}
-
 /// Forbids privilege escalation and drops every capability: for the helper containers a
 /// driver adds, which need neither (the kit's containers get what their SCC imposes).
 pub fn unprivileged(container: &mut Container) {

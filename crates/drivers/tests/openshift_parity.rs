@@ -111,6 +111,7 @@ fn yaml(v: &Option<Value>) -> String {
 #[case::smb("smb", "samba")]
 #[case::openstack_cinder("openstack-cinder", "openstack-cinder")]
 #[case::openstack_manila("openstack-manila", "openstack-manila")]
+#[case::azure_disk("azure-disk", "azure-disk")]
 fn operands_match_openshift_but_for_the_listed_differences(
     #[case] short_name: &str,
     #[case] fixture: &str,

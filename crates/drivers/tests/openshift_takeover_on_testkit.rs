@@ -1,5 +1,5 @@
 //! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EFS, SMB, OpenStack
-//! Cinder, OpenStack Manila): the cluster is
+//! Cinder, OpenStack Manila, Azure Disk): the cluster is
 //! seeded with what that operator creates (its generated assets, `tests/fixtures/openshift/
 //! <driver>`, with the values its run-time hooks add), written as it writes them (plain creates,
 //! field manager `<driver>-csi-driver-operator`). Then our operator starts on the same cluster.
@@ -52,6 +52,10 @@ struct Case {
     /// OpenShift's objects we do not render (listed in the driver's
     /// `openshift-differences.yaml`): deleted as the replaced operator's leftovers.
     not_rendered: &'static [&'static str],
+    /// OpenShift's objects we do not render and the leftover sweep does not delete (kinds it
+    /// does not cover, e.g. ServiceMonitor; listed as pending in the driver's
+    /// `openshift-differences.yaml`): they stay as OpenShift's operator wrote them.
+    left_behind: &'static [&'static str],
     /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
     /// the driver's differences list pending pod template changes.
     same_pod_templates: bool,
@@ -113,6 +117,7 @@ const GCP_PD: Case = Case {
     ],
     classes: &["ssd-csi", "standard-csi"],
     not_rendered: &[],
+    left_behind: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -130,6 +135,7 @@ const AWS_EFS: Case = Case {
     metrics_ports: &[("provisioner-m", 9212)],
     classes: &[],
     not_rendered: &[],
+    left_behind: &[],
     same_pod_templates: false,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -155,6 +161,7 @@ const SMB: Case = Case {
         "ClusterRoleBinding/smb-csi-driver-binding",
         "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
     ],
+    left_behind: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -219,6 +226,7 @@ const OPENSTACK_CINDER: Case = Case {
     ],
     classes: &["standard-csi"],
     not_rendered: &[],
+    left_behind: &[],
     // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
     // is the same too.
     same_pod_templates: true,
@@ -265,6 +273,7 @@ const OPENSTACK_MANILA: Case = Case {
     ],
     classes: &["csi-manila-default"],
     not_rendered: &[],
+    left_behind: &[],
     same_pod_templates: true,
     seeds: || {
         vec![
@@ -311,6 +320,96 @@ const OPENSTACK_MANILA: Case = Case {
     share_types: &["default"],
 };
 
+/// The installer's cloud config of an Azure cluster (`openshift-config/cloud-provider-config`).
+const AZURE_CLOUD_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"6f2d1e0c-0000-4000-8000-000000000001","subscriptionId":"0b2d1f3c-1111-2222-3333-444455556666","resourceGroup":"demo-x7k2p-rg","location":"eastus","vnetName":"demo-x7k2p-vnet","subnetName":"demo-x7k2p-worker-subnet","securityGroupName":"demo-x7k2p-nsg","routeTableName":"demo-x7k2p-node-routetable","useManagedIdentityExtension":true,"useInstanceMetadata":true,"loadBalancerSku":"standard"}"#;
+
+/// The credentials cloud-credential-operator wrote for Azure Disk in mint mode.
+const AZURE_DISK_CREDENTIALS: [(&str, &str); 7] = [
+    ("azure_client_id", "1c0d2e3f-aaaa-4bbb-8ccc-ddddeeeeffff"),
+    ("azure_client_secret", "minted-secret"),
+    ("azure_region", "eastus"),
+    ("azure_resource_prefix", "demo-x7k2p"),
+    ("azure_resourcegroup", "demo-x7k2p-rg"),
+    (
+        "azure_subscription_id",
+        "0b2d1f3c-1111-2222-3333-444455556666",
+    ),
+    ("azure_tenant_id", "6f2d1e0c-0000-4000-8000-000000000001"),
+];
+
+const AZURE_DISK: Case = Case {
+    short: "azure-disk",
+    fixture: "azure-disk",
+    driver: "disk.csi.azure.com",
+    prefix: "AzureDisk",
+    former: "azure-disk-csi-driver-operator",
+    platform: || {
+        json!({"type": "Azure", "azure": {
+            "cloudName": "AzurePublicCloud",
+            "resourceGroupName": "demo-x7k2p-rg",
+            "networkResourceGroupName": "demo-x7k2p-rg"}})
+    },
+    hooks: |o| {
+        // library-go's hash annotation of the credentials Secret, which OpenShift's operator
+        // watches for both workloads (the metrics certificate's too on the Deployment, but
+        // service-ca has not made it here); it watches no ConfigMap.
+        if matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
+            use csi::hash::{HashedKind, annotation_key, secret_data_hash};
+            let credentials: BTreeMap<String, Vec<u8>> = AZURE_DISK_CREDENTIALS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+                .collect();
+            let key = annotation_key(NS, "azure-disk-credentials", HashedKind::Secret);
+            let hash = secret_data_hash(Some(&credentials));
+            o["spec"]["template"]["metadata"]["annotations"][&key] = json!(hash);
+            o["metadata"]["annotations"][&key] = json!(hash);
+        }
+    },
+    metrics_ports: &[
+        ("provisioner-m", 9202),
+        ("attacher-m", 9203),
+        ("resizer-m", 9204),
+        ("snapshotter-m", 9205),
+        ("driver-m", 9201),
+    ],
+    classes: &["managed-csi"],
+    not_rendered: &[
+        "ClusterRole/azure-disk-csi-driver-node-clusterrole",
+        "ClusterRoleBinding/azure-disk-csi-driver-node-clusterrolebinding",
+        "ClusterRole/azure-disk-node-kube-rbac-proxy-role",
+        "ClusterRoleBinding/azure-disk-node-kube-rbac-proxy-binding",
+        "Service/azure-disk-csi-driver-node-metrics",
+    ],
+    // Node metrics, pending: the kit neither renders nor sweeps ServiceMonitors.
+    left_behind: &["ServiceMonitor/azure-disk-csi-driver-node-monitor"],
+    // The controller's template is OpenShift's, hash annotation included; the node's lacks
+    // its node metrics proxy (pending in azure_disk.openshift-differences.yaml), so the node
+    // pods roll once.
+    same_pod_templates: false,
+    seeds: || {
+        let credentials: serde_json::Map<String, Value> = AZURE_DISK_CREDENTIALS
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+                   "data": {"config": AZURE_CLOUD_CONFIG}}),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "azure-disk-credentials", "namespace": NS},
+                   "stringData": credentials}),
+        ]
+    },
+    runtime_operands: || {
+        // Its resource sync controller's copy of the cloud config.
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "azure-cloud-config", "namespace": NS},
+                    "data": {"config": AZURE_CLOUD_CONFIG}})]
+    },
+    share_types: &[],
+};
+
 /// The images of the release payload, by OpenShift's environment variable.
 fn images() -> BTreeMap<String, String> {
     [
@@ -324,6 +423,7 @@ fn images() -> BTreeMap<String, String> {
         "KUBE_RBAC_PROXY_IMAGE",
         "TOOLS_IMAGE",
         "NFS_DRIVER_IMAGE",
+        "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
     ]
     .into_iter()
     .map(|var| {
@@ -671,6 +771,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[case::smb(&SMB)]
 #[case::openstack_cinder(&OPENSTACK_CINDER)]
 #[case::openstack_manila(&OPENSTACK_MANILA)]
+#[case::azure_disk(&AZURE_DISK)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;
@@ -723,6 +824,10 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             .unwrap();
         if case.not_rendered.contains(&key.as_str()) {
             assert!(served.is_none(), "{key} was left behind");
+            continue;
+        }
+        if case.left_behind.contains(&key.as_str()) {
+            assert!(served.is_some(), "{key} is gone");
             continue;
         }
         let served = served.unwrap_or_else(|| panic!("{key} is gone"));

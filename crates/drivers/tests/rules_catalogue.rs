@@ -343,8 +343,8 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
         node_env.contains(&"AZURE_ENVIRONMENT_FILEPATH".to_owned()),
         hub
     );
-    // The endpoints come from the source cloud config, next to the merged file the
-    // credentials injector writes.
+    // The endpoints come from the source cloud config (OpenShift's `src-cloud-config`), next
+    // to the merged file the credentials injector writes.
     for (pod_name, spec) in azure_pods(&def, &inputs) {
         assert!(
             init_container(&spec, "azure-inject-credentials").is_some(),
@@ -360,11 +360,11 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
         if hub {
             assert_eq!(
                 serde_json::to_value(endpoints).unwrap(),
-                json!({"name": "cloud-config", "mountPath": "/etc/azure/azurestackcloud.json",
+                json!({"name": "src-cloud-config", "mountPath": "/etc/azure/azurestackcloud.json",
                        "subPath": "endpoints", "readOnly": true})
             );
             assert_eq!(
-                volume_json(&spec, "cloud-config")["configMap"]["name"],
+                volume_json(&spec, "src-cloud-config")["configMap"]["name"],
                 "azure-cloud-config"
             );
             assert_eq!(
@@ -373,9 +373,17 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
             );
         }
     }
-    let sku = classes(&def, &inputs)[0].parameters.clone().unwrap()["skuname"].clone();
+    // Premium disks on OpenShift, as OpenShift's class has them (a class's parameters cannot
+    // change), and on the hub everywhere; StandardSSD on plain Kubernetes in Azure.
+    let sku =
+        |inputs: &Inputs| classes(&def, inputs)[0].parameters.clone().unwrap()["skuname"].clone();
+    assert_eq!(sku(&inputs), "Premium_LRS");
+    let mut kubernetes = inputs.clone();
+    kubernetes.topology = Topology::Kubernetes {
+        control_plane_nodes: true,
+    };
     assert_eq!(
-        sku,
+        sku(&kubernetes),
         if hub {
             "Premium_LRS"
         } else {
@@ -387,7 +395,7 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
     assert_eq!(snapshot_classes.len(), 1);
     assert_eq!(
         snapshot_classes[0]["parameters"]["incremental"].as_str(),
-        hub.then_some("false")
+        Some(if hub { "false" } else { "true" })
     );
 }
 
@@ -420,11 +428,18 @@ fn azure_cloud_config_comes_from_the_copy_or_the_node(
     }
     let deployment = controller(&def, &inputs);
     assert_eq!(env(&deployment)["AZURE_CREDENTIAL_FILE"]["value"], file);
+    // The source: what the injector reads where it runs (on OpenShift), else what the driver
+    // mounts.
+    let source_volume = if inputs.topology.is_openshift() {
+        layout(driver, "controller").source_volume
+    } else {
+        "cloud-config"
+    };
     let volume = pod(&deployment)
         .volumes
         .iter()
         .flatten()
-        .find(|v| v.name == "cloud-config")
+        .find(|v| v.name == source_volume)
         .unwrap();
     let volume = serde_json::to_value(volume).unwrap();
     assert!(volume.get(source).is_some(), "{volume}");
@@ -463,6 +478,17 @@ fn env_json(container: &Container) -> BTreeMap<String, Value> {
         .flatten()
         .map(|e| (e.name.clone(), serde_json::to_value(e).unwrap()))
         .collect()
+}
+
+/// How the driver's pod lays out the cloud config: Azure Disk as OpenShift does (its node
+/// injector writes elsewhere than its controller's), Azure File as the kit did before.
+fn layout(driver: &str, pod_name: &str) -> drivers::azure_disk::Layout {
+    use drivers::azure_disk::{KIT_LAYOUT, OPENSHIFT_CONTROLLER_LAYOUT, OPENSHIFT_NODE_LAYOUT};
+    match (driver, pod_name) {
+        ("azure-disk", "controller") => OPENSHIFT_CONTROLLER_LAYOUT,
+        ("azure-disk", _) => OPENSHIFT_NODE_LAYOUT,
+        _ => KIT_LAYOUT,
+    }
 }
 
 /// The controller's and the node's pod specs.
@@ -504,6 +530,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
         cloud_config(&mut inputs, false);
     }
     for (pod_name, spec) in azure_pods(&def, &inputs) {
+        let layout = layout(driver, pod_name);
         let injector = init_container(&spec, "azure-inject-credentials")
             .unwrap_or_else(|| panic!("{pod_name}: no injector"));
         assert_eq!(
@@ -514,54 +541,62 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
             injector.command.clone().unwrap(),
             ["/azure-config-credentials-injector"]
         );
-        assert_eq!(
-            injector.args.clone().unwrap(),
-            [
-                format!("--cloud-config-file-path={source_file}"),
-                "--output-file-path=/etc/merged-cloud-config/cloud.conf".to_owned(),
-                "--disable-identity-extension-auth".to_owned(),
-                "--enable-azure-workload-identity=true".to_owned(),
-            ]
-        );
-        let env = env_json(injector);
-        assert_eq!(
-            env["AZURE_CLIENT_SECRET"]["valueFrom"]["secretKeyRef"],
-            json!({"name": secret, "key": "azure_client_secret", "optional": true}),
-            "{pod_name}"
-        );
-        assert_eq!(
-            env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"],
-            json!({"name": secret, "key": "azure_client_id"}),
-            "{pod_name}: the client ID is required"
-        );
-        for (var, key) in [
-            ("AZURE_TENANT_ID", "azure_tenant_id"),
-            ("AZURE_FEDERATED_TOKEN_FILE", "azure_federated_token_file"),
-        ] {
+        let mut args = vec![
+            format!("--cloud-config-file-path={source_file}"),
+            format!(
+                "--output-file-path={}/cloud.conf",
+                layout.injector_output_dir
+            ),
+            "--disable-identity-extension-auth".to_owned(),
+            "--enable-azure-workload-identity=true".to_owned(),
+        ];
+        if layout.as_openshift {
+            // OpenShift's injector reads the Secret's files.
+            args.push("--creds-path=/etc/azure/credentials".to_owned());
+            assert_eq!(injector.env, None, "{pod_name}");
+        } else {
+            let env = env_json(injector);
             assert_eq!(
-                env[var]["valueFrom"]["secretKeyRef"],
-                json!({"name": secret, "key": key, "optional": true}),
+                env["AZURE_CLIENT_SECRET"]["valueFrom"]["secretKeyRef"],
+                json!({"name": secret, "key": "azure_client_secret", "optional": true}),
                 "{pod_name}"
             );
+            assert_eq!(
+                env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"],
+                json!({"name": secret, "key": "azure_client_id"}),
+                "{pod_name}: the client ID is required"
+            );
+            for (var, key) in [
+                ("AZURE_TENANT_ID", "azure_tenant_id"),
+                ("AZURE_FEDERATED_TOKEN_FILE", "azure_federated_token_file"),
+            ] {
+                assert_eq!(
+                    env[var]["valueFrom"]["secretKeyRef"],
+                    json!({"name": secret, "key": key, "optional": true}),
+                    "{pod_name}"
+                );
+            }
         }
-        // Reads the source, writes the emptyDir, has the Secret mounted (for its hash).
+        assert_eq!(injector.args.clone().unwrap(), args, "{pod_name}");
+        // Reads the source, writes the emptyDir, has the Secret mounted.
         assert_eq!(
             mount_json(injector, "/etc/cloud-config"),
-            json!({"name": "cloud-config", "mountPath": "/etc/cloud-config", "readOnly": true})
+            json!({"name": layout.source_volume, "mountPath": "/etc/cloud-config", "readOnly": true})
         );
         assert_eq!(
-            mount_json(injector, "/etc/merged-cloud-config"),
-            json!({"name": "merged-cloud-config", "mountPath": "/etc/merged-cloud-config"})
+            mount_json(injector, layout.injector_output_dir),
+            json!({"name": layout.merged_volume, "mountPath": layout.injector_output_dir})
         );
         assert_eq!(
-            mount_json(injector, "/etc/azure/credentials")["name"],
-            "azure-credentials"
+            mount_json(injector, "/etc/azure/credentials"),
+            json!({"name": layout.credentials_volume, "mountPath": "/etc/azure/credentials",
+                   "readOnly": true})
         );
         assert_eq!(
-            volume_json(&spec, "azure-credentials")["secret"]["secretName"],
+            volume_json(&spec, layout.credentials_volume)["secret"]["secretName"],
             secret.as_str()
         );
-        let source = volume_json(&spec, "cloud-config");
+        let source = volume_json(&spec, layout.source_volume);
         assert_eq!(
             source.get("configMap").is_some(),
             source_file.ends_with("/config")
@@ -571,19 +606,29 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
             source_file.ends_with("azure.json")
         );
         assert_eq!(
-            volume_json(&spec, "merged-cloud-config")["emptyDir"],
+            volume_json(&spec, layout.merged_volume)["emptyDir"],
             json!({})
         );
-        // The kit's container settings, and no privileges.
-        assert_eq!(
-            serde_json::to_value(&injector.security_context).unwrap(),
-            json!({"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
-                   "capabilities": {"drop": ["ALL"]}})
-        );
-        assert_eq!(
-            serde_json::to_value(&injector.resources).unwrap(),
-            json!({"requests": {"cpu": "10m", "memory": "50Mi"}})
-        );
+        // On OpenShift, OpenShift's container; elsewhere the kit's container settings, and no
+        // privileges.
+        if layout.as_openshift && inputs.topology.is_openshift() {
+            assert_eq!(
+                serde_json::to_value(&injector.security_context).unwrap(),
+                json!({"readOnlyRootFilesystem": true})
+            );
+            assert_eq!(injector.resources, None);
+            assert_eq!(injector.image_pull_policy, None);
+        } else {
+            assert_eq!(
+                serde_json::to_value(&injector.security_context).unwrap(),
+                json!({"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
+                       "capabilities": {"drop": ["ALL"]}})
+            );
+            assert_eq!(
+                serde_json::to_value(&injector.resources).unwrap(),
+                json!({"requests": {"cpu": "10m", "memory": "50Mi"}})
+            );
+        }
         assert_eq!(
             injector.termination_message_policy.as_deref(),
             Some("FallbackToLogsOnError")
@@ -597,7 +642,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
         );
         assert_eq!(
             mount_json(driver, "/etc/kubernetes/"),
-            json!({"name": "merged-cloud-config", "mountPath": "/etc/kubernetes/", "readOnly": true})
+            json!({"name": layout.merged_volume, "mountPath": "/etc/kubernetes/", "readOnly": true})
         );
         for var in [
             "AZURE_CLIENT_ID",
@@ -612,7 +657,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
                 .volume_mounts
                 .iter()
                 .flatten()
-                .all(|m| m.name != "azure-credentials"),
+                .all(|m| m.name != layout.credentials_volume),
             "{pod_name}"
         );
     }

@@ -49,6 +49,9 @@ pub fn common_substitutions(
         ("${LEADER_ELECTION_RETRY_PERIOD}", "26s".to_owned()),
         ("${TLS_CIPHER_SUITES}", ciphers.join(",")),
         ("${TLS_MIN_VERSION}", min_tls.to_owned()),
+        // csi-operator's Azure operators always substitute true (the injector acts on it only
+        // when the credentials have azure_federated_token_file).
+        ("${ENABLE_AZURE_WORKLOAD_IDENTITY}", "true".to_owned()),
         // Set only with the MutableCSINodeAllocatableCount feature gate (not in Default).
         ("${NODE_ALLOCATABLE_UPDATE_PERIOD_SECONDS}", String::new()),
     ]
