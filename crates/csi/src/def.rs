@@ -342,7 +342,10 @@ pub struct DriverContainerDef {
     pub env: Vec<EnvDef>,
     /// The port of `/healthz`, served by the livenessprobe sidecar and probed by the kubelet.
     pub healthz_port: u16,
-    /// The driver's own metrics, if it has any.
+    /// The driver's own metrics, if it has any: served over TLS by a kube-rbac-proxy beside
+    /// it, behind a metrics Service and ServiceMonitor (the controller's, or on nodes
+    /// `<objectPrefix>-node-metrics` and `-node-monitor`, with their own certificate and proxy
+    /// role).
     #[serde(default)]
     pub metrics: Option<MetricsDef>,
     /// Whether the container runs privileged (node drivers mounting volumes do).
@@ -876,10 +879,27 @@ impl DriverDef {
         for kind in duplicates(ctl.sidecars.iter().map(|s| s.kind.short_name())) {
             problems.push(format!("sidecar {kind} is listed twice"));
         }
-        for port in duplicates([
+        let mut node_ports = vec![
             self.node.driver.healthz_port,
             self.node.registrar_healthz_port,
-        ]) {
+        ];
+        if let Some(m) = self.node.driver.metrics {
+            node_ports.extend([m.local_port, m.exposed_port]);
+            // The kit's, as in the controller pod.
+            if self
+                .node
+                .driver
+                .volumes
+                .iter()
+                .any(|v| v.name == "metrics-serving-cert")
+            {
+                problems.push(
+                    "node volume metrics-serving-cert is the kit's when node.driver.metrics is set"
+                        .to_owned(),
+                );
+            }
+        }
+        for port in duplicates(node_ports) {
             problems.push(format!("node port {port} is used twice"));
         }
         for (pod, volumes, reserved) in [
@@ -997,11 +1017,17 @@ impl DriverDef {
 
         // Containers named in the table must be containers of the pod.
         let controller_containers = ctl.container_names();
-        let node_containers = [
+        let mut node_containers = vec![
             crate::names::DRIVER_CONTAINER.to_owned(),
             crate::names::REGISTRAR_CONTAINER.to_owned(),
             crate::names::LIVENESS_PROBE_CONTAINER.to_owned(),
         ];
+        node_containers.extend(
+            self.node
+                .driver
+                .metrics
+                .map(MetricsDef::driver_proxy_container_name),
+        );
         for (pod, volumes, containers) in [
             (
                 "controller",

@@ -72,7 +72,10 @@ pub use inputs::{
     ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, ServingTls, Topology,
     UnknownTopology,
 };
-pub use metrics::{build_metrics_service, build_service_monitor};
+pub use metrics::{
+    build_metrics_service, build_node_metrics_service, build_node_service_monitor,
+    build_service_monitor,
+};
 pub use rbac::{
     build_cluster_role_bindings, build_cluster_roles, build_role_bindings, build_roles,
     build_service_accounts, build_shared_sidecar_cluster_roles,

@@ -24,17 +24,94 @@ fn metrics_ports(def: &DriverDef) -> Vec<(String, u16)> {
     sidecars.chain(driver).collect()
 }
 
+/// The node plugin's metrics port (name, the kube-rbac-proxy's TLS port), if it serves any.
+fn node_metrics_ports(def: &DriverDef) -> Vec<(String, u16)> {
+    def.node
+        .driver
+        .metrics
+        .map(|m| (names::metrics_port("driver"), m.exposed_port))
+        .into_iter()
+        .collect()
+}
+
+/// The pods a metrics Service fronts: the controller's or the node plugin's.
+#[derive(Clone, Copy)]
+enum Pods {
+    Controller,
+    Node,
+}
+
+impl Pods {
+    fn ports(self, def: &DriverDef) -> Vec<(String, u16)> {
+        match self {
+            Self::Controller => metrics_ports(def),
+            Self::Node => node_metrics_ports(def),
+        }
+    }
+
+    fn service(self, def: &DriverDef) -> String {
+        match self {
+            Self::Controller => names::metrics_service(def),
+            Self::Node => names::node_metrics_service(def),
+        }
+    }
+
+    fn serving_cert(self, def: &DriverDef) -> String {
+        match self {
+            Self::Controller => names::metrics_serving_cert(def),
+            Self::Node => names::node_metrics_serving_cert(def),
+        }
+    }
+
+    fn monitor(self, def: &DriverDef) -> String {
+        match self {
+            Self::Controller => names::service_monitor(def),
+            Self::Node => names::node_service_monitor(def),
+        }
+    }
+
+    fn selector(self, def: &DriverDef) -> std::collections::BTreeMap<String, String> {
+        match self {
+            Self::Controller => names::controller_selector(def),
+            Self::Node => names::node_selector(def),
+        }
+    }
+}
+
 /// The metrics Service, when the controller has metrics endpoints. Each port has the number
 /// and name of its kube-rbac-proxy's port (as OpenShift's Service has: an operator taking over
-/// OpenShift's Service must not add ports next to its ones) and targets it by name. On OpenShift the service CA issues its
-/// serving certificate (the Secret the proxies mount), so the Service is built whether or not
-/// a ServiceMonitor can be.
+/// OpenShift's Service must not add ports next to its ones) and targets it by name. On OpenShift
+/// the service CA issues its serving certificate (the Secret the proxies mount), so the Service
+/// is built whether or not a ServiceMonitor can be.
 pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service> {
-    let ports = metrics_ports(def);
+    service(def, inputs, Pods::Controller)
+}
+
+/// The node plugin's metrics Service (`<objectPrefix>-node-metrics`), when it serves metrics
+/// (`node.driver.metrics`): as [`build_metrics_service`], for the node pods.
+pub fn build_node_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service> {
+    service(def, inputs, Pods::Node)
+}
+
+/// The ServiceMonitor (`monitoring.coreos.com/v1`, no typed struct), only when its CRD
+/// exists and there is something to scrape. On OpenShift it verifies the proxies' certificate
+/// with the service CA; elsewhere the proxies serve a self-signed certificate.
+pub fn build_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
+    service_monitor(def, inputs, Pods::Controller)
+}
+
+/// The node plugin's ServiceMonitor (`<objectPrefix>-node-monitor`), as
+/// [`build_service_monitor`], for [`build_node_metrics_service`].
+pub fn build_node_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
+    service_monitor(def, inputs, Pods::Node)
+}
+
+fn service(def: &DriverDef, inputs: &Inputs, pods: Pods) -> Option<Service> {
+    let ports = pods.ports(def);
     if ports.is_empty() {
         return None;
     }
-    let name = names::metrics_service(def);
+    let name = pods.service(def);
     let mut metadata = names::ns_meta(def, name.clone());
     if let Some(labels) = metadata.labels.as_mut() {
         labels.insert("app".to_owned(), name.clone());
@@ -43,7 +120,7 @@ pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service
         metadata.annotations = Some(
             [(
                 names::SERVING_CERT_ANNOTATION.to_owned(),
-                names::metrics_serving_cert(def),
+                pods.serving_cert(def),
             )]
             .into(),
         );
@@ -63,7 +140,7 @@ pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service
                     })
                     .collect(),
             ),
-            selector: Some(names::controller_selector(def)),
+            selector: Some(pods.selector(def)),
             session_affinity: Some("None".to_owned()),
             type_: Some("ClusterIP".to_owned()),
             ..ServiceSpec::default()
@@ -72,15 +149,12 @@ pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service
     })
 }
 
-/// The ServiceMonitor (`monitoring.coreos.com/v1`, no typed struct), only when its CRD
-/// exists and there is something to scrape. On OpenShift it verifies the proxies' certificate
-/// with the service CA; elsewhere the proxies serve a self-signed certificate.
-pub fn build_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
-    let ports = metrics_ports(def);
+fn service_monitor(def: &DriverDef, inputs: &Inputs, pods: Pods) -> Option<Value> {
+    let ports = pods.ports(def);
     if ports.is_empty() || !inputs.crds.service_monitor {
         return None;
     }
-    let service = names::metrics_service(def);
+    let service = pods.service(def);
     let tls = if inputs.topology.is_openshift() {
         json!({
             "caFile": "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
@@ -106,7 +180,7 @@ pub fn build_service_monitor(def: &DriverDef, inputs: &Inputs) -> Option<Value> 
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": {
-            "name": names::service_monitor(def),
+            "name": pods.monitor(def),
             "namespace": def.namespace,
             "labels": { names::OPERAND_LABEL: def.short_name },
         },

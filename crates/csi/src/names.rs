@@ -141,6 +141,22 @@ pub fn metrics_serving_cert(def: &DriverDef) -> String {
     format!("{}-controller-metrics-serving-cert", def.object_prefix)
 }
 
+/// The node metrics Service (also the `app` label of the Service itself), for a node plugin
+/// with metrics.
+pub fn node_metrics_service(def: &DriverDef) -> String {
+    format!("{}-node-metrics", def.object_prefix)
+}
+
+/// The Secret the service CA writes the node metrics serving certificate to.
+pub fn node_metrics_serving_cert(def: &DriverDef) -> String {
+    format!("{}-node-metrics-serving-cert", def.object_prefix)
+}
+
+/// The ServiceMonitor of the node plugin's metrics.
+pub fn node_service_monitor(def: &DriverDef) -> String {
+    format!("{}-node-monitor", def.object_prefix)
+}
+
 /// The trusted CA bundle ConfigMap.
 pub fn trusted_ca_bundle(def: &DriverDef) -> String {
     format!("{}-trusted-ca-bundle", def.object_prefix)

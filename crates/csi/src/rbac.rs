@@ -102,7 +102,7 @@ fn names_prefixed(def: &DriverDef, suffix: &str) -> String {
 /// The driver's own ClusterRoles: SCC use for the node pod (`<p>-privileged-role`), for a
 /// host-network controller pod (`<p>-hostnetwork-role`), the extra rules of any other
 /// controller (`<p>-csi-driver-role`), and token/access reviews for the metrics proxies
-/// (`<p>-kube-rbac-proxy-role`).
+/// (`<p>-kube-rbac-proxy-role`, and `<p>-node-kube-rbac-proxy-role` for the node's).
 pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     let mut roles = Vec::new();
     if def.controller.host_network && !def.controller.uses_privileged_role() {
@@ -134,6 +134,21 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
             metadata: names::meta(def, names_prefixed(def, "kube-rbac-proxy-role"), None),
             // kube-rbac-proxy authenticates the scraper with a TokenReview and authorizes it
             // with a SubjectAccessReview.
+            rules: Some(vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                    &["create"],
+                ),
+            ]),
+            ..ClusterRole::default()
+        });
+    }
+    if def.node.driver.metrics.is_some() {
+        roles.push(ClusterRole {
+            metadata: names::meta(def, names_prefixed(def, "node-kube-rbac-proxy-role"), None),
+            // As the controller's proxies (see `kube-rbac-proxy-role`).
             rules: Some(vec![
                 rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
                 rule(
@@ -236,6 +251,17 @@ pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
             names::meta(def, names_prefixed(def, "kube-rbac-proxy-binding"), None),
             &names_prefixed(def, "kube-rbac-proxy-role"),
             controller(),
+        ));
+    }
+    if def.node.driver.metrics.is_some() {
+        bindings.push(cluster_role_binding(
+            names::meta(
+                def,
+                names_prefixed(def, "node-kube-rbac-proxy-binding"),
+                None,
+            ),
+            &names_prefixed(def, "node-kube-rbac-proxy-role"),
+            sa_subject(def, names::node_sa(def)),
         ));
     }
     bindings.push(cluster_role_binding(

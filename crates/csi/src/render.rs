@@ -227,7 +227,9 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
     );
     out.push(Operand::CSIDriver(storage::build_csi_driver(def, inputs)));
     out.extend(metrics::build_metrics_service(def, inputs).map(Operand::Service));
+    out.extend(metrics::build_node_metrics_service(def, inputs).map(Operand::Service));
     out.extend(metrics::build_service_monitor(def, inputs).map(Operand::Dynamic));
+    out.extend(metrics::build_node_service_monitor(def, inputs).map(Operand::Dynamic));
     out.push(Operand::PodDisruptionBudget(
         workloads::build_pod_disruption_budget(def),
     ));

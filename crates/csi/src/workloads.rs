@@ -824,10 +824,31 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
             "Directory",
         ),
     ];
+    if node.driver.metrics.is_some() && inputs.topology.is_openshift() {
+        volumes.push(Volume {
+            name: "metrics-serving-cert".to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(names::node_metrics_serving_cert(def)),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
     volumes.extend(node.driver.volumes.iter().map(volume_from_def));
     sort_by_names(&mut volumes, &node.driver.volume_order, |v| &v.name);
 
-    let mut containers = vec![driver, registrar, probe];
+    let mut containers = vec![driver];
+    if let Some(m) = node.driver.metrics {
+        // As the controller's: a kube-rbac-proxy serves the driver's metrics over TLS, with a
+        // certificate the service CA issues for the node metrics Service on OpenShift.
+        containers.push(kube_rbac_proxy(
+            &m.driver_proxy_container_name(),
+            "driver",
+            m,
+            inputs,
+        ));
+    }
+    containers.extend([registrar, probe]);
     sort_by_names(&mut containers, &node.container_order, |c| &c.name);
     mount_shared_volumes(&mut containers, &node.driver.volumes);
     let spec = PodSpec {

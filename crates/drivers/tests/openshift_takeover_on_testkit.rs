@@ -52,10 +52,6 @@ struct Case {
     /// OpenShift's objects we do not render (listed in the driver's
     /// `openshift-differences.yaml`): deleted as the replaced operator's leftovers.
     not_rendered: &'static [&'static str],
-    /// OpenShift's objects we do not render and the leftover sweep does not delete (kinds it
-    /// does not cover, e.g. ServiceMonitor; listed as pending in the driver's
-    /// `openshift-differences.yaml`): they stay as OpenShift's operator wrote them.
-    left_behind: &'static [&'static str],
     /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
     /// the driver's differences list pending pod template changes.
     same_pod_templates: bool,
@@ -117,7 +113,6 @@ const GCP_PD: Case = Case {
     ],
     classes: &["ssd-csi", "standard-csi"],
     not_rendered: &[],
-    left_behind: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -135,7 +130,6 @@ const AWS_EFS: Case = Case {
     metrics_ports: &[("provisioner-m", 9212)],
     classes: &[],
     not_rendered: &[],
-    left_behind: &[],
     same_pod_templates: false,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -161,7 +155,6 @@ const SMB: Case = Case {
         "ClusterRoleBinding/smb-csi-driver-binding",
         "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
     ],
-    left_behind: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -226,7 +219,6 @@ const OPENSTACK_CINDER: Case = Case {
     ],
     classes: &["standard-csi"],
     not_rendered: &[],
-    left_behind: &[],
     // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
     // is the same too.
     same_pod_templates: true,
@@ -273,7 +265,6 @@ const OPENSTACK_MANILA: Case = Case {
     ],
     classes: &["csi-manila-default"],
     not_rendered: &[],
-    left_behind: &[],
     same_pod_templates: true,
     seeds: || {
         vec![
@@ -376,16 +367,9 @@ const AZURE_DISK: Case = Case {
     not_rendered: &[
         "ClusterRole/azure-disk-csi-driver-node-clusterrole",
         "ClusterRoleBinding/azure-disk-csi-driver-node-clusterrolebinding",
-        "ClusterRole/azure-disk-node-kube-rbac-proxy-role",
-        "ClusterRoleBinding/azure-disk-node-kube-rbac-proxy-binding",
-        "Service/azure-disk-csi-driver-node-metrics",
     ],
-    // Node metrics, pending: the kit neither renders nor sweeps ServiceMonitors.
-    left_behind: &["ServiceMonitor/azure-disk-csi-driver-node-monitor"],
-    // The controller's template is OpenShift's, hash annotation included; the node's lacks
-    // its node metrics proxy (pending in azure_disk.openshift-differences.yaml), so the node
-    // pods roll once.
-    same_pod_templates: false,
+    // The credentials Secret's hash included.
+    same_pod_templates: true,
     seeds: || {
         let credentials: serde_json::Map<String, Value> = AZURE_DISK_CREDENTIALS
             .iter()
@@ -824,10 +808,6 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             .unwrap();
         if case.not_rendered.contains(&key.as_str()) {
             assert!(served.is_none(), "{key} was left behind");
-            continue;
-        }
-        if case.left_behind.contains(&key.as_str()) {
-            assert!(served.is_some(), "{key} is gone");
             continue;
         }
         let served = served.unwrap_or_else(|| panic!("{key} is gone"));

@@ -1277,3 +1277,84 @@ fn a_privileged_controller_runs_as_openshift_runs_it() {
         );
     }
 }
+
+#[rstest]
+#[case::port_twice(|d: &mut DriverDef| {
+    d.node.driver.metrics = Some(csi::MetricsDef { local_port: 8206, exposed_port: 10304 });
+}, "node port 10304 is used twice")]
+#[case::own_certificate_volume(|d: &mut DriverDef| {
+    let mut v = d.node.driver.volumes[0].clone();
+    v.name = "metrics-serving-cert".into();
+    d.node.driver.volumes.push(v);
+}, "node volume metrics-serving-cert is the kit's when node.driver.metrics is set")]
+fn node_metrics_are_checked(#[case] change: fn(&mut DriverDef), #[case] want: &str) {
+    // Azure Disk serves node metrics (8206 behind 9206); its registrar is on 10304.
+    let mut def = drivers::by_name("azure-disk").unwrap();
+    def.validate().unwrap();
+    change(&mut def);
+    let error = def.validate().unwrap_err();
+    assert!(error.problems.iter().any(|p| p.contains(want)), "{error}");
+}
+
+#[test]
+fn node_metrics_get_a_proxy_a_service_a_monitor_and_a_proxy_role() {
+    let def = drivers::by_name("azure-disk").unwrap();
+    let mut i = inputs(&def, Topology::HighlyAvailable);
+    i.crds = OptionalCrds::all();
+    let objects = csi::render(&def, &i);
+    let find = |kind: &str, name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+            .clone()
+    };
+    let service = find("Service", "azure-disk-csi-driver-node-metrics");
+    assert_eq!(
+        service["spec"]["selector"],
+        serde_json::json!({"app": "azure-disk-csi-driver-node"})
+    );
+    assert_eq!(service["spec"]["ports"][0]["port"], 9206);
+    assert_eq!(
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "azure-disk-csi-driver-node-metrics-serving-cert"
+    );
+    let monitor = find("ServiceMonitor", "azure-disk-csi-driver-node-monitor");
+    assert_eq!(
+        monitor["spec"]["endpoints"][0]["tlsConfig"]["serverName"],
+        "azure-disk-csi-driver-node-metrics.openshift-cluster-csi-drivers.svc"
+    );
+    let binding = find(
+        "ClusterRoleBinding",
+        "azure-disk-node-kube-rbac-proxy-binding",
+    );
+    assert_eq!(
+        binding["subjects"][0]["name"],
+        "azure-disk-csi-driver-node-sa"
+    );
+    find("ClusterRole", "azure-disk-node-kube-rbac-proxy-role");
+    // The proxy in the node pod serves 9206 from the driver's 8206 with the node certificate.
+    let ds = csi::build_node_daemon_set(&def, &i);
+    let spec = ds_pod(&ds);
+    let proxy = container(spec, "kube-rbac-proxy-8206");
+    assert!(args(proxy).contains(&"--upstream=http://127.0.0.1:8206/".to_owned()));
+    let cert = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "metrics-serving-cert")
+        .unwrap();
+    assert_eq!(
+        cert.secret.as_ref().unwrap().secret_name.as_deref(),
+        Some("azure-disk-csi-driver-node-metrics-serving-cert")
+    );
+    // GCP PD serves none: nothing of the kind.
+    let gcp = gcp_pd();
+    let objects = csi::render(&gcp, &inputs(&gcp, Topology::HighlyAvailable));
+    assert!(objects.iter().all(|o| {
+        !o["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .contains("node-metrics")
+    }));
+}

@@ -282,6 +282,10 @@ fn pod_spec(spec: &mut Value) {
     }
     if let Some(vs) = s.get_mut("volumes").and_then(Value::as_array_mut) {
         for v in vs.iter_mut().filter_map(Value::as_object_mut) {
+            // A volume without a source is an emptyDir (SetDefaults_Volume).
+            if !VOLUME_SOURCES.iter().any(|k| v.contains_key(*k)) {
+                v.insert("emptyDir".to_owned(), json!({}));
+            }
             if let Some(cm) = v.get_mut("configMap").and_then(Value::as_object_mut) {
                 default(cm, "defaultMode", json!(420));
             }
@@ -299,6 +303,40 @@ fn pod_spec(spec: &mut Value) {
     default(s, "securityContext", json!({}));
     default(s, "schedulerName", json!("default-scheduler"));
 }
+
+/// The source fields of a core/v1 Volume.
+const VOLUME_SOURCES: &[&str] = &[
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
+];
 
 fn service(o: &mut Value) {
     let Some(spec) = o.get_mut("spec").and_then(obj) else {

@@ -972,3 +972,40 @@ async fn pod_field_references_default_to_the_core_version() {
     assert_eq!(env[1]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
     assert_eq!(env[2].get("valueFrom"), None);
 }
+
+/// A pod volume without a source is stored as an emptyDir, as kube-apiserver defaults it
+/// (OpenShift's Azure assets have one, spelled `emptydir`, which the API drops); the other
+/// volumes keep theirs.
+#[tokio::test]
+async fn a_pod_volume_without_a_source_is_an_empty_dir() {
+    use kube::api::PostParams;
+
+    let cluster = Cluster::start().await;
+    let daemon_sets: kube::Api<DaemonSet> = kube::Api::namespaced(cluster.client(), "default");
+    let written: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "node"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "node"}},
+            "template": {
+                "metadata": {"labels": {"app": "node"}},
+                "spec": {
+                    "containers": [{"name": "driver", "image": "driver:1"}],
+                    "volumes": [
+                        {"name": "scratch"},
+                        {"name": "host", "hostPath": {"path": "/dev", "type": "Directory"}},
+                    ],
+                },
+            },
+        },
+    }))
+    .unwrap();
+    let stored = daemon_sets
+        .create(&PostParams::default(), &written)
+        .await
+        .unwrap();
+    let volumes =
+        serde_json::to_value(stored.spec.unwrap().template.spec.unwrap().volumes).unwrap();
+    assert_eq!(volumes[0], json!({"name": "scratch", "emptyDir": {}}));
+    assert_eq!(volumes[1].get("emptyDir"), None);
+    assert_eq!(volumes[1]["hostPath"]["path"], "/dev");
+}
