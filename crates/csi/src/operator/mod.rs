@@ -10,7 +10,9 @@
 //! and its conditions: `<prefix>DriverStaticResourcesController` (RBAC, ServiceAccounts, the CA
 //! ConfigMap, CSIDriver, Service, PDB, snapshot classes, CredentialsRequest),
 //! `<prefix>DriverControllerServiceController` (Deployment; Available/Progressing/Degraded,
-//! `readyReplicas`, its generation), `<prefix>DriverNodeServiceController` (DaemonSet),
+//! `readyReplicas`, its generation), `<prefix>DriverNodeServiceController` (DaemonSet; also
+//! applies a driver's other DaemonSets and reports each under its own controller's
+//! Available/Progressing, e.g. Manila's `NFSDriverNodeServiceController`),
 //! `StorageClassController`, `<prefix>DriverServiceMonitorController`, `ManagementState`
 //! (`ManagementStateDegraded`, `observedGeneration`), `ConfigObserver`
 //! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]) and
