@@ -36,16 +36,14 @@
 use csi::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource,
-    HostPathVolumeSource, PodSpec, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, HostPathVolumeSource, PodSpec,
+    SecretVolumeSource, Volume, VolumeMount,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::Value;
 
 use crate::DriverError;
-use crate::common::{
-    driver_container, ds_pod_spec, from_secret, literal, pod_spec, set_env, unprivileged,
-};
+use crate::common::{driver_container, ds_pod_spec, literal, pod_spec, set_env, unprivileged};
 
 /// The short name.
 pub const SHORT_NAME: &str = "azure-disk";
@@ -75,18 +73,6 @@ const CLOUD_CONFIG_DIR: &str = "/etc/kubernetes/";
 const INJECTOR_SOURCE_DIR: &str = "/etc/cloud-config";
 const INJECTOR_OUTPUT_DIR: &str = "/etc/merged-cloud-config";
 const INJECTOR_CREDENTIALS_DIR: &str = "/etc/azure/credentials";
-/// The injector's environment: variable, key of the Secret, whether the key must exist.
-/// `azure_client_id` is in every mode; the others depend on it.
-const INJECTOR_ENV: [(&str, &str, bool); 4] = [
-    ("AZURE_CLIENT_ID", "azure_client_id", true),
-    ("AZURE_CLIENT_SECRET", "azure_client_secret", false),
-    ("AZURE_TENANT_ID", "azure_tenant_id", false),
-    (
-        "AZURE_FEDERATED_TOKEN_FILE",
-        "azure_federated_token_file",
-        false,
-    ),
-];
 
 /// The Azure Disk driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
@@ -117,8 +103,10 @@ pub fn injects_credentials(inputs: &Inputs, secret: &str) -> bool {
     inputs.topology.is_openshift() || inputs.secret_hashes.contains_key(secret)
 }
 
-/// How a pod lays out the cloud config and the credentials: volume names, where the injector
-/// writes, how it reads the Secret.
+/// How a pod lays out the cloud config and the credentials: volume names and where the
+/// injector writes. The injector reads the Secret's files (`--creds-path`); on OpenShift it is
+/// OpenShift's container exactly (no resource requests, pull policy or dropped capabilities its
+/// template does not have).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// The source cloud config when the injector merges it (mounted in the injector only).
@@ -129,42 +117,23 @@ pub struct Layout {
     pub credentials_volume: &'static str,
     /// Where the injector mounts [`Layout::merged_volume`].
     pub injector_output_dir: &'static str,
-    /// OpenShift's injector: it reads the Secret's files (`--creds-path`) rather than
-    /// variables from its keys, and on OpenShift it is OpenShift's container exactly (no
-    /// resource requests, pull policy or dropped capabilities its template does not have).
-    pub as_openshift: bool,
 }
 
-/// Azure Disk's controller as OpenShift lays it out (csi-operator's standalone assets).
+/// The controller as OpenShift lays it out (csi-operator's standalone assets of Azure Disk
+/// and Azure File).
 pub const OPENSHIFT_CONTROLLER_LAYOUT: Layout = Layout {
     source_volume: "src-cloud-config",
     merged_volume: CLOUD_CONFIG_VOLUME,
     credentials_volume: "cloud-sa-volume",
     injector_output_dir: "/etc/kubernetes",
-    as_openshift: true,
 };
 
-/// Azure Disk's node pod as OpenShift lays it out: the injector writes elsewhere than on the
+/// The node pod as OpenShift lays it out: the injector writes elsewhere than on the
 /// controller, into the same emptyDir.
 pub const OPENSHIFT_NODE_LAYOUT: Layout = Layout {
     injector_output_dir: INJECTOR_OUTPUT_DIR,
     ..OPENSHIFT_CONTROLLER_LAYOUT
 };
-
-/// The layout of [`mount_cloud_config`] (Azure File's, until it is compared with OpenShift's
-/// too): the injector reads the Secret's keys from its environment.
-pub const KIT_LAYOUT: Layout = Layout {
-    source_volume: CLOUD_CONFIG_VOLUME,
-    merged_volume: "merged-cloud-config",
-    credentials_volume: "azure-credentials",
-    injector_output_dir: INJECTOR_OUTPUT_DIR,
-    as_openshift: false,
-};
-
-/// [`mount_cloud_config_as`] with [`KIT_LAYOUT`].
-pub fn mount_cloud_config(inputs: &Inputs, spec: &mut PodSpec, cloud_config: &str, secret: &str) {
-    mount_cloud_config_as(&KIT_LAYOUT, inputs, spec, cloud_config, secret);
-}
 
 /// Mounts the cloud config in the driver container at `/etc/kubernetes/` and points
 /// `AZURE_CREDENTIAL_FILE` at it. The source is the copy of `cloud_config` (key `config`) on
@@ -306,8 +275,7 @@ fn put_env(container: &mut Container, var: EnvVar) {
 
 /// Adds (or replaces) the [`INJECTOR_CONTAINER`] init container, reading `file` of the
 /// source cloud config and the keys of `secret`, writing the merged config into the
-/// emptyDir. The Secret is mounted in it: read as files by OpenShift's injector, for its hash
-/// annotation only otherwise.
+/// emptyDir. The Secret is mounted in it, as files.
 fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str, secret: &str) {
     put_volume(
         spec,
@@ -324,7 +292,7 @@ fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str
         .extra_images
         .get(INJECTOR_IMAGE)
         .map_or("", String::as_str);
-    let mut args = vec![
+    let args = vec![
         format!("--cloud-config-file-path={INJECTOR_SOURCE_DIR}/{file}"),
         format!(
             "--output-file-path={}/cloud.conf",
@@ -335,20 +303,10 @@ fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str
         // Takes effect only when the Secret has `azure_federated_token_file` (OpenShift's
         // operator always substitutes true too).
         "--enable-azure-workload-identity=true".to_owned(),
+        format!("--creds-path={INJECTOR_CREDENTIALS_DIR}"),
     ];
-    if layout.as_openshift {
-        args.push(format!("--creds-path={INJECTOR_CREDENTIALS_DIR}"));
-    }
     let mut injector = csi::workloads::operand_container(INJECTOR_CONTAINER, image, args);
     injector.command = Some(vec!["/azure-config-credentials-injector".to_owned()]);
-    if !layout.as_openshift {
-        injector.env = Some(
-            INJECTOR_ENV
-                .iter()
-                .map(|(name, key, required)| secret_env(name, secret, key, *required))
-                .collect(),
-        );
-    }
     let mount = |name: &str, path: &str, read_only: bool| VolumeMount {
         name: name.to_owned(),
         mount_path: path.to_owned(),
@@ -360,7 +318,7 @@ fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str
         mount(layout.merged_volume, layout.injector_output_dir, false),
         mount(layout.credentials_volume, INJECTOR_CREDENTIALS_DIR, true),
     ]);
-    if layout.as_openshift && inputs.topology.is_openshift() {
+    if inputs.topology.is_openshift() {
         injector.image_pull_policy = None;
         injector.resources = None;
     } else {
@@ -370,26 +328,6 @@ fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str
     match init.iter_mut().find(|c| c.name == INJECTOR_CONTAINER) {
         Some(c) => *c = injector,
         None => init.push(injector),
-    }
-}
-
-/// An environment variable from `key` of `secret`; a required key keeps the container from
-/// starting until the Secret has it.
-fn secret_env(name: &str, secret: &str, key: &str, required: bool) -> EnvVar {
-    if !required {
-        return from_secret(name, secret, key);
-    }
-    EnvVar {
-        name: name.to_owned(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: secret.to_owned(),
-                key: key.to_owned(),
-                optional: None,
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
     }
 }
 

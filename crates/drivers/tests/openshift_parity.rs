@@ -112,6 +112,7 @@ fn yaml(v: &Option<Value>) -> String {
 #[case::openstack_cinder("openstack-cinder", "openstack-cinder")]
 #[case::openstack_manila("openstack-manila", "openstack-manila")]
 #[case::azure_disk("azure-disk", "azure-disk")]
+#[case::azure_file("azure-file", "azure-file")]
 fn operands_match_openshift_but_for_the_listed_differences(
     #[case] short_name: &str,
     #[case] fixture: &str,

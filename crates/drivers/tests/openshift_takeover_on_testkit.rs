@@ -1,5 +1,5 @@
 //! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EFS, SMB, OpenStack
-//! Cinder, OpenStack Manila, Azure Disk): the cluster is
+//! Cinder, OpenStack Manila, Azure Disk, Azure File): the cluster is
 //! seeded with what that operator creates (its generated assets, `tests/fixtures/openshift/
 //! <driver>`, with the values its run-time hooks add), written as it writes them (plain creates,
 //! field manager `<driver>-csi-driver-operator`). Then our operator starts on the same cluster.
@@ -394,6 +394,73 @@ const AZURE_DISK: Case = Case {
     share_types: &[],
 };
 
+/// The credentials cloud-credential-operator wrote for Azure File in mint mode.
+const AZURE_FILE_CREDENTIALS: [(&str, &str); 7] = [
+    ("azure_client_id", "2d1e3f40-bbbb-4ccc-8ddd-eeeeffff0000"),
+    ("azure_client_secret", "minted-file-secret"),
+    ("azure_region", "eastus"),
+    ("azure_resource_prefix", "demo-x7k2p"),
+    ("azure_resourcegroup", "demo-x7k2p-rg"),
+    (
+        "azure_subscription_id",
+        "0b2d1f3c-1111-2222-3333-444455556666",
+    ),
+    ("azure_tenant_id", "6f2d1e0c-0000-4000-8000-000000000001"),
+];
+
+const AZURE_FILE: Case = Case {
+    short: "azure-file",
+    fixture: "azure-file",
+    driver: "file.csi.azure.com",
+    prefix: "AzureFile",
+    former: "azure-file-csi-driver-operator",
+    platform: AZURE_DISK.platform,
+    hooks: |o| {
+        // As Azure Disk's: library-go's hash annotation of the credentials Secret, which
+        // OpenShift's operator watches for both workloads (the metrics certificate's too on
+        // the Deployment, but service-ca has not made it here); it watches no ConfigMap.
+        if matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
+            use csi::hash::{HashedKind, annotation_key, secret_data_hash};
+            let credentials: BTreeMap<String, Vec<u8>> = AZURE_FILE_CREDENTIALS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+                .collect();
+            let key = annotation_key(NS, "azure-file-credentials", HashedKind::Secret);
+            let hash = secret_data_hash(Some(&credentials));
+            o["spec"]["template"]["metadata"]["annotations"][&key] = json!(hash);
+            o["metadata"]["annotations"][&key] = json!(hash);
+        }
+    },
+    metrics_ports: &[
+        ("provisioner-m", 9212),
+        ("attacher-m", 9213),
+        ("resizer-m", 9214),
+        ("snapshotter-m", 9215),
+        ("driver-m", 9211),
+    ],
+    classes: &["azurefile-csi"],
+    not_rendered: &[],
+    // The credentials Secret's hash included.
+    same_pod_templates: true,
+    seeds: || {
+        let credentials: serde_json::Map<String, Value> = AZURE_FILE_CREDENTIALS
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+                   "data": {"config": AZURE_CLOUD_CONFIG}}),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "azure-file-credentials", "namespace": NS},
+                   "stringData": credentials}),
+        ]
+    },
+    runtime_operands: AZURE_DISK.runtime_operands,
+    share_types: &[],
+};
+
 /// The images of the release payload, by OpenShift's environment variable.
 fn images() -> BTreeMap<String, String> {
     [
@@ -756,6 +823,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[case::openstack_cinder(&OPENSTACK_CINDER)]
 #[case::openstack_manila(&OPENSTACK_MANILA)]
 #[case::azure_disk(&AZURE_DISK)]
+#[case::azure_file(&AZURE_FILE)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;

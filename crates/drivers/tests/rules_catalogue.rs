@@ -431,7 +431,7 @@ fn azure_cloud_config_comes_from_the_copy_or_the_node(
     // The source: what the injector reads where it runs (on OpenShift), else what the driver
     // mounts.
     let source_volume = if inputs.topology.is_openshift() {
-        layout(driver, "controller").source_volume
+        layout("controller").source_volume
     } else {
         "cloud-config"
     };
@@ -480,14 +480,13 @@ fn env_json(container: &Container) -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// How the driver's pod lays out the cloud config: Azure Disk as OpenShift does (its node
-/// injector writes elsewhere than its controller's), Azure File as the kit did before.
-fn layout(driver: &str, pod_name: &str) -> drivers::azure_disk::Layout {
-    use drivers::azure_disk::{KIT_LAYOUT, OPENSHIFT_CONTROLLER_LAYOUT, OPENSHIFT_NODE_LAYOUT};
-    match (driver, pod_name) {
-        ("azure-disk", "controller") => OPENSHIFT_CONTROLLER_LAYOUT,
-        ("azure-disk", _) => OPENSHIFT_NODE_LAYOUT,
-        _ => KIT_LAYOUT,
+/// How the driver's pod lays out the cloud config: Azure Disk and Azure File as OpenShift
+/// does (the node injector writes elsewhere than the controller's).
+fn layout(pod_name: &str) -> drivers::azure_disk::Layout {
+    use drivers::azure_disk::{OPENSHIFT_CONTROLLER_LAYOUT, OPENSHIFT_NODE_LAYOUT};
+    match pod_name {
+        "controller" => OPENSHIFT_CONTROLLER_LAYOUT,
+        _ => OPENSHIFT_NODE_LAYOUT,
     }
 }
 
@@ -530,7 +529,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
         cloud_config(&mut inputs, false);
     }
     for (pod_name, spec) in azure_pods(&def, &inputs) {
-        let layout = layout(driver, pod_name);
+        let layout = layout(pod_name);
         let injector = init_container(&spec, "azure-inject-credentials")
             .unwrap_or_else(|| panic!("{pod_name}: no injector"));
         assert_eq!(
@@ -541,7 +540,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
             injector.command.clone().unwrap(),
             ["/azure-config-credentials-injector"]
         );
-        let mut args = vec![
+        let args = vec![
             format!("--cloud-config-file-path={source_file}"),
             format!(
                 "--output-file-path={}/cloud.conf",
@@ -549,34 +548,10 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
             ),
             "--disable-identity-extension-auth".to_owned(),
             "--enable-azure-workload-identity=true".to_owned(),
-        ];
-        if layout.as_openshift {
             // OpenShift's injector reads the Secret's files.
-            args.push("--creds-path=/etc/azure/credentials".to_owned());
-            assert_eq!(injector.env, None, "{pod_name}");
-        } else {
-            let env = env_json(injector);
-            assert_eq!(
-                env["AZURE_CLIENT_SECRET"]["valueFrom"]["secretKeyRef"],
-                json!({"name": secret, "key": "azure_client_secret", "optional": true}),
-                "{pod_name}"
-            );
-            assert_eq!(
-                env["AZURE_CLIENT_ID"]["valueFrom"]["secretKeyRef"],
-                json!({"name": secret, "key": "azure_client_id"}),
-                "{pod_name}: the client ID is required"
-            );
-            for (var, key) in [
-                ("AZURE_TENANT_ID", "azure_tenant_id"),
-                ("AZURE_FEDERATED_TOKEN_FILE", "azure_federated_token_file"),
-            ] {
-                assert_eq!(
-                    env[var]["valueFrom"]["secretKeyRef"],
-                    json!({"name": secret, "key": key, "optional": true}),
-                    "{pod_name}"
-                );
-            }
-        }
+            "--creds-path=/etc/azure/credentials".to_owned(),
+        ];
+        assert_eq!(injector.env, None, "{pod_name}");
         assert_eq!(injector.args.clone().unwrap(), args, "{pod_name}");
         // Reads the source, writes the emptyDir, has the Secret mounted.
         assert_eq!(
@@ -611,7 +586,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
         );
         // On OpenShift, OpenShift's container; elsewhere the kit's container settings, and no
         // privileges.
-        if layout.as_openshift && inputs.topology.is_openshift() {
+        if inputs.topology.is_openshift() {
             assert_eq!(
                 serde_json::to_value(&injector.security_context).unwrap(),
                 json!({"readOnlyRootFilesystem": true})
@@ -740,8 +715,10 @@ fn azure_on_kubernetes_without_the_secret_has_no_injector(
             .flatten()
             .map(|v| v.name.as_str())
             .collect();
-        assert!(!names.contains(&"azure-credentials"), "{pod_name}");
-        assert!(!names.contains(&"merged-cloud-config"), "{pod_name}");
+        // Neither the injector's source nor the Secret (see the layout).
+        let layout = layout(pod_name);
+        assert!(!names.contains(&layout.source_volume), "{pod_name}");
+        assert!(!names.contains(&layout.credentials_volume), "{pod_name}");
         assert!(volume_json(&spec, "cloud-config").get(source).is_some());
         let driver = driver_container(&spec);
         assert_eq!(
@@ -773,6 +750,28 @@ fn azure_file_smb_class_has_openshifts_mount_options_and_is_not_default() {
         .insert("protocol".to_owned(), "nfs".to_owned());
     drivers::azure_file::with_smb_mount_options(&inputs, &mut nfs);
     assert_eq!(nfs.mount_options, None, "NFS takes no SMB options");
+}
+
+/// A class's parameters cannot change: on OpenShift, `azurefile-csi` has the parameters
+/// OpenShift's operator created it with; plain Kubernetes keeps the table's.
+#[rstest]
+#[case::openshift(Topology::HighlyAvailable, json!({"skuName": "Standard_LRS", "matchTags": "true",
+    "tags": "storageClassName=azurefile-csi"}))]
+#[case::single_replica(Topology::SingleReplica, json!({"skuName": "Standard_LRS",
+    "matchTags": "true", "tags": "storageClassName=azurefile-csi"}))]
+#[case::kubernetes(Topology::Kubernetes { control_plane_nodes: true },
+    json!({"skuname": "Standard_LRS"}))]
+fn azure_file_class_parameters_are_openshifts_on_openshift(
+    #[case] topology: Topology,
+    #[case] parameters: Value,
+) {
+    let def = def("azure-file");
+    let classes = classes(&def, &inputs(&def, topology));
+    assert_eq!(classes.len(), 1);
+    assert_eq!(
+        serde_json::to_value(&classes[0].parameters).unwrap(),
+        parameters
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
