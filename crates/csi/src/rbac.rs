@@ -132,31 +132,14 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     if def.has_metrics() {
         roles.push(ClusterRole {
             metadata: names::meta(def, names_prefixed(def, "kube-rbac-proxy-role"), None),
-            // kube-rbac-proxy authenticates the scraper with a TokenReview and authorizes it
-            // with a SubjectAccessReview.
-            rules: Some(vec![
-                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
-                rule(
-                    &["authorization.k8s.io"],
-                    &["subjectaccessreviews"],
-                    &["create"],
-                ),
-            ]),
+            rules: Some(proxy_rules()),
             ..ClusterRole::default()
         });
     }
     if def.node.driver.metrics.is_some() {
         roles.push(ClusterRole {
             metadata: names::meta(def, names_prefixed(def, "node-kube-rbac-proxy-role"), None),
-            // As the controller's proxies (see `kube-rbac-proxy-role`).
-            rules: Some(vec![
-                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
-                rule(
-                    &["authorization.k8s.io"],
-                    &["subjectaccessreviews"],
-                    &["create"],
-                ),
-            ]),
+            rules: Some(proxy_rules()),
             ..ClusterRole::default()
         });
     }
@@ -171,6 +154,19 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
         ..ClusterRole::default()
     });
     roles
+}
+
+/// What a kube-rbac-proxy needs: it authenticates the scraper with a TokenReview and
+/// authorizes it with a SubjectAccessReview.
+fn proxy_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
+    ]
 }
 
 /// Whether the controller's extra rules need `<p>-csi-driver-role`: it has some and neither

@@ -68,6 +68,33 @@ pub fn operand_container(name: &str, image: &str, args: Vec<String>) -> Containe
     container(name, image, args, REQUEST_MEMORY)
 }
 
+/// Env var `name` from field `path` of the pod (the downward API, e.g. `spec.nodeName`).
+pub fn field_env(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.to_owned(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// How node DaemonSets roll: 10% of the nodes at a time (maxSurge stays unset, the API's
+/// default 0, as OpenShift writes it).
+pub fn node_update_strategy() -> DaemonSetUpdateStrategy {
+    DaemonSetUpdateStrategy {
+        type_: Some("RollingUpdate".to_owned()),
+        rolling_update: Some(RollingUpdateDaemonSet {
+            max_unavailable: Some(IntOrString::String("10%".to_owned())),
+            ..RollingUpdateDaemonSet::default()
+        }),
+    }
+}
+
 /// A mount of volume `name` at `path`.
 pub fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
@@ -142,13 +169,7 @@ fn env_from_def(def: &DriverContainerDef, endpoint: &str) -> Vec<EnvVar> {
             name: e.name.clone(),
             value: e.value.clone(),
             value_from: match (&e.value, &e.field_path, &e.config_map_key_ref) {
-                (None, Some(path), _) => Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        field_path: path.clone(),
-                        ..ObjectFieldSelector::default()
-                    }),
-                    ..EnvVarSource::default()
-                }),
+                (None, Some(path), _) => field_env(&e.name, path).value_from,
                 (None, None, Some(key)) => Some(EnvVarSource {
                     config_map_key_ref: Some(ConfigMapKeySelector {
                         name: key.name.clone(),
@@ -903,14 +924,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
                 ..LabelSelector::default()
             },
             template,
-            update_strategy: Some(DaemonSetUpdateStrategy {
-                type_: Some("RollingUpdate".to_owned()),
-                // maxSurge stays unset (the API's default, 0), as OpenShift writes it.
-                rolling_update: Some(RollingUpdateDaemonSet {
-                    max_unavailable: Some(IntOrString::String("10%".to_owned())),
-                    ..RollingUpdateDaemonSet::default()
-                }),
-            }),
+            update_strategy: Some(node_update_strategy()),
             ..DaemonSetSpec::default()
         }),
         ..DaemonSet::default()

@@ -44,21 +44,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use csi::operator::{Probe, ProbeConfig, Probed};
-use csi::workloads::{host_path, mount};
+use csi::workloads::{field_env, host_path, mount, node_update_strategy};
 use csi::{
     DriverDef, ExtraDaemonSet, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names,
 };
 use k8s_openapi::ByteString;
-use k8s_openapi::api::apps::v1::{
-    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, Deployment, RollingUpdateDaemonSet,
-};
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodSpec, PodTemplateSpec,
-    ResourceRequirements, Secret, SecurityContext, Toleration, VolumeMount,
+    ConfigMap, Container, EnvVar, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
+    SecurityContext, Toleration, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Api;
 
 use crate::DriverError;
@@ -195,17 +192,7 @@ fn nfs_resources() -> ResourceRequirements {
 }
 
 fn node_id_env() -> EnvVar {
-    EnvVar {
-        name: "NODE_ID".to_owned(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: "spec.nodeName".to_owned(),
-                ..ObjectFieldSelector::default()
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    }
+    field_env("NODE_ID", "spec.nodeName")
 }
 
 /// Adds the NFS plugin to the controller pod, after the driver: it serves the driver's
@@ -361,13 +348,7 @@ pub fn nfs_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
                     ..PodSpec::default()
                 }),
             },
-            update_strategy: Some(DaemonSetUpdateStrategy {
-                type_: Some("RollingUpdate".to_owned()),
-                rolling_update: Some(RollingUpdateDaemonSet {
-                    max_unavailable: Some(IntOrString::String("10%".to_owned())),
-                    ..RollingUpdateDaemonSet::default()
-                }),
-            }),
+            update_strategy: Some(node_update_strategy()),
             ..DaemonSetSpec::default()
         }),
         ..DaemonSet::default()

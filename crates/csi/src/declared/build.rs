@@ -10,8 +10,7 @@ use api::csidriver_v1alpha1::{
 };
 use k8s_openapi::api::apps::v1::{DaemonSetUpdateStrategy, Deployment};
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, HostPathVolumeSource, ObjectFieldSelector, PodTemplateSpec,
-    SecurityContext, Volume, VolumeMount,
+    Container, HostPathVolumeSource, PodTemplateSpec, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -638,17 +637,10 @@ fn node_provisioner(image: &str, kit: &Inputs) -> Container {
             format!("--v={}", kit.verbosity()),
         ],
     );
-    c.env = Some(vec![EnvVar {
-        name: "NODE_NAME".to_owned(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: "spec.nodeName".to_owned(),
-                ..ObjectFieldSelector::default()
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    }]);
+    c.env = Some(vec![crate::workloads::field_env(
+        "NODE_NAME",
+        "spec.nodeName",
+    )]);
     c.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
     c
 }
