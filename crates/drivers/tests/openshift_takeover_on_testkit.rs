@@ -1,5 +1,5 @@
-//! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EFS, SMB, OpenStack
-//! Cinder, OpenStack Manila, Azure Disk, Azure File): the cluster is
+//! Taking over a driver that OpenShift's Go operator installed (GCP PD, AWS EBS, AWS EFS, SMB,
+//! OpenStack Cinder, OpenStack Manila, Azure Disk, Azure File): the cluster is
 //! seeded with what that operator creates (its generated assets, `tests/fixtures/openshift/
 //! <driver>`, with the values its run-time hooks add), written as it writes them (plain creates,
 //! field manager `<driver>-csi-driver-operator`). Then our operator starts on the same cluster.
@@ -119,6 +119,92 @@ const GCP_PD: Case = Case {
     share_types: &[],
 };
 
+/// The credentials cloud-credential-operator wrote for AWS EBS in mint mode.
+const AWS_EBS_CREDENTIALS: [(&str, &str); 2] = [
+    ("aws_access_key_id", "AKIAEXAMPLEMINTED01"),
+    ("aws_secret_access_key", "minted-ebs-secret"),
+];
+
+/// library-go's hash annotation of Secret `name` with `data`, on a workload and its pods.
+fn annotate_secret_hash(o: &mut Value, name: &str, data: &[(&str, &str)]) {
+    use csi::hash::{HashedKind, annotation_key, secret_data_hash};
+    let data: BTreeMap<String, Vec<u8>> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+        .collect();
+    let key = annotation_key(NS, name, HashedKind::Secret);
+    let hash = secret_data_hash(Some(&data));
+    o["spec"]["template"]["metadata"]["annotations"][&key] = json!(hash);
+    o["metadata"]["annotations"][&key] = json!(hash);
+}
+
+/// A Secret of the driver namespace with `data`, as cloud-credential-operator writes it.
+fn credentials_secret(name: &str, data: &[(&str, &str)]) -> Value {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), json!(v)))
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": name, "namespace": NS},
+           "stringData": data})
+}
+
+const AWS_EBS: Case = Case {
+    short: "aws-ebs",
+    fixture: "aws-ebs",
+    driver: "ebs.csi.aws.com",
+    prefix: "AWSEBS",
+    former: "aws-ebs-csi-driver-operator",
+    platform: || json!({"type": "AWS", "aws": {"region": "us-east-2"}}),
+    hooks: |o| {
+        // withAWSRegion appends the region to the controller's driver; library-go's hash
+        // annotation of the credentials Secret, which OpenShift's operator watches for the
+        // Deployment only (the metrics certificate's too, but service-ca has not made it
+        // here). No resource tags, custom endpoint or CA bundle on this cluster.
+        if o["kind"] == "Deployment" {
+            let driver = &mut o["spec"]["template"]["spec"]["containers"][0];
+            assert_eq!(driver["name"], "csi-driver");
+            driver["env"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"name": "AWS_REGION", "value": "us-east-2"}));
+            annotate_secret_hash(o, "ebs-cloud-credentials", &AWS_EBS_CREDENTIALS);
+        }
+    },
+    metrics_ports: &[
+        ("provisioner-m", 9202),
+        ("attacher-m", 9203),
+        ("resizer-m", 9204),
+        ("snapshotter-m", 9205),
+        ("driver-m", 9201),
+    ],
+    classes: &["gp2-csi", "gp3-csi"],
+    not_rendered: &[],
+    // OpenShift's operator turns the credentials into a config file with an init container
+    // running its own script; we pass them to the driver as variables instead (see
+    // aws_ebs.openshift-differences.yaml): the controller pods roll once.
+    same_pod_templates: false,
+    seeds: || {
+        vec![credentials_secret(
+            "ebs-cloud-credentials",
+            &AWS_EBS_CREDENTIALS,
+        )]
+    },
+    runtime_operands: Vec::new,
+    share_types: &[],
+};
+
+/// The credentials cloud-credential-operator wrote for AWS EFS in mint mode: the controller's
+/// and the node plugin's (its own CredentialsRequest).
+const AWS_EFS_CREDENTIALS: [(&str, &str); 2] = [
+    ("aws_access_key_id", "AKIAEXAMPLEMINTED02"),
+    ("aws_secret_access_key", "minted-efs-secret"),
+];
+const AWS_EFS_NODE_CREDENTIALS: [(&str, &str); 2] = [
+    ("aws_access_key_id", "AKIAEXAMPLEMINTED03"),
+    ("aws_secret_access_key", "minted-efs-node-secret"),
+];
+
 const AWS_EFS: Case = Case {
     short: "aws-efs",
     fixture: "aws-efs",
@@ -126,12 +212,39 @@ const AWS_EFS: Case = Case {
     prefix: "AWSEFS",
     former: "aws-efs-csi-driver-operator",
     platform: || json!({"type": "AWS", "aws": {"region": "us-east-2"}}),
-    hooks: |_| {},
+    hooks: |o| {
+        // library-go's hash annotations of the Secrets OpenShift's operator watches: the
+        // controller's credentials for the Deployment, the node's for the DaemonSet (the
+        // metrics certificate's too on the Deployment, but service-ca has not made it here);
+        // and its FIPS hooks' FIPS_ENABLED on both drivers (a host without FIPS).
+        let secret = match o["kind"].as_str() {
+            Some("Deployment") => ("aws-efs-cloud-credentials", &AWS_EFS_CREDENTIALS),
+            Some("DaemonSet") => ("node-aws-efs-cloud-credentials", &AWS_EFS_NODE_CREDENTIALS),
+            _ => return,
+        };
+        let driver = &mut o["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(driver["name"], "csi-driver");
+        driver["env"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "FIPS_ENABLED", "value": "false"}));
+        annotate_secret_hash(o, secret.0, secret.1);
+    },
     metrics_ports: &[("provisioner-m", 9212)],
     classes: &[],
     not_rendered: &[],
+    // The credentials are passed as variables, not by OpenShift's init container (see
+    // aws_efs.openshift-differences.yaml); also OpenShift's FIPS hooks set FIPS_ENABLED on both
+    // drivers, which we do not render, and our controller's driver gets AWS_REGION from
+    // Infrastructure, which OpenShift's AWS EFS operator does not set (neither shows in
+    // openshift_parity, which renders without a platform status).
     same_pod_templates: false,
-    seeds: Vec::new,
+    seeds: || {
+        vec![
+            credentials_secret("aws-efs-cloud-credentials", &AWS_EFS_CREDENTIALS),
+            credentials_secret("node-aws-efs-cloud-credentials", &AWS_EFS_NODE_CREDENTIALS),
+        ]
+    },
     runtime_operands: Vec::new,
     share_types: &[],
 };
@@ -345,15 +458,7 @@ const AZURE_DISK: Case = Case {
         // watches for both workloads (the metrics certificate's too on the Deployment, but
         // service-ca has not made it here); it watches no ConfigMap.
         if matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
-            use csi::hash::{HashedKind, annotation_key, secret_data_hash};
-            let credentials: BTreeMap<String, Vec<u8>> = AZURE_DISK_CREDENTIALS
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
-                .collect();
-            let key = annotation_key(NS, "azure-disk-credentials", HashedKind::Secret);
-            let hash = secret_data_hash(Some(&credentials));
-            o["spec"]["template"]["metadata"]["annotations"][&key] = json!(hash);
-            o["metadata"]["annotations"][&key] = json!(hash);
+            annotate_secret_hash(o, "azure-disk-credentials", &AZURE_DISK_CREDENTIALS);
         }
     },
     metrics_ports: &[
@@ -371,18 +476,12 @@ const AZURE_DISK: Case = Case {
     // The credentials Secret's hash included.
     same_pod_templates: true,
     seeds: || {
-        let credentials: serde_json::Map<String, Value> = AZURE_DISK_CREDENTIALS
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), json!(v)))
-            .collect();
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
                    "data": {"config": AZURE_CLOUD_CONFIG}}),
-            json!({"apiVersion": "v1", "kind": "Secret",
-                   "metadata": {"name": "azure-disk-credentials", "namespace": NS},
-                   "stringData": credentials}),
+            credentials_secret("azure-disk-credentials", &AZURE_DISK_CREDENTIALS),
         ]
     },
     runtime_operands: || {
@@ -420,15 +519,7 @@ const AZURE_FILE: Case = Case {
         // OpenShift's operator watches for both workloads (the metrics certificate's too on
         // the Deployment, but service-ca has not made it here); it watches no ConfigMap.
         if matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
-            use csi::hash::{HashedKind, annotation_key, secret_data_hash};
-            let credentials: BTreeMap<String, Vec<u8>> = AZURE_FILE_CREDENTIALS
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
-                .collect();
-            let key = annotation_key(NS, "azure-file-credentials", HashedKind::Secret);
-            let hash = secret_data_hash(Some(&credentials));
-            o["spec"]["template"]["metadata"]["annotations"][&key] = json!(hash);
-            o["metadata"]["annotations"][&key] = json!(hash);
+            annotate_secret_hash(o, "azure-file-credentials", &AZURE_FILE_CREDENTIALS);
         }
     },
     metrics_ports: &[
@@ -443,18 +534,12 @@ const AZURE_FILE: Case = Case {
     // The credentials Secret's hash included.
     same_pod_templates: true,
     seeds: || {
-        let credentials: serde_json::Map<String, Value> = AZURE_FILE_CREDENTIALS
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), json!(v)))
-            .collect();
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
                    "data": {"config": AZURE_CLOUD_CONFIG}}),
-            json!({"apiVersion": "v1", "kind": "Secret",
-                   "metadata": {"name": "azure-file-credentials", "namespace": NS},
-                   "stringData": credentials}),
+            credentials_secret("azure-file-credentials", &AZURE_FILE_CREDENTIALS),
         ]
     },
     runtime_operands: AZURE_DISK.runtime_operands,
@@ -818,6 +903,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 
 #[rstest::rstest]
 #[case::gcp_pd(&GCP_PD)]
+#[case::aws_ebs(&AWS_EBS)]
 #[case::aws_efs(&AWS_EFS)]
 #[case::smb(&SMB)]
 #[case::openstack_cinder(&OPENSTACK_CINDER)]
