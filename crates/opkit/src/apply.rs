@@ -403,6 +403,9 @@ impl Applier {
         observed: Option<&Value>,
     ) -> Result<Outcome, kube::Error> {
         let api_version = desired["apiVersion"].as_str().unwrap_or_default();
+        if observed.is_none() && !self.former.is_empty() {
+            return self.apply_unseen(url, name, desired, api_version).await;
+        }
         let adopted = self.take_over(url, name, observed, api_version).await?;
         match plan(desired, observed) {
             Plan::Apply(body, outcome) => {
@@ -419,6 +422,40 @@ impl Applier {
                 Ok(Outcome::Adopted)
             }
             Plan::Skip => Ok(Outcome::Unchanged),
+        }
+    }
+
+    /// Applies an object the caller has not seen (not in its cache, which selects by our
+    /// labels, so also an object the former operator wrote and we have not applied yet). The
+    /// apply merges into whatever is there; a later pass sees the object and takes the former
+    /// operator's fields over. When the server refuses the merge (a list keyed differently
+    /// from ours, e.g. Service ports with other numbers under the same names, would never
+    /// become valid), the object is read, taken over and applied whole at once. No read
+    /// otherwise: a fresh install costs no GET.
+    async fn apply_unseen(
+        &self,
+        url: &str,
+        name: &str,
+        desired: &Value,
+        api_version: &str,
+    ) -> Result<Outcome, kube::Error> {
+        let Plan::Apply(body, outcome) = plan(desired, None) else {
+            return Ok(Outcome::Unchanged);
+        };
+        match self.send(url, name, &body).await {
+            Ok(()) => Ok(outcome),
+            Err(kube::Error::Api(status)) if status.code == 422 => {
+                let live = self.get(url, name).await?;
+                if !self
+                    .take_over(url, name, live.as_ref(), api_version)
+                    .await?
+                {
+                    return Err(kube::Error::Api(status));
+                }
+                self.send(url, name, &body).await?;
+                Ok(Outcome::Adopted)
+            }
+            Err(error) => Err(error),
         }
     }
 
@@ -449,6 +486,18 @@ impl Applier {
 }
 
 impl Applier {
+    /// The object at `<url>/<name>` as served, `None` when there is none.
+    async fn get(&self, url: &str, name: &str) -> Result<Option<Value>, kube::Error> {
+        let request = kube::core::Request::new(url)
+            .get(name, &Default::default())
+            .map_err(kube::Error::BuildRequest)?;
+        match self.client.request::<Value>(request).await {
+            Ok(object) => Ok(Some(object)),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// One server-side apply PATCH to `<url>/<name>`. Built from the URL rather than a typed
     /// `Api` so that one path serves namespaced and cluster-scoped kinds alike.
     async fn send(&self, url: &str, name: &str, body: &Value) -> Result<(), kube::Error> {

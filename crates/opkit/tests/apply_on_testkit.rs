@@ -335,3 +335,58 @@ async fn adopting_takes_over_a_former_managers_fields() {
     let error = applier.apply(&desired, Some(&observed)).await.unwrap_err();
     assert_eq!(error.category(), "invalid", "{error}");
 }
+
+/// The former operator's object carries none of our labels, so a cache selecting by them has
+/// not seen it: the applier reads it itself, takes it over, and its apply is not refused for
+/// the ports it would otherwise merge with the former ones (same names, other numbers).
+#[tokio::test]
+async fn adopting_reads_an_object_the_cache_has_not_seen() {
+    use k8s_openapi::api::core::v1::Service;
+
+    let cluster = testkit::Cluster::start().await;
+    let former = cluster.client_with_agent("vmware-vsphere-csi-driver-operator");
+    let old: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "metrics", "namespace": "default"},
+        "spec": {"ports": [
+            {"name": "driver-m", "port": 443, "protocol": "TCP", "targetPort": "driver-m"}],
+            "selector": {"app": "controller"}}
+    }))
+    .unwrap();
+    Api::<Service>::namespaced(former, "default")
+        .create(&PostParams::default(), &old)
+        .await
+        .unwrap();
+    let desired: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "metrics", "namespace": "default", "labels": {"ours": "1"}},
+        "spec": {"ports": [
+            {"name": "driver-m", "port": 9201, "protocol": "TCP", "targetPort": "driver-m"}],
+            "selector": {"app": "controller"}}
+    }))
+    .unwrap();
+    let applier = Applier::new(cluster.client_with_agent("operator"), "metrics")
+        .adopting(&["vmware-vsphere-csi-driver-operator".to_owned()]);
+    assert_eq!(
+        applier.apply(&desired, None).await.unwrap(),
+        Outcome::Adopted
+    );
+    let served = Api::<Service>::namespaced(cluster.client(), "default")
+        .get("metrics")
+        .await
+        .unwrap();
+    let ports: Vec<i32> = served
+        .spec
+        .unwrap()
+        .ports
+        .into_iter()
+        .flatten()
+        .map(|p| p.port)
+        .collect();
+    assert_eq!(ports, [9201]);
+
+    // An object that does not exist is simply created.
+    let mut fresh = desired.clone();
+    fresh.metadata.name = Some("fresh".to_owned());
+    assert_eq!(applier.apply(&fresh, None).await.unwrap(), Outcome::Created);
+}
