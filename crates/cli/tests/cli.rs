@@ -228,24 +228,45 @@ fn find<'a>(docs: &'a [serde_json::Value], kind: &str, name: &str) -> &'a serde_
         .unwrap_or_else(|| panic!("no {kind} {name}"))
 }
 
-/// A driver `render --platform` installs: short name, CSI name, operand name prefix.
-type Rendered = (&'static str, &'static str, &'static str);
+/// A driver `render --platform` installs: short name, CSI name, controller Deployment, node
+/// DaemonSet.
+type Rendered = (&'static str, &'static str, &'static str, &'static str);
 
 /// The drivers `render --platform` installs on each platform.
 const PLATFORM_DRIVERS: &[(&str, &[Rendered])] = &[
     (
         "GCP",
-        &[("gcp-pd", "pd.csi.storage.gke.io", "gcp-pd-csi-driver")],
+        &[(
+            "gcp-pd",
+            "pd.csi.storage.gke.io",
+            "gcp-pd-csi-driver-controller",
+            "gcp-pd-csi-driver-node",
+        )],
     ),
     (
         "AWS",
-        &[("aws-ebs", "ebs.csi.aws.com", "aws-ebs-csi-driver")],
+        &[(
+            "aws-ebs",
+            "ebs.csi.aws.com",
+            "aws-ebs-csi-driver-controller",
+            "aws-ebs-csi-driver-node",
+        )],
     ),
     (
         "Azure",
         &[
-            ("azure-disk", "disk.csi.azure.com", "azure-disk-csi-driver"),
-            ("azure-file", "file.csi.azure.com", "azure-file-csi-driver"),
+            (
+                "azure-disk",
+                "disk.csi.azure.com",
+                "azure-disk-csi-driver-controller",
+                "azure-disk-csi-driver-node",
+            ),
+            (
+                "azure-file",
+                "file.csi.azure.com",
+                "azure-file-csi-driver-controller",
+                "azure-file-csi-driver-node",
+            ),
         ],
     ),
     (
@@ -253,7 +274,9 @@ const PLATFORM_DRIVERS: &[(&str, &[Rendered])] = &[
         &[(
             "ibm-vpc-block",
             "vpc.block.csi.ibm.io",
-            "ibm-vpc-block-csi-driver",
+            // OpenShift's name for it.
+            "ibm-vpc-block-csi-controller",
+            "ibm-vpc-block-csi-driver-node",
         )],
     ),
     (
@@ -261,7 +284,8 @@ const PLATFORM_DRIVERS: &[(&str, &[Rendered])] = &[
         &[(
             "powervs-block",
             "powervs.csi.ibm.com",
-            "ibm-powervs-block-csi-driver",
+            "ibm-powervs-block-csi-driver-controller",
+            "ibm-powervs-block-csi-driver-node",
         )],
     ),
 ];
@@ -272,13 +296,13 @@ fn render_platform_prints_every_operand_of_its_drivers() {
         let output = storage_operator(&["render", "--platform", platform]);
         assert!(output.status.success(), "{platform}: {}", stderr(&output));
         let docs = documents(&stdout(&output));
-        for (short, csi_name, prefix) in *expected {
-            let controller = find(&docs, "Deployment", &format!("{prefix}-controller"));
+        for (short, csi_name, controller, node) in *expected {
+            let controller = find(&docs, "Deployment", controller);
             assert_eq!(
                 controller["spec"]["replicas"], 2,
                 "HighlyAvailable is the default topology"
             );
-            find(&docs, "DaemonSet", &format!("{prefix}-node"));
+            find(&docs, "DaemonSet", node);
             find(&docs, "CSIDriver", csi_name);
             assert!(
                 docs.iter()
@@ -397,7 +421,7 @@ fn render_platform_vsphere_prints_a_complete_install() {
         "internal-feature-states.csi.vsphere.vmware.com",
     );
     find(&docs, "StorageClass", "thin-csi");
-    find(&docs, "VolumeSnapshotClass", "thin-csi-vsc");
+    find(&docs, "VolumeSnapshotClass", "csi-vsphere-vsc");
     find(
         &docs,
         "CredentialsRequest",

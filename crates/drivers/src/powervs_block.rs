@@ -41,7 +41,7 @@ pub fn def() -> Result<DriverDef, DriverError> {
     Ok(def)
 }
 
-/// Adds `IBMCLOUD_API_KEY` (from the credentials Secret) to the driver and a
+/// Adds `IBMCLOUD_API_KEY` (from the credentials Secret) to the driver and, right after it, a
 /// `node-update-controller` container (the driver image's `/node-update-controller`) with the
 /// same key, the settings of the kit's own containers and neither privilege escalation nor
 /// capabilities.
@@ -62,7 +62,14 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
     updater.env = Some(vec![from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY)]);
     unprivileged(&mut updater);
     spec.containers.retain(|c| c.name != NODE_UPDATE_CONTAINER);
-    spec.containers.push(updater);
+    // Right after the driver, where OpenShift's asset has it (container order is part of the
+    // pod template).
+    let at = spec
+        .containers
+        .iter()
+        .position(|c| c.name == csi::names::DRIVER_CONTAINER)
+        .map_or(spec.containers.len(), |i| i + 1);
+    spec.containers.insert(at, updater);
 }
 
 /// The service endpoint names OpenShift passes on, and their variables.

@@ -9,6 +9,13 @@
 //!   the Secret `vmware-vsphere-cloud-credentials`, keys `<server>.username` and
 //!   `<server>.password`, as cloud-credential-operator writes them), never in a ConfigMap;
 //! - `MAX_VOLUMES_PER_NODE` from `driverConfig.vSphere.maxAllowedBlockVolumesPerNode` (59);
+//! - the pod templates as OpenShift's vSphere operator writes them
+//!   (openshift/vmware-vsphere-csi-driver-operator's hand-written `controller.yaml` and
+//!   `node.yaml`, not csi-operator's generated layout): its sidecar arguments and order, the
+//!   socket address through `$(ADDRESS)`, the driver's and syncer's metrics proxies, the node's
+//!   `plugin-dir`, and `X_CSI_DEBUG`/`LOGGER_LEVEL` instead of `--v` for the driver and syncer;
+//!   so taking over an OpenShift-installed driver restarts no pod for layout alone (what still
+//!   differs is listed in `vsphere.openshift-differences.yaml`);
 //! - a precondition: without the credentials Secret, or with a cloud config the driver cannot
 //!   use, the operator reports `VMwareVSphereDriverControllerServiceControllerDisabled` with
 //!   the reason and applies nothing, rather than starting pods that crash-loop. Disabled, not
@@ -38,6 +45,19 @@ pub const FEATURE_STATES_CONFIG_MAP: &str = "internal-feature-states.csi.vsphere
 pub const CREDENTIALS_SECRET: &str = "vmware-vsphere-cloud-credentials";
 /// The syncer container.
 pub const SYNCER_CONTAINER: &str = "vsphere-syncer";
+/// The kube-rbac-proxy in front of the syncer's metrics.
+pub const SYNCER_PROXY_CONTAINER: &str = "syncer-kube-rbac-proxy";
+/// The syncer's metrics port behind its kube-rbac-proxy (OpenShift's).
+pub const SYNCER_METRICS_PORT: i32 = 9205;
+/// The syncer's own (plain HTTP) metrics port.
+pub const SYNCER_LOCAL_METRICS_PORT: i32 = 2113;
+/// The kube-rbac-proxy in front of the driver's metrics, as OpenShift names it (the kit's
+/// name is `kube-rbac-proxy-<port>`).
+pub const DRIVER_PROXY_CONTAINER: &str = "driver-kube-rbac-proxy";
+/// The controller's volume of the driver config, as OpenShift names it.
+pub const CONFIG_VOLUME: &str = "vsphere-csi-config-volume";
+/// The node's socket directory, as OpenShift names it (the kit's `socket-dir`).
+pub const NODE_PLUGIN_VOLUME: &str = "plugin-dir";
 /// Snapshots per block volume when `driverConfig` does not say.
 pub const DEFAULT_MAX_SNAPSHOTS: i32 = 3;
 /// Block volumes per node when `driverConfig` does not say.
@@ -58,8 +78,17 @@ pub fn def() -> Result<DriverDef, DriverError> {
         });
     }
     def.hooks = Hooks {
-        deployment: vec![with_syncer_and_credentials, with_topology],
-        daemon_set: vec![with_max_volumes_per_node],
+        deployment: vec![
+            openshift_controller_layout,
+            with_syncer_and_credentials,
+            with_topology,
+            with_debug_logging,
+        ],
+        daemon_set: vec![
+            openshift_node_layout,
+            with_max_volumes_per_node,
+            with_debug_logging_on_nodes,
+        ],
         ..Hooks::default()
     };
     def.precondition = Some(precondition);
@@ -278,27 +307,41 @@ pub fn generate_config(
     )]))
 }
 
-/// The driver's feature switches: a fixed set, what OpenShift enables.
+/// The driver's feature switches, as OpenShift's operator sets them
+/// (`vsphere_features_config.yaml` and its DriverFeaturesController): its fixed set, with
+/// `improved-volume-topology` on when there are topology categories. The node plugin runs
+/// without the cloud config and relies on `use-csinode-id` and `improved-volume-topology`;
+/// the driver crash-loops with `multi-vcenter-csi-topology` off.
 pub fn feature_states(
-    _inputs: &Inputs,
-    _text: &str,
+    inputs: &Inputs,
+    text: &str,
     _data: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>, String> {
-    Ok([
+    let topology = ini::parse(text)
+        .map(|sections| !topology_categories(inputs, &sections).is_empty())
+        .unwrap_or(false);
+    let mut out: BTreeMap<String, String> = [
+        ("csi-migration", "true"),
+        ("csi-auth-check", "true"),
+        ("online-volume-extend", "true"),
+        ("trigger-csi-fullsync", "false"),
         ("async-query-volume", "true"),
         ("block-volume-snapshot", "true"),
-        ("csi-auth-check", "true"),
-        ("csi-migration", "true"),
-        ("csi-windows-support", "false"),
+        ("csi-windows-support", "true"),
+        ("use-csinode-id", "true"),
         ("list-volumes", "true"),
-        ("max-pvscsi-targets-per-vm", "true"),
-        ("online-volume-extend", "true"),
+        ("pv-to-backingdiskobjectid-mapping", "false"),
+        ("cnsmgr-suspend-create-volume", "true"),
         ("topology-preferential-datastores", "true"),
-        ("trigger-csi-fullsync", "false"),
+        ("improved-volume-topology", "false"),
+        ("improved-csi-idempotency", "true"),
+        ("multi-vcenter-csi-topology", "true"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect())
+    .collect();
+    out.insert("improved-volume-topology".to_owned(), topology.to_string());
+    Ok(out)
 }
 
 fn source_sections(inputs: &Inputs) -> Option<ini::Sections> {
@@ -393,47 +436,67 @@ pub fn with_syncer_and_credentials(inputs: &Inputs, deployment: &mut Deployment)
     else {
         return;
     };
+    // As OpenShift's controller.yaml: no lease timings or --v of its own, the driver's config
+    // and client limits, its metrics (:2113) behind syncer-kube-rbac-proxy; the proxy and CA
+    // bundle the kit gave the driver container.
     let mut syncer = driver;
     syncer.name = SYNCER_CONTAINER.to_owned();
     syncer.image = inputs.extra_images.get("syncer").cloned();
     syncer.args = Some(vec![
         "--leader-election".to_owned(),
-        format!(
-            "--leader-election-lease-duration={}",
-            names::LEADER_ELECTION_LEASE_DURATION
-        ),
-        format!(
-            "--leader-election-renew-deadline={}",
-            names::LEADER_ELECTION_RENEW_DEADLINE
-        ),
-        format!(
-            "--leader-election-retry-period={}",
-            names::LEADER_ELECTION_RETRY_PERIOD
-        ),
         format!("--fss-name={FEATURE_STATES_CONFIG_MAP}"),
         "--fss-namespace=$(CSI_NAMESPACE)".to_owned(),
-        format!("--v={}", inputs.verbosity()),
     ]);
     syncer.ports = None;
     syncer.liveness_probe = None;
-    if let Some(env) = syncer.env.as_mut() {
-        env.retain(|e| e.name != "CSI_ENDPOINT" && !e.name.starts_with("X_CSI_"));
-        env.push(EnvVar {
-            name: "FULL_SYNC_INTERVAL_MINUTES".to_owned(),
-            value: Some("30".to_owned()),
-            ..EnvVar::default()
-        });
-    }
+    let mut env = vec![EnvVar {
+        name: "FULL_SYNC_INTERVAL_MINUTES".to_owned(),
+        value: Some("30".to_owned()),
+        ..EnvVar::default()
+    }];
+    env.extend(
+        syncer
+            .env
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| {
+                e.name != "CSI_ENDPOINT"
+                    && e.name != "MAX_VOLUMES_PER_NODE"
+                    && !e.name.starts_with("X_CSI_")
+            }),
+    );
+    syncer.env = Some(env);
     if let Some(mounts) = syncer.volume_mounts.as_mut() {
         mounts.retain(|m| m.name != "socket-dir");
+        for m in mounts.iter_mut().filter(|m| m.name == CONFIG_VOLUME) {
+            m.mount_path = m.mount_path.trim_end_matches('/').to_owned();
+        }
     }
-    spec.containers.retain(|c| c.name != SYNCER_CONTAINER);
-    let position = spec
+    let syncer_proxy = spec
         .containers
         .iter()
-        .position(|c| c.name == names::DRIVER_CONTAINER)
-        .map_or(0, |i| i + 1);
-    spec.containers.insert(position, syncer);
+        .find(|c| c.name.ends_with("-kube-rbac-proxy"))
+        .cloned()
+        .map(|mut proxy| {
+            proxy.name = SYNCER_PROXY_CONTAINER.to_owned();
+            for arg in proxy.args.iter_mut().flatten() {
+                if arg.starts_with("--secure-listen-address=") {
+                    *arg = format!("--secure-listen-address=0.0.0.0:{SYNCER_METRICS_PORT}");
+                } else if arg.starts_with("--upstream=") {
+                    *arg = format!("--upstream=http://127.0.0.1:{SYNCER_LOCAL_METRICS_PORT}/");
+                }
+            }
+            for port in proxy.ports.iter_mut().flatten() {
+                port.name = Some("syncer-m".to_owned());
+                port.container_port = SYNCER_METRICS_PORT;
+            }
+            proxy
+        });
+    spec.containers
+        .retain(|c| c.name != SYNCER_CONTAINER && c.name != SYNCER_PROXY_CONTAINER);
+    spec.containers.push(syncer);
+    spec.containers.extend(syncer_proxy);
     if let Some(server) = server {
         for container in spec
             .containers
@@ -491,5 +554,242 @@ pub fn with_max_volumes_per_node(inputs: &Inputs, daemon_set: &mut DaemonSet) {
                 ..EnvVar::default()
             });
         }
+    }
+}
+
+fn env_value(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.to_owned()),
+        ..EnvVar::default()
+    }
+}
+
+fn leader_election_args() -> [String; 4] {
+    [
+        "--leader-election".to_owned(),
+        format!(
+            "--leader-election-lease-duration={}",
+            names::LEADER_ELECTION_LEASE_DURATION
+        ),
+        format!(
+            "--leader-election-renew-deadline={}",
+            names::LEADER_ELECTION_RENEW_DEADLINE
+        ),
+        format!(
+            "--leader-election-retry-period={}",
+            names::LEADER_ELECTION_RETRY_PERIOD
+        ),
+    ]
+}
+
+/// The kit's argument of `container` that starts with `prefix` (e.g. the table's
+/// `--timeout=`), so the table stays the one place of the values.
+fn kit_arg(container: &Container, prefix: &str) -> Vec<String> {
+    container
+        .args
+        .iter()
+        .flatten()
+        .filter(|a| a.starts_with(prefix))
+        .cloned()
+        .collect()
+}
+
+/// The controller sidecars' arguments in the order of OpenShift's controller.yaml (written by
+/// hand, so each differs), from the kit's values; `None` for other containers.
+fn openshift_sidecar_args(container: &Container) -> Option<Vec<String>> {
+    let address = vec!["--csi-address=$(ADDRESS)".to_owned()];
+    let v = kit_arg(container, "--v=");
+    let le = leader_election_args().to_vec();
+    let timeout = kit_arg(container, "--timeout=");
+    let endpoint = kit_arg(container, "--http-endpoint=");
+    let parts: Vec<Vec<String>> = match container.name.as_str() {
+        "csi-provisioner" => vec![
+            address,
+            kit_arg(container, "--default-fstype="),
+            timeout,
+            v,
+            le,
+            endpoint,
+        ],
+        "csi-attacher" => vec![
+            address,
+            timeout,
+            endpoint,
+            le,
+            v,
+            kit_arg(container, "--reconcile-sync="),
+        ],
+        "csi-resizer" => vec![address, endpoint, timeout, le, v],
+        "csi-snapshotter" => vec![
+            address,
+            kit_arg(container, "--metrics-address="),
+            timeout,
+            le,
+            v,
+        ],
+        names::LIVENESS_PROBE_CONTAINER => vec![
+            address,
+            kit_arg(container, "--probe-timeout="),
+            kit_arg(container, "--health-port="),
+            v,
+        ],
+        _ => return None,
+    };
+    Some(parts.concat())
+}
+
+/// The controller pod as OpenShift's controller.yaml lays it out: sidecars reach the socket
+/// through `$(ADDRESS)` with OpenShift's arguments (leader election in the pod's namespace,
+/// their default), the driver logs by `LOGGER_LEVEL` rather than `--v`, and its metrics proxy
+/// is `driver-kube-rbac-proxy`; no `safe-to-evict-local-volumes` annotation.
+pub fn openshift_controller_layout(_inputs: &Inputs, deployment: &mut Deployment) {
+    let Some(template) = deployment.spec.as_mut().map(|s| &mut s.template) else {
+        return;
+    };
+    // OpenShift's pods do not have it (and run on control-plane nodes, which the cluster
+    // autoscaler does not drain); a pod template of its own would restart them on takeover.
+    if let Some(annotations) = template
+        .metadata
+        .as_mut()
+        .and_then(|m| m.annotations.as_mut())
+    {
+        annotations.remove("cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes");
+    }
+    let Some(spec) = template.spec.as_mut() else {
+        return;
+    };
+    for c in &mut spec.containers {
+        if c.name == names::DRIVER_CONTAINER {
+            if let Some(args) = c.args.as_mut() {
+                args.retain(|a| !a.starts_with("--v="));
+            }
+        } else if c.name.starts_with("kube-rbac-proxy-") {
+            c.name = DRIVER_PROXY_CONTAINER.to_owned();
+        } else if let Some(args) = openshift_sidecar_args(c) {
+            c.args = Some(args);
+            c.env = Some(vec![env_value("ADDRESS", names::CONTROLLER_SOCKET)]);
+            for m in c.volume_mounts.iter_mut().flatten() {
+                if m.name == "socket-dir" {
+                    m.mount_path = names::CONTROLLER_SOCKET_DIR.to_owned();
+                }
+            }
+        }
+    }
+}
+
+/// The node pod as OpenShift's node.yaml lays it out: the socket directory is `plugin-dir`,
+/// node-driver-registrar takes its paths from the environment, the health endpoints listen on
+/// every address of the node (`--health-port`, `:<port>`) and the kubelet probes the node's
+/// address; the driver logs by `LOGGER_LEVEL` rather than `--v`.
+pub fn openshift_node_layout(inputs: &Inputs, daemon_set: &mut DaemonSet) {
+    let Some(spec) = daemon_set
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    else {
+        return;
+    };
+    let v = format!("--v={}", inputs.verbosity());
+    let port_of = |c: &Container| -> Option<String> {
+        kit_arg(c, "--http-endpoint=")
+            .first()
+            .and_then(|a| a.rsplit(':').next())
+            .map(str::to_owned)
+    };
+    for c in &mut spec.containers {
+        if c.name == names::DRIVER_CONTAINER {
+            if let Some(args) = c.args.as_mut() {
+                args.retain(|a| !a.starts_with("--v="));
+            }
+        } else if c.name == names::REGISTRAR_CONTAINER {
+            let port = port_of(c).unwrap_or_default();
+            c.args = Some(vec![
+                "--csi-address=$(ADDRESS)".to_owned(),
+                "--kubelet-registration-path=$(DRIVER_REG_SOCK_PATH)".to_owned(),
+                format!("--http-endpoint=:{port}"),
+                v.clone(),
+            ]);
+            c.env = Some(vec![
+                EnvVar {
+                    name: "NODE_NAME".to_owned(),
+                    value_from: Some(EnvVarSource {
+                        field_ref: Some(k8s_openapi::api::core::v1::ObjectFieldSelector {
+                            field_path: "spec.nodeName".to_owned(),
+                            ..Default::default()
+                        }),
+                        ..EnvVarSource::default()
+                    }),
+                    ..EnvVar::default()
+                },
+                env_value("ADDRESS", "/csi/csi.sock"),
+                env_value(
+                    "DRIVER_REG_SOCK_PATH",
+                    &format!("/var/lib/kubelet/plugins/{CSI_NAME}/csi.sock"),
+                ),
+            ]);
+            for p in c.ports.iter_mut().flatten() {
+                p.protocol = None;
+            }
+        } else if c.name == names::LIVENESS_PROBE_CONTAINER {
+            let port = port_of(c).unwrap_or_default();
+            c.args = Some(vec![
+                "--csi-address=/csi/csi.sock".to_owned(),
+                kit_arg(c, "--probe-timeout=").concat(),
+                format!("--health-port={port}"),
+                v.clone(),
+            ]);
+        }
+        if let Some(get) = c.liveness_probe.as_mut().and_then(|p| p.http_get.as_mut()) {
+            get.host = None;
+        }
+        for m in c.volume_mounts.iter_mut().flatten() {
+            if m.name == "socket-dir" {
+                m.name = NODE_PLUGIN_VOLUME.to_owned();
+            }
+        }
+    }
+    for volume in spec.volumes.iter_mut().flatten() {
+        if volume.name == "socket-dir" {
+            volume.name = NODE_PLUGIN_VOLUME.to_owned();
+        }
+    }
+}
+
+fn debug_logging(inputs: &Inputs, containers: &mut [Container]) {
+    // OpenShift's maybeAppendDebug: at Debug and above, on the driver and the syncer.
+    if inputs.verbosity() < 4 {
+        return;
+    }
+    for c in containers
+        .iter_mut()
+        .filter(|c| c.name == names::DRIVER_CONTAINER || c.name == SYNCER_CONTAINER)
+    {
+        let env = c.env.get_or_insert_with(Vec::new);
+        env.retain(|e| e.name != "X_CSI_DEBUG" && e.name != "LOGGER_LEVEL");
+        env.push(env_value("X_CSI_DEBUG", "true"));
+        env.push(env_value("LOGGER_LEVEL", "DEVELOPMENT"));
+    }
+}
+
+/// The driver and syncer log verbosely at log level Debug and above (they take no `--v`).
+pub fn with_debug_logging(inputs: &Inputs, deployment: &mut Deployment) {
+    if let Some(spec) = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    {
+        debug_logging(inputs, &mut spec.containers);
+    }
+}
+
+/// As [`with_debug_logging`], on nodes.
+pub fn with_debug_logging_on_nodes(inputs: &Inputs, daemon_set: &mut DaemonSet) {
+    if let Some(spec) = daemon_set
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    {
+        debug_logging(inputs, &mut spec.containers);
     }
 }

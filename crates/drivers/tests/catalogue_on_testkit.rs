@@ -688,6 +688,6 @@ async fn powervs_block_converges_with_its_node_update_controller() {
             .iter()
             .any(|c| c.name == "node-update-controller")
     );
-    storage_class(&admin, "tier1-csi").await;
+    storage_class(&admin, "ibm-powervs-tier1").await;
     running.stop().await;
 }

@@ -174,7 +174,7 @@ async fn put_api_key(admin: &Client, key: &str) {
 async fn controller_secret_hash(admin: &Client) -> String {
     eventually("the Secret's hash on the controller pods", async || {
         let deployment = Api::<Deployment>::namespaced(admin.clone(), NS)
-            .get_opt("ibm-vpc-block-csi-driver-controller")
+            .get_opt("ibm-vpc-block-csi-controller")
             .await
             .unwrap()?;
         let annotations = deployment.spec?.template.metadata?.annotations?;
@@ -208,7 +208,7 @@ async fn secret_sync_writes_the_driver_secret_from_the_credentials_and_the_cloud
     );
     eventually("the controller Deployment", async || {
         Api::<Deployment>::namespaced(admin.clone(), NS)
-            .get_opt("ibm-vpc-block-csi-driver-controller")
+            .get_opt("ibm-vpc-block-csi-controller")
             .await
             .unwrap()
     })

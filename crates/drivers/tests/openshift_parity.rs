@@ -113,6 +113,9 @@ fn yaml(v: &Option<Value>) -> String {
 #[case::openstack_manila("openstack-manila", "openstack-manila")]
 #[case::azure_disk("azure-disk", "azure-disk")]
 #[case::azure_file("azure-file", "azure-file")]
+#[case::ibm_vpc_block("ibm-vpc-block", "ibm-vpc-block")]
+#[case::powervs_block("powervs-block", "powervs-block")]
+#[case::vsphere("vsphere", "vsphere")]
 fn operands_match_openshift_but_for_the_listed_differences(
     #[case] short_name: &str,
     #[case] fixture: &str,

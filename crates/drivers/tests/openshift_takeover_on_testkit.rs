@@ -52,6 +52,10 @@ struct Case {
     /// OpenShift's objects we do not render (listed in the driver's
     /// `openshift-differences.yaml`): deleted as the replaced operator's leftovers.
     not_rendered: &'static [&'static str],
+    /// OpenShift's objects we neither render nor delete (the leftover sweep never deletes
+    /// Secrets or ConfigMaps; each is listed as pending in the driver's
+    /// `openshift-differences.yaml`): they stay as OpenShift's operator wrote them.
+    left_behind: &'static [&'static str],
     /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
     /// the driver's differences list pending pod template changes.
     same_pod_templates: bool,
@@ -113,6 +117,7 @@ const GCP_PD: Case = Case {
     ],
     classes: &["ssd-csi", "standard-csi"],
     not_rendered: &[],
+    left_behind: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -180,6 +185,7 @@ const AWS_EBS: Case = Case {
     ],
     classes: &["gp2-csi", "gp3-csi"],
     not_rendered: &[],
+    left_behind: &[],
     // OpenShift's operator turns the credentials into a config file with an init container
     // running its own script; we pass them to the driver as variables instead (see
     // aws_ebs.openshift-differences.yaml): the controller pods roll once.
@@ -233,6 +239,7 @@ const AWS_EFS: Case = Case {
     metrics_ports: &[("provisioner-m", 9212)],
     classes: &[],
     not_rendered: &[],
+    left_behind: &[],
     // The credentials are passed as variables, not by OpenShift's init container (see
     // aws_efs.openshift-differences.yaml); also OpenShift's FIPS hooks set FIPS_ENABLED on both
     // drivers, which we do not render, and our controller's driver gets AWS_REGION from
@@ -268,6 +275,7 @@ const SMB: Case = Case {
         "ClusterRoleBinding/smb-csi-driver-binding",
         "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
     ],
+    left_behind: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -332,6 +340,7 @@ const OPENSTACK_CINDER: Case = Case {
     ],
     classes: &["standard-csi"],
     not_rendered: &[],
+    left_behind: &[],
     // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
     // is the same too.
     same_pod_templates: true,
@@ -378,6 +387,7 @@ const OPENSTACK_MANILA: Case = Case {
     ],
     classes: &["csi-manila-default"],
     not_rendered: &[],
+    left_behind: &[],
     same_pod_templates: true,
     seeds: || {
         vec![
@@ -473,6 +483,7 @@ const AZURE_DISK: Case = Case {
         "ClusterRole/azure-disk-csi-driver-node-clusterrole",
         "ClusterRoleBinding/azure-disk-csi-driver-node-clusterrolebinding",
     ],
+    left_behind: &[],
     // The credentials Secret's hash included.
     same_pod_templates: true,
     seeds: || {
@@ -531,6 +542,7 @@ const AZURE_FILE: Case = Case {
     ],
     classes: &["azurefile-csi"],
     not_rendered: &[],
+    left_behind: &[],
     // The credentials Secret's hash included.
     same_pod_templates: true,
     seeds: || {
@@ -543,6 +555,98 @@ const AZURE_FILE: Case = Case {
         ]
     },
     runtime_operands: AZURE_DISK.runtime_operands,
+    share_types: &[],
+};
+
+/// The vSphere cloud config of an installer-made cluster with failure domains (topology on).
+const VSPHERE_CLOUD_CONFIG: &str = "[Global]\nsecret-name = vsphere-creds\nsecret-namespace = kube-system\ninsecure-flag = 1\n[Workspace]\nserver = vc.example.com\ndatacenter = dc1\ndefault-datastore = ds1\nfolder = /dc1/vm/x\n[VirtualCenter \"vc.example.com\"]\ndatacenters = dc1\n[Labels]\nregion = openshift-region\nzone = openshift-zone\n";
+
+/// What OpenShift's vSphere operator writes into Secret vsphere-csi-config-secret for it.
+const OPENSHIFT_VSPHERE_CSI_CONF: &str = "# Labels with topology values are added dynamically via operator\n\n[Global]\ncluster-id = \"demo-x7k2p\"\n\n# Populate VCenters (multi) after here\n[VirtualCenter \"vc.example.com\"]\ninsecure-flag = true\ndatacenters = dc1\npassword = \"p\"\nuser = \"u\"\n\n[Labels]\ntopology-categories = \"openshift-region,openshift-zone\"";
+
+const VSPHERE: Case = Case {
+    short: "vsphere",
+    fixture: "vsphere",
+    driver: "csi.vsphere.vmware.com",
+    prefix: "VMwareVSphere",
+    former: "vmware-vsphere-csi-driver-operator",
+    platform: || json!({"type": "VSphere", "vsphere": {}}),
+    hooks: |o| {
+        match o["kind"].as_str() {
+            // Its topology hook (categories from [Labels]) on the provisioner, and library-go's
+            // hash of the config Secret on both workloads.
+            Some("Deployment") => {
+                for c in o["spec"]["template"]["spec"]["containers"]
+                    .as_array_mut()
+                    .unwrap()
+                {
+                    if c["name"] == "csi-provisioner" {
+                        let args = c["args"].as_array_mut().unwrap();
+                        args.push(json!("--feature-gates=Topology=true"));
+                        args.push(json!("--strict-topology"));
+                    }
+                }
+                annotate_secret_hash(
+                    o,
+                    "vsphere-csi-config-secret",
+                    &[("cloud.conf", OPENSHIFT_VSPHERE_CSI_CONF)],
+                );
+            }
+            Some("DaemonSet") => annotate_secret_hash(
+                o,
+                "vsphere-csi-config-secret",
+                &[("cloud.conf", OPENSHIFT_VSPHERE_CSI_CONF)],
+            ),
+            // The config it generates (its asset has an empty one).
+            Some("Secret") if o["metadata"]["name"] == "vsphere-csi-config-secret" => {
+                o["data"] = json!({});
+                o["stringData"] = json!({"cloud.conf": OPENSHIFT_VSPHERE_CSI_CONF});
+            }
+            // Its driver features controller: there are topology categories.
+            Some("ConfigMap")
+                if o["metadata"]["name"] == "internal-feature-states.csi.vsphere.vmware.com" =>
+            {
+                o["data"]["improved-volume-topology"] = json!("true");
+            }
+            _ => {}
+        }
+    },
+    metrics_ports: &[
+        ("provisioner-m", 9202),
+        ("attacher-m", 9203),
+        ("resizer-m", 9204),
+        ("snapshotter-m", 9206),
+        ("driver-m", 9201),
+    ],
+    classes: &["thin-csi"],
+    not_rendered: &[
+        "ClusterRole/vmware-vsphere-csi-driver-node-cluster-role",
+        "ClusterRoleBinding/vmware-vsphere-csi-driver-node-cluster-binding",
+        "Role/vmware-vsphere-csi-driver-node-role",
+        "RoleBinding/vmware-vsphere-csi-driver-node-binding",
+        "ClusterRoleBinding/vmware-vsphere-controller-privileged-binding",
+    ],
+    // Its generated config with the vCenter credentials: ours is a ConfigMap with the
+    // credentials as variables (pending in vsphere.openshift-differences.yaml).
+    left_behind: &["Secret/vsphere-csi-config-secret"],
+    // The controller's credentials and config are pending (vsphere.openshift-differences).
+    same_pod_templates: false,
+    seeds: || {
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+                   "data": {"config": VSPHERE_CLOUD_CONFIG}}),
+            credentials_secret(
+                "vmware-vsphere-cloud-credentials",
+                &[
+                    ("vc.example.com.username", "u"),
+                    ("vc.example.com.password", "p"),
+                ],
+            ),
+        ]
+    },
+    runtime_operands: Vec::new,
     share_types: &[],
 };
 
@@ -877,14 +981,23 @@ async fn healthy(client: &Client, case: &Case) {
             })
             .collect::<Vec<_>>()
     };
-    let ok = testkit::eventually("healthy conditions", Duration::from_secs(60), async || {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
         let seen = conditions().await;
-        seen.iter()
+        if seen
+            .iter()
             .zip(&wanted)
             .all(|((_, c), (_, want))| c.as_ref().is_some_and(|(s, _)| s == want))
-            .then_some(())
-    });
-    ok.await;
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{}: not healthy after 60 s; conditions (status, message): {seen:#?}",
+            case.short
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 fn template(value: &impl serde::Serialize) -> Value {
@@ -910,6 +1023,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[case::openstack_manila(&OPENSTACK_MANILA)]
 #[case::azure_disk(&AZURE_DISK)]
 #[case::azure_file(&AZURE_FILE)]
+#[case::vsphere(&VSPHERE)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;
@@ -962,6 +1076,16 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             .unwrap();
         if case.not_rendered.contains(&key.as_str()) {
             assert!(served.is_none(), "{key} was left behind");
+            continue;
+        }
+        if case.left_behind.contains(&key.as_str()) {
+            let served = served.unwrap_or_else(|| panic!("{key} is gone"));
+            let meta = serde_json::to_value(&served.metadata).unwrap();
+            assert_ne!(
+                former_entries(&meta, case.former),
+                Vec::<Value>::new(),
+                "{key}"
+            );
             continue;
         }
         let served = served.unwrap_or_else(|| panic!("{key} is gone"));

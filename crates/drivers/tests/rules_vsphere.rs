@@ -301,15 +301,21 @@ fn the_syncer_runs_beside_the_driver_with_the_credentials_and_a_rotation_rolls_t
     let d = csi::build_controller_deployment(&def, &i);
     let spec = d.spec.clone().unwrap().template.spec.unwrap();
     let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(&names[..2], ["csi-driver", "vsphere-syncer"]);
-    for c in &spec.containers[..2] {
+    // OpenShift's order: the syncer and its metrics proxy come last.
+    assert_eq!(names[0], "csi-driver");
+    assert_eq!(
+        &names[names.len() - 2..],
+        ["vsphere-syncer", "syncer-kube-rbac-proxy"]
+    );
+    let syncer_at = names.len() - 2;
+    for c in [&spec.containers[0], &spec.containers[syncer_at]] {
         let env = c.env.clone().unwrap();
         let user = env.iter().find(|e| e.name == "VSPHERE_USER").unwrap();
         let selector = user.value_from.clone().unwrap().secret_key_ref.unwrap();
         assert_eq!(selector.name, "vmware-vsphere-cloud-credentials");
         assert_eq!(selector.key, "vc.example.com.username");
     }
-    let syncer = &spec.containers[1];
+    let syncer = &spec.containers[syncer_at];
     assert_eq!(
         syncer.image.as_deref(),
         Some("registry.k8s.io/csi-vsphere/syncer:v3.3.1")
