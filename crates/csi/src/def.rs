@@ -54,6 +54,11 @@ pub struct DriverDef {
     /// not use is deleted (see `operator::leftovers`).
     #[serde(default)]
     pub adopt_from: Vec<String>,
+    /// Name prefixes of the replaced operator's cluster-scoped RBAC besides
+    /// `clusterRolePrefix`, where its names do not start with ours (e.g. IBM VPC Block's
+    /// `vpc-block-...`): its leftovers there are deleted too (see `operator::leftovers`).
+    #[serde(default)]
+    pub former_cluster_role_prefixes: Vec<String>,
     /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator
     /// then watches PersistentVolumes; see `operator::removal`).
     #[serde(default)]

@@ -56,6 +56,9 @@ struct Case {
     /// Secrets or ConfigMaps; each is listed as pending in the driver's
     /// `openshift-differences.yaml`): they stay as OpenShift's operator wrote them.
     left_behind: &'static [&'static str],
+    /// ClusterRoles of ours OpenShift has no counterpart of under any name (listed only-ours
+    /// in the driver's `openshift-differences.yaml`).
+    own_roles: &'static [&'static str],
     /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
     /// the driver's differences list pending pod template changes.
     same_pod_templates: bool,
@@ -118,6 +121,7 @@ const GCP_PD: Case = Case {
     classes: &["ssd-csi", "standard-csi"],
     not_rendered: &[],
     left_behind: &[],
+    own_roles: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -186,6 +190,7 @@ const AWS_EBS: Case = Case {
     classes: &["gp2-csi", "gp3-csi"],
     not_rendered: &[],
     left_behind: &[],
+    own_roles: &[],
     // OpenShift's operator turns the credentials into a config file with an init container
     // running its own script; we pass them to the driver as variables instead (see
     // aws_ebs.openshift-differences.yaml): the controller pods roll once.
@@ -240,6 +245,7 @@ const AWS_EFS: Case = Case {
     classes: &[],
     not_rendered: &[],
     left_behind: &[],
+    own_roles: &[],
     // The credentials are passed as variables, not by OpenShift's init container (see
     // aws_efs.openshift-differences.yaml); also OpenShift's FIPS hooks set FIPS_ENABLED on both
     // drivers, which we do not render, and our controller's driver gets AWS_REGION from
@@ -276,6 +282,7 @@ const SMB: Case = Case {
         "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
     ],
     left_behind: &[],
+    own_roles: &[],
     same_pod_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
@@ -341,6 +348,7 @@ const OPENSTACK_CINDER: Case = Case {
     classes: &["standard-csi"],
     not_rendered: &[],
     left_behind: &[],
+    own_roles: &[],
     // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
     // is the same too.
     same_pod_templates: true,
@@ -388,6 +396,7 @@ const OPENSTACK_MANILA: Case = Case {
     classes: &["csi-manila-default"],
     not_rendered: &[],
     left_behind: &[],
+    own_roles: &[],
     same_pod_templates: true,
     seeds: || {
         vec![
@@ -484,6 +493,7 @@ const AZURE_DISK: Case = Case {
         "ClusterRoleBinding/azure-disk-csi-driver-node-clusterrolebinding",
     ],
     left_behind: &[],
+    own_roles: &[],
     // The credentials Secret's hash included.
     same_pod_templates: true,
     seeds: || {
@@ -543,6 +553,7 @@ const AZURE_FILE: Case = Case {
     classes: &["azurefile-csi"],
     not_rendered: &[],
     left_behind: &[],
+    own_roles: &[],
     // The credentials Secret's hash included.
     same_pod_templates: true,
     seeds: || {
@@ -629,6 +640,7 @@ const VSPHERE: Case = Case {
     // Its generated config with the vCenter credentials: ours is a ConfigMap with the
     // credentials as variables (pending in vsphere.openshift-differences.yaml).
     left_behind: &["Secret/vsphere-csi-config-secret"],
+    own_roles: &[],
     // The controller's credentials and config are pending (vsphere.openshift-differences).
     same_pod_templates: false,
     seeds: || {
@@ -645,6 +657,119 @@ const VSPHERE: Case = Case {
                 ],
             ),
         ]
+    },
+    runtime_operands: Vec::new,
+    share_types: &[],
+};
+
+/// The cloud config of an IBM Cloud cluster (openshift-cloud-controller-manager/cloud-conf).
+const IBM_CLOUD_CONF: &str = "[global]\nversion = 1.1.0\n[kubernetes]\nconfig-file = \"\"\n[provider]\naccountID = 1a2b3c\nclusterID = demo-x7k2p\ncluster-default-provider = g2\nregion = us-south\ng2Credentials = /etc/vpc/ibmcloud_api_key\ng2ResourceGroupName = demo-x7k2p-rg\n";
+
+/// The driver's credentials as OpenShift's IBM VPC operator's secret sync writes them.
+const IBM_VPC_STORAGE_SECRET: &str = "[VPC]\n  iam_client_id = \"bx\"\n  g2_resource_group_id = \"rg-0001\"\n  g2_api_key = \"minted-ibm-key\"\n  provider_type = \"g2\"\n";
+
+const IBM_VPC_BLOCK: Case = Case {
+    short: "ibm-vpc-block",
+    fixture: "ibm-vpc-block",
+    driver: "vpc.block.csi.ibm.io",
+    prefix: "IBMVPCBlock",
+    former: "ibm-vpc-block-csi-driver-operator",
+    platform: || {
+        json!({"type": "IBMCloud", "ibmcloud": {
+            "location": "us-south", "resourceGroupName": "demo-x7k2p-rg"}})
+    },
+    hooks: |_| {},
+    metrics_ports: &[
+        ("provisioner-m", 9202),
+        ("attacher-m", 9203),
+        ("resizer-m", 9204),
+        ("snapshotter-m", 9205),
+        ("driver-m", 9206),
+    ],
+    // OpenShift's three and ours besides (listed in ibm_vpc_block.openshift-differences).
+    classes: &[
+        "ibmc-vpc-block-10iops-tier",
+        "ibmc-vpc-block-5iops-tier",
+        "ibmc-vpc-block-custom",
+        "ibmc-vpc-block-general-purpose",
+        "ibmc-vpc-block-retain-10iops-tier",
+        "ibmc-vpc-block-retain-5iops-tier",
+        "ibmc-vpc-block-retain-custom",
+        "ibmc-vpc-block-retain-general-purpose",
+    ],
+    not_rendered: &[
+        "ClusterRole/vpc-block-initcontainer-role",
+        "ClusterRoleBinding/vpc-block-initcontainer-binding",
+        "ClusterRoleBinding/ibm-vpc-block-csi-configmap-and-secret-reader-provisioner-binding",
+        "ClusterRoleBinding/vpc-block-main-attacher-binding",
+        "ClusterRoleBinding/vpc-block-main-provisioner-binding",
+        "ClusterRoleBinding/vpc-block-main-resizer-binding",
+        "ClusterRoleBinding/vpc-block-main-snapshotter-binding",
+        "ClusterRoleBinding/ibm-vpc-node-privileged-binding",
+        "DaemonSet/ibm-vpc-block-csi-node",
+        "ServiceAccount/ibm-vpc-block-controller-sa",
+        "ServiceAccount/ibm-vpc-block-node-sa",
+    ],
+    // Rewritten (and adopted) by our secret sync once IBM Cloud has answered for the
+    // resource group, which this test does not run.
+    left_behind: &["Secret/storage-secret-store"],
+    own_roles: &[],
+    // Pending pod template differences (ibm_vpc_block.openshift-differences.yaml).
+    same_pod_templates: false,
+    seeds: || {
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "openshift-cloud-controller-manager"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "cloud-conf", "namespace": "openshift-cloud-controller-manager"},
+                   "data": {"cloud.conf": IBM_CLOUD_CONF}}),
+            credentials_secret(
+                "ibm-cloud-credentials",
+                &[("ibmcloud_api_key", "minted-ibm-key")],
+            ),
+        ]
+    },
+    runtime_operands: || {
+        // Its secret sync's Secret, which ours leaves as it is until it can ask IBM Cloud.
+        vec![json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "storage-secret-store", "namespace": NS},
+                    "stringData": {"slclient.toml": IBM_VPC_STORAGE_SECRET}})]
+    },
+    share_types: &[],
+};
+
+const POWERVS_BLOCK: Case = Case {
+    short: "powervs-block",
+    fixture: "powervs-block",
+    driver: "powervs.csi.ibm.com",
+    prefix: "PowerVSBlock",
+    former: "ibm-powervs-block-csi-driver-operator",
+    platform: || json!({"type": "PowerVS", "powervs": {"region": "dal", "zone": "dal12"}}),
+    hooks: |_| {},
+    metrics_ports: &[
+        ("provisioner-m", 9202),
+        ("attacher-m", 9203),
+        ("resizer-m", 9204),
+    ],
+    classes: &["ibm-powervs-tier1", "ibm-powervs-tier3"],
+    not_rendered: &[
+        "ClusterRole/ibm-powervs-block-csi-node-role",
+        "ClusterRoleBinding/ibm-powervs-block-csi-node-binding",
+        "ClusterRoleBinding/ibm-powervs-block-controller-privileged-binding",
+        "ClusterRoleBinding/ibm-powervs-block-storageclass-reader-resizer-binding",
+        "ClusterRoleBinding/ibm-powervs-block-volumesnapshot-reader-provisioner-binding",
+    ],
+    left_behind: &[],
+    // Ours runs the controller under hostnetwork-v2 where OpenShift's asks for privileged
+    // (pending in powervs_block.openshift-differences.yaml).
+    own_roles: &["ibm-powervs-block-hostnetwork-role"],
+    // Pending pod template differences (powervs_block.openshift-differences.yaml).
+    same_pod_templates: false,
+    seeds: || {
+        vec![credentials_secret(
+            "ibm-powervs-cloud-credentials",
+            &[("ibmcloud_api_key", "minted-powervs-key")],
+        )]
     },
     runtime_operands: Vec::new,
     share_types: &[],
@@ -1024,6 +1149,8 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 #[case::azure_disk(&AZURE_DISK)]
 #[case::azure_file(&AZURE_FILE)]
 #[case::vsphere(&VSPHERE)]
+#[case::ibm_vpc_block(&IBM_VPC_BLOCK)]
+#[case::powervs_block(&POWERVS_BLOCK)]
 #[tokio::test]
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;
@@ -1031,10 +1158,16 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     let controller = csi::names::controller(&def);
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &def.namespace);
     let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), &def.namespace);
-    let controller_before = deployments.get(&controller).await.unwrap();
-    let mut nodes_before = Vec::new();
-    for name in case.daemon_sets() {
-        nodes_before.push(daemon_sets.get(&name).await.unwrap());
+    // The workloads as OpenShift's operator wrote them, under our names, when ours should
+    // leave their pod templates alone.
+    let mut before = None;
+    if case.same_pod_templates {
+        let controller_before = deployments.get(&controller).await.unwrap();
+        let mut nodes_before = Vec::new();
+        for name in case.daemon_sets() {
+            nodes_before.push(daemon_sets.get(&name).await.unwrap());
+        }
+        before = Some((controller_before, nodes_before));
     }
 
     let running = start(&cluster, case);
@@ -1177,16 +1310,16 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             .get("csi.storage.openshift.io/driver")
             .is_some_and(|d| d == case.short);
         assert!(
-            !is_ours || openshift_names.contains(&name),
+            !is_ours || openshift_names.contains(&name) || case.own_roles.contains(&name.as_str()),
             "ClusterRole {name} duplicates one of OpenShift's under another name"
         );
     }
 
     // The pod templates are what OpenShift's operator wrote: no driver pod restarts.
-    if case.same_pod_templates {
+    if let Some((controller_before, nodes_before)) = &before {
         let controller_after = deployments.get(&controller).await.unwrap();
-        assert_eq!(template(&controller_after), template(&controller_before));
-        for before in &nodes_before {
+        assert_eq!(template(&controller_after), template(controller_before));
+        for before in nodes_before {
             let name = before.metadata.name.as_deref().unwrap();
             let after = daemon_sets.get(name).await.unwrap();
             assert_eq!(template(&after), template(before), "DaemonSet {name}");

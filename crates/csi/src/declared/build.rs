@@ -228,6 +228,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         cluster_role_prefix: spec.driver_name.clone(),
         removable: true,
         adopt_from: Vec::new(),
+        former_cluster_role_prefixes: Vec::new(),
         // The declared controller keeps its own finalizer while PersistentVolumes exist.
         removal_blocked_by_volumes: false,
         cluster_proxy: true,

@@ -13,7 +13,8 @@
 //! - it is of a kind that runs or grants something: Deployments, DaemonSets, Services,
 //!   ServiceAccounts, Roles, RoleBindings and PodDisruptionBudgets in the driver namespace,
 //!   ClusterRoles and ClusterRoleBindings whose name starts with the driver's cluster role
-//!   prefix; owned by no other object (the garbage collector removes those).
+//!   prefix (or one of the table's `formerClusterRolePrefixes`, where the replaced operator
+//!   named its RBAC otherwise); owned by no other object (the garbage collector removes those).
 //!
 //! ConfigMaps and Secrets are never deleted (data, some written at run time by the driver's own
 //! code), nor StorageClasses, snapshot classes or the CSIDriver (volumes depend on them). An
@@ -140,7 +141,11 @@ pub fn is_leftover(
     {
         return false;
     }
-    if kind.cluster_scoped() && !name.starts_with(&format!("{}-", def.cluster_role_prefix)) {
+    if kind.cluster_scoped()
+        && !std::iter::once(&def.cluster_role_prefix)
+            .chain(&def.former_cluster_role_prefixes)
+            .any(|prefix| name.starts_with(&format!("{prefix}-")))
+    {
         return false;
     }
     let entries = meta.managed_fields.as_deref().unwrap_or_default();
@@ -171,6 +176,7 @@ mod tests {
         let mut def = crate::def::test_def();
         def.cluster_role_prefix = "manila".into();
         def.adopt_from = vec!["manila-csi-driver-operator".into()];
+        def.former_cluster_role_prefixes = vec!["csi-manila".into()];
         def
     }
 
@@ -244,6 +250,12 @@ mod tests {
                 LeftoverKind::ClusterRole,
                 json!({"name": "system:thing", "managedFields": [former]}),
                 false,
+            ),
+            (
+                "a binding of a prefix the former operator used",
+                LeftoverKind::ClusterRoleBinding,
+                json!({"name": "csi-manila-old-binding", "managedFields": [former]}),
+                true,
             ),
         ];
         for (what, kind, value, want) in cases {
