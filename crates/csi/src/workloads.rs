@@ -95,6 +95,26 @@ pub fn node_update_strategy() -> DaemonSetUpdateStrategy {
     }
 }
 
+/// A sidecar's leader election with OpenShift's timings (see
+/// [`names::LEADER_ELECTION_LEASE_DURATION`]).
+pub fn leader_election_args() -> [String; 4] {
+    [
+        "--leader-election".to_owned(),
+        format!(
+            "--leader-election-lease-duration={}",
+            names::LEADER_ELECTION_LEASE_DURATION
+        ),
+        format!(
+            "--leader-election-renew-deadline={}",
+            names::LEADER_ELECTION_RENEW_DEADLINE
+        ),
+        format!(
+            "--leader-election-retry-period={}",
+            names::LEADER_ELECTION_RETRY_PERIOD
+        ),
+    ]
+}
+
 /// A mount of volume `name` at `path`.
 pub fn mount(name: &str, path: &str) -> VolumeMount {
     VolumeMount {
@@ -474,20 +494,8 @@ fn sidecar_args(
         };
         args.push(format!("{flag}=localhost:{}", m.local_port));
     }
+    args.extend(leader_election_args());
     args.extend([
-        "--leader-election".to_owned(),
-        format!(
-            "--leader-election-lease-duration={}",
-            names::LEADER_ELECTION_LEASE_DURATION
-        ),
-        format!(
-            "--leader-election-renew-deadline={}",
-            names::LEADER_ELECTION_RENEW_DEADLINE
-        ),
-        format!(
-            "--leader-election-retry-period={}",
-            names::LEADER_ELECTION_RETRY_PERIOD
-        ),
         format!("--leader-election-namespace={}", def.namespace),
         format!("--v={}", inputs.verbosity()),
     ]);

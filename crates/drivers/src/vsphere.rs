@@ -565,24 +565,6 @@ fn env_value(name: &str, value: &str) -> EnvVar {
     }
 }
 
-fn leader_election_args() -> [String; 4] {
-    [
-        "--leader-election".to_owned(),
-        format!(
-            "--leader-election-lease-duration={}",
-            names::LEADER_ELECTION_LEASE_DURATION
-        ),
-        format!(
-            "--leader-election-renew-deadline={}",
-            names::LEADER_ELECTION_RENEW_DEADLINE
-        ),
-        format!(
-            "--leader-election-retry-period={}",
-            names::LEADER_ELECTION_RETRY_PERIOD
-        ),
-    ]
-}
-
 /// The kit's argument of `container` that starts with `prefix` (e.g. the table's
 /// `--timeout=`), so the table stays the one place of the values.
 fn kit_arg(container: &Container, prefix: &str) -> Vec<String> {
@@ -600,7 +582,7 @@ fn kit_arg(container: &Container, prefix: &str) -> Vec<String> {
 fn openshift_sidecar_args(container: &Container) -> Option<Vec<String>> {
     let address = vec!["--csi-address=$(ADDRESS)".to_owned()];
     let v = kit_arg(container, "--v=");
-    let le = leader_election_args().to_vec();
+    let le = csi::workloads::leader_election_args().to_vec();
     let timeout = kit_arg(container, "--timeout=");
     let endpoint = kit_arg(container, "--http-endpoint=");
     let parts: Vec<Vec<String>> = match container.name.as_str() {
