@@ -35,16 +35,6 @@ pub fn build(def: &DriverDef, name: &str, data: &BTreeMap<String, String>) -> Se
     }
 }
 
-/// The hash annotation of `secret`, when it has one.
-pub fn hash_of(secret: &Secret) -> Option<&str> {
-    secret
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(HASH_ANNOTATION))
-        .map(String::as_str)
-}
-
 /// Writes `desired` (from [`build`]) as `storage-operator/<controller>` unless the Secret
 /// already holds it (server-side apply, so keys it no longer derives are removed). Fields the
 /// operators of `adopt_from` wrote (OpenShift's, with Update) are taken over first, so the keys

@@ -344,15 +344,7 @@ fn rolled_out(desired: &DaemonSet, generation: i64) -> DaemonSet {
 fn the_stable_generation_is_the_one_its_own_write_produces() {
     let observed = openshift(json!({"managementState": "Managed"}));
     let plan = run(&observed, &at(0));
-    let Operand::DaemonSet(desired) = &plan
-        .steps
-        .iter()
-        .find(|s| matches!(s.operand, Operand::DaemonSet(_)))
-        .unwrap()
-        .operand
-    else {
-        unreachable!()
-    };
+    let desired = &daemon_sets(&plan)[0];
     let key = csi::status::STABLE_GENERATION_ANNOTATION;
     // Rolled out at 1, nothing else to change: the annotation-only write makes generation 2.
     let observed_ds = rolled_out(desired, 1);
@@ -591,6 +583,17 @@ fn the_credentials_request_is_reported_until_provisioned_and_skipped_in_manual_m
     assert!(has_step(&plan, "CredentialsRequest"));
 }
 
+/// The DaemonSets a plan applies, in its order.
+fn daemon_sets(plan: &Plan) -> Vec<DaemonSet> {
+    plan.steps
+        .iter()
+        .filter_map(|s| match &s.operand {
+            Operand::DaemonSet(ds) => Some(ds.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn extra_daemon_set(def: &csi::DriverDef, inputs: &csi::Inputs) -> DaemonSet {
     let mut ds = csi::build_node_daemon_set(def, inputs);
     ds.metadata.name = Some("helper".to_owned());
@@ -608,29 +611,14 @@ fn an_extra_daemon_set_is_applied_and_reported_under_its_controller() {
     let mut observed = openshift(json!({"managementState": "Managed"}));
     let now = at(0);
     let plan = plan::plan(&def, &Default::default(), &observed, &now);
-    let applied: Vec<String> = plan
-        .steps
-        .iter()
-        .filter_map(|s| match &s.operand {
-            Operand::DaemonSet(ds) => ds.metadata.name.clone(),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(applied, ["gcp-pd-csi-driver-node", "helper"]);
+    let [node, helper] = <[DaemonSet; 2]>::try_from(daemon_sets(&plan)).unwrap();
+    assert_eq!(
+        node.metadata.name.as_deref(),
+        Some("gcp-pd-csi-driver-node")
+    );
+    assert_eq!(helper.metadata.name.as_deref(), Some("helper"));
 
     // The node plugin is rolled out, the helper not yet: the helper's controller says so.
-    let node = plan
-        .steps
-        .iter()
-        .find_map(|s| match &s.operand {
-            Operand::DaemonSet(ds)
-                if ds.metadata.name.as_deref() == Some("gcp-pd-csi-driver-node") =>
-            {
-                Some(ds.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
     observed.operands.daemon_sets = vec![Arc::new(rolled_out(&node, 1))];
     let plan = plan::plan(&def, &Default::default(), &observed, &now);
     assert_eq!(
@@ -641,16 +629,6 @@ fn an_extra_daemon_set_is_applied_and_reported_under_its_controller() {
         status_of(&plan, "HelperNodeServiceControllerAvailable"),
         ConditionStatus::False
     );
-    let helper = plan
-        .steps
-        .iter()
-        .find_map(|s| match &s.operand {
-            Operand::DaemonSet(ds) if ds.metadata.name.as_deref() == Some("helper") => {
-                Some(ds.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
     assert_eq!(
         helper.metadata.namespace.as_deref(),
         Some("openshift-cluster-csi-drivers")

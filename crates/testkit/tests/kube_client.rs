@@ -938,11 +938,8 @@ async fn watches_are_drained_once_their_client_has_read_every_event() {
     .await;
 }
 
-/// A pod field reference is stored with `apiVersion: v1` whether or not it was written with
-/// one, as kube-apiserver defaults it: an operator that leaves it out and one that writes it
-/// produce the same pod template (and no rollout when one takes over from the other).
-#[tokio::test]
-async fn pod_field_references_default_to_the_core_version() {
+/// The pod spec a DaemonSet with pod spec `spec` is stored with.
+async fn stored_pod_spec(spec: serde_json::Value) -> serde_json::Value {
     use kube::api::PostParams;
 
     let cluster = Cluster::start().await;
@@ -951,14 +948,7 @@ async fn pod_field_references_default_to_the_core_version() {
         "metadata": {"name": "node"},
         "spec": {
             "selector": {"matchLabels": {"app": "node"}},
-            "template": {
-                "metadata": {"labels": {"app": "node"}},
-                "spec": {"containers": [{"name": "driver", "image": "driver:1", "env": [
-                    {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-                    {"name": "OTHER", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-                    {"name": "PLAIN", "value": "x"},
-                ]}]},
-            },
+            "template": {"metadata": {"labels": {"app": "node"}}, "spec": spec},
         },
     }))
     .unwrap();
@@ -966,8 +956,21 @@ async fn pod_field_references_default_to_the_core_version() {
         .create(&PostParams::default(), &written)
         .await
         .unwrap();
-    let env = serde_json::to_value(&stored.spec.unwrap().template.spec.unwrap().containers[0].env)
-        .unwrap();
+    serde_json::to_value(stored.spec.unwrap().template.spec.unwrap()).unwrap()
+}
+
+/// A pod field reference is stored with `apiVersion: v1` whether or not it was written with
+/// one, as kube-apiserver defaults it: an operator that leaves it out and one that writes it
+/// produce the same pod template (and no rollout when one takes over from the other).
+#[tokio::test]
+async fn pod_field_references_default_to_the_core_version() {
+    let spec = stored_pod_spec(json!({"containers": [{"name": "driver", "image": "driver:1", "env": [
+        {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "OTHER", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+        {"name": "PLAIN", "value": "x"},
+    ]}]}))
+    .await;
+    let env = &spec["containers"][0]["env"];
     assert_eq!(env[0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
     assert_eq!(env[1]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
     assert_eq!(env[2].get("valueFrom"), None);
@@ -978,33 +981,15 @@ async fn pod_field_references_default_to_the_core_version() {
 /// volumes keep theirs.
 #[tokio::test]
 async fn a_pod_volume_without_a_source_is_an_empty_dir() {
-    use kube::api::PostParams;
-
-    let cluster = Cluster::start().await;
-    let daemon_sets: kube::Api<DaemonSet> = kube::Api::namespaced(cluster.client(), "default");
-    let written: DaemonSet = serde_json::from_value(json!({
-        "metadata": {"name": "node"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "node"}},
-            "template": {
-                "metadata": {"labels": {"app": "node"}},
-                "spec": {
-                    "containers": [{"name": "driver", "image": "driver:1"}],
-                    "volumes": [
-                        {"name": "scratch"},
-                        {"name": "host", "hostPath": {"path": "/dev", "type": "Directory"}},
-                    ],
-                },
-            },
-        },
+    let spec = stored_pod_spec(json!({
+        "containers": [{"name": "driver", "image": "driver:1"}],
+        "volumes": [
+            {"name": "scratch"},
+            {"name": "host", "hostPath": {"path": "/dev", "type": "Directory"}},
+        ],
     }))
-    .unwrap();
-    let stored = daemon_sets
-        .create(&PostParams::default(), &written)
-        .await
-        .unwrap();
-    let volumes =
-        serde_json::to_value(stored.spec.unwrap().template.spec.unwrap().volumes).unwrap();
+    .await;
+    let volumes = &spec["volumes"];
     assert_eq!(volumes[0], json!({"name": "scratch", "emptyDir": {}}));
     assert_eq!(volumes[1].get("emptyDir"), None);
     assert_eq!(volumes[1]["hostPath"]["path"], "/dev");
