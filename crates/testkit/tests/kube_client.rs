@@ -951,12 +951,16 @@ async fn stored_pod_spec(spec: serde_json::Value) -> serde_json::Value {
             "template": {"metadata": {"labels": {"app": "node"}}, "spec": spec},
         },
     }))
-    .unwrap();
+    .expect("a DaemonSet");
     let stored = daemon_sets
         .create(&PostParams::default(), &written)
         .await
-        .unwrap();
-    serde_json::to_value(stored.spec.unwrap().template.spec.unwrap()).unwrap()
+        .expect("create the DaemonSet");
+    let spec = stored
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("a pod spec");
+    serde_json::to_value(spec).expect("a pod spec as JSON")
 }
 
 /// A pod field reference is stored with `apiVersion: v1` whether or not it was written with
