@@ -52,6 +52,7 @@ pub fn driver(
         env: std::env::vars().collect(),
         instance: Some(process.identity.clone()),
         operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
+        host_fips: csi::operator::host_fips(),
     };
     // The Lease OpenShift's driver operator holds, in the namespace it runs in (its pod's, from
     // the starter's Deployment), where the starter's Role allows it. That is the driver

@@ -276,7 +276,7 @@ const PLATFORM_DRIVERS: &[(&str, &[Rendered])] = &[
             "vpc.block.csi.ibm.io",
             // OpenShift's name for it.
             "ibm-vpc-block-csi-controller",
-            "ibm-vpc-block-csi-driver-node",
+            "ibm-vpc-block-csi-node",
         )],
     ),
     (
@@ -347,7 +347,7 @@ fn round_trips<K: serde::de::DeserializeOwned + serde::Serialize>(doc: &serde_js
 #[test]
 fn render_platform_output_is_schema_valid() {
     use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -375,6 +375,7 @@ fn render_platform_output_is_schema_valid() {
                     "Role" => round_trips::<Role>(&doc),
                     "RoleBinding" => round_trips::<RoleBinding>(&doc),
                     "ConfigMap" => round_trips::<ConfigMap>(&doc),
+                    "Secret" => round_trips::<Secret>(&doc),
                     "Service" => round_trips::<Service>(&doc),
                     "PodDisruptionBudget" => round_trips::<PodDisruptionBudget>(&doc),
                     "Deployment" => round_trips::<Deployment>(&doc),
@@ -408,12 +409,15 @@ fn render_platform_vsphere_prints_a_complete_install() {
     assert!(containers.iter().any(|c| c["name"] == "vsphere-syncer"));
     find(&docs, "DaemonSet", "vmware-vsphere-csi-driver-node");
     find(&docs, "CSIDriver", "csi.vsphere.vmware.com");
-    let config = find(&docs, "ConfigMap", "vsphere-csi-config");
+    // csi-vsphere.conf holds the vCenter credentials: a Secret, with the example's
+    // placeholders in an offline render.
+    let config: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(find(&docs, "Secret", "vsphere-csi-config-secret").clone()).unwrap();
+    let conf = String::from_utf8(config.data.unwrap()["cloud.conf"].0.clone()).unwrap();
+    assert!(conf.contains("[VirtualCenter"), "{conf}");
     assert!(
-        config["data"]["cloud.conf"]
-            .as_str()
-            .unwrap()
-            .contains("[VirtualCenter")
+        conf.contains("password = \"<the vCenter password>\""),
+        "{conf}"
     );
     find(
         &docs,

@@ -59,6 +59,12 @@ pub struct DriverDef {
     /// `vpc-block-...`): its leftovers there are deleted too (see `operator::leftovers`).
     #[serde(default)]
     pub former_cluster_role_prefixes: Vec<String>,
+    /// ClusterRoleBindings of the kit that the replaced operator names otherwise: the kit's
+    /// name (e.g. `ibm-vpc-block-csi-main-attacher-binding`) to the name used instead
+    /// (`vpc-block-main-attacher-binding`), prefixed as a [`RoleDef`]'s. A binding's name is
+    /// all that differs; taking over then updates the replaced operator's binding in place.
+    #[serde(default)]
+    pub cluster_role_binding_names: BTreeMap<String, String>,
     /// Whether a removal waits until no PersistentVolume of the driver is Bound (the operator
     /// then watches PersistentVolumes; see `operator::removal`).
     #[serde(default)]
@@ -90,6 +96,13 @@ pub struct DriverDef {
     /// Cloud credentials of the controller, if the driver needs any.
     #[serde(default)]
     pub credentials: Option<CredentialsDef>,
+    /// Cloud credentials of the node plugin, where it has its own (AWS EFS: describing mount
+    /// targets across availability zones): its CredentialsRequest is reported by the
+    /// `<conditionPrefix>NodeCredentialsRequestController`, and the driver's node hook decides
+    /// how the pods use the Secret. The kit does not watch that Secret: list it in
+    /// `hashedSecrets` so that a rotation rolls the node pods.
+    #[serde(default)]
+    pub node_credentials: Option<CredentialsDef>,
     /// ConfigMaps of other namespaces that the operator copies into the operand namespace
     /// while they exist, so pods can mount them (e.g. a cloud's custom CA bundle).
     /// Hooks see their data in [`Inputs::copied_config_maps`].
@@ -329,6 +342,11 @@ pub struct MetricsDef {
     pub local_port: u16,
     /// The TLS port kube-rbac-proxy listens on.
     pub exposed_port: u16,
+    /// The port of the metrics Service in front of the proxy, when it is not `exposedPort`
+    /// (OpenShift's vSphere and PowerVS Services number theirs 442-447). The Service targets
+    /// the proxy's port by name either way, so scrapes reach the same container.
+    #[serde(default)]
+    pub service_port: Option<u16>,
 }
 
 /// The CSI driver container (`csi-driver`) of the controller or node pod.
@@ -370,6 +388,10 @@ pub struct DriverContainerDef {
     /// The memory request; 50Mi, as every CSI container of the kit, when unset.
     #[serde(default)]
     pub memory_request: Option<String>,
+    /// The CPU request (a quantity such as `50m`); 10m, as every CSI container of the kit,
+    /// when unset.
+    #[serde(default)]
+    pub cpu_request: Option<String>,
     /// The timings of the kubelet's liveness probe of `/healthz`; 10 s delay, every 10 s,
     /// 3 s timeout when unset.
     #[serde(default)]
@@ -468,6 +490,85 @@ impl MetricsDef {
     pub fn driver_proxy_container_name(self) -> String {
         format!("kube-rbac-proxy-{}", self.local_port)
     }
+
+    /// The metrics Service's port in front of the proxy: `servicePort`, else the proxy's.
+    pub fn port_in_service(self) -> u16 {
+        self.service_port.unwrap_or(self.exposed_port)
+    }
+}
+
+/// The controller's metrics Service and ServiceMonitor, where they are not the kit's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricsServiceDef {
+    /// The order of the Service's ports and of the ServiceMonitor's endpoints, by port name
+    /// (`driver-m`, `provisioner-m`, ..., or a hook endpoint's), when it is not the kit's:
+    /// each sidecar's in container order, the driver's, then `hookEndpoints`. Ports it does
+    /// not name follow in that order. Order changes nothing served: the tables follow
+    /// OpenShift's objects.
+    #[serde(default)]
+    pub port_order: Vec<String>,
+    /// Metrics endpoints that containers added by the driver's hooks serve (e.g. vSphere's
+    /// syncer behind its own kube-rbac-proxy), scraped through the same Service and
+    /// ServiceMonitor. The hook adds the proxy with a container port of this name and number.
+    #[serde(default)]
+    pub hook_endpoints: Vec<HookMetricsDef>,
+}
+
+/// A metrics endpoint served by a container a hook adds to the controller pod.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HookMetricsDef {
+    /// The name of the proxy's container port, and of the Service port and ServiceMonitor
+    /// endpoint (e.g. `syncer-m`): a port name (at most 15 lower-case letters, digits and
+    /// '-').
+    pub port_name: String,
+    /// The TLS port the hook's kube-rbac-proxy listens on.
+    pub exposed_port: u16,
+    /// The Service's port, when it is not `exposedPort`.
+    #[serde(default)]
+    pub service_port: Option<u16>,
+}
+
+impl HookMetricsDef {
+    /// The metrics Service's port in front of the proxy: `servicePort`, else the proxy's.
+    pub fn port_in_service(&self) -> u16 {
+        self.service_port.unwrap_or(self.exposed_port)
+    }
+}
+
+/// A role of the driver's own for one pod's ServiceAccount, bound by a binding of its own,
+/// besides the kit's SCC role (which carries `extraRules`): where OpenShift grants a pod's
+/// rules in roles named for them (vSphere's node plugin: a ClusterRole, and a Role for the
+/// ConfigMaps of the operand namespace only).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoleDef {
+    /// The role's name: a ClusterRole's starts with `<clusterRolePrefix>-` (or one of
+    /// `formerClusterRolePrefixes`), a Role's with `<objectPrefix>-` or `<clusterRolePrefix>-`,
+    /// so a table cannot take over an object that is not the driver's.
+    pub name: String,
+    /// The name of the binding to the pod's ServiceAccount, prefixed as `name`.
+    pub binding: String,
+    /// A Role and RoleBinding in the operand namespace rather than a ClusterRole and
+    /// ClusterRoleBinding.
+    #[serde(default)]
+    pub namespaced: bool,
+    /// The rules; no wildcards (the operator must hold every permission it grants).
+    pub rules: Vec<RuleDef>,
+}
+
+/// A binding of one pod's ServiceAccount to a shared ClusterRole that the storage operator
+/// installs for every driver (cluster-storage-operator on OpenShift; see
+/// `rbac::build_shared_cluster_roles`), besides the sidecar roles the kit binds itself (e.g.
+/// SMB's provisioner reading the Secrets its StorageClasses name).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharedRoleBindingDef {
+    /// The shared ClusterRole (e.g. `openshift-csi-provisioner-configmap-and-secret-reader-role`).
+    pub role: String,
+    /// The ClusterRoleBinding's name, prefixed as a [`RoleDef`]'s.
+    pub binding: String,
 }
 
 /// One controller sidecar.
@@ -482,6 +583,49 @@ pub struct SidecarDef {
     /// The sidecar's metrics endpoint, if scraped.
     #[serde(default)]
     pub metrics: Option<MetricsDef>,
+    /// Whether the sidecar finds the driver's socket through the environment: the kit sets
+    /// `ADDRESS` to the socket's path and passes `--csi-address=$(ADDRESS)` (as some of
+    /// OpenShift's assets do) instead of the path itself.
+    #[serde(default)]
+    pub address_env: bool,
+    /// The sidecar's whole argument list in the order OpenShift's asset has it, instead of
+    /// the kit's (socket, metrics, leader election, `--v`, then `extraArgs`), which it
+    /// replaces. `${LOG_LEVEL}` stands for the verbosity and
+    /// `${LEADER_ELECTION_LEASE_DURATION}`, `${LEADER_ELECTION_RENEW_DEADLINE}`,
+    /// `${LEADER_ELECTION_RETRY_PERIOD}` for the kit's leader election timings (OpenShift's
+    /// placeholders). It must connect to the socket (`--csi-address=`, `$(ADDRESS)` with
+    /// `addressEnv`), serve `metrics` on their local port, and elect a leader: controllers
+    /// run two replicas on HA clusters.
+    #[serde(default)]
+    pub full_args: Vec<String>,
+    /// The sidecar's requests, where they are not the kit's (10m CPU, 50Mi memory).
+    #[serde(default)]
+    pub requests: RequestsDef,
+}
+
+/// CPU and memory requests of a container, each the kit's when unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestsDef {
+    /// The CPU request (a quantity such as `10m`).
+    #[serde(default)]
+    pub cpu: Option<String>,
+    /// The memory request (a quantity such as `20Mi`).
+    #[serde(default)]
+    pub memory: Option<String>,
+}
+
+/// Where the controller's pods run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerPlacement {
+    /// On the control-plane nodes where the topology has them (a nodeSelector on their label
+    /// and tolerations of their taint and of `CriticalAddonsOnly`), as csi-operator's drivers
+    /// run.
+    #[default]
+    ControlPlane,
+    /// Wherever the scheduler puts them: no nodeSelector and no tolerations (so on worker
+    /// nodes where the control plane is tainted), as IBM's assets run their controllers.
+    AnyNode,
 }
 
 /// The controller Deployment.
@@ -519,6 +663,41 @@ pub struct ControllerDef {
     /// Arguments of the livenessprobe sidecar after the standard ones.
     #[serde(default)]
     pub liveness_probe_args: Vec<String>,
+    /// The livenessprobe's whole argument list in OpenShift's order, instead of the kit's
+    /// (socket, `--health-port`, `--v`, then `livenessProbeArgs`). `${LOG_LEVEL}` stands for
+    /// the verbosity. It must connect to `/csi/csi.sock` and serve the driver's `healthzPort`
+    /// (`--health-port=`; without it the livenessprobe's default, 9808).
+    #[serde(default)]
+    pub liveness_probe_full_args: Vec<String>,
+    /// The livenessprobe's requests, where they are not the kit's (10m CPU, 50Mi memory).
+    #[serde(default)]
+    pub liveness_probe_requests: RequestsDef,
+    /// Where the CSI sidecars mount `socket-dir` and find `csi.sock`, when it is not the
+    /// kit's `/var/lib/csi/sockets/pluginproxy/` (e.g. `/csi`; the driver's own mount is
+    /// `driver.mountPaths`). An absolute path.
+    #[serde(default)]
+    pub sidecar_socket_dir: Option<String>,
+    /// The pod's ServiceAccount, when it is not `<objectPrefix>-controller-sa` (IBM's
+    /// operators name theirs otherwise); every RBAC subject and SCC grant of the controller
+    /// names it.
+    #[serde(default)]
+    pub service_account_name: Option<String>,
+    /// Where the pods run: `ControlPlane` (the default) or `AnyNode`.
+    #[serde(default)]
+    pub placement: ControllerPlacement,
+    /// Names of the kit's containers as OpenShift's asset has them, by the kit's name (e.g.
+    /// `csi-liveness-probe: liveness-probe`, `kube-rbac-proxy-8206: driver-kube-rbac-proxy`).
+    /// Applied last, before the driver's hooks; everything else in the table (such as
+    /// `containerOrder` and `alsoMountedIn`) uses the kit's names. `csi-driver` keeps its
+    /// name: hooks and the proxy annotations find the driver by it.
+    #[serde(default)]
+    pub container_names: BTreeMap<String, String>,
+    /// Whether the CSI containers (the driver, the sidecars and the livenessprobe; not the
+    /// kube-rbac-proxies) state `privileged: false` and `allowPrivilegeEscalation: false`, as
+    /// IBM's assets do. It restricts nothing the SCC does not already; it keeps the pod
+    /// template OpenShift's.
+    #[serde(default)]
+    pub explicitly_unprivileged: bool,
     /// Pod template labels besides `app` (e.g. OpenShift's network policy selectors).
     #[serde(default)]
     pub pod_labels: BTreeMap<String, String>,
@@ -543,6 +722,15 @@ pub struct ControllerDef {
     /// `<prefix>-privileged-role`, when it is not `<prefix>-controller-privileged-binding`.
     #[serde(default)]
     pub privileged_binding_name: Option<String>,
+    /// The metrics Service and ServiceMonitor, where they are not the kit's.
+    #[serde(default)]
+    pub metrics_service: MetricsServiceDef,
+    /// Roles of the controller's own besides the SCC role (see [`RoleDef`]).
+    #[serde(default)]
+    pub roles: Vec<RoleDef>,
+    /// Shared ClusterRoles the controller's ServiceAccount is bound to besides the sidecars'.
+    #[serde(default)]
+    pub shared_roles: Vec<SharedRoleBindingDef>,
 }
 
 /// The node DaemonSet.
@@ -555,6 +743,10 @@ pub struct NodeDef {
     /// The pod labels that select the pods, when they are not `app: <DaemonSet name>`.
     #[serde(default)]
     pub selector: BTreeMap<String, String>,
+    /// The pod's ServiceAccount, when it is not `<objectPrefix>-node-sa`; every RBAC subject
+    /// and SCC grant of the node plugin names it.
+    #[serde(default)]
+    pub service_account_name: Option<String>,
     /// Whether the pod uses the node's network.
     #[serde(default = "default_true")]
     pub host_network: bool,
@@ -581,6 +773,74 @@ pub struct NodeDef {
     /// `csi-liveness-probe`), when it is not that; containers it does not name follow.
     #[serde(default)]
     pub container_order: Vec<String>,
+    /// Pod template labels besides the selector's (e.g. OpenShift's network policy
+    /// selectors). Where the node pods then carry every label of the controller's selector
+    /// (IBM VPC's share `app`), the kit's PodDisruptionBudget and anti-affinity select the
+    /// controller's pods by `pod-template-hash` too, which only a Deployment's pods carry.
+    #[serde(default)]
+    pub pod_labels: BTreeMap<String, String>,
+    /// The pod's nodeSelector, when it is not `kubernetes.io/os: linux` (e.g. adding
+    /// `kubernetes.io/arch` for a driver built for one architecture); `{}` for none.
+    #[serde(default)]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Names of the kit's volumes (`socket-dir`, `kubelet-dir`, `registration-dir`) as
+    /// OpenShift's asset has them, by the kit's name (e.g. `socket-dir: plugin-dir`). Applied
+    /// last, before the driver's hooks; the rest of the table (`mountPaths`, `mountOrder`,
+    /// `volumeOrder`) uses the kit's names.
+    #[serde(default)]
+    pub volume_names: BTreeMap<String, String>,
+    /// Names of the kit's sidecar containers as OpenShift's asset has them, by the kit's
+    /// name (`csi-node-driver-registrar`, `csi-liveness-probe`). Applied last, before the
+    /// driver's hooks; the rest of the table (`containerOrder`, `alsoMountedIn`) uses the kit's
+    /// names.
+    #[serde(default)]
+    pub container_names: BTreeMap<String, String>,
+    /// node-driver-registrar, where it is not the kit's.
+    #[serde(default)]
+    pub registrar: NodeSidecarDef,
+    /// The livenessprobe, where it is not the kit's (its `fullArgs` replace
+    /// `livenessProbeArgs` and the kit's socket, `--http-endpoint` and `--v`).
+    #[serde(default)]
+    pub liveness_probe: NodeSidecarDef,
+    /// Whether the node's containers state `runAsUser: 0` and `runAsNonRoot: false` (IBM
+    /// VPC's asset does; the privileged SCC allows it either way). With it the registrar and
+    /// the livenessprobe state `privileged: false`, as there.
+    #[serde(default)]
+    pub run_as_root: bool,
+    /// Roles of the node plugin's own besides the privileged role (see [`RoleDef`]); its
+    /// `extraRules` go into the privileged role.
+    #[serde(default)]
+    pub roles: Vec<RoleDef>,
+    /// Shared ClusterRoles the node's ServiceAccount is bound to.
+    #[serde(default)]
+    pub shared_roles: Vec<SharedRoleBindingDef>,
+}
+
+/// A sidecar of the node pod (node-driver-registrar, livenessprobe) where OpenShift's asset
+/// lays it out otherwise than the kit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeSidecarDef {
+    /// The whole argument list in OpenShift's order, instead of the kit's. `${LOG_LEVEL}`
+    /// stands for the verbosity; `$(NAME)` for a variable of `env`. The registrar's must
+    /// name the socket (`--csi-address=`), the kubelet's path to it
+    /// (`--kubelet-registration-path=`) and serve `registrarHealthzPort`
+    /// (`--http-endpoint=`); the livenessprobe's the socket, and serve the driver's
+    /// `healthzPort` (`--http-endpoint=`, `--health-port=`, or without either the
+    /// livenessprobe's default, 9808). The kubelet probes the health endpoint on the loopback
+    /// address where it listens there only.
+    #[serde(default)]
+    pub full_args: Vec<String>,
+    /// Environment of the container (e.g. `ADDRESS` for `--csi-address=$(ADDRESS)`).
+    #[serde(default)]
+    pub env: Vec<EnvDef>,
+    /// Requests, where they are not the kit's (10m CPU, 50Mi memory).
+    #[serde(default)]
+    pub requests: RequestsDef,
+    /// The registrar's preStop command, where it is not the kit's (a shell removing its
+    /// registration socket and the driver's); the livenessprobe has none.
+    #[serde(default)]
+    pub pre_stop: Vec<String>,
 }
 
 /// One RBAC rule.
@@ -683,6 +943,10 @@ pub struct CredentialsDef {
     /// only when the CredentialsRequest CRD exists.
     #[serde(default)]
     pub credentials_request: Option<CredentialsRequestDef>,
+    /// Placeholder data that offline renders ([`Inputs::offline`]) use for the Secret, where a
+    /// derived Secret is generated from it; never used by the operator.
+    #[serde(default)]
+    pub example: BTreeMap<String, String>,
 }
 
 /// A ConfigMap of another namespace that the operator copies into the operand namespace.
@@ -718,6 +982,12 @@ pub struct CredentialsRequestDef {
     /// them; left out of the object when empty).
     #[serde(default)]
     pub service_account_names: Vec<String>,
+    /// Annotations of the object. `credentials.openshift.io/role-arns-vars` names the
+    /// operator's environment variables (comma-separated) that hold its short-lived token role:
+    /// in cloud-credential-operator's Manual mode the request is applied only when they are all
+    /// set (see `operator::credentials`).
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
     /// The provider-specific spec, verbatim.
     pub provider_spec: serde_json::Value,
 }
@@ -747,6 +1017,27 @@ const RESERVED_NODE_VOLUMES: &[&str] = &[
     "non-standard-root-system-trust-ca-bundle",
 ];
 
+/// A DNS-1123 subdomain: what a ServiceAccount's name must be.
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns_label)
+}
+
+/// A resource quantity as requests are written: a decimal number with an optional suffix
+/// (`10m`, `0.5`, `50Mi`, `1G`).
+fn is_quantity(value: &str) -> bool {
+    const SUFFIXES: [&str; 14] = [
+        "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+    ];
+    let number_end = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let (number, suffix) = value.split_at(number_end);
+    number.parse::<f64>().is_ok_and(|n| n >= 0.0)
+        && !number.starts_with('.')
+        && !number.ends_with('.')
+        && SUFFIXES.contains(&suffix)
+}
+
 /// A DNS-1123 label: what a workload's name must be (its pods' names derive from it).
 fn is_dns_label(name: &str) -> bool {
     let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
@@ -771,6 +1062,183 @@ fn duplicates<T: Ord + Clone + std::fmt::Display>(
 }
 
 impl ControllerDef {
+    /// Where the CSI sidecars mount `socket-dir`: `sidecarSocketDir`, else the kit's
+    /// `/var/lib/csi/sockets/pluginproxy/`.
+    pub fn socket_dir(&self) -> &str {
+        self.sidecar_socket_dir
+            .as_deref()
+            .unwrap_or(crate::names::CONTROLLER_SOCKET_DIR)
+    }
+
+    /// The driver's socket as the sidecars see it: `csi.sock` in [`Self::socket_dir`].
+    pub fn socket(&self) -> String {
+        format!("{}/csi.sock", self.socket_dir().trim_end_matches('/'))
+    }
+
+    /// What is wrong with the table's layout of the pod after OpenShift's asset: sidecars'
+    /// and the livenessprobe's whole argument lists, requests, container names and the
+    /// explicit security settings.
+    fn layout_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let socket = self.socket();
+        if let Some(dir) = &self.sidecar_socket_dir
+            && (!dir.starts_with('/') || dir.contains(char::is_whitespace))
+        {
+            problems.push(format!(
+                "controller.sidecarSocketDir {dir:?} is not an absolute path"
+            ));
+        }
+        for s in &self.sidecars {
+            let field = format!("controller.sidecars[{}]", s.kind.short_name());
+            for (what, quantity) in [("cpu", &s.requests.cpu), ("memory", &s.requests.memory)] {
+                if let Some(q) = quantity.as_deref().filter(|q| !is_quantity(q)) {
+                    problems.push(format!(
+                        "{field}.requests.{what} {q:?} is not a quantity (e.g. 10m, 50Mi)"
+                    ));
+                }
+            }
+            if s.full_args.is_empty() {
+                continue;
+            }
+            if !s.extra_args.is_empty() {
+                problems.push(format!(
+                    "{field} has both fullArgs and extraArgs: fullArgs is the whole list"
+                ));
+            }
+            let address = if s.address_env {
+                "$(ADDRESS)".to_owned()
+            } else {
+                socket.clone()
+            };
+            let addresses: Vec<&String> = s
+                .full_args
+                .iter()
+                .filter(|a| a.starts_with("--csi-address="))
+                .collect();
+            if addresses != [&format!("--csi-address={address}")] {
+                problems.push(format!(
+                    "{field}.fullArgs must pass --csi-address={address} once (the driver's \
+                     socket{})",
+                    if s.address_env {
+                        ", through ADDRESS with addressEnv"
+                    } else {
+                        " in socket-dir"
+                    }
+                ));
+            }
+            if let Some(m) = s.metrics {
+                let local = [
+                    format!("localhost:{}", m.local_port),
+                    format!("127.0.0.1:{}", m.local_port),
+                ];
+                if !s.full_args.iter().any(|a| {
+                    a.split_once('=')
+                        .is_some_and(|(_, v)| local.iter().any(|l| l == v))
+                }) {
+                    problems.push(format!(
+                        "{field}.fullArgs serve no metrics on localhost:{} (its metrics' \
+                         localPort, where kube-rbac-proxy scrapes)",
+                        m.local_port
+                    ));
+                }
+            }
+            let elects = s.full_args.iter().any(|a| a == "--leader-election")
+                || s.full_args.iter().any(|a| a == "--leader-election=true");
+            if !elects || s.full_args.iter().any(|a| a == "--leader-election=false") {
+                problems.push(format!(
+                    "{field}.fullArgs do not elect a leader (--leader-election): the \
+                     controller runs two replicas on HA clusters"
+                ));
+            }
+        }
+        let p = &self.liveness_probe_requests;
+        for (what, quantity) in [("cpu", &p.cpu), ("memory", &p.memory)] {
+            if let Some(q) = quantity.as_deref().filter(|q| !is_quantity(q)) {
+                problems.push(format!(
+                    "controller.livenessProbeRequests.{what} {q:?} is not a quantity (e.g. 5m, \
+                     10Mi)"
+                ));
+            }
+        }
+        if !self.liveness_probe_full_args.is_empty() {
+            let args = &self.liveness_probe_full_args;
+            if !self.liveness_probe_args.is_empty() {
+                problems.push(
+                    "controller has both livenessProbeFullArgs and livenessProbeArgs: \
+                     livenessProbeFullArgs is the whole list"
+                        .to_owned(),
+                );
+            }
+            if !args.iter().any(|a| a == "--csi-address=/csi/csi.sock") {
+                problems.push(
+                    "controller.livenessProbeFullArgs must pass --csi-address=/csi/csi.sock \
+                     (the livenessprobe mounts socket-dir at /csi)"
+                        .to_owned(),
+                );
+            }
+            let ports: Vec<&str> = args
+                .iter()
+                .filter_map(|a| a.strip_prefix("--health-port="))
+                .collect();
+            // The livenessprobe's default port.
+            let port = self.driver.healthz_port.to_string();
+            let serves = match ports.as_slice() {
+                [] => port == "9808",
+                [p] => *p == port,
+                _ => false,
+            };
+            if !serves {
+                problems.push(format!(
+                    "controller.livenessProbeFullArgs do not serve the driver's healthzPort \
+                     {port} (--health-port={port} once, or nothing for the default 9808)"
+                ));
+            }
+        }
+        let kit = self.container_names();
+        let mut final_names: Vec<String> = kit
+            .iter()
+            .map(|n| self.container_names.get(n).unwrap_or(n).clone())
+            .collect();
+        final_names.sort();
+        for (from, to) in &self.container_names {
+            if from == crate::names::DRIVER_CONTAINER {
+                problems.push(format!(
+                    "controller.containerNames renames {from}: hooks and the proxy annotations \
+                     find the driver by that name"
+                ));
+            } else if !kit.contains(from) {
+                problems.push(format!(
+                    "controller.containerNames names {from}, not a container of the pod ({})",
+                    kit.join(", ")
+                ));
+            }
+            if !is_dns_label(to) {
+                problems.push(format!(
+                    "controller.containerNames gives {from} the name {to:?}, not a valid \
+                     container name (lower-case letters, digits and '-', at most 63 characters)"
+                ));
+            }
+        }
+        for name in duplicates(final_names) {
+            problems.push(format!(
+                "controller.containerNames gives two containers the name {name}"
+            ));
+        }
+        if self.explicitly_unprivileged
+            && (self.privileged
+                || self.driver.privileged
+                || self.driver.allow_privilege_escalation == Some(true))
+        {
+            problems.push(
+                "controller.explicitlyUnprivileged states privileged: false and \
+                 allowPrivilegeEscalation: false, but the table makes the driver privileged or \
+                 lets it escalate"
+                    .to_owned(),
+            );
+        }
+        problems
+    }
+
     /// The names of the containers the kit puts in the pod, in its order: the driver and its
     /// kube-rbac-proxy, each sidecar followed by its own, the livenessprobe (a driver's hooks
     /// may add more after them).
@@ -804,6 +1272,7 @@ impl DriverDef {
     pub fn has_metrics(&self) -> bool {
         self.controller.driver.metrics.is_some()
             || self.controller.sidecars.iter().any(|s| s.metrics.is_some())
+            || !self.controller.metrics_service.hook_endpoints.is_empty()
     }
 
     /// Checks what serde cannot: names set, ports and volume names unique within a pod, at most
@@ -846,12 +1315,7 @@ impl DriverDef {
                 problems.push(format!("{field} has an empty label key or value"));
             }
         }
-        if !self.controller.selector.is_empty() && self.controller.selector == self.node.selector {
-            problems.push(
-                "controller.selector and node.selector are the same: each must select its own pods"
-                    .to_owned(),
-            );
-        }
+        self.validate_node_layout(&mut problems);
         let i = &self.images;
         for (role, image) in [
             ("driver", &i.driver),
@@ -878,6 +1342,12 @@ impl DriverDef {
         for m in metrics {
             controller_ports.extend([m.local_port, m.exposed_port]);
         }
+        controller_ports.extend(
+            ctl.metrics_service
+                .hook_endpoints
+                .iter()
+                .map(|e| e.exposed_port),
+        );
         for port in duplicates(controller_ports) {
             problems.push(format!("controller port {port} is used twice"));
         }
@@ -1066,6 +1536,41 @@ impl DriverDef {
                 ));
             }
         }
+        problems.extend(ctl.layout_problems());
+        for (field, name) in [
+            ("controller.serviceAccountName", &ctl.service_account_name),
+            ("node.serviceAccountName", &self.node.service_account_name),
+        ] {
+            if let Some(name) = name.as_deref().filter(|n| !is_dns_subdomain(n)) {
+                problems.push(format!(
+                    "{field} {name:?} is not a valid ServiceAccount name (lower-case letters, \
+                     digits, '-' and '.', at most 253 characters)"
+                ));
+            }
+        }
+        if crate::names::controller_sa(self) == crate::names::node_sa(self) {
+            problems.push(
+                "controller.serviceAccountName and node.serviceAccountName are the same: each \
+                 pod has its own ServiceAccount and grants"
+                    .to_owned(),
+            );
+        }
+        for (field, quantity) in [
+            ("controller.driver.cpuRequest", &ctl.driver.cpu_request),
+            (
+                "controller.driver.memoryRequest",
+                &ctl.driver.memory_request,
+            ),
+            ("node.driver.cpuRequest", &self.node.driver.cpu_request),
+            (
+                "node.driver.memoryRequest",
+                &self.node.driver.memory_request,
+            ),
+        ] {
+            if let Some(q) = quantity.as_deref().filter(|q| !is_quantity(q)) {
+                problems.push(format!("{field} {q:?} is not a quantity (e.g. 10m, 50Mi)"));
+            }
+        }
         for (pod, rules) in [
             ("controller", &ctl.extra_rules),
             ("node", &self.node.extra_rules),
@@ -1126,6 +1631,8 @@ impl DriverDef {
         if self.removal_blocked_by_volumes && !self.removable {
             problems.push("removalBlockedByVolumes needs removable".to_owned());
         }
+        self.validate_metrics_service(&mut problems);
+        self.validate_rbac(&mut problems);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -1135,6 +1642,439 @@ impl DriverDef {
             })
         }
     }
+}
+
+impl DriverDef {
+    /// The metrics Services: port names and numbers unique, hook endpoints named as ports,
+    /// `portOrder` naming the Service's ports.
+    fn validate_metrics_service(&self, problems: &mut Vec<String>) {
+        let service = &self.controller.metrics_service;
+        for e in &service.hook_endpoints {
+            if !is_port_name(&e.port_name) {
+                problems.push(format!(
+                    "controller.metricsService.hookEndpoints port name {:?} is not a port name \
+                     (at most 15 lower-case letters, digits and '-', with a letter)",
+                    e.port_name
+                ));
+            }
+        }
+        let ports = crate::metrics::metrics_ports(self);
+        let node_port = self.node.driver.metrics.map(|m| m.port_in_service());
+        // Two proxies on one port are reported as such; their Service ports then collide too.
+        let ctl = &self.controller;
+        let proxies_twice = duplicates(
+            ctl.driver
+                .metrics
+                .iter()
+                .chain(ctl.sidecars.iter().filter_map(|s| s.metrics.as_ref()))
+                .map(|m| m.exposed_port)
+                .chain(service.hook_endpoints.iter().map(|e| e.exposed_port)),
+        );
+        for (pod, numbers) in [
+            (
+                "controller",
+                ports.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+            ),
+            ("node", node_port.into_iter().collect()),
+        ] {
+            if numbers.contains(&0) {
+                problems.push(format!("{pod} metrics Service port 0 is not a port"));
+            }
+            for port in duplicates(numbers)
+                .into_iter()
+                .filter(|p| !proxies_twice.contains(p))
+            {
+                problems.push(format!("{pod} metrics Service port {port} is used twice"));
+            }
+        }
+        for name in duplicates(ports.iter().map(|(n, _)| n.as_str())) {
+            problems.push(format!(
+                "controller metrics Service port name {name} is used twice"
+            ));
+        }
+        let names: Vec<&str> = ports.iter().map(|(n, _)| n.as_str()).collect();
+        for name in service
+            .port_order
+            .iter()
+            .filter(|n| !names.contains(&n.as_str()))
+        {
+            problems.push(format!(
+                "controller.metricsService.portOrder names {name}, not a port of the metrics \
+                 Service ({})",
+                names.join(", ")
+            ));
+        }
+        for name in duplicates(service.port_order.iter().map(String::as_str)) {
+            problems.push(format!(
+                "controller.metricsService.portOrder names {name} twice"
+            ));
+        }
+    }
+
+    /// The table's roles, shared role bindings and binding names: prefixed names of the
+    /// driver's, rules without wildcards, only the kit's shared roles, no name used twice.
+    fn validate_rbac(&self, problems: &mut Vec<String>) {
+        let cluster_prefixes: Vec<String> = std::iter::once(&self.cluster_role_prefix)
+            .chain(&self.former_cluster_role_prefixes)
+            .map(|p| format!("{p}-"))
+            .collect();
+        let namespaced_prefixes = vec![
+            format!("{}-", self.object_prefix),
+            format!("{}-", self.cluster_role_prefix),
+        ];
+        let mut check_name = |field: String, name: &str, namespaced: bool| {
+            let prefixes = if namespaced {
+                &namespaced_prefixes
+            } else {
+                &cluster_prefixes
+            };
+            if !is_dns_subdomain(name) {
+                problems.push(format!(
+                    "{field} {name:?} is not a valid object name (lower-case letters, digits, \
+                     '-' and '.', at most 253 characters)"
+                ));
+            } else if !prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+                problems.push(format!(
+                    "{field} {name:?} does not start with one of the driver's prefixes ({}): \
+                     a table names only the driver's own objects",
+                    prefixes.join(", ")
+                ));
+            }
+        };
+        let shared: Vec<String> = crate::rbac::build_shared_opt_in_cluster_roles()
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        let mut other_problems = Vec::new();
+        for (pod, roles, shared_roles) in [
+            (
+                "controller",
+                &self.controller.roles,
+                &self.controller.shared_roles,
+            ),
+            ("node", &self.node.roles, &self.node.shared_roles),
+        ] {
+            for role in roles {
+                check_name(format!("{pod}.roles name"), &role.name, role.namespaced);
+                check_name(
+                    format!("{pod}.roles binding"),
+                    &role.binding,
+                    role.namespaced,
+                );
+                if role.rules.is_empty() {
+                    other_problems.push(format!("{pod} role {} has no rules", role.name));
+                }
+                for r in role.rules.iter().filter(|r| r.has_wildcard()) {
+                    other_problems.push(format!(
+                        "{pod} role {} uses a wildcard ({:?} {:?} {:?}): name each API group, \
+                         resource and verb (the operator must hold every permission it grants)",
+                        role.name, r.api_groups, r.resources, r.verbs
+                    ));
+                }
+            }
+            for binding in shared_roles {
+                check_name(
+                    format!("{pod}.sharedRoles binding"),
+                    &binding.binding,
+                    false,
+                );
+                if !shared.contains(&binding.role) {
+                    other_problems.push(format!(
+                        "{pod}.sharedRoles names {}, not a shared role the kit knows ({})",
+                        binding.role,
+                        shared.join(", ")
+                    ));
+                }
+            }
+        }
+        let kit_bindings = crate::rbac::kit_cluster_role_binding_names(self);
+        for (kit, name) in &self.cluster_role_binding_names {
+            check_name(format!("clusterRoleBindingNames {kit}"), name, false);
+            if !kit_bindings.contains(kit) {
+                other_problems.push(format!(
+                    "clusterRoleBindingNames renames {kit}, not a ClusterRoleBinding of the \
+                     kit's ({})",
+                    kit_bindings.join(", ")
+                ));
+            }
+        }
+        problems.extend(other_problems);
+
+        // Every name once per kind: a second object of a name would overwrite the first.
+        let name_of = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            meta.name.clone().unwrap_or_default()
+        };
+        let table_namespaced = || {
+            self.controller
+                .roles
+                .iter()
+                .chain(&self.node.roles)
+                .filter(|r| r.namespaced)
+        };
+        let kit_roles = [
+            crate::rbac::lease_role_name(self),
+            crate::rbac::prometheus_role_name(self),
+        ];
+        for (kind, names) in [
+            (
+                "ClusterRole",
+                crate::rbac::build_cluster_roles(self)
+                    .iter()
+                    .map(|r| name_of(&r.metadata))
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "ClusterRoleBinding",
+                crate::rbac::build_cluster_role_bindings(self)
+                    .iter()
+                    .map(|b| name_of(&b.metadata))
+                    .collect(),
+            ),
+            (
+                "Role",
+                kit_roles
+                    .iter()
+                    .cloned()
+                    .chain(table_namespaced().map(|r| r.name.clone()))
+                    .collect(),
+            ),
+            (
+                "RoleBinding",
+                kit_roles
+                    .iter()
+                    .cloned()
+                    .chain(table_namespaced().map(|r| r.binding.clone()))
+                    .collect(),
+            ),
+        ] {
+            for name in duplicates(names) {
+                problems.push(format!("{kind} {name} is rendered twice"));
+            }
+        }
+    }
+}
+
+impl RuleDef {
+    /// Whether the rule names `*` as an API group, resource or verb.
+    pub fn has_wildcard(&self) -> bool {
+        self.resources
+            .iter()
+            .chain(&self.verbs)
+            .chain(&self.api_groups)
+            .any(|x| x == "*")
+    }
+}
+
+/// A port name (IANA service name): at most 15 lower-case letters, digits and '-', with a
+/// letter, no '-' at either end or twice in a row.
+fn is_port_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 15
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.chars().any(|c| c.is_ascii_lowercase())
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+impl DriverDef {
+    /// The node pod's fields where it follows OpenShift's layout rather than the kit's:
+    /// labels, nodeSelector, names of the kit's volumes and containers, the sidecars'
+    /// arguments and environment.
+    fn validate_node_layout(&self, problems: &mut Vec<String>) {
+        let node = &self.node;
+        // Shared labels are fine for the workloads (each owns its pods) and the kit's
+        // PodDisruptionBudget and anti-affinity (see `names::controller_pods_selector`), but a
+        // metrics Service selects by labels only and would send scrapes to the other pods.
+        if node.driver.metrics.is_some()
+            && (crate::names::node_pods_match_controller_selector(self)
+                || crate::names::controller_pods_match_node_selector(self))
+        {
+            problems.push(
+                "node.driver.metrics needs node pods and controller pods that no one selector \
+                 matches both of (node.selector, node.podLabels, controller.selector): each \
+                 metrics Service would select the other's pods"
+                    .to_owned(),
+            );
+        }
+        let selector = crate::names::node_selector(self);
+        for (field, labels) in [
+            ("node.podLabels", &node.pod_labels),
+            (
+                "node.nodeSelector",
+                node.node_selector.as_ref().unwrap_or(&BTreeMap::new()),
+            ),
+        ] {
+            if labels.keys().any(|k| k.trim().is_empty()) {
+                problems.push(format!("{field} has an empty label key"));
+            }
+        }
+        for k in node.pod_labels.keys().filter(|k| selector.contains_key(*k)) {
+            problems.push(format!(
+                "node.podLabels sets {k}, a label of the node's selector: set it in node.selector"
+            ));
+        }
+        if node.pod_labels.values().any(|v| v.trim().is_empty()) {
+            problems.push("node.podLabels has an empty label value".to_owned());
+        }
+
+        const KIT_VOLUMES: [&str; 3] = ["socket-dir", "kubelet-dir", "registration-dir"];
+        // A table volume of a kit name is reported as reserved already.
+        let mut volume_names: Vec<&str> = node
+            .driver
+            .volumes
+            .iter()
+            .map(|v| v.name.as_str())
+            .filter(|n| !RESERVED_NODE_VOLUMES.contains(n))
+            .collect();
+        for kit in KIT_VOLUMES {
+            volume_names.push(node.volume_names.get(kit).map_or(kit, String::as_str));
+        }
+        for (kit, name) in &node.volume_names {
+            if !KIT_VOLUMES.contains(&kit.as_str()) {
+                problems.push(format!(
+                    "node.volumeNames renames {kit}, not one of the kit's volumes ({})",
+                    KIT_VOLUMES.join(", ")
+                ));
+            }
+            if !is_dns_label(name) {
+                problems.push(format!(
+                    "node.volumeNames gives {kit} the name {name:?}, not a valid volume name \
+                     (lower-case letters, digits and '-', at most 63 characters)"
+                ));
+            }
+        }
+        for name in duplicates(volume_names) {
+            problems.push(format!(
+                "node volume name {name} is used twice (node.volumeNames and node.driver.volumes)"
+            ));
+        }
+
+        const KIT_SIDECARS: [&str; 2] = [
+            crate::names::REGISTRAR_CONTAINER,
+            crate::names::LIVENESS_PROBE_CONTAINER,
+        ];
+        let mut container_names = vec![crate::names::DRIVER_CONTAINER];
+        for kit in KIT_SIDECARS {
+            container_names.push(node.container_names.get(kit).map_or(kit, String::as_str));
+        }
+        for (kit, name) in &node.container_names {
+            if !KIT_SIDECARS.contains(&kit.as_str()) {
+                problems.push(format!(
+                    "node.containerNames renames {kit}, not one of the kit's sidecars ({})",
+                    KIT_SIDECARS.join(", ")
+                ));
+            }
+            if !is_dns_label(name) {
+                problems.push(format!(
+                    "node.containerNames gives {kit} the name {name:?}, not a valid container \
+                     name (lower-case letters, digits and '-', at most 63 characters)"
+                ));
+            }
+        }
+        for name in duplicates(container_names) {
+            problems.push(format!("node container name {name} is used twice"));
+        }
+
+        if !node.liveness_probe.pre_stop.is_empty() {
+            problems.push(
+                "node.livenessProbe.preStop is set: only the registrar has a preStop command"
+                    .to_owned(),
+            );
+        }
+        if !node.liveness_probe.full_args.is_empty() && !node.liveness_probe_args.is_empty() {
+            problems.push(
+                "node.livenessProbe.fullArgs and node.livenessProbeArgs are both set: fullArgs \
+                 is the whole list"
+                    .to_owned(),
+            );
+        }
+        for (field, sidecar, port, flags) in [
+            (
+                "node.registrar",
+                &node.registrar,
+                node.registrar_healthz_port,
+                &["--csi-address=", "--kubelet-registration-path="][..],
+            ),
+            (
+                "node.livenessProbe",
+                &node.liveness_probe,
+                node.driver.healthz_port,
+                &["--csi-address="][..],
+            ),
+        ] {
+            for e in &sidecar.env {
+                let sources = usize::from(e.value.is_some())
+                    + usize::from(e.field_path.is_some())
+                    + usize::from(e.config_map_key_ref.is_some());
+                if sources != 1 {
+                    problems.push(format!(
+                        "{field}.env {} needs exactly one of value, fieldPath and configMapKeyRef",
+                        e.name
+                    ));
+                }
+            }
+            for (what, quantity) in [
+                ("cpu", &sidecar.requests.cpu),
+                ("memory", &sidecar.requests.memory),
+            ] {
+                if quantity.as_deref().is_some_and(|q| q.trim().is_empty()) {
+                    problems.push(format!("{field}.requests.{what} is empty"));
+                }
+            }
+            let args = &sidecar.full_args;
+            if args.is_empty() {
+                continue;
+            }
+            for flag in flags {
+                if !args.iter().any(|a| a.starts_with(flag)) {
+                    problems.push(format!("{field}.fullArgs has no {flag}"));
+                }
+            }
+            let served = args.iter().find_map(|a| {
+                a.strip_prefix("--http-endpoint=")
+                    .and_then(|e| e.rsplit(':').next())
+                    .or_else(|| a.strip_prefix("--health-port="))
+            });
+            // Without a flag the livenessprobe serves its default port; the registrar none.
+            let served = match (served, field) {
+                (Some(p), _) => p.parse::<u16>().ok(),
+                (None, "node.livenessProbe") => Some(9808),
+                (None, _) => None,
+            };
+            if served != Some(port) {
+                problems.push(format!(
+                    "{field}.fullArgs serve /healthz on {}, not on {port} where the kubelet \
+                     probes it",
+                    served.map_or_else(|| "no port".to_owned(), |p| p.to_string())
+                ));
+            }
+            for a in args {
+                for var in env_references(a) {
+                    if !sidecar.env.iter().any(|e| e.name == var) {
+                        problems.push(format!(
+                            "{field}.fullArgs use $({var}), which {field}.env does not set"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The variables an argument refers to as `$(NAME)`.
+fn env_references(arg: &str) -> Vec<&str> {
+    let mut vars = Vec::new();
+    let mut rest = arg;
+    while let Some(start) = rest.find("$(") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find(')') else { break };
+        vars.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    vars
 }
 
 /// A minimal valid table for the crate's unit tests: driver `demo.csi.k8s.io`, no sidecars,

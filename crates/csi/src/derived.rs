@@ -1,19 +1,24 @@
-//! Derived ConfigMaps: operand ConfigMaps the operator generates from a ConfigMap it observes
-//! elsewhere (e.g. the driver's `cloud.conf` from the cluster's cloud config in
-//! `openshift-config`). The table names the operand ConfigMap and its source; the driver module
-//! sets a generator hook that turns the source's data into the operand's data.
+//! Derived ConfigMaps (and Secrets): operand objects the operator generates from a ConfigMap it
+//! observes elsewhere (e.g. the driver's `cloud.conf` from the cluster's cloud config in
+//! `openshift-config`). The table names the operand object and its source; the driver module
+//! sets a generator hook that turns the source's data into the operand's data. A derived object
+//! marked `secret` is written as a Secret: its generator may put the driver's credentials in it
+//! (they are in [`Inputs::credentials`]), as OpenShift's vSphere operator does with the
+//! driver's `csi-vsphere.conf`.
 //!
 //! The operator watches each source by name ([`crate::operator::observe`]), puts its data in
-//! [`Inputs::source_config_maps`], and [`build_derived_config_maps`] runs the generators. A
-//! generated ConfigMap's hash goes on the pod templates that mount it
-//! ([`with_derived_hashes`]), so a change of the source that changes the generated data rolls
-//! the pods once, and a change that does not (a comment) rolls nothing. A missing source, a
-//! missing key or a generator error is a [`DerivedConfigMapError`] naming the source and key:
-//! the operator reports it as Degraded and keeps the ConfigMap it applied last (and its hash).
+//! [`Inputs::source_config_maps`], and [`build_derived_config_maps`] and
+//! [`build_derived_secrets`] run the generators. A generated object's hash goes on the pod
+//! templates that mount it ([`with_derived_hashes`]), so a change of the source that changes
+//! the generated data rolls the pods once, and a change that does not (a comment) rolls
+//! nothing. A missing source, a missing key or a generator error is a
+//! [`DerivedConfigMapError`] naming the source and key: the operator reports it as Degraded
+//! and keeps the object it applied last (and its hash).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use serde::{Deserialize, Serialize};
 
 use crate::def::DriverDef;
@@ -49,12 +54,17 @@ impl ConfigMapSourceDef {
     }
 }
 
-/// An operand ConfigMap derived from a source ConfigMap.
+/// An operand ConfigMap (or Secret) derived from a source ConfigMap.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DerivedConfigMapDef {
-    /// The operand ConfigMap's name, in the driver namespace.
+    /// The operand object's name, in the driver namespace.
     pub name: String,
+    /// Whether the object is a Secret rather than a ConfigMap: for a generated file that holds
+    /// the driver's credentials (its generator reads them from [`Inputs::credentials`]). Pods
+    /// mount it as a `secret` volume; its hash rolls them as a ConfigMap's does.
+    #[serde(default)]
+    pub secret: bool,
     /// Its source.
     pub source: ConfigMapSourceDef,
     /// Source data that offline renders ([`Inputs::offline`], `storage-operator render`)
@@ -73,10 +83,12 @@ pub struct DerivedConfigMapDef {
 pub enum DerivedConfigMapError {
     /// The source ConfigMap does not exist.
     #[error(
-        "ConfigMap {source_id} does not exist: it is needed to generate ConfigMap {name}; create it with key {key}"
+        "ConfigMap {source_id} does not exist: it is needed to generate {kind} {name}; create it with key {key}"
     )]
     MissingSource {
-        /// The operand ConfigMap.
+        /// `ConfigMap` or `Secret`.
+        kind: &'static str,
+        /// The operand object.
         name: String,
         /// `namespace/name` of the source.
         source_id: String,
@@ -84,9 +96,11 @@ pub enum DerivedConfigMapError {
         key: String,
     },
     /// The source exists but has no such key.
-    #[error("ConfigMap {source_id} has no key {key}: it is needed to generate ConfigMap {name}")]
+    #[error("ConfigMap {source_id} has no key {key}: it is needed to generate {kind} {name}")]
     MissingKey {
-        /// The operand ConfigMap.
+        /// `ConfigMap` or `Secret`.
+        kind: &'static str,
+        /// The operand object.
         name: String,
         /// `namespace/name` of the source.
         source_id: String,
@@ -96,7 +110,9 @@ pub enum DerivedConfigMapError {
     /// The generator rejected the source's content.
     #[error("key {key} of ConfigMap {source_id} is invalid: {message}")]
     Invalid {
-        /// The operand ConfigMap.
+        /// `ConfigMap` or `Secret`.
+        kind: &'static str,
+        /// The operand object.
         name: String,
         /// `namespace/name` of the source.
         source_id: String,
@@ -108,7 +124,7 @@ pub enum DerivedConfigMapError {
 }
 
 impl DerivedConfigMapError {
-    /// The operand ConfigMap that could not be generated.
+    /// The operand object (ConfigMap or Secret) that could not be generated.
     pub fn config_map(&self) -> &str {
         match self {
             Self::MissingSource { name, .. }
@@ -118,15 +134,24 @@ impl DerivedConfigMapError {
     }
 }
 
-/// Generates one derived ConfigMap from [`Inputs::source_config_maps`].
-pub fn build_derived_config_map(
-    def: &DriverDef,
+impl DerivedConfigMapDef {
+    /// `Secret` or `ConfigMap`, for messages.
+    pub fn kind(&self) -> &'static str {
+        if self.secret { "Secret" } else { "ConfigMap" }
+    }
+}
+
+/// Runs one derived object's generator on [`Inputs::source_config_maps`]: its data, or why
+/// not.
+fn generate(
     derived: &DerivedConfigMapDef,
     inputs: &Inputs,
-) -> Result<ConfigMap, DerivedConfigMapError> {
+) -> Result<BTreeMap<String, String>, DerivedConfigMapError> {
+    let kind = derived.kind();
     let source_id = derived.source.id();
     let data = inputs.source_config_maps.get(&source_id).ok_or_else(|| {
         DerivedConfigMapError::MissingSource {
+            kind,
             name: derived.name.clone(),
             source_id: source_id.clone(),
             key: derived.source.key.clone(),
@@ -135,41 +160,83 @@ pub fn build_derived_config_map(
     let text = data
         .get(&derived.source.key)
         .ok_or_else(|| DerivedConfigMapError::MissingKey {
+            kind,
             name: derived.name.clone(),
             source_id: source_id.clone(),
             key: derived.source.key.clone(),
         })?;
-    let generated = match derived.generate {
+    match derived.generate {
         Some(generate) => {
             generate(inputs, text, data).map_err(|message| DerivedConfigMapError::Invalid {
+                kind,
                 name: derived.name.clone(),
                 source_id: source_id.clone(),
                 key: derived.source.key.clone(),
                 message,
-            })?
+            })
         }
-        None => data.clone(),
-    };
+        None => Ok(data.clone()),
+    }
+}
+
+/// Generates one derived ConfigMap from [`Inputs::source_config_maps`].
+pub fn build_derived_config_map(
+    def: &DriverDef,
+    derived: &DerivedConfigMapDef,
+    inputs: &Inputs,
+) -> Result<ConfigMap, DerivedConfigMapError> {
     Ok(ConfigMap {
         metadata: names::ns_meta(def, derived.name.clone()),
-        data: Some(generated),
+        data: Some(generate(derived, inputs)?),
         ..ConfigMap::default()
     })
 }
 
-/// Every derived ConfigMap of the driver, in table order: the generated object or why not.
+/// Generates one derived Secret (a [`DerivedConfigMapDef`] marked `secret`).
+pub fn build_derived_secret(
+    def: &DriverDef,
+    derived: &DerivedConfigMapDef,
+    inputs: &Inputs,
+) -> Result<Secret, DerivedConfigMapError> {
+    let data = generate(derived, inputs)?
+        .into_iter()
+        .map(|(k, v)| (k, ByteString(v.into_bytes())))
+        .collect();
+    Ok(Secret {
+        metadata: names::ns_meta(def, derived.name.clone()),
+        data: Some(data),
+        type_: Some("Opaque".to_owned()),
+        ..Secret::default()
+    })
+}
+
+/// Every derived ConfigMap of the driver (not the Secrets), in table order: the generated
+/// object or why not.
 pub fn build_derived_config_maps(
     def: &DriverDef,
     inputs: &Inputs,
 ) -> Vec<Result<ConfigMap, DerivedConfigMapError>> {
     def.config_maps
         .iter()
+        .filter(|d| !d.secret)
         .map(|d| build_derived_config_map(def, d, inputs))
         .collect()
 }
 
-/// `inputs` with the hash of every derived ConfigMap that could be generated, so the
-/// workloads that mount it carry the hash of what is applied in this same pass. ConfigMaps
+/// Every derived Secret of the driver, in table order: the generated object or why not.
+pub fn build_derived_secrets(
+    def: &DriverDef,
+    inputs: &Inputs,
+) -> Vec<Result<Secret, DerivedConfigMapError>> {
+    def.config_maps
+        .iter()
+        .filter(|d| d.secret)
+        .map(|d| build_derived_secret(def, d, inputs))
+        .collect()
+}
+
+/// `inputs` with the hash of every derived ConfigMap and Secret that could be generated, so
+/// the workloads that mount it carry the hash of what is applied in this same pass. Objects
 /// that could not be generated keep the hash `inputs` already had (that of the object applied
 /// last, filled in by `observe`), so a broken source does not roll the pods.
 pub fn with_derived_hashes(def: &DriverDef, inputs: &Inputs) -> Inputs {
@@ -179,14 +246,18 @@ pub fn with_derived_hashes(def: &DriverDef, inputs: &Inputs) -> Inputs {
         out.config_map_hashes
             .insert(name, hash::config_map_hash(&config_map));
     }
+    for secret in build_derived_secrets(def, inputs).into_iter().flatten() {
+        let name = secret.metadata.name.clone().unwrap_or_default();
+        out.secret_hashes.insert(name, hash::secret_hash(&secret));
+    }
     out
 }
 
 /// The derivation errors of this pass, one line each, for the Degraded message.
 pub fn derived_config_map_errors(def: &DriverDef, inputs: &Inputs) -> Vec<String> {
-    build_derived_config_maps(def, inputs)
-        .into_iter()
-        .filter_map(Result::err)
+    def.config_maps
+        .iter()
+        .filter_map(|d| generate(d, inputs).err())
         .map(|e| e.to_string())
         .collect()
 }
@@ -342,6 +413,7 @@ mod tests {
                 name: "cloud-provider-config".into(),
                 key: "config".into(),
             },
+            secret: false,
             example: BTreeMap::new(),
             generate: Some(|_, text, _| {
                 let sections = ini::parse(text)?;

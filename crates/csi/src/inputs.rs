@@ -213,6 +213,36 @@ pub struct ServingTls {
     pub cipher_suites: Vec<String>,
 }
 
+/// The data of a Secret, as text (values that are not UTF-8 are read lossily). Its `Debug`
+/// output shows the keys only, so the values never reach a log.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretData(pub BTreeMap<String, String>);
+
+impl SecretData {
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// The data of `secret`.
+    pub fn of(secret: &k8s_openapi::api::core::v1::Secret) -> Self {
+        Self(
+            secret
+                .data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned()))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Debug for SecretData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
 /// Everything a build reads besides the `DriverDef`.
 #[derive(Clone, Debug)]
 pub struct Inputs {
@@ -232,6 +262,10 @@ pub struct Inputs {
     pub trusted_ca_bundle: bool,
     /// Hashes of Secrets of the operand namespace, by name (see [`crate::hash`]).
     pub secret_hashes: BTreeMap<String, String>,
+    /// The data of the credentials Secret ([`DriverDef::credentials`]), for generators of
+    /// derived Secrets (see [`crate::derived`]); empty while it does not exist. Offline renders
+    /// use the table's example.
+    pub credentials: SecretData,
     /// Hashes of ConfigMaps of the operand namespace, by name.
     pub config_map_hashes: BTreeMap<String, String>,
     /// The images to run.
@@ -257,6 +291,9 @@ pub struct Inputs {
     /// What the driver operator's probe found outside the cluster (e.g. the share types a
     /// cloud offers), for the driver's hooks; empty without a probe.
     pub probe_facts: Vec<String>,
+    /// Whether the operator's host runs in FIPS mode, and with it the cluster's nodes (see
+    /// `operator::Settings::host_fips`); false in offline renders.
+    pub host_fips: bool,
 }
 
 impl Inputs {
@@ -272,6 +309,7 @@ impl Inputs {
             proxy: ProxyStatus::default(),
             trusted_ca_bundle: false,
             secret_hashes: BTreeMap::new(),
+            credentials: SecretData::default(),
             config_map_hashes: BTreeMap::new(),
             images: ResolvedImages::from_env(&def.images, env),
             extra_images: def
@@ -286,6 +324,7 @@ impl Inputs {
             copied_config_maps: BTreeMap::new(),
             source_config_maps: BTreeMap::new(),
             probe_facts: Vec::new(),
+            host_fips: false,
         }
     }
 
@@ -297,6 +336,9 @@ impl Inputs {
             inputs.crds = OptionalCrds::all();
         }
         inputs.probe_facts = def.probe_example.clone();
+        if let Some(credentials) = &def.credentials {
+            inputs.credentials = SecretData(credentials.example.clone());
+        }
         for derived in def.config_maps.iter().filter(|d| !d.example.is_empty()) {
             inputs
                 .source_config_maps

@@ -61,15 +61,15 @@ pub mod tls;
 pub mod workloads;
 
 pub use def::{
-    CSIDriverDef, ConfigMapKeyDef, ControllerDef, CredentialsDef, CredentialsRequestDef,
-    DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet,
-    ExtraDaemonSetBuilder, Hooks, ImageDef, Images, MetricsDef, NodeDef, RuleDef, SidecarDef,
-    SidecarKind, StorageClassDef, StorageClassFilter, StorageClassHook, VolumeDef,
-    VolumeSnapshotClassDef, VolumeSourceDef,
+    CSIDriverDef, ConfigMapKeyDef, ControllerDef, ControllerPlacement, CredentialsDef,
+    CredentialsRequestDef, DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef,
+    ExtraDaemonSet, ExtraDaemonSetBuilder, Hooks, ImageDef, Images, MetricsDef, NodeDef,
+    RequestsDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
+    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
 };
 pub use error::{HookError, HookErrorKind};
 pub use inputs::{
-    ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, ServingTls, Topology,
+    ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, SecretData, ServingTls, Topology,
     UnknownTopology,
 };
 pub use metrics::{
@@ -78,10 +78,11 @@ pub use metrics::{
 };
 pub use rbac::{
     build_cluster_role_bindings, build_cluster_roles, build_role_bindings, build_roles,
-    build_service_accounts, build_shared_sidecar_cluster_roles,
+    build_service_accounts, build_shared_cluster_roles, build_shared_sidecar_cluster_roles,
 };
 pub use render::{
-    Operand, build_credentials_request, build_trusted_ca_bundle_config_map, render, render_operands,
+    Operand, build_credentials_request, build_node_credentials_request,
+    build_trusted_ca_bundle_config_map, render, render_operands,
 };
 pub use storage::{
     build_csi_driver, build_storage_classes, build_volume_snapshot_classes,

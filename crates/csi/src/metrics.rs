@@ -9,27 +9,46 @@ use crate::def::DriverDef;
 use crate::inputs::Inputs;
 use crate::names;
 
-/// The metrics ports (name, the kube-rbac-proxy's TLS port): sidecars in container order,
-/// then the driver's, the order of OpenShift's Service and ServiceMonitor.
-fn metrics_ports(def: &DriverDef) -> Vec<(String, u16)> {
+/// The controller's metrics ports (name, the Service's port): by default each sidecar's in
+/// container order, then the driver's, then the hooks' endpoints (the order of OpenShift's
+/// csi-operator Services and ServiceMonitors); in the table's `portOrder` where it has one.
+pub(crate) fn metrics_ports(def: &DriverDef) -> Vec<(String, u16)> {
     let sidecars = def.controller.sidecars.iter().filter_map(|s| {
-        s.metrics
-            .map(|m| (names::metrics_port(s.kind.short_name()), m.exposed_port))
+        s.metrics.map(|m| {
+            (
+                names::metrics_port(s.kind.short_name()),
+                m.port_in_service(),
+            )
+        })
     });
     let driver = def
         .controller
         .driver
         .metrics
-        .map(|m| (names::metrics_port("driver"), m.exposed_port));
-    sidecars.chain(driver).collect()
+        .map(|m| (names::metrics_port("driver"), m.port_in_service()));
+    let service = &def.controller.metrics_service;
+    let hooks = service
+        .hook_endpoints
+        .iter()
+        .map(|e| (e.port_name.clone(), e.port_in_service()));
+    let mut ports: Vec<(String, u16)> = sidecars.chain(driver).chain(hooks).collect();
+    // Stable: the ports the order does not name keep the kit's order, after the named ones.
+    ports.sort_by_key(|(name, _)| {
+        service
+            .port_order
+            .iter()
+            .position(|o| o == name)
+            .unwrap_or(usize::MAX)
+    });
+    ports
 }
 
-/// The node plugin's metrics port (name, the kube-rbac-proxy's TLS port), if it serves any.
+/// The node plugin's metrics port (name, the Service's port), if it serves any.
 fn node_metrics_ports(def: &DriverDef) -> Vec<(String, u16)> {
     def.node
         .driver
         .metrics
-        .map(|m| (names::metrics_port("driver"), m.exposed_port))
+        .map(|m| (names::metrics_port("driver"), m.port_in_service()))
         .into_iter()
         .collect()
 }
@@ -78,9 +97,10 @@ impl Pods {
     }
 }
 
-/// The metrics Service, when the controller has metrics endpoints. Each port has the number
-/// and name of its kube-rbac-proxy's port (as OpenShift's Service has: an operator taking over
-/// OpenShift's Service must not add ports next to its ones) and targets it by name. On OpenShift
+/// The metrics Service, when the controller has metrics endpoints. Each port has the name of
+/// its kube-rbac-proxy's port and targets it by name; its number is the proxy's unless the
+/// table gives the Service its own (as OpenShift's Service has them: an operator taking over
+/// OpenShift's Service must not add ports next to its ones). On OpenShift
 /// the service CA issues its serving certificate (the Secret the proxies mount), so the Service
 /// is built whether or not a ServiceMonitor can be.
 pub fn build_metrics_service(def: &DriverDef, inputs: &Inputs) -> Option<Service> {

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 
 use crate::def::DriverDef;
 
@@ -88,6 +90,45 @@ pub fn controller_selector(def: &DriverDef) -> BTreeMap<String, String> {
     }
 }
 
+/// The label the ReplicaSet controller puts on a Deployment's pods and a DaemonSet's never
+/// carry.
+pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
+
+/// Whether the node pods carry every label of the controller's selector (OpenShift's IBM VPC
+/// Block selects both workloads' pods by one `app` label).
+pub fn node_pods_match_controller_selector(def: &DriverDef) -> bool {
+    let mut node_labels = node_selector(def);
+    node_labels.extend(def.node.pod_labels.clone());
+    controller_selector(def)
+        .iter()
+        .all(|(k, v)| node_labels.get(k) == Some(v))
+}
+
+/// Whether the controller pods carry every label of the node's selector.
+pub fn controller_pods_match_node_selector(def: &DriverDef) -> bool {
+    let mut controller_labels = controller_selector(def);
+    controller_labels.extend(def.controller.pod_labels.clone());
+    node_selector(def)
+        .iter()
+        .all(|(k, v)| controller_labels.get(k) == Some(v))
+}
+
+/// The selector of the controller's pods alone, for what must not count node pods (the
+/// PodDisruptionBudget, the anti-affinity): the controller's selector, and where node pods
+/// match it too, [`POD_TEMPLATE_HASH_LABEL`] present.
+pub fn controller_pods_selector(def: &DriverDef) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(controller_selector(def)),
+        match_expressions: node_pods_match_controller_selector(def).then(|| {
+            vec![LabelSelectorRequirement {
+                key: POD_TEMPLATE_HASH_LABEL.to_owned(),
+                operator: "Exists".to_owned(),
+                values: None,
+            }]
+        }),
+    }
+}
+
 /// The node DaemonSet: `<object_prefix>-node` unless the table names it.
 pub fn node(def: &DriverDef) -> String {
     def.node
@@ -121,14 +162,20 @@ pub fn service_monitor(def: &DriverDef) -> String {
     format!("{}-controller-monitor", def.object_prefix)
 }
 
-/// The controller ServiceAccount.
+/// The controller ServiceAccount: `<object_prefix>-controller-sa` unless the table names it.
 pub fn controller_sa(def: &DriverDef) -> String {
-    format!("{}-controller-sa", def.object_prefix)
+    def.controller
+        .service_account_name
+        .clone()
+        .unwrap_or_else(|| format!("{}-controller-sa", def.object_prefix))
 }
 
-/// The node ServiceAccount.
+/// The node ServiceAccount: `<object_prefix>-node-sa` unless the table names it.
 pub fn node_sa(def: &DriverDef) -> String {
-    format!("{}-node-sa", def.object_prefix)
+    def.node
+        .service_account_name
+        .clone()
+        .unwrap_or_else(|| format!("{}-node-sa", def.object_prefix))
 }
 
 /// The metrics Service (also the `app` label of the Service itself).

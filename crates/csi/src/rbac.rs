@@ -5,7 +5,13 @@
 //! The per-sidecar ClusterRoles (`openshift-csi-main-provisioner-role`, ...) are shared by
 //! every driver; on OpenShift cluster-storage-operator ships them. The driver only binds
 //! them. [`build_shared_sidecar_cluster_roles`] builds them for the operator that installs
-//! them (the storage operator, or `render` on plain Kubernetes).
+//! them (the storage operator, or `render` on plain Kubernetes). Other shared roles (e.g.
+//! `openshift-csi-provisioner-configmap-and-secret-reader-role`) are bound only where a table
+//! asks for them (`sharedRoles`); [`build_shared_cluster_roles`] has them all.
+//!
+//! Besides the kit's roles, a table may give a pod roles of its own (`roles`: a ClusterRole or
+//! a namespaced Role, each with its binding) and rename a kit binding
+//! (`clusterRoleBindingNames`), where OpenShift's operator names or splits its grants so.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +21,7 @@ use k8s_openapi::api::rbac::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::def::{DriverDef, RuleDef, SidecarKind};
+use crate::def::{DriverDef, RoleDef, RuleDef, SharedRoleBindingDef, SidecarKind};
 use crate::inputs::Inputs;
 use crate::names;
 
@@ -153,7 +159,42 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
         rules: Some(node_rules),
         ..ClusterRole::default()
     });
+    for (role, _) in table_roles(def).filter(|(r, _)| !r.namespaced) {
+        roles.push(ClusterRole {
+            metadata: names::meta(def, role.name.clone(), None),
+            rules: Some(role.rules.iter().map(rule_from_def).collect()),
+            ..ClusterRole::default()
+        });
+    }
     roles
+}
+
+/// The table's own roles (`controller.roles`, `node.roles`), each with the ServiceAccount it is
+/// bound to.
+fn table_roles(def: &DriverDef) -> impl Iterator<Item = (&RoleDef, String)> {
+    let controller = def
+        .controller
+        .roles
+        .iter()
+        .map(|r| (r, names::controller_sa(def)));
+    let node = def.node.roles.iter().map(|r| (r, names::node_sa(def)));
+    controller.chain(node)
+}
+
+/// The table's bindings to shared roles (`controller.sharedRoles`, `node.sharedRoles`), each
+/// with the ServiceAccount it binds.
+fn table_shared_roles(def: &DriverDef) -> impl Iterator<Item = (&SharedRoleBindingDef, String)> {
+    let controller = def
+        .controller
+        .shared_roles
+        .iter()
+        .map(|r| (r, names::controller_sa(def)));
+    let node = def
+        .node
+        .shared_roles
+        .iter()
+        .map(|r| (r, names::node_sa(def)));
+    controller.chain(node)
 }
 
 /// What a kube-rbac-proxy needs: it authenticates the scraper with a TokenReview and
@@ -207,8 +248,49 @@ pub fn sidecar_role_refs(kind: SidecarKind) -> &'static [(&'static str, &'static
     }
 }
 
-/// The driver's ClusterRoleBindings: its own roles, then each sidecar's shared roles.
+/// The driver's ClusterRoleBindings: its own roles, then each sidecar's shared roles (named
+/// as the table's `clusterRoleBindingNames` says, where it names them), then the table's own
+/// cluster roles and shared roles.
 pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
+    let mut bindings = kit_cluster_role_bindings(def);
+    for binding in &mut bindings {
+        if let Some(name) = binding
+            .metadata
+            .name
+            .as_ref()
+            .and_then(|n| def.cluster_role_binding_names.get(n))
+        {
+            binding.metadata.name = Some(name.clone());
+        }
+    }
+    for (role, sa) in table_roles(def).filter(|(r, _)| !r.namespaced) {
+        bindings.push(cluster_role_binding(
+            names::meta(def, role.binding.clone(), None),
+            &role.name,
+            sa_subject(def, sa),
+        ));
+    }
+    for (shared, sa) in table_shared_roles(def) {
+        bindings.push(cluster_role_binding(
+            names::meta(def, shared.binding.clone(), None),
+            &shared.role,
+            sa_subject(def, sa),
+        ));
+    }
+    bindings
+}
+
+/// The names the kit gives its ClusterRoleBindings, before `clusterRoleBindingNames` renames
+/// any (what that table field names).
+pub(crate) fn kit_cluster_role_binding_names(def: &DriverDef) -> Vec<String> {
+    kit_cluster_role_bindings(def)
+        .into_iter()
+        .filter_map(|b| b.metadata.name)
+        .collect()
+}
+
+/// The kit's ClusterRoleBindings, under the kit's names.
+fn kit_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
     let controller = || sa_subject(def, names::controller_sa(def));
     let mut bindings = Vec::new();
     if def.controller.uses_privileged_role() {
@@ -281,11 +363,11 @@ pub fn build_cluster_role_bindings(def: &DriverDef) -> Vec<ClusterRoleBinding> {
     bindings
 }
 
-fn lease_role_name(def: &DriverDef) -> String {
+pub(crate) fn lease_role_name(def: &DriverDef) -> String {
     format!("{}-lease-leader-election", def.object_prefix)
 }
 
-fn prometheus_role_name(def: &DriverDef) -> String {
+pub(crate) fn prometheus_role_name(def: &DriverDef) -> String {
     format!("{}-prometheus", def.object_prefix)
 }
 
@@ -296,7 +378,7 @@ fn wants_prometheus_rbac(def: &DriverDef, inputs: &Inputs) -> bool {
 }
 
 /// Namespaced Roles: the sidecars' leader-election leases (only the verbs client-go's lease
-/// lock uses), and Prometheus service discovery.
+/// lock uses), Prometheus service discovery, and the table's namespaced roles.
 pub fn build_roles(def: &DriverDef, inputs: &Inputs) -> Vec<Role> {
     let mut roles = vec![Role {
         metadata: names::ns_meta(def, lease_role_name(def)),
@@ -314,6 +396,12 @@ pub fn build_roles(def: &DriverDef, inputs: &Inputs) -> Vec<Role> {
                 &["services", "endpoints", "pods"],
                 &["get", "list", "watch"],
             )]),
+        });
+    }
+    for (role, _) in table_roles(def).filter(|(r, _)| r.namespaced) {
+        roles.push(Role {
+            metadata: names::ns_meta(def, role.name.clone()),
+            rules: Some(role.rules.iter().map(rule_from_def).collect()),
         });
     }
     roles
@@ -339,6 +427,13 @@ pub fn build_role_bindings(def: &DriverDef, inputs: &Inputs) -> Vec<RoleBinding>
             },
         ));
     }
+    for (role, sa) in table_roles(def).filter(|(r, _)| r.namespaced) {
+        bindings.push(role_binding(
+            names::ns_meta(def, role.binding.clone()),
+            &role.name,
+            sa_subject(def, sa),
+        ));
+    }
     bindings
 }
 
@@ -355,6 +450,42 @@ fn shared_role(name: &str, rules: Vec<PolicyRule>) -> ClusterRole {
         rules: Some(rules),
         ..ClusterRole::default()
     }
+}
+
+/// The shared ClusterRole that lets a provisioner read the Secrets (and ConfigMaps) its
+/// StorageClasses name, anywhere in the cluster (cluster-storage-operator ships it on
+/// OpenShift); bound only where a table's `sharedRoles` asks for it.
+pub const CONFIGMAP_AND_SECRET_READER_ROLE: &str =
+    "openshift-csi-provisioner-configmap-and-secret-reader-role";
+
+/// The shared ClusterRoles a table may bind (`sharedRoles`) that the kit binds for no sidecar
+/// by itself, with OpenShift's rules.
+pub fn build_shared_opt_in_cluster_roles() -> Vec<ClusterRole> {
+    vec![shared_role(
+        CONFIGMAP_AND_SECRET_READER_ROLE,
+        vec![
+            rule(&[""], &["configmaps"], &["get", "list"]),
+            rule(&[""], &["secrets"], &["get", "list", "watch"]),
+        ],
+    )]
+}
+
+/// Every shared ClusterRole, what the storage operator installs: the sidecars' and those a
+/// table may bind.
+pub fn build_shared_cluster_roles() -> Vec<ClusterRole> {
+    let mut roles = build_shared_sidecar_cluster_roles();
+    roles.extend(build_shared_opt_in_cluster_roles());
+    roles
+}
+
+/// The shared ClusterRoles the driver binds: every sidecar role, and those of the table's
+/// `sharedRoles` (what a driver brings where no storage operator installs them).
+pub fn build_shared_cluster_roles_bound_by(def: &DriverDef) -> Vec<ClusterRole> {
+    let mut roles = build_shared_sidecar_cluster_roles();
+    roles.extend(build_shared_opt_in_cluster_roles().into_iter().filter(|r| {
+        table_shared_roles(def).any(|(s, _)| r.metadata.name.as_deref() == Some(&s.role))
+    }));
+    roles
 }
 
 /// The shared sidecar ClusterRoles every driver binds (see the module docs), each with only

@@ -2,13 +2,13 @@
 //! prints and what the driver operator's controllers apply.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use serde_json::{Value, json};
 
-use crate::def::DriverDef;
+use crate::def::{CredentialsDef, DriverDef};
 use crate::inputs::Inputs;
 use crate::operator::observe::OptionalKind;
 use crate::{derived, metrics, names, rbac, storage, workloads};
@@ -31,6 +31,8 @@ pub enum Operand {
     RoleBinding(RoleBinding),
     /// A ConfigMap.
     ConfigMap(ConfigMap),
+    /// A derived Secret (see [`crate::derived`]).
+    Secret(Secret),
     /// The CSIDriver.
     CSIDriver(CSIDriver),
     /// The metrics Service.
@@ -57,6 +59,7 @@ impl Operand {
             Self::Role(o) => serde_json::to_value(o),
             Self::RoleBinding(o) => serde_json::to_value(o),
             Self::ConfigMap(o) => serde_json::to_value(o),
+            Self::Secret(o) => serde_json::to_value(o),
             Self::CSIDriver(o) => serde_json::to_value(o),
             Self::Service(o) => serde_json::to_value(o),
             Self::PodDisruptionBudget(o) => serde_json::to_value(o),
@@ -80,6 +83,7 @@ impl Operand {
             Self::Role(_) => "Role",
             Self::RoleBinding(_) => "RoleBinding",
             Self::ConfigMap(_) => "ConfigMap",
+            Self::Secret(_) => "Secret",
             Self::CSIDriver(_) => "CSIDriver",
             Self::Service(_) => "Service",
             Self::PodDisruptionBudget(_) => "PodDisruptionBudget",
@@ -134,10 +138,20 @@ pub fn build_copied_config_maps(def: &DriverDef, inputs: &Inputs) -> Vec<ConfigM
         .collect()
 }
 
-/// The CredentialsRequest (`cloudcredential.openshift.io/v1`), only when the driver has one
-/// and its CRD exists. The Secret is always written to the operand namespace.
+/// The CredentialsRequest (`cloudcredential.openshift.io/v1`) of the controller's credentials,
+/// only when the driver has one and its CRD exists. The Secret is always written to the operand
+/// namespace.
 pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
-    let creds = def.credentials.as_ref()?;
+    credentials_request(def, def.credentials.as_ref()?, inputs)
+}
+
+/// The CredentialsRequest of the node plugin's own credentials
+/// ([`DriverDef::node_credentials`]), as [`build_credentials_request`].
+pub fn build_node_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Value> {
+    credentials_request(def, def.node_credentials.as_ref()?, inputs)
+}
+
+fn credentials_request(def: &DriverDef, creds: &CredentialsDef, inputs: &Inputs) -> Option<Value> {
     let request = creds.credentials_request.as_ref()?;
     if !inputs.crds.credentials_request {
         return None;
@@ -156,6 +170,9 @@ pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Val
             "providerSpec": request.provider_spec,
         },
     });
+    if !request.annotations.is_empty() {
+        object["metadata"]["annotations"] = json!(request.annotations);
+    }
     if request.service_account_names.is_empty()
         && let Some(spec) = object["spec"].as_object_mut()
     {
@@ -168,7 +185,7 @@ pub fn build_credentials_request(def: &DriverDef, inputs: &Inputs) -> Option<Val
 /// configuration, the CSIDriver, metrics, workloads, then classes and credentials. On plain
 /// Kubernetes this includes the shared sidecar ClusterRoles (see [`rbac`]).
 pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
-    // Derived ConfigMaps are built in this pass; the workloads carry their hashes.
+    // Derived ConfigMaps and Secrets are built in this pass; the workloads carry their hashes.
     let hashed;
     let inputs = if def.config_maps.is_empty() {
         inputs
@@ -188,10 +205,10 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .map(Operand::ClusterRole),
     );
     if !inputs.topology.is_openshift() {
-        // On OpenShift cluster-storage-operator ships the shared sidecar roles; elsewhere
-        // nobody does, so the driver brings them (identical for every driver).
+        // On OpenShift cluster-storage-operator ships the shared roles; elsewhere nobody does,
+        // so the driver brings those it binds (identical for every driver).
         out.extend(
-            rbac::build_shared_sidecar_cluster_roles()
+            rbac::build_shared_cluster_roles_bound_by(def)
                 .into_iter()
                 .map(Operand::ClusterRole),
         );
@@ -225,6 +242,12 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .flatten()
             .map(Operand::ConfigMap),
     );
+    out.extend(
+        derived::build_derived_secrets(def, inputs)
+            .into_iter()
+            .flatten()
+            .map(Operand::Secret),
+    );
     out.push(Operand::CSIDriver(storage::build_csi_driver(def, inputs)));
     out.extend(metrics::build_metrics_service(def, inputs).map(Operand::Service));
     out.extend(metrics::build_node_metrics_service(def, inputs).map(Operand::Service));
@@ -256,6 +279,7 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .map(Operand::Dynamic),
     );
     out.extend(build_credentials_request(def, inputs).map(Operand::Dynamic));
+    out.extend(build_node_credentials_request(def, inputs).map(Operand::Dynamic));
     out
 }
 

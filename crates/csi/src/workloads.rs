@@ -20,8 +20,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::def::{
-    DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet, MetricsDef, SidecarKind, VolumeDef,
-    VolumeSourceDef,
+    ControllerPlacement, DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet, MetricsDef,
+    RequestsDef, SidecarKind, VolumeDef, VolumeSourceDef,
 };
 use crate::hooks;
 use crate::inputs::Inputs;
@@ -34,13 +34,25 @@ const REQUEST_MEMORY: &str = "50Mi";
 const PROXY_REQUEST_MEMORY: &str = "20Mi";
 
 fn requests(memory: &str) -> ResourceRequirements {
+    requests_of(REQUEST_CPU, memory)
+}
+
+fn requests_of(cpu: &str, memory: &str) -> ResourceRequirements {
     ResourceRequirements {
         requests: Some(BTreeMap::from([
-            ("cpu".to_owned(), Quantity(REQUEST_CPU.to_owned())),
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
             ("memory".to_owned(), Quantity(memory.to_owned())),
         ])),
         ..ResourceRequirements::default()
     }
+}
+
+/// A table's requests of a CSI container, the kit's where it sets none.
+fn table_requests(r: &RequestsDef) -> ResourceRequirements {
+    requests_of(
+        r.cpu.as_deref().unwrap_or(REQUEST_CPU),
+        r.memory.as_deref().unwrap_or(REQUEST_MEMORY),
+    )
 }
 
 /// A container with the settings every operand container shares: pull policy, requests,
@@ -185,24 +197,34 @@ fn env_from_def(def: &DriverContainerDef, endpoint: &str) -> Vec<EnvVar> {
         if bare(e) {
             return env(CSI_ENDPOINT, endpoint);
         }
-        EnvVar {
-            name: e.name.clone(),
-            value: e.value.clone(),
-            value_from: match (&e.value, &e.field_path, &e.config_map_key_ref) {
-                (None, Some(path), _) => field_env(&e.name, path).value_from,
-                (None, None, Some(key)) => Some(EnvVarSource {
-                    config_map_key_ref: Some(ConfigMapKeySelector {
-                        name: key.name.clone(),
-                        key: key.key.clone(),
-                        optional: None,
-                    }),
-                    ..EnvVarSource::default()
-                }),
-                _ => None,
-            },
-        }
+        env_var(e)
     });
     first.into_iter().chain(table).collect()
+}
+
+/// A table's environment variable.
+fn env_var(e: &EnvDef) -> EnvVar {
+    EnvVar {
+        name: e.name.clone(),
+        value: e.value.clone(),
+        value_from: match (&e.value, &e.field_path, &e.config_map_key_ref) {
+            (None, Some(path), _) => field_env(&e.name, path).value_from,
+            (None, None, Some(key)) => Some(EnvVarSource {
+                config_map_key_ref: Some(ConfigMapKeySelector {
+                    name: key.name.clone(),
+                    key: key.key.clone(),
+                    optional: None,
+                }),
+                ..EnvVarSource::default()
+            }),
+            _ => None,
+        },
+    }
+}
+
+/// A table's environment of a sidecar, in order.
+fn env_vars(env: &[EnvDef]) -> Vec<EnvVar> {
+    env.iter().map(env_var).collect()
 }
 
 /// The environment variable that carries the CSI socket's address.
@@ -368,6 +390,10 @@ fn driver_container(
         driver_args(def, inputs),
         def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
     );
+    c.resources = Some(requests_of(
+        def.cpu_request.as_deref().unwrap_or(REQUEST_CPU),
+        def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
+    ));
     c.env = Some(env_from_def(
         def,
         def.endpoint.as_deref().unwrap_or(endpoint),
@@ -475,16 +501,52 @@ fn sidecar_image(kind: SidecarKind, inputs: &Inputs) -> &str {
     }
 }
 
-/// The standard arguments of a controller sidecar: socket, metrics endpoint, leader
-/// election with OpenShift's timings, verbosity; then the driver's extra arguments.
+/// OpenShift's placeholders of the leader election timings in its assets' arguments, and the
+/// kit's values for them.
+const LEADER_ELECTION_PLACEHOLDERS: [(&str, &str); 3] = [
+    (
+        "${LEADER_ELECTION_LEASE_DURATION}",
+        names::LEADER_ELECTION_LEASE_DURATION,
+    ),
+    (
+        "${LEADER_ELECTION_RENEW_DEADLINE}",
+        names::LEADER_ELECTION_RENEW_DEADLINE,
+    ),
+    (
+        "${LEADER_ELECTION_RETRY_PERIOD}",
+        names::LEADER_ELECTION_RETRY_PERIOD,
+    ),
+];
+
+/// A table's whole argument list of a sidecar or the livenessprobe, its placeholders
+/// replaced (see [`crate::def::SidecarDef::full_args`]).
+fn full_args(args: &[String], inputs: &Inputs) -> Vec<String> {
+    let verbosity = inputs.verbosity().to_string();
+    args.iter()
+        .map(|a| {
+            LEADER_ELECTION_PLACEHOLDERS
+                .iter()
+                .fold(a.replace(LOG_LEVEL_PLACEHOLDER, &verbosity), |a, (p, v)| {
+                    a.replace(p, v)
+                })
+        })
+        .collect()
+}
+
+/// The environment variable that carries the socket's path to a sidecar with `addressEnv`.
+const ADDRESS_ENV: &str = "ADDRESS";
+
+/// The standard arguments of a controller sidecar: socket (`address`), metrics endpoint,
+/// leader election with OpenShift's timings, verbosity; then the driver's extra arguments.
 fn sidecar_args(
     def: &DriverDef,
     kind: SidecarKind,
     metrics: Option<MetricsDef>,
     extra: &[String],
+    address: &str,
     inputs: &Inputs,
 ) -> Vec<String> {
-    let mut args = vec![format!("--csi-address={}", names::CONTROLLER_SOCKET)];
+    let mut args = vec![format!("--csi-address={address}")];
     if let Some(m) = metrics {
         // csi-snapshotter is the one sidecar OpenShift still configures with --metrics-address.
         let flag = if kind == SidecarKind::Snapshotter {
@@ -522,35 +584,39 @@ fn workload_annotations(def: &DriverDef, proxy: bool) -> Option<BTreeMap<String,
     Some(annotations)
 }
 
-/// Where the controller pods run for a topology: nodeSelector, tolerations and a preferred
-/// spread across nodes.
-fn place_controller(spec: &mut PodSpec, selector: &BTreeMap<String, String>, inputs: &Inputs) {
-    let label = inputs.topology.control_plane_node_label();
-    spec.node_selector = label.map(|l| BTreeMap::from([(l.to_owned(), String::new())]));
-    let mut tolerations = vec![Toleration {
-        key: Some("CriticalAddonsOnly".to_owned()),
-        operator: Some("Exists".to_owned()),
-        ..Toleration::default()
-    }];
-    if let Some(l) = label {
-        tolerations.push(Toleration {
-            key: Some(l.to_owned()),
+/// Where the controller pods run for a topology and placement: nodeSelector, tolerations
+/// (none for [`ControllerPlacement::AnyNode`]) and a preferred spread across nodes.
+fn place_controller(
+    spec: &mut PodSpec,
+    selector: &LabelSelector,
+    placement: ControllerPlacement,
+    inputs: &Inputs,
+) {
+    if placement == ControllerPlacement::ControlPlane {
+        let label = inputs.topology.control_plane_node_label();
+        spec.node_selector = label.map(|l| BTreeMap::from([(l.to_owned(), String::new())]));
+        let mut tolerations = vec![Toleration {
+            key: Some("CriticalAddonsOnly".to_owned()),
             operator: Some("Exists".to_owned()),
-            effect: Some("NoSchedule".to_owned()),
             ..Toleration::default()
-        });
+        }];
+        if let Some(l) = label {
+            tolerations.push(Toleration {
+                key: Some(l.to_owned()),
+                operator: Some("Exists".to_owned()),
+                effect: Some("NoSchedule".to_owned()),
+                ..Toleration::default()
+            });
+        }
+        spec.tolerations = Some(tolerations);
     }
-    spec.tolerations = Some(tolerations);
     spec.affinity = Some(Affinity {
         pod_anti_affinity: Some(PodAntiAffinity {
             preferred_during_scheduling_ignored_during_execution: Some(vec![
                 WeightedPodAffinityTerm {
                     weight: 100,
                     pod_affinity_term: PodAffinityTerm {
-                        label_selector: Some(LabelSelector {
-                            match_labels: Some(selector.clone()),
-                            ..LabelSelector::default()
-                        }),
+                        label_selector: Some(selector.clone()),
                         topology_key: "kubernetes.io/hostname".to_owned(),
                         ..PodAffinityTerm::default()
                     },
@@ -569,6 +635,8 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     let name = names::controller(def);
     let ctl = &def.controller;
     let host_network = ctl.host_network;
+    let socket_dir = ctl.socket_dir();
+    let socket = ctl.socket();
 
     // As OpenShift's controllers do, on either network: the livenessprobe sidecar listens on
     // every address (`--health-port`) and the kubelet probes the pod's address.
@@ -588,19 +656,34 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         ));
     }
     for sidecar in &ctl.sidecars {
-        let mut c = container(
-            &sidecar.kind.container_name(),
-            sidecar_image(sidecar.kind, inputs),
+        let address = if sidecar.address_env {
+            format!("$({ADDRESS_ENV})")
+        } else {
+            socket.clone()
+        };
+        let args = if sidecar.full_args.is_empty() {
             sidecar_args(
                 def,
                 sidecar.kind,
                 sidecar.metrics,
                 &sidecar.extra_args,
+                &address,
                 inputs,
-            ),
+            )
+        } else {
+            full_args(&sidecar.full_args, inputs)
+        };
+        let mut c = container(
+            &sidecar.kind.container_name(),
+            sidecar_image(sidecar.kind, inputs),
+            args,
             REQUEST_MEMORY,
         );
-        c.volume_mounts = Some(vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)]);
+        c.resources = Some(table_requests(&sidecar.requests));
+        if sidecar.address_env {
+            c.env = Some(vec![env(ADDRESS_ENV, &socket)]);
+        }
+        c.volume_mounts = Some(vec![mount("socket-dir", socket_dir)]);
         limit_memory(&mut c, ctl.memory_limits.sidecars.as_ref());
         containers.push(c);
         if let Some(m) = sidecar.metrics {
@@ -618,18 +701,24 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     {
         limit_memory(c, ctl.memory_limits.kube_rbac_proxy.as_ref());
     }
-    let mut probe_args = vec![
-        "--csi-address=/csi/csi.sock".to_owned(),
-        format!("--health-port={}", ctl.driver.healthz_port),
-        format!("--v={}", inputs.verbosity()),
-    ];
-    probe_args.extend(ctl.liveness_probe_args.iter().cloned());
+    let probe_args = if ctl.liveness_probe_full_args.is_empty() {
+        let mut args = vec![
+            "--csi-address=/csi/csi.sock".to_owned(),
+            format!("--health-port={}", ctl.driver.healthz_port),
+            format!("--v={}", inputs.verbosity()),
+        ];
+        args.extend(ctl.liveness_probe_args.iter().cloned());
+        args
+    } else {
+        full_args(&ctl.liveness_probe_full_args, inputs)
+    };
     let mut probe = container(
         names::LIVENESS_PROBE_CONTAINER,
         &inputs.images.liveness_probe,
         probe_args,
         REQUEST_MEMORY,
     );
+    probe.resources = Some(table_requests(&ctl.liveness_probe_requests));
     probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
     limit_memory(&mut probe, ctl.memory_limits.liveness_probe.as_ref());
     containers.push(probe);
@@ -637,8 +726,23 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     if ctl.privileged {
         privileged_controller(&mut containers);
     }
+    if ctl.explicitly_unprivileged {
+        for sc in containers
+            .iter_mut()
+            .filter(|c| !c.name.contains("kube-rbac-proxy"))
+            .filter_map(|c| c.security_context.as_mut())
+        {
+            sc.privileged = Some(false);
+            sc.allow_privilege_escalation = Some(false);
+        }
+    }
     mount_shared_volumes(&mut containers, &ctl.driver.volumes);
     sort_by_names(&mut containers, &ctl.container_order, |c| &c.name);
+    for c in &mut containers {
+        if let Some(name) = ctl.container_names.get(&c.name) {
+            c.name.clone_from(name);
+        }
+    }
 
     let mut volumes = vec![Volume {
         name: "socket-dir".to_owned(),
@@ -667,7 +771,12 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         ..PodSpec::default()
     };
     let selector = names::controller_selector(def);
-    place_controller(&mut spec, &selector, inputs);
+    place_controller(
+        &mut spec,
+        &names::controller_pods_selector(def),
+        ctl.placement,
+        inputs,
+    );
 
     let mut labels = selector.clone();
     labels.extend(ctl.pod_labels.clone());
@@ -751,10 +860,7 @@ pub fn build_pod_disruption_budget(def: &DriverDef) -> PodDisruptionBudget {
         metadata: names::ns_meta(def, format!("{}-pdb", names::controller(def))),
         spec: Some(PodDisruptionBudgetSpec {
             max_unavailable: Some(IntOrString::Int(1)),
-            selector: Some(LabelSelector {
-                match_labels: Some(names::controller_selector(def)),
-                ..LabelSelector::default()
-            }),
+            selector: Some(names::controller_pods_selector(def)),
             unhealthy_pod_eviction_policy: Some("AlwaysAllow".to_owned()),
             ..PodDisruptionBudgetSpec::default()
         }),
@@ -775,8 +881,10 @@ pub fn host_path(name: &str, path: &str, type_: &str) -> Volume {
 }
 
 /// The node DaemonSet: driver (kubelet directory with Bidirectional propagation),
-/// node-driver-registrar and livenessprobe, on every Linux node whatever its taints, 10% of
-/// nodes updated at a time.
+/// node-driver-registrar and livenessprobe, on every Linux node (or those of the table's
+/// nodeSelector) whatever its taints, 10% of nodes updated at a time. Where the table follows
+/// OpenShift's layout (names of the kit's volumes and containers, the sidecars' arguments,
+/// environment and requests, root), it is applied here, before the driver's hooks.
 pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     let name = names::node(def);
     let node = &def.node;
@@ -787,35 +895,62 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         mount_propagation: Some("Bidirectional".to_owned()),
         ..mount("kubelet-dir", "/var/lib/kubelet")
     };
+    // The kubelet probes a health endpoint on the loopback address where it listens there
+    // only: the kit's on the host network, else as the table's arguments say.
+    let probe_loopback = |full_args: &[String]| {
+        if full_args.is_empty() {
+            host_network
+        } else {
+            full_args
+                .iter()
+                .any(|a| a.starts_with("--http-endpoint=127.0.0.1:"))
+        }
+    };
     let driver = driver_container(
         &node.driver,
         inputs,
         "unix:/csi/csi.sock",
         vec![kubelet_mount, mount("socket-dir", names::NODE_SOCKET_DIR)],
-        host_network,
+        probe_loopback(&node.liveness_probe.full_args),
     );
 
-    let mut registrar = container(
-        names::REGISTRAR_CONTAINER,
-        &inputs.images.node_driver_registrar,
+    let registrar_args = if node.registrar.full_args.is_empty() {
         vec![
             "--csi-address=/csi/csi.sock".to_owned(),
             format!("--kubelet-registration-path={plugin_dir}csi.sock"),
             health_endpoint(host_network, node.registrar_healthz_port),
             format!("--v={}", inputs.verbosity()),
-        ],
+        ]
+    } else {
+        full_args(&node.registrar.full_args, inputs)
+    };
+    let mut registrar = container(
+        names::REGISTRAR_CONTAINER,
+        &inputs.images.node_driver_registrar,
+        registrar_args,
         REQUEST_MEMORY,
     );
+    registrar.resources = Some(table_requests(&node.registrar.requests));
+    if !node.registrar.env.is_empty() {
+        registrar.env = Some(env_vars(&node.registrar.env));
+    }
     registrar.ports = Some(vec![port("rhealthz", node.registrar_healthz_port)]);
-    registrar.liveness_probe = Some(healthz_probe("rhealthz", host_network));
+    registrar.liveness_probe = Some(healthz_probe(
+        "rhealthz",
+        probe_loopback(&node.registrar.full_args),
+    ));
     registrar.lifecycle = Some(Lifecycle {
         pre_stop: Some(LifecycleHandler {
             exec: Some(ExecAction {
-                command: Some(vec![
-                    "/bin/sh".to_owned(),
-                    "-c".to_owned(),
-                    format!("rm -rf /registration/{}-reg.sock /csi/csi.sock", def.name),
-                ]),
+                command: Some(if node.registrar.pre_stop.is_empty() {
+                    vec![
+                        "/bin/sh".to_owned(),
+                        "-c".to_owned(),
+                        format!("rm -rf /registration/{}-reg.sock /csi/csi.sock", def.name),
+                    ]
+                } else {
+                    node.registrar.pre_stop.clone()
+                }),
             }),
             ..LifecycleHandler::default()
         }),
@@ -830,18 +965,27 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         mount("registration-dir", "/registration"),
     ]);
 
-    let mut probe_args = vec![
-        "--csi-address=/csi/csi.sock".to_owned(),
-        health_endpoint(host_network, node.driver.healthz_port),
-        format!("--v={}", inputs.verbosity()),
-    ];
-    probe_args.extend(node.liveness_probe_args.iter().cloned());
+    let probe_args = if node.liveness_probe.full_args.is_empty() {
+        let mut args = vec![
+            "--csi-address=/csi/csi.sock".to_owned(),
+            health_endpoint(host_network, node.driver.healthz_port),
+            format!("--v={}", inputs.verbosity()),
+        ];
+        args.extend(node.liveness_probe_args.iter().cloned());
+        args
+    } else {
+        full_args(&node.liveness_probe.full_args, inputs)
+    };
     let mut probe = container(
         names::LIVENESS_PROBE_CONTAINER,
         &inputs.images.liveness_probe,
         probe_args,
         REQUEST_MEMORY,
     );
+    probe.resources = Some(table_requests(&node.liveness_probe.requests));
+    if !node.liveness_probe.env.is_empty() {
+        probe.env = Some(env_vars(&node.liveness_probe.env));
+    }
     probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
 
     let mut volumes = vec![
@@ -880,14 +1024,34 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     containers.extend([registrar, probe]);
     sort_by_names(&mut containers, &node.container_order, |c| &c.name);
     mount_shared_volumes(&mut containers, &node.driver.volumes);
+    if node.run_as_root {
+        for c in &mut containers {
+            if let Some(sc) = c.security_context.as_mut() {
+                sc.run_as_user = Some(0);
+                sc.run_as_non_root = Some(false);
+                if c.name != names::DRIVER_CONTAINER {
+                    sc.privileged = Some(false);
+                }
+            }
+        }
+    }
+    rename_kit_volumes(&mut containers, &mut volumes, &node.volume_names);
+    for c in &mut containers {
+        if let Some(name) = node.container_names.get(&c.name) {
+            c.name.clone_from(name);
+        }
+    }
+    let node_selector = node
+        .node_selector
+        .clone()
+        .unwrap_or_else(|| BTreeMap::from([("kubernetes.io/os".to_owned(), "linux".to_owned())]));
+    let mut labels = names::node_selector(def);
+    labels.extend(node.pod_labels.clone());
     let spec = PodSpec {
         containers,
         dns_policy: node.dns_policy.clone(),
         host_network: host_network.then_some(true),
-        node_selector: Some(BTreeMap::from([(
-            "kubernetes.io/os".to_owned(),
-            "linux".to_owned(),
-        )])),
+        node_selector: (!node_selector.is_empty()).then_some(node_selector),
         priority_class_name: Some("system-node-critical".to_owned()),
         service_account_name: Some(names::node_sa(def)),
         tolerations: Some(vec![Toleration {
@@ -899,7 +1063,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     };
     let mut template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
-            labels: Some(names::node_selector(def)),
+            labels: Some(labels),
             annotations: Some(BTreeMap::from([
                 (
                     "cluster-autoscaler.kubernetes.io/enable-ds-eviction".to_owned(),
@@ -950,6 +1114,31 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         );
     }
     daemon_set
+}
+
+/// Renames the kit's volumes of a pod (`socket-dir`, ...) and every mount of them, by the
+/// kit's name.
+fn rename_kit_volumes(
+    containers: &mut [Container],
+    volumes: &mut [Volume],
+    renames: &BTreeMap<String, String>,
+) {
+    if renames.is_empty() {
+        return;
+    }
+    for v in volumes.iter_mut() {
+        if let Some(name) = renames.get(&v.name) {
+            v.name.clone_from(name);
+        }
+    }
+    for m in containers
+        .iter_mut()
+        .flat_map(|c| c.volume_mounts.iter_mut().flatten())
+    {
+        if let Some(name) = renames.get(&m.name) {
+            m.name.clone_from(name);
+        }
+    }
 }
 
 /// A driver's [`ExtraDaemonSet`]: what its hook builds, under its name, in the operand

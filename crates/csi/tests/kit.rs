@@ -453,6 +453,86 @@ fn validation_checks_the_pod_template_settings() {
     );
 }
 
+/// The metrics Service layout (`servicePort`, `metricsService`) and the tables' own RBAC
+/// (`roles`, `sharedRoles`, `clusterRoleBindingNames`): each bad value is reported, naming the
+/// field.
+#[test]
+fn validation_checks_the_metrics_service_and_rbac_fields() {
+    let mut def: DriverDef = {
+        let mut value = serde_json::to_value(example()).unwrap();
+        let controller = &mut value["controller"];
+        controller["sidecars"][0]["metrics"]["servicePort"] = json!(9401);
+        controller["metricsService"] = json!({
+            "portOrder": ["driver-m", "nope-m", "driver-m"],
+            "hookEndpoints": [{"portName": "Syncer_M", "exposedPort": 9402, "servicePort": 0}],
+        });
+        controller["roles"] = json!([
+            {"name": "cluster-admin", "binding": "example-admin-binding", "rules": []},
+            {"name": "example-all-role", "binding": "example-all-binding",
+             "rules": [{"apiGroups": [""], "resources": ["*"], "verbs": ["get"]}]},
+        ]);
+        controller["sharedRoles"] =
+            json!([{"role": "cluster-admin", "binding": "example-shared-binding"}]);
+        value["node"]["roles"] = json!([{"name": "Bad_Name", "binding": "example-node-binding",
+            "namespaced": true, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}]);
+        value["clusterRoleBindingNames"] = json!({
+            "example-nope-binding": "example-x-binding",
+            "example-node-privileged-binding": "example-kube-rbac-proxy-binding",
+        });
+        serde_json::from_value(value).unwrap()
+    };
+    let err = def.validate().unwrap_err();
+    let kit_bindings = "example-kube-rbac-proxy-binding, example-node-privileged-binding, \
+        example-csi-main-provisioner-binding, \
+        example-csi-volumesnapshot-reader-provisioner-binding, \
+        example-csi-volumeattributesclass-reader-provisioner-binding, \
+        example-csi-main-attacher-binding";
+    assert_eq!(
+        err.problems,
+        [
+            "controller port 9402 is used twice".to_owned(),
+            "controller.metricsService.hookEndpoints port name \"Syncer_M\" is not a port name (at most 15 lower-case letters, digits and '-', with a letter)".to_owned(),
+            "controller metrics Service port 0 is not a port".to_owned(),
+            "controller metrics Service port 9401 is used twice".to_owned(),
+            "controller.metricsService.portOrder names nope-m, not a port of the metrics Service (driver-m, provisioner-m, Syncer_M)".to_owned(),
+            "controller.metricsService.portOrder names driver-m twice".to_owned(),
+            "controller.roles name \"cluster-admin\" does not start with one of the driver's prefixes (example-): a table names only the driver's own objects".to_owned(),
+            "node.roles name \"Bad_Name\" is not a valid object name (lower-case letters, digits, '-' and '.', at most 253 characters)".to_owned(),
+            "controller role cluster-admin has no rules".to_owned(),
+            "controller role example-all-role uses a wildcard ([\"\"] [\"*\"] [\"get\"]): name each API group, resource and verb (the operator must hold every permission it grants)".to_owned(),
+            "controller.sharedRoles names cluster-admin, not a shared role the kit knows (openshift-csi-provisioner-configmap-and-secret-reader-role)".to_owned(),
+            format!("clusterRoleBindingNames renames example-nope-binding, not a ClusterRoleBinding of the kit's ({kit_bindings})"),
+            "ClusterRoleBinding example-kube-rbac-proxy-binding is rendered twice".to_owned(),
+        ]
+    );
+    // Sound values validate, and each is used.
+    def = example();
+    def.controller.sidecars[0]
+        .metrics
+        .as_mut()
+        .unwrap()
+        .service_port = Some(443);
+    def.controller.metrics_service.port_order = vec!["driver-m".to_owned()];
+    def.validate().unwrap();
+    let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
+    let ports: Vec<(String, i32)> = csi::build_metrics_service(&def, &i)
+        .unwrap()
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.name.unwrap(), p.port))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            ("driver-m".to_owned(), 9401),
+            ("provisioner-m".to_owned(), 443)
+        ]
+    );
+}
+
 #[test]
 fn plain_kubernetes_renders_bring_the_shared_sidecar_roles() {
     let def = example();

@@ -10,7 +10,9 @@
 
 use csi::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::api::core::v1::{ContainerPort, HTTPGetAction, PodSpec, Probe};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::DriverError;
 use crate::common::{
@@ -35,18 +37,63 @@ pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![with_api_key_and_node_updater, with_service_endpoints],
-        daemon_set: vec![with_service_endpoints_on_nodes],
+        daemon_set: vec![with_api_key_on_nodes, with_service_endpoints_on_nodes],
         ..Hooks::default()
     };
     Ok(def)
 }
 
+/// Where images of the upstream project are published: they have the node-update-controller
+/// at `/node-update-controller`; OpenShift's build of the driver (any other image) has it at
+/// `/bin/node-update-controller`.
+const UPSTREAM_IMAGE_REPOSITORIES: [&str; 2] = [
+    "registry.k8s.io/cloud-provider-ibm/",
+    "gcr.io/k8s-staging-cloud-provider-ibm/",
+];
+/// The node-update-controller's metrics and health ports, as OpenShift's asset declares them
+/// (on the host's network: the pod uses it).
+const NODE_UPDATE_PORTS: [(&str, i32); 2] = [("metrics", 8081), ("healthz", 8082)];
+
+/// The path of the node-update-controller binary in the driver image `image`.
+pub fn node_updater_command(image: &str) -> &'static str {
+    if UPSTREAM_IMAGE_REPOSITORIES
+        .iter()
+        .any(|repo| image.starts_with(repo))
+    {
+        "/node-update-controller"
+    } else {
+        "/bin/node-update-controller"
+    }
+}
+
 /// Adds `IBMCLOUD_API_KEY` (from the credentials Secret) to the driver and, right after it, a
-/// `node-update-controller` container (the driver image's `/node-update-controller`) with the
-/// same key, the settings of the kit's own containers and neither privilege escalation nor
-/// capabilities.
+/// `node-update-controller` container (the driver image's binary, see
+/// [`node_updater_command`]) as OpenShift's asset has it: the same key, its metrics and
+/// `healthz` ports, a liveness probe of `/healthz`, the cluster proxy and trusted CA bundle
+/// (named in the workload's injection annotations); the requests and termination message
+/// policy of the kit's containers, a read-only root file system and neither privilege
+/// escalation nor capabilities.
 pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deployment) {
-    let Some(spec) = pod_spec(deployment) else {
+    for key in [
+        csi::names::INJECT_PROXY_ANNOTATION,
+        csi::names::INJECT_CA_BUNDLE_ANNOTATION,
+    ] {
+        if let Some(value) = deployment
+            .metadata
+            .annotations
+            .as_mut()
+            .and_then(|a| a.get_mut(key))
+            && !value.split(',').any(|c| c == NODE_UPDATE_CONTAINER)
+        {
+            value.push(',');
+            value.push_str(NODE_UPDATE_CONTAINER);
+        }
+    }
+    let injected = deployment.metadata.annotations.clone().unwrap_or_default();
+    let Some(template) = deployment.spec.as_mut().map(|s| &mut s.template) else {
+        return;
+    };
+    let Some(spec) = template.spec.as_mut() else {
         return;
     };
     if let Some(container) = driver_container(spec) {
@@ -58,7 +105,31 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
     let mut updater =
         csi::workloads::operand_container(NODE_UPDATE_CONTAINER, &inputs.images.driver, Vec::new());
     updater.args = None;
-    updater.command = Some(vec!["/node-update-controller".to_owned()]);
+    updater.image_pull_policy = None;
+    updater.command = Some(vec![node_updater_command(&inputs.images.driver).to_owned()]);
+    updater.ports = Some(
+        NODE_UPDATE_PORTS
+            .iter()
+            .map(|(name, port)| ContainerPort {
+                name: Some((*name).to_owned()),
+                container_port: *port,
+                protocol: Some("TCP".to_owned()),
+                ..ContainerPort::default()
+            })
+            .collect(),
+    );
+    updater.liveness_probe = Some(Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some("/healthz".to_owned()),
+            port: IntOrString::String("healthz".to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        initial_delay_seconds: Some(5),
+        timeout_seconds: Some(10),
+        period_seconds: Some(30),
+        failure_threshold: Some(5),
+        ..Probe::default()
+    });
     updater.env = Some(vec![from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY)]);
     unprivileged(&mut updater);
     spec.containers.retain(|c| c.name != NODE_UPDATE_CONTAINER);
@@ -69,7 +140,50 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
         .iter()
         .position(|c| c.name == csi::names::DRIVER_CONTAINER)
         .map_or(spec.containers.len(), |i| i + 1);
+    // The kit injected the proxy and CA bundle before this hook added the container: the same
+    // for it alone, as the annotations now name it (the CA bundle's volume is the driver's).
+    let ca_mount = spec.containers[..at]
+        .iter()
+        .flat_map(|c| c.volume_mounts.iter().flatten())
+        .find(|m| m.name == csi::names::CA_BUNDLE_VOLUME)
+        .cloned();
+    if let Some(mount) = ca_mount.filter(|_| {
+        injected
+            .get(csi::names::INJECT_CA_BUNDLE_ANNOTATION)
+            .is_some_and(|v| v.split(',').any(|c| c == NODE_UPDATE_CONTAINER))
+    }) {
+        updater.volume_mounts = Some(vec![mount]);
+    }
     spec.containers.insert(at, updater);
+    let only_updater = ObjectMeta {
+        annotations: Some(
+            injected
+                .get(csi::names::INJECT_PROXY_ANNOTATION)
+                .map(|_| {
+                    (
+                        csi::names::INJECT_PROXY_ANNOTATION.to_owned(),
+                        NODE_UPDATE_CONTAINER.to_owned(),
+                    )
+                })
+                .into_iter()
+                .collect(),
+        ),
+        ..ObjectMeta::default()
+    };
+    csi::hooks::inject_proxy(&only_updater, template, inputs);
+}
+
+/// Adds `IBMCLOUD_API_KEY` (from the credentials Secret, optional as on the controller) to
+/// the node plugin, as OpenShift's asset gives it. Its hash does not go on the DaemonSet, as
+/// OpenShift's operator puts none there either: a rotated key reaches a node plugin when its
+/// pod restarts.
+pub fn with_api_key_on_nodes(_: &Inputs, daemon_set: &mut DaemonSet) {
+    if let Some(container) = ds_pod_spec(daemon_set).and_then(driver_container) {
+        set_env(
+            container,
+            from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY),
+        );
+    }
 }
 
 /// The service endpoint names OpenShift passes on, and their variables.

@@ -1,13 +1,15 @@
 //! VMware vSphere (`csi.vsphere.vmware.com`): the table in `vsphere.yaml` plus
-//! - `csi-vsphere.conf` (operand ConfigMap `vsphere-csi-config`, key `cloud.conf`) generated
-//!   from the cluster's cloud config (`openshift-config/cloud-provider-config`, key `config`,
-//!   INI) and `driverConfig.vSphere`: the vCenter and its datacenters, the cluster ID, topology
-//!   categories (`driverConfig.vSphere.topologyCategories`, else the cloud config's
-//!   `[Labels] region`/`zone`, which the installer writes for failure domains) and snapshot
-//!   limits;
-//! - the syncer container and the vCenter credentials (`VSPHERE_USER`/`VSPHERE_PASSWORD` from
-//!   the Secret `vmware-vsphere-cloud-credentials`, keys `<server>.username` and
-//!   `<server>.password`, as cloud-credential-operator writes them), never in a ConfigMap;
+//! - `csi-vsphere.conf` (operand Secret `vsphere-csi-config-secret`, key `cloud.conf`, as
+//!   OpenShift's operator writes it) generated from the cluster's cloud config
+//!   (`openshift-config/cloud-provider-config`, key `config`, INI), `driverConfig.vSphere` and
+//!   the vCenter credentials: the vCenter and its datacenters, its user and password (from the
+//!   Secret `vmware-vsphere-cloud-credentials`, keys `<server>.username` and
+//!   `<server>.password` per vCenter, as cloud-credential-operator writes them; hence a
+//!   Secret; several vCenters, as OpenShift supports them, each with its own), the
+//!   cluster ID, topology categories (`driverConfig.vSphere.topologyCategories`, else the cloud
+//!   config's `[Labels] region`/`zone`, which the installer writes for failure domains) and
+//!   snapshot limits;
+//! - the syncer container, which reads the same file;
 //! - `MAX_VOLUMES_PER_NODE` from `driverConfig.vSphere.maxAllowedBlockVolumesPerNode` (59);
 //! - the pod templates as OpenShift's vSphere operator writes them
 //!   (openshift/vmware-vsphere-csi-driver-operator's hand-written `controller.yaml` and
@@ -28,7 +30,7 @@ use std::collections::BTreeMap;
 use csi::derived::ini;
 use csi::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, SecretKeySelector};
+use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource};
 
 use crate::DriverError;
 use csi::HookError;
@@ -37,8 +39,8 @@ use csi::HookError;
 pub const SHORT_NAME: &str = "vsphere";
 /// The CSI driver name.
 pub const CSI_NAME: &str = "csi.vsphere.vmware.com";
-/// The operand ConfigMap with `cloud.conf`.
-pub const CONFIG_MAP: &str = "vsphere-csi-config";
+/// The operand Secret with `cloud.conf` (it holds the vCenter credentials).
+pub const CONFIG_SECRET: &str = "vsphere-csi-config-secret";
 /// The driver's feature-switch ConfigMap.
 pub const FEATURE_STATES_CONFIG_MAP: &str = "internal-feature-states.csi.vsphere.vmware.com";
 /// The credentials Secret (cloud-credential-operator's).
@@ -71,7 +73,7 @@ const TABLE: &str = include_str!("vsphere.yaml");
 pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
     for derived in &mut def.config_maps {
-        derived.generate = Some(if derived.name == CONFIG_MAP {
+        derived.generate = Some(if derived.name == CONFIG_SECRET {
             generate_config
         } else {
             feature_states
@@ -80,7 +82,7 @@ pub fn def() -> Result<DriverDef, DriverError> {
     def.hooks = Hooks {
         deployment: vec![
             openshift_controller_layout,
-            with_syncer_and_credentials,
+            with_syncer,
             with_topology,
             with_debug_logging,
         ],
@@ -118,26 +120,33 @@ fn parse_bool(field: &str, value: &str) -> Result<bool, String> {
     }
 }
 
-/// The one vCenter of the cloud config: a `[VirtualCenter "<server>"]` section, else
-/// `[Workspace] server`. Several vCenters are refused (one set of credentials is passed).
-pub fn vcenter(sections: &ini::Sections) -> Result<VCenter, String> {
-    let vcenters: Vec<(&String, &BTreeMap<String, String>)> = sections
+/// The vCenters of the cloud config, ordered by server: every `[VirtualCenter "<server>"]`
+/// section, else `[Workspace] server`. Each gets its own credentials in the driver's config
+/// (keys `<server>.username` and `<server>.password` of the credentials Secret).
+pub fn vcenters(sections: &ini::Sections) -> Result<Vec<VCenter>, String> {
+    let workspace = sections.get("Workspace").cloned().unwrap_or_default();
+    let global = sections.get("Global").cloned().unwrap_or_default();
+    let named: Vec<(&String, &BTreeMap<String, String>)> = sections
         .iter()
         .filter(|(name, _)| name.starts_with("VirtualCenter"))
         .collect();
-    let workspace = sections.get("Workspace").cloned().unwrap_or_default();
-    let global = sections.get("Global").cloned().unwrap_or_default();
-    let (server, section) = match vcenters.as_slice() {
-        [] => match workspace.get("server").filter(|s| !s.is_empty()) {
-            Some(server) => (server.clone(), BTreeMap::new()),
-            None => {
-                return Err(
-                    "it names no vCenter: add a [VirtualCenter \"<server>\"] section or [Workspace] server"
-                        .to_owned(),
-                );
-            }
-        },
-        [(name, section)] => {
+    if named.is_empty() {
+        let Some(server) = workspace.get("server").filter(|s| !s.is_empty()) else {
+            return Err(
+                "it names no vCenter: add a [VirtualCenter \"<server>\"] section or [Workspace] server"
+                    .to_owned(),
+            );
+        };
+        return Ok(vec![vcenter_of(
+            server.clone(),
+            &BTreeMap::new(),
+            &workspace,
+            &global,
+        )?]);
+    }
+    let mut out = named
+        .into_iter()
+        .map(|(name, section)| {
             let server = name
                 .trim_start_matches("VirtualCenter")
                 .trim()
@@ -148,15 +157,20 @@ pub fn vcenter(sections: &ini::Sections) -> Result<VCenter, String> {
                     "[VirtualCenter] has no server: write [VirtualCenter \"<server>\"]".to_owned(),
                 );
             }
-            (server, (*section).clone())
-        }
-        more => {
-            return Err(format!(
-                "it names {} vCenters: this operator passes one set of credentials, so it supports one vCenter",
-                more.len()
-            ));
-        }
-    };
+            vcenter_of(server, section, &workspace, &global)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    out.sort_by(|a, b| a.server.cmp(&b.server));
+    Ok(out)
+}
+
+/// One vCenter's settings: its section's, else `[Workspace]`'s and `[Global]`'s.
+fn vcenter_of(
+    server: String,
+    section: &BTreeMap<String, String>,
+    workspace: &BTreeMap<String, String>,
+    global: &BTreeMap<String, String>,
+) -> Result<VCenter, String> {
     let datacenters = section
         .get("datacenters")
         .or_else(|| workspace.get("datacenter"))
@@ -215,8 +229,8 @@ pub fn topology_categories(inputs: &Inputs, sections: &ini::Sections) -> Vec<Str
         .collect()
 }
 
-/// Generates `cloud.conf` (csi-vsphere.conf) from the cloud config and `driverConfig.vSphere`.
-/// An error names what to fix.
+/// Generates `cloud.conf` (csi-vsphere.conf) from the cloud config, `driverConfig.vSphere` and
+/// the vCenter credentials ([`Inputs::credentials`]). An error names what to fix.
 pub fn generate_config(
     inputs: &Inputs,
     text: &str,
@@ -229,7 +243,7 @@ pub fn generate_config(
         );
     }
     let sections = ini::parse(text)?;
-    let vc = vcenter(&sections)?;
+    let vcenters = vcenters(&sections)?;
     let config = inputs
         .spec
         .driver_config
@@ -269,15 +283,35 @@ pub fn generate_config(
             ("cluster-distribution".to_owned(), "OpenShift".to_owned()),
         ],
     )];
-    let mut vc_entries = vec![
-        ("insecure-flag".to_owned(), vc.insecure.to_string()),
-        ("datacenters".to_owned(), vc.datacenters.clone()),
-    ];
-    if let Some(port) = &vc.port {
-        vc_entries.push(("port".to_owned(), port.clone()));
-    }
-    out.push((format!("VirtualCenter \"{}\"", vc.server), vc_entries));
     let categories = topology_categories(inputs, &sections);
+    if vcenters.len() > 1 && categories.is_empty() {
+        return Err(format!(
+            "it names {} vCenters, and the driver serves several vCenters only with topology: set driverConfig.vSphere.topologyCategories, or region and zone in the cloud config's [Labels] (the installer writes them for failure domains)",
+            vcenters.len()
+        ));
+    }
+    let credential = |server: &str, what: &str| -> Result<String, String> {
+        let key = format!("{server}.{what}");
+        match inputs.credentials.get(&key) {
+            Some(value) if !value.is_empty() => Ok(quoted(value)),
+            _ => Err(format!(
+                "Secret {}/{CREDENTIALS_SECRET} has no key {key}: cloud-credential-operator writes it for each vCenter of the cloud config; elsewhere add it",
+                csi::def::DEFAULT_NAMESPACE
+            )),
+        }
+    };
+    for vc in &vcenters {
+        let mut entries = vec![
+            ("insecure-flag".to_owned(), vc.insecure.to_string()),
+            ("datacenters".to_owned(), vc.datacenters.clone()),
+            ("user".to_owned(), credential(&vc.server, "username")?),
+            ("password".to_owned(), credential(&vc.server, "password")?),
+        ];
+        if let Some(port) = &vc.port {
+            entries.push(("port".to_owned(), port.clone()));
+        }
+        out.push((format!("VirtualCenter \"{}\"", vc.server), entries));
+    }
     if !categories.is_empty() {
         out.push((
             "Labels".to_owned(),
@@ -305,6 +339,22 @@ pub fn generate_config(
         "cloud.conf".to_owned(),
         ini::render(&out),
     )]))
+}
+
+/// A value in double quotes, as the driver's INI reader (gcfg) reads it back: every `"` and `\`
+/// escaped with a backslash. (A user of the form `domain\user` thus becomes `domain\\user`, as
+/// the driver's documentation asks.)
+pub fn quoted(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 /// The driver's feature switches, as OpenShift's operator sets them
@@ -373,54 +423,9 @@ pub fn precondition(inputs: &Inputs) -> Result<(), HookError> {
     })
 }
 
-fn secret_env(name: &str, key: String) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: CREDENTIALS_SECRET.to_owned(),
-                key,
-                optional: None,
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    }
-}
-
-fn with_credentials(container: &mut Container, server: &str) {
-    let env = container.env.get_or_insert_with(Vec::new);
-    env.retain(|e| e.name != "VSPHERE_USER" && e.name != "VSPHERE_PASSWORD");
-    env.push(secret_env("VSPHERE_USER", format!("{server}.username")));
-    env.push(secret_env("VSPHERE_PASSWORD", format!("{server}.password")));
-}
-
-/// Adds the syncer (a copy of the driver container's settings, so it gets the same proxy, CA
-/// and config) and the vCenter credentials of both.
-pub fn with_syncer_and_credentials(inputs: &Inputs, deployment: &mut Deployment) {
-    let server = source_sections(inputs).and_then(|s| vcenter(&s).ok().map(|v| v.server));
-    // The credentials reach the pods as environment, not as a mounted volume, so the kit's
-    // hash hook does not see them: their hash is put here, and a rotation rolls the pods.
-    if let Some(hash) = inputs.secret_hashes.get(CREDENTIALS_SECRET) {
-        let key = csi::hash::annotation_key(
-            csi::def::DEFAULT_NAMESPACE,
-            CREDENTIALS_SECRET,
-            csi::hash::HashedKind::Secret,
-        );
-        deployment
-            .metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(key.clone(), hash.clone());
-        if let Some(spec) = deployment.spec.as_mut() {
-            spec.template
-                .metadata
-                .get_or_insert_with(Default::default)
-                .annotations
-                .get_or_insert_with(BTreeMap::new)
-                .insert(key, hash.clone());
-        }
-    }
+/// Adds the syncer: a copy of the driver container's settings, so it gets the same proxy, CA
+/// and config (with the vCenter credentials in it).
+pub fn with_syncer(inputs: &Inputs, deployment: &mut Deployment) {
     let Some(spec) = deployment
         .spec
         .as_mut()
@@ -497,15 +502,6 @@ pub fn with_syncer_and_credentials(inputs: &Inputs, deployment: &mut Deployment)
         .retain(|c| c.name != SYNCER_CONTAINER && c.name != SYNCER_PROXY_CONTAINER);
     spec.containers.push(syncer);
     spec.containers.extend(syncer_proxy);
-    if let Some(server) = server {
-        for container in spec
-            .containers
-            .iter_mut()
-            .filter(|c| c.name == names::DRIVER_CONTAINER || c.name == SYNCER_CONTAINER)
-        {
-            with_credentials(container, &server);
-        }
-    }
 }
 
 /// Without topology categories the provisioner neither asks for nor enforces topology.

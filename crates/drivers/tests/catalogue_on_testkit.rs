@@ -61,7 +61,7 @@ impl Driver {
                 Settings {
                     env: [("DRIVER_IMAGE".to_owned(), "example.com/driver:1".to_owned())].into(),
                     instance: Some(instance),
-                    operator_log_level: None,
+                    ..Settings::default()
                 },
                 metrics,
                 Readiness::default(),

@@ -204,3 +204,37 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
         gone.deletions
     );
 }
+
+/// The FIPS mode of the operator's host (as the operator observed it at start) reaches both of
+/// AWS EFS's drivers as `FIPS_ENABLED`, as OpenShift's FIPS hooks set it.
+#[test]
+fn efs_drivers_are_told_whether_the_cluster_runs_fips() {
+    let def = drivers::by_name("aws-efs").unwrap();
+    let fips_of = |host_fips: bool| -> Vec<Option<String>> {
+        let mut observed = observed(&def, json!({"managementState": "Managed"}), &[]);
+        observed.host_fips = host_fips;
+        let plan = plan::plan(&def, &Default::default(), &observed, &now());
+        plan.steps
+            .iter()
+            .filter_map(|s| match &s.operand {
+                Operand::Deployment(Deployment { spec, .. }) => spec.clone().map(|s| s.template),
+                Operand::DaemonSet(DaemonSet { spec, .. }) => spec.clone().map(|s| s.template),
+                _ => None,
+            })
+            .map(|template| {
+                let driver = template.spec.unwrap().containers.remove(0);
+                assert_eq!(driver.name, "csi-driver");
+                driver
+                    .env
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|e| e.name == "FIPS_ENABLED")
+                    .and_then(|e| e.value)
+            })
+            .collect()
+    };
+    let on = Some("true".to_owned());
+    let off = Some("false".to_owned());
+    assert_eq!(fips_of(true), [on.clone(), on]);
+    assert_eq!(fips_of(false), [off.clone(), off]);
+}

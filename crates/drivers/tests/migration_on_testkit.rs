@@ -222,7 +222,7 @@ fn start(cluster: &Cluster) -> Background {
             Settings {
                 env: [("DRIVER_IMAGE".to_owned(), "example.com/pd:1".to_owned())].into(),
                 instance: Some("gcp-pd-operator-0".into()),
-                operator_log_level: None,
+                ..Settings::default()
             },
             metrics,
             Readiness::default(),

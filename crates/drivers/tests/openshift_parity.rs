@@ -12,7 +12,8 @@
 //! Only what cannot match is normalised: placeholders OpenShift substitutes at run time are
 //! substituted with the values our inputs use (images are fed to us as the literal
 //! `${..._IMAGE}` strings, so both sides carry the same text), hash annotations are dropped,
-//! and empty lists are dropped as Go's encoder drops them.
+//! and empty lists are dropped as Go's encoder drops them. Secrets' data is compared as text
+//! (decoded), so a listed difference reads as the file it is.
 
 #[path = "openshift_parity/diff.rs"]
 mod diff;
@@ -48,9 +49,19 @@ fn openshift_objects(fixture: &str, namespace: &str) -> Vec<Value> {
         .into_iter()
         .map(|mut v| {
             diff::drop_hash_annotations(&mut v);
+            decode_secret_data(&mut v);
             v
         })
         .collect()
+}
+
+/// A Secret's `data` as text rather than base64.
+fn decode_secret_data(v: &mut Value) {
+    if v["kind"] != "Secret" || !v["data"].is_object() {
+        return;
+    }
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(v.clone()).unwrap();
+    v["data"] = serde_json::to_value(csi::SecretData::of(&secret).0).unwrap();
 }
 
 /// Our objects for the inputs OpenShift's assets assume.
@@ -82,6 +93,7 @@ fn our_objects(short_name: &str) -> (Vec<Value>, String) {
         .map(|mut v| {
             fixtures::normalise(&mut v);
             diff::drop_hash_annotations(&mut v);
+            decode_secret_data(&mut v);
             v
         })
         .collect();

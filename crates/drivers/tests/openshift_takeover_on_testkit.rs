@@ -59,9 +59,12 @@ struct Case {
     /// ClusterRoles of ours OpenShift has no counterpart of under any name (listed only-ours
     /// in the driver's `openshift-differences.yaml`).
     own_roles: &'static [&'static str],
-    /// Whether our pod templates are OpenShift's (no pod restarts on takeover); false while
-    /// the driver's differences list pending pod template changes.
-    same_pod_templates: bool,
+    /// Whether our controller's pod template is OpenShift's (no controller pod restarts on
+    /// takeover); false while the driver's differences list pending pod template changes.
+    same_controller_template: bool,
+    /// Whether our DaemonSets' pod templates are OpenShift's (no node pod restarts on
+    /// takeover); false while the driver's differences list pending pod template changes.
+    same_node_templates: bool,
     /// What the cluster has besides the driver's operands (the cloud config, the credentials
     /// cloud-credential-operator wrote), created by an admin.
     seeds: fn() -> Vec<Value>,
@@ -122,7 +125,8 @@ const GCP_PD: Case = Case {
     not_rendered: &[],
     left_behind: &[],
     own_roles: &[],
-    same_pod_templates: true,
+    same_controller_template: true,
+    same_node_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
     share_types: &[],
@@ -194,7 +198,8 @@ const AWS_EBS: Case = Case {
     // OpenShift's operator turns the credentials into a config file with an init container
     // running its own script; we pass them to the driver as variables instead (see
     // aws_ebs.openshift-differences.yaml): the controller pods roll once.
-    same_pod_templates: false,
+    same_controller_template: false,
+    same_node_templates: true,
     seeds: || {
         vec![credentials_secret(
             "ebs-cloud-credentials",
@@ -247,11 +252,11 @@ const AWS_EFS: Case = Case {
     left_behind: &[],
     own_roles: &[],
     // The credentials are passed as variables, not by OpenShift's init container (see
-    // aws_efs.openshift-differences.yaml); also OpenShift's FIPS hooks set FIPS_ENABLED on both
-    // drivers, which we do not render, and our controller's driver gets AWS_REGION from
-    // Infrastructure, which OpenShift's AWS EFS operator does not set (neither shows in
+    // aws_efs.openshift-differences.yaml); also our controller's driver gets AWS_REGION from
+    // Infrastructure, which OpenShift's AWS EFS operator does not set (it does not show in
     // openshift_parity, which renders without a platform status).
-    same_pod_templates: false,
+    same_controller_template: false,
+    same_node_templates: false,
     seeds: || {
         vec![
             credentials_secret("aws-efs-cloud-credentials", &AWS_EFS_CREDENTIALS),
@@ -276,14 +281,11 @@ const SMB: Case = Case {
         ("driver-m", 9221),
     ],
     classes: &[],
-    not_rendered: &[
-        "ClusterRole/smb-csi-driver-role",
-        "ClusterRoleBinding/smb-csi-driver-binding",
-        "ClusterRoleBinding/smb-csi-provisioner-configmap-and-secret-reader-binding",
-    ],
+    not_rendered: &[],
     left_behind: &[],
     own_roles: &[],
-    same_pod_templates: true,
+    same_controller_template: true,
+    same_node_templates: true,
     seeds: Vec::new,
     runtime_operands: Vec::new,
     share_types: &[],
@@ -351,7 +353,8 @@ const OPENSTACK_CINDER: Case = Case {
     own_roles: &[],
     // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
     // is the same too.
-    same_pod_templates: true,
+    same_controller_template: true,
+    same_node_templates: true,
     seeds: || {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
@@ -397,7 +400,8 @@ const OPENSTACK_MANILA: Case = Case {
     not_rendered: &[],
     left_behind: &[],
     own_roles: &[],
-    same_pod_templates: true,
+    same_controller_template: true,
+    same_node_templates: true,
     seeds: || {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
@@ -495,7 +499,8 @@ const AZURE_DISK: Case = Case {
     left_behind: &[],
     own_roles: &[],
     // The credentials Secret's hash included.
-    same_pod_templates: true,
+    same_controller_template: true,
+    same_node_templates: true,
     seeds: || {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
@@ -555,7 +560,8 @@ const AZURE_FILE: Case = Case {
     left_behind: &[],
     own_roles: &[],
     // The credentials Secret's hash included.
-    same_pod_templates: true,
+    same_controller_template: true,
+    same_node_templates: true,
     seeds: || {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
@@ -623,26 +629,24 @@ const VSPHERE: Case = Case {
         }
     },
     metrics_ports: &[
-        ("provisioner-m", 9202),
-        ("attacher-m", 9203),
-        ("resizer-m", 9204),
-        ("snapshotter-m", 9206),
-        ("driver-m", 9201),
+        ("driver-m", 442),
+        ("provisioner-m", 443),
+        ("attacher-m", 444),
+        ("resizer-m", 445),
+        ("syncer-m", 446),
+        ("snapshotter-m", 447),
     ],
     classes: &["thin-csi"],
-    not_rendered: &[
-        "ClusterRole/vmware-vsphere-csi-driver-node-cluster-role",
-        "ClusterRoleBinding/vmware-vsphere-csi-driver-node-cluster-binding",
-        "Role/vmware-vsphere-csi-driver-node-role",
-        "RoleBinding/vmware-vsphere-csi-driver-node-binding",
-        "ClusterRoleBinding/vmware-vsphere-controller-privileged-binding",
-    ],
-    // Its generated config with the vCenter credentials: ours is a ConfigMap with the
-    // credentials as variables (pending in vsphere.openshift-differences.yaml).
-    left_behind: &["Secret/vsphere-csi-config-secret"],
+    not_rendered: &["ClusterRoleBinding/vmware-vsphere-controller-privileged-binding"],
+    left_behind: &[],
     own_roles: &[],
-    // The controller's credentials and config are pending (vsphere.openshift-differences).
-    same_pod_templates: false,
+    // The templates are OpenShift's but for the hash of the config Secret: ours writes
+    // csi-vsphere.conf in its own layout (deliberate, see vsphere.openshift-differences.yaml),
+    // so the controller pods roll once. OpenShift also puts that hash on the node DaemonSet,
+    // whose pods do not read the file; ours does not (a new vCenter password restarts no node
+    // plugin), so the node pods roll once too.
+    same_controller_template: false,
+    same_node_templates: false,
     seeds: || {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
@@ -701,21 +705,16 @@ const IBM_VPC_BLOCK: Case = Case {
         "ClusterRole/vpc-block-initcontainer-role",
         "ClusterRoleBinding/vpc-block-initcontainer-binding",
         "ClusterRoleBinding/ibm-vpc-block-csi-configmap-and-secret-reader-provisioner-binding",
-        "ClusterRoleBinding/vpc-block-main-attacher-binding",
-        "ClusterRoleBinding/vpc-block-main-provisioner-binding",
-        "ClusterRoleBinding/vpc-block-main-resizer-binding",
-        "ClusterRoleBinding/vpc-block-main-snapshotter-binding",
-        "ClusterRoleBinding/ibm-vpc-node-privileged-binding",
-        "DaemonSet/ibm-vpc-block-csi-node",
-        "ServiceAccount/ibm-vpc-block-controller-sa",
-        "ServiceAccount/ibm-vpc-block-node-sa",
     ],
     // Rewritten (and adopted) by our secret sync once IBM Cloud has answered for the
     // resource group, which this test does not run.
     left_behind: &["Secret/storage-secret-store"],
     own_roles: &[],
-    // Pending pod template differences (ibm_vpc_block.openshift-differences.yaml).
-    same_pod_templates: false,
+    // Pod template differences (ibm_vpc_block.openshift-differences.yaml): the settings'
+    // ConfigMap, which ours inlines; in the controller also the sidecars' leader election (two
+    // replicas) and the kit's read-only root file systems, which ours keeps.
+    same_controller_template: false,
+    same_node_templates: false,
     seeds: || {
         vec![
             json!({"apiVersion": "v1", "kind": "Namespace",
@@ -747,24 +746,24 @@ const POWERVS_BLOCK: Case = Case {
     platform: || json!({"type": "PowerVS", "powervs": {"region": "dal", "zone": "dal12"}}),
     hooks: |_| {},
     metrics_ports: &[
-        ("provisioner-m", 9202),
-        ("attacher-m", 9203),
-        ("resizer-m", 9204),
+        ("provisioner-m", 443),
+        ("attacher-m", 444),
+        ("resizer-m", 445),
     ],
     classes: &["ibm-powervs-tier1", "ibm-powervs-tier3"],
     not_rendered: &[
         "ClusterRole/ibm-powervs-block-csi-node-role",
         "ClusterRoleBinding/ibm-powervs-block-csi-node-binding",
-        "ClusterRoleBinding/ibm-powervs-block-controller-privileged-binding",
-        "ClusterRoleBinding/ibm-powervs-block-storageclass-reader-resizer-binding",
-        "ClusterRoleBinding/ibm-powervs-block-volumesnapshot-reader-provisioner-binding",
     ],
     left_behind: &[],
-    // Ours runs the controller under hostnetwork-v2 where OpenShift's asks for privileged
-    // (pending in powervs_block.openshift-differences.yaml).
-    own_roles: &["ibm-powervs-block-hostnetwork-role"],
-    // Pending pod template differences (powervs_block.openshift-differences.yaml).
-    same_pod_templates: false,
+    // The node-update-controller's Node writes, which OpenShift's grants nowhere (deliberate
+    // in powervs_block.openshift-differences.yaml).
+    own_roles: &["ibm-powervs-block-node-update-controller-role"],
+    // The controller's template differs deliberately (powervs_block.openshift-differences.yaml:
+    // the kit's read-only root file systems and the node-update-controller's hardening, the
+    // credentials Secret of cloud-sa-volume); the node plugin's template is OpenShift's.
+    same_controller_template: false,
+    same_node_templates: true,
     seeds: || {
         vec![credentials_secret(
             "ibm-powervs-cloud-credentials",
@@ -1039,7 +1038,7 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
             Settings {
                 env: images(),
                 instance: Some("operator-0".into()),
-                operator_log_level: None,
+                ..Settings::default()
             },
             extras,
             metrics,
@@ -1160,14 +1159,15 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), &def.namespace);
     // The workloads as OpenShift's operator wrote them, under our names, when ours should
     // leave their pod templates alone.
-    let mut before = None;
-    if case.same_pod_templates {
-        let controller_before = deployments.get(&controller).await.unwrap();
-        let mut nodes_before = Vec::new();
+    let mut controller_before = None;
+    if case.same_controller_template {
+        controller_before = Some(deployments.get(&controller).await.unwrap());
+    }
+    let mut nodes_before = Vec::new();
+    if case.same_node_templates {
         for name in case.daemon_sets() {
             nodes_before.push(daemon_sets.get(&name).await.unwrap());
         }
-        before = Some((controller_before, nodes_before));
     }
 
     let running = start(&cluster, case);
@@ -1316,14 +1316,14 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     }
 
     // The pod templates are what OpenShift's operator wrote: no driver pod restarts.
-    if let Some((controller_before, nodes_before)) = &before {
+    if let Some(controller_before) = &controller_before {
         let controller_after = deployments.get(&controller).await.unwrap();
         assert_eq!(template(&controller_after), template(controller_before));
-        for before in nodes_before {
-            let name = before.metadata.name.as_deref().unwrap();
-            let after = daemon_sets.get(name).await.unwrap();
-            assert_eq!(template(&after), template(before), "DaemonSet {name}");
-        }
+    }
+    for before in &nodes_before {
+        let name = before.metadata.name.as_deref().unwrap();
+        let after = daemon_sets.get(name).await.unwrap();
+        assert_eq!(template(&after), template(before), "DaemonSet {name}");
     }
 
     running.stop().await;

@@ -47,6 +47,7 @@ fn start_with_hook(
                 env: [("DRIVER_IMAGE".to_owned(), "example.com/pd:1".to_owned())].into(),
                 instance: Some("gcp-pd-operator-0".into()),
                 operator_log_level,
+                host_fips: false,
             },
             metrics,
             Readiness::default(),
@@ -1378,7 +1379,7 @@ async fn settled_quietly(cluster: &Cluster, client: &Client, running: &Backgroun
 
 #[tokio::test]
 async fn the_credentials_request_is_available_once_provisioned() {
-    const AVAILABLE: &str = "GCPPDDriverCredentialsRequestControllerAvailable";
+    const AVAILABLE: &str = "GCPPDCredentialsRequestControllerAvailable";
     let (cluster, admin) = openshift("HighlyAvailable").await;
     install_open_crd(
         &admin,

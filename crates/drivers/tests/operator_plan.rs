@@ -536,8 +536,8 @@ fn reason_of(plan: &Plan, type_: &str) -> String {
 
 #[test]
 fn the_credentials_request_is_reported_until_provisioned_and_skipped_in_manual_mode() {
-    const AVAILABLE: &str = "GCPPDDriverCredentialsRequestControllerAvailable";
-    const PROGRESSING: &str = "GCPPDDriverCredentialsRequestControllerProgressing";
+    const AVAILABLE: &str = "GCPPDCredentialsRequestControllerAvailable";
+    const PROGRESSING: &str = "GCPPDCredentialsRequestControllerProgressing";
     let mut observed = openshift(json!({"managementState": "Managed"}));
     let name = def().credentials.unwrap().credentials_request.unwrap().name;
     let request = |provisioned: bool| {
@@ -581,6 +581,92 @@ fn the_credentials_request_is_reported_until_provisioned_and_skipped_in_manual_m
     .collect();
     let plan = plan::plan(&def(), &env, &observed, &at(0));
     assert!(has_step(&plan, "CredentialsRequest"));
+}
+
+/// The names of the CredentialsRequests a plan applies.
+fn credentials_requests(plan: &Plan) -> Vec<String> {
+    plan.steps
+        .iter()
+        .map(|s| s.operand.to_value())
+        .filter(|v| v["kind"] == "CredentialsRequest")
+        .map(|v| v["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_node_credentials_request_has_its_own_controller_and_its_own_role() {
+    const NODE_AVAILABLE: &str = "GCPPDNodeCredentialsRequestControllerAvailable";
+    const AVAILABLE: &str = "GCPPDCredentialsRequestControllerAvailable";
+    let mut def = def();
+    let mut node = def.credentials.clone().unwrap();
+    node.secret_name = "node-creds".to_owned();
+    let request = node.credentials_request.as_mut().unwrap();
+    request.name = "node-request".to_owned();
+    request.annotations = [(
+        "credentials.openshift.io/role-arns-vars".to_owned(),
+        "NODE_ROLEARN".to_owned(),
+    )]
+    .into();
+    def.node_credentials = Some(node);
+    let controller_request = def
+        .credentials
+        .clone()
+        .unwrap()
+        .credentials_request
+        .unwrap()
+        .name;
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    with_credentials_request_api(
+        &mut observed,
+        Some(
+            json!({"apiVersion": "cloudcredential.openshift.io/v1", "kind": "CredentialsRequest",
+                    "metadata": {"name": controller_request, "namespace": "openshift-cloud-credential-operator"},
+                    "spec": {}, "status": {"provisioned": true}}),
+        ),
+    );
+    let env = |vars: &[&str]| -> std::collections::BTreeMap<String, String> {
+        vars.iter()
+            .map(|v| ((*v).to_owned(), format!("arn:aws:iam::1:role/{v}")))
+            .collect()
+    };
+
+    // Both applied; each reported from its own request's status.
+    let plan = plan::plan(&def, &env(&[]), &observed, &at(0));
+    assert_eq!(
+        credentials_requests(&plan),
+        [controller_request.clone(), "node-request".to_owned()]
+    );
+    let node_request = plan
+        .steps
+        .iter()
+        .map(|s| s.operand.to_value())
+        .find(|v| v["metadata"]["name"] == "node-request")
+        .unwrap();
+    assert_eq!(node_request["spec"]["secretRef"]["name"], "node-creds");
+    assert_eq!(
+        node_request["metadata"]["annotations"]["credentials.openshift.io/role-arns-vars"],
+        "NODE_ROLEARN"
+    );
+    assert_eq!(status_of(&plan, AVAILABLE), ConditionStatus::True);
+    assert_eq!(status_of(&plan, NODE_AVAILABLE), ConditionStatus::False);
+    assert_eq!(
+        reason_of(&plan, NODE_AVAILABLE),
+        "CredentialsNotProvisionedYet"
+    );
+
+    // Manual mode with the controller's role only: the node's request waits for its own.
+    observed.cluster.credentials_mode = Some("Manual".into());
+    let plan = plan::plan(&def, &env(&["ROLEARN"]), &observed, &at(0));
+    assert_eq!(
+        credentials_requests(&plan),
+        std::slice::from_ref(&controller_request)
+    );
+    assert_eq!(reason_of(&plan, NODE_AVAILABLE), "CredentialsDisabled");
+    let plan = plan::plan(&def, &env(&["ROLEARN", "NODE_ROLEARN"]), &observed, &at(0));
+    assert_eq!(
+        credentials_requests(&plan),
+        [controller_request, "node-request".to_owned()]
+    );
 }
 
 /// The DaemonSets a plan applies, in its order.

@@ -716,11 +716,14 @@ fn a_volume_that_does_not_roll_on_change_puts_no_hash_on_the_pods(
 #[case::bad_node_name(|d: &mut DriverDef| d.node.name = Some("-node".into()), "node.name \"-node\" is not a valid object name")]
 #[case::same_names(|d: &mut DriverDef| { d.controller.name = Some("plugin".into()); d.node.name = Some("plugin".into()); }, "controller.name and node.name are the same")]
 #[case::empty_label(|d: &mut DriverDef| { d.node.selector.insert("app".into(), String::new()); }, "node.selector has an empty label key or value")]
-#[case::same_selectors(|d: &mut DriverDef| {
+#[case::shared_selector_with_node_metrics(|d: &mut DriverDef| {
     let labels: BTreeMap<String, String> = [("app".to_owned(), "x".to_owned())].into();
     d.controller.selector = labels.clone();
     d.node.selector = labels;
-}, "controller.selector and node.selector are the same")]
+    d.node.driver.metrics =
+        serde_json::from_value(serde_json::json!({"localPort": 8301, "exposedPort": 9301}))
+            .unwrap();
+}, "node.driver.metrics needs node pods and controller pods that no one selector matches both of")]
 #[case::roll_on_a_host_path(|d: &mut DriverDef| {
     let v = d.node.driver.volumes.iter_mut().find(|v| v.name == "device-dir").unwrap();
     v.roll_on_change = false;
@@ -1280,7 +1283,7 @@ fn a_privileged_controller_runs_as_openshift_runs_it() {
 
 #[rstest]
 #[case::port_twice(|d: &mut DriverDef| {
-    d.node.driver.metrics = Some(csi::MetricsDef { local_port: 8206, exposed_port: 10304 });
+    d.node.driver.metrics = Some(csi::MetricsDef { local_port: 8206, exposed_port: 10304, service_port: None });
 }, "node port 10304 is used twice")]
 #[case::own_certificate_volume(|d: &mut DriverDef| {
     let mut v = d.node.driver.volumes[0].clone();
@@ -1357,4 +1360,565 @@ fn node_metrics_get_a_proxy_a_service_a_monitor_and_a_proxy_role() {
             .unwrap()
             .contains("node-metrics")
     }));
+}
+
+/// The node DaemonSet of GCP PD laid out as OpenShift's IBM assets lay theirs out.
+fn gcp_pd_in_ibm_layout() -> DriverDef {
+    let mut def = gcp_pd();
+    let node: csi::def::NodeDef = serde_json::from_value(serde_json::json!({
+        "selector": {"app": "gcp-pd-csi-driver-controller"},
+        "podLabels": {"policy": "allow"},
+        "hostNetwork": true,
+        "nodeSelector": {"kubernetes.io/arch": "ppc64le"},
+        "volumeNames": {"socket-dir": "plugin-dir", "kubelet-dir": "kubelet-data-dir"},
+        "containerNames": {"csi-liveness-probe": "liveness-probe"},
+        "runAsRoot": true,
+        "driver": {"args": [], "healthzPort": 9808, "privileged": true},
+        "registrarHealthzPort": 10304,
+        "registrar": {
+            "fullArgs": ["--csi-address=$(ADDRESS)", "--kubelet-registration-path=$(REG)",
+                         "--http-endpoint=:10304", "--v=${LOG_LEVEL}"],
+            "env": [{"name": "ADDRESS", "value": "/csi/csi.sock"},
+                    {"name": "REG", "value": "/var/lib/kubelet/plugins/x/csi.sock"},
+                    {"name": "NODE", "fieldPath": "spec.nodeName"}],
+            "requests": {"cpu": "5m", "memory": "20Mi"},
+            "preStop": ["/bin/sh", "-c", "rm -rf /registration/x-reg.sock"],
+        },
+        "livenessProbe": {"fullArgs": ["--csi-address=/csi/csi.sock", "--v=${LOG_LEVEL}"]},
+    }))
+    .unwrap();
+    def.node = node;
+    def.validate().unwrap();
+    def
+}
+
+#[test]
+fn node_pods_may_share_the_controllers_selector_but_the_pdb_and_anti_affinity_do_not() {
+    let def = gcp_pd_in_ibm_layout();
+    let i = inputs(&def, Topology::HighlyAvailable);
+    let ds = csi::build_node_daemon_set(&def, &i);
+    let labels = ds
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .labels
+        .clone()
+        .unwrap();
+    assert_eq!(
+        labels,
+        BTreeMap::from([
+            ("app".to_owned(), "gcp-pd-csi-driver-controller".to_owned()),
+            ("policy".to_owned(), "allow".to_owned()),
+        ])
+    );
+    // What counts the controller's pods only also asks for the label only a Deployment's pods
+    // carry.
+    let only_controller = serde_json::json!({
+        "matchExpressions": [{"key": "pod-template-hash", "operator": "Exists"}],
+        "matchLabels": {"app": "gcp-pd-csi-driver-controller"},
+    });
+    let pdb = csi::build_pod_disruption_budget(&def);
+    assert_eq!(
+        serde_json::to_value(pdb.spec.unwrap().selector).unwrap(),
+        only_controller
+    );
+    let d = csi::build_controller_deployment(&def, &i);
+    let affinity = pod(&d).affinity.clone().unwrap().pod_anti_affinity.unwrap();
+    let term = &affinity
+        .preferred_during_scheduling_ignored_during_execution
+        .unwrap()[0];
+    assert_eq!(
+        serde_json::to_value(&term.pod_affinity_term.label_selector).unwrap(),
+        only_controller
+    );
+    // The Deployment still selects by its labels alone (its selector is immutable).
+    assert_eq!(
+        serde_json::to_value(&d.spec.unwrap().selector).unwrap(),
+        serde_json::json!({"matchLabels": {"app": "gcp-pd-csi-driver-controller"}})
+    );
+    // Without shared labels, the kit's selectors are the plain ones.
+    let def = gcp_pd();
+    let pdb = csi::build_pod_disruption_budget(&def);
+    assert_eq!(pdb.spec.unwrap().selector.unwrap().match_expressions, None);
+}
+
+#[test]
+fn the_node_pod_follows_the_tables_layout() {
+    let def = gcp_pd_in_ibm_layout();
+    let i = inputs(&def, Topology::HighlyAvailable);
+    let ds = csi::build_node_daemon_set(&def, &i);
+    let spec = ds_pod(&ds);
+    assert_eq!(
+        spec.node_selector,
+        Some(BTreeMap::from([(
+            "kubernetes.io/arch".to_owned(),
+            "ppc64le".to_owned()
+        )]))
+    );
+    let volumes: Vec<&str> = spec
+        .volumes
+        .iter()
+        .flatten()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert!(volumes.contains(&"plugin-dir") && volumes.contains(&"kubelet-data-dir"));
+    assert!(!volumes.contains(&"socket-dir") && !volumes.contains(&"kubelet-dir"));
+    for c in &spec.containers {
+        for m in c.volume_mounts.iter().flatten() {
+            assert!(
+                volumes.contains(&m.name.as_str()),
+                "{} mounts {}",
+                c.name,
+                m.name
+            );
+        }
+        let sc = c.security_context.as_ref().unwrap();
+        assert_eq!((sc.run_as_user, sc.run_as_non_root), (Some(0), Some(false)));
+    }
+
+    let registrar = container(spec, "csi-node-driver-registrar");
+    assert_eq!(
+        args(registrar),
+        [
+            "--csi-address=$(ADDRESS)",
+            "--kubelet-registration-path=$(REG)",
+            "--http-endpoint=:10304",
+            "--v=2"
+        ]
+    );
+    assert_eq!(env_names(registrar), ["ADDRESS", "REG", "NODE"]);
+    let node_env = &registrar.env.as_ref().unwrap()[2];
+    assert_eq!(
+        node_env
+            .value_from
+            .as_ref()
+            .unwrap()
+            .field_ref
+            .as_ref()
+            .unwrap()
+            .field_path,
+        "spec.nodeName"
+    );
+    let requests = registrar
+        .resources
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (requests["cpu"].0.as_str(), requests["memory"].0.as_str()),
+        ("5m", "20Mi")
+    );
+    assert_eq!(
+        registrar.security_context.as_ref().unwrap().privileged,
+        Some(false)
+    );
+    // It listens on every address: the kubelet probes the pod's.
+    let probe = registrar
+        .liveness_probe
+        .as_ref()
+        .unwrap()
+        .http_get
+        .as_ref()
+        .unwrap();
+    assert_eq!(probe.host, None);
+    assert_eq!(
+        registrar
+            .lifecycle
+            .as_ref()
+            .unwrap()
+            .pre_stop
+            .as_ref()
+            .unwrap()
+            .exec
+            .as_ref()
+            .unwrap()
+            .command,
+        Some(vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            "rm -rf /registration/x-reg.sock".to_owned()
+        ])
+    );
+
+    let liveness = container(spec, "liveness-probe");
+    assert_eq!(args(liveness), ["--csi-address=/csi/csi.sock", "--v=2"]);
+    let driver = container(spec, "csi-driver");
+    assert_eq!(driver.ports.as_ref().unwrap()[0].container_port, 9808);
+    let probe = driver
+        .liveness_probe
+        .as_ref()
+        .unwrap()
+        .http_get
+        .as_ref()
+        .unwrap();
+    assert_eq!(probe.host, None);
+    assert_eq!(
+        driver.security_context.as_ref().unwrap().privileged,
+        Some(true)
+    );
+
+    // The kit's layout: on the host network, health endpoints and probes on loopback, every
+    // Linux node.
+    let def = gcp_pd();
+    let ds = csi::build_node_daemon_set(&def, &inputs(&def, Topology::HighlyAvailable));
+    let spec = ds_pod(&ds);
+    assert_eq!(
+        spec.node_selector,
+        Some(BTreeMap::from([(
+            "kubernetes.io/os".to_owned(),
+            "linux".to_owned()
+        )]))
+    );
+    let registrar = container(spec, "csi-node-driver-registrar");
+    let probe = registrar
+        .liveness_probe
+        .as_ref()
+        .unwrap()
+        .http_get
+        .as_ref()
+        .unwrap();
+    assert_eq!(probe.host.as_deref(), Some("127.0.0.1"));
+}
+
+#[rstest]
+#[case::pod_label_of_the_selector(|d: &mut DriverDef| { d.node.pod_labels.insert("app".into(), "y".into()); }, "node.podLabels sets app, a label of the node's selector")]
+#[case::empty_pod_label(|d: &mut DriverDef| { d.node.pod_labels.insert("policy".into(), " ".into()); }, "node.podLabels has an empty label value")]
+#[case::empty_node_selector_key(|d: &mut DriverDef| { d.node.node_selector = Some([(String::new(), "x".to_owned())].into()); }, "node.nodeSelector has an empty label key")]
+#[case::unknown_volume(|d: &mut DriverDef| { d.node.volume_names.insert("device-dir".into(), "dev".into()); }, "node.volumeNames renames device-dir, not one of the kit's volumes")]
+#[case::bad_volume_name(|d: &mut DriverDef| { d.node.volume_names.insert("socket-dir".into(), "Plugin_Dir".into()); }, "not a valid volume name")]
+#[case::volume_name_taken(|d: &mut DriverDef| { d.node.volume_names.insert("socket-dir".into(), "device-dir".into()); }, "node volume name device-dir is used twice")]
+#[case::unknown_container(|d: &mut DriverDef| { d.node.container_names.insert("csi-driver".into(), "driver".into()); }, "node.containerNames renames csi-driver, not one of the kit's sidecars")]
+#[case::container_name_taken(|d: &mut DriverDef| { d.node.container_names.insert("csi-liveness-probe".into(), "csi-driver".into()); }, "node container name csi-driver is used twice")]
+#[case::both_probe_args(|d: &mut DriverDef| { d.node.liveness_probe.full_args = vec!["--csi-address=/csi/csi.sock".into(), "--health-port=10300".into()]; d.node.liveness_probe_args = vec!["--probe-timeout=3s".into()]; }, "node.livenessProbe.fullArgs and node.livenessProbeArgs are both set")]
+#[case::probe_port(|d: &mut DriverDef| { d.node.liveness_probe.full_args = vec!["--csi-address=/csi/csi.sock".into()]; }, "node.livenessProbe.fullArgs serve /healthz on 9808, not on")]
+#[case::registrar_socket(|d: &mut DriverDef| { d.node.registrar.full_args = vec!["--http-endpoint=:10303".into()]; }, "node.registrar.fullArgs has no --csi-address=")]
+#[case::registrar_port(|d: &mut DriverDef| { d.node.registrar.full_args = vec!["--csi-address=/csi/csi.sock".into(), "--kubelet-registration-path=/x".into()]; }, "node.registrar.fullArgs serve /healthz on no port")]
+#[case::registrar_variable(|d: &mut DriverDef| { d.node.registrar.full_args = vec!["--csi-address=$(ADDRESS)".into(), "--kubelet-registration-path=/x".into(), format!("--http-endpoint=:{}", d.node.registrar_healthz_port)]; }, "node.registrar.fullArgs use $(ADDRESS), which node.registrar.env does not set")]
+#[case::registrar_env_source(|d: &mut DriverDef| { d.node.registrar.env = vec![serde_json::from_value(serde_json::json!({"name": "ADDRESS"})).unwrap()]; }, "node.registrar.env ADDRESS needs exactly one of value, fieldPath and configMapKeyRef")]
+#[case::empty_request(|d: &mut DriverDef| { d.node.liveness_probe.requests.cpu = Some(String::new()); }, "node.livenessProbe.requests.cpu is empty")]
+#[case::probe_pre_stop(|d: &mut DriverDef| { d.node.liveness_probe.pre_stop = vec!["true".into()]; }, "node.livenessProbe.preStop is set")]
+fn the_node_layout_is_checked(#[case] change: fn(&mut DriverDef), #[case] want: &str) {
+    let mut def = gcp_pd();
+    change(&mut def);
+    let error = def.validate().unwrap_err();
+    assert!(error.problems.iter().any(|p| p.contains(want)), "{error}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A controller laid out as an OpenShift asset has it (IBM's operators' layout)
+
+/// GCP PD's table with every layout field of the controller set, as IBM VPC Block's table
+/// uses them.
+fn gcp_pd_in_openshift_layout() -> DriverDef {
+    let mut def = gcp_pd();
+    let ctl = &mut def.controller;
+    ctl.service_account_name = Some("gcp-pd-controller-sa".to_owned());
+    ctl.placement = csi::ControllerPlacement::AnyNode;
+    ctl.explicitly_unprivileged = true;
+    ctl.sidecar_socket_dir = Some("/csi".to_owned());
+    ctl.container_names =
+        BTreeMap::from([("csi-liveness-probe".to_owned(), "liveness-probe".to_owned())]);
+    ctl.liveness_probe_args.clear();
+    ctl.liveness_probe_full_args = vec![
+        "--csi-address=/csi/csi.sock".to_owned(),
+        format!("--health-port={}", ctl.driver.healthz_port),
+        "--v=${LOG_LEVEL}".to_owned(),
+    ];
+    ctl.liveness_probe_requests = csi::RequestsDef {
+        cpu: Some("5m".to_owned()),
+        memory: Some("10Mi".to_owned()),
+    };
+    ctl.driver.cpu_request = Some("50m".to_owned());
+    let provisioner = ctl
+        .sidecars
+        .iter_mut()
+        .find(|s| s.kind == csi::SidecarKind::Provisioner)
+        .unwrap();
+    provisioner.extra_args.clear();
+    provisioner.address_env = true;
+    provisioner.full_args = [
+        "--http-endpoint=localhost:8202",
+        "--v=${LOG_LEVEL}",
+        "--csi-address=$(ADDRESS)",
+        "--leader-election",
+        "--leader-election-lease-duration=${LEADER_ELECTION_LEASE_DURATION}",
+        "--leader-election-renew-deadline=${LEADER_ELECTION_RENEW_DEADLINE}",
+        "--leader-election-retry-period=${LEADER_ELECTION_RETRY_PERIOD}",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    provisioner.requests = csi::RequestsDef {
+        cpu: None,
+        memory: Some("20Mi".to_owned()),
+    };
+    def.node.service_account_name = Some("gcp-pd-node-sa".to_owned());
+    def
+}
+
+fn requests_of(c: &Container) -> Value {
+    serde_json::to_value(&c.resources.as_ref().unwrap().requests).unwrap()
+}
+
+#[test]
+fn a_controller_can_be_laid_out_as_openshifts_asset() {
+    let def = gcp_pd_in_openshift_layout();
+    def.validate().unwrap();
+    let i = inputs(&def, Topology::HighlyAvailable);
+    let d = csi::build_controller_deployment(&def, &i);
+    let spec = pod(&d);
+
+    // The provisioner: the socket through ADDRESS in /csi, its arguments in the table's order
+    // with the placeholders replaced, its own requests.
+    let provisioner = container(spec, "csi-provisioner");
+    assert_eq!(
+        args(provisioner),
+        [
+            "--http-endpoint=localhost:8202",
+            "--v=2",
+            "--csi-address=$(ADDRESS)",
+            "--leader-election",
+            "--leader-election-lease-duration=137s",
+            "--leader-election-renew-deadline=107s",
+            "--leader-election-retry-period=26s",
+        ]
+    );
+    assert_eq!(
+        serde_json::to_value(&provisioner.env).unwrap(),
+        serde_json::json!([{"name": "ADDRESS", "value": "/csi/csi.sock"}])
+    );
+    assert_eq!(
+        provisioner.volume_mounts.as_ref().unwrap()[0].mount_path,
+        "/csi"
+    );
+    assert_eq!(
+        requests_of(provisioner),
+        serde_json::json!({"cpu": "10m", "memory": "20Mi"})
+    );
+    // The other sidecars keep the kit's arguments, with the socket in /csi.
+    let attacher = container(spec, "csi-attacher");
+    assert_eq!(args(attacher)[0], "--csi-address=/csi/csi.sock");
+    assert!(attacher.env.is_none());
+    assert_eq!(
+        attacher.volume_mounts.as_ref().unwrap()[0].mount_path,
+        "/csi"
+    );
+
+    // The livenessprobe under OpenShift's name, arguments and requests.
+    assert!(
+        !spec
+            .containers
+            .iter()
+            .any(|c| c.name == "csi-liveness-probe")
+    );
+    let probe = container(spec, "liveness-probe");
+    assert_eq!(
+        args(probe),
+        [
+            "--csi-address=/csi/csi.sock",
+            &format!("--health-port={}", def.controller.driver.healthz_port),
+            "--v=2",
+        ]
+    );
+    assert_eq!(
+        requests_of(probe),
+        serde_json::json!({"cpu": "5m", "memory": "10Mi"})
+    );
+    assert_eq!(
+        requests_of(container(spec, "csi-driver")),
+        serde_json::json!({"cpu": "50m", "memory": "50Mi"})
+    );
+
+    // privileged: false and allowPrivilegeEscalation: false stated on the CSI containers,
+    // not on the kube-rbac-proxies.
+    for c in &spec.containers {
+        let sc = c.security_context.as_ref().unwrap();
+        if c.name.contains("kube-rbac-proxy") {
+            assert_eq!((sc.privileged, sc.allow_privilege_escalation), (None, None));
+        } else {
+            assert_eq!(
+                (sc.privileged, sc.allow_privilege_escalation),
+                (Some(false), Some(false)),
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    // Any node: no nodeSelector, no tolerations; still spread.
+    assert_eq!(spec.node_selector, None);
+    assert_eq!(spec.tolerations, None);
+    assert!(spec.affinity.is_some());
+
+    // The table's ServiceAccounts, in the pods and in every grant.
+    assert_eq!(
+        spec.service_account_name.as_deref(),
+        Some("gcp-pd-controller-sa")
+    );
+    assert_eq!(
+        ds_pod(&csi::build_node_daemon_set(&def, &i))
+            .service_account_name
+            .as_deref(),
+        Some("gcp-pd-node-sa")
+    );
+    let objects = csi::render(&def, &i);
+    let accounts: Vec<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "ServiceAccount")
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(accounts.len(), 2, "{accounts:?}");
+    assert!(accounts.contains(&"gcp-pd-controller-sa") && accounts.contains(&"gcp-pd-node-sa"));
+    let subjects: Vec<&str> = objects
+        .iter()
+        .filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("RoleBinding" | "ClusterRoleBinding")
+            )
+        })
+        .flat_map(|o| o["subjects"].as_array().unwrap())
+        .filter(|s| s["kind"] == "ServiceAccount" && s["namespace"] == NS)
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(subjects.contains(&"gcp-pd-controller-sa"));
+    assert!(subjects.contains(&"gcp-pd-node-sa"));
+    assert!(
+        subjects
+            .iter()
+            .all(|s| *s == "gcp-pd-controller-sa" || *s == "gcp-pd-node-sa"),
+        "{subjects:?}"
+    );
+}
+
+#[test]
+fn without_layout_fields_the_controller_is_the_kits() {
+    // GCP PD as csi-operator lays it out: control-plane nodes, the kit's socket and names.
+    let def = gcp_pd();
+    let d = csi::build_controller_deployment(&def, &inputs(&def, Topology::HighlyAvailable));
+    let spec = pod(&d);
+    assert!(spec.node_selector.is_some() && spec.tolerations.is_some());
+    let provisioner = container(spec, "csi-provisioner");
+    assert_eq!(
+        args(provisioner)[0],
+        "--csi-address=/var/lib/csi/sockets/pluginproxy/csi.sock"
+    );
+    assert!(provisioner.env.is_none());
+    let sc = provisioner.security_context.as_ref().unwrap();
+    assert_eq!((sc.privileged, sc.allow_privilege_escalation), (None, None));
+    container(spec, "csi-liveness-probe");
+    assert_eq!(
+        spec.service_account_name.as_deref(),
+        Some("gcp-pd-csi-driver-controller-sa")
+    );
+}
+
+#[rstest]
+#[case::full_and_extra_args(|d: &mut DriverDef| {
+    provisioner(d).extra_args = vec!["--timeout=1s".into()];
+}, "controller.sidecars[provisioner] has both fullArgs and extraArgs")]
+#[case::no_socket(|d: &mut DriverDef| {
+    provisioner(d).full_args.retain(|a| !a.starts_with("--csi-address="));
+}, "controller.sidecars[provisioner].fullArgs must pass --csi-address=$(ADDRESS) once")]
+#[case::path_with_address_env(|d: &mut DriverDef| {
+    for a in &mut provisioner(d).full_args {
+        if a.starts_with("--csi-address=") {
+            *a = "--csi-address=/csi/csi.sock".into();
+        }
+    }
+}, "must pass --csi-address=$(ADDRESS) once (the driver's socket, through ADDRESS")]
+#[case::wrong_socket_dir(|d: &mut DriverDef| {
+    let p = provisioner(d);
+    p.address_env = false;
+    for a in &mut p.full_args {
+        if a.starts_with("--csi-address=") {
+            *a = "--csi-address=/var/lib/csi/sockets/pluginproxy/csi.sock".into();
+        }
+    }
+}, "must pass --csi-address=/csi/csi.sock once (the driver's socket in socket-dir)")]
+#[case::no_metrics(|d: &mut DriverDef| {
+    provisioner(d).full_args.retain(|a| !a.starts_with("--http-endpoint="));
+}, "controller.sidecars[provisioner].fullArgs serve no metrics on localhost:8202")]
+#[case::no_election(|d: &mut DriverDef| {
+    let p = provisioner(d);
+    p.full_args.retain(|a| !a.starts_with("--leader-election"));
+    p.full_args.push("--leader-election=false".into());
+}, "controller.sidecars[provisioner].fullArgs do not elect a leader")]
+#[case::sidecar_request(|d: &mut DriverDef| {
+    provisioner(d).requests.memory = Some("20 Mi".into());
+}, "controller.sidecars[provisioner].requests.memory \"20 Mi\" is not a quantity")]
+#[case::driver_cpu(|d: &mut DriverDef| {
+    d.controller.driver.cpu_request = Some("fast".into());
+}, "controller.driver.cpuRequest \"fast\" is not a quantity")]
+#[case::probe_request(|d: &mut DriverDef| {
+    d.controller.liveness_probe_requests.cpu = Some("-5m".into());
+}, "controller.livenessProbeRequests.cpu \"-5m\" is not a quantity")]
+#[case::probe_port(|d: &mut DriverDef| {
+    d.controller.liveness_probe_full_args.retain(|a| !a.starts_with("--health-port="));
+}, "controller.livenessProbeFullArgs do not serve the driver's healthzPort")]
+#[case::probe_socket(|d: &mut DriverDef| {
+    d.controller.liveness_probe_full_args[0] = "--csi-address=/plugin/csi.sock".into();
+}, "controller.livenessProbeFullArgs must pass --csi-address=/csi/csi.sock")]
+#[case::probe_both(|d: &mut DriverDef| {
+    d.controller.liveness_probe_args = vec!["--probe-timeout=3s".into()];
+}, "controller has both livenessProbeFullArgs and livenessProbeArgs")]
+#[case::rename_driver(|d: &mut DriverDef| {
+    d.controller.container_names.insert("csi-driver".into(), "driver".into());
+}, "controller.containerNames renames csi-driver")]
+#[case::rename_unknown(|d: &mut DriverDef| {
+    d.controller.container_names.insert("csi-snapshot".into(), "snap".into());
+}, "controller.containerNames names csi-snapshot, not a container of the pod")]
+#[case::rename_invalid(|d: &mut DriverDef| {
+    d.controller.container_names.insert("csi-attacher".into(), "Attacher".into());
+}, "controller.containerNames gives csi-attacher the name \"Attacher\", not a valid container name")]
+#[case::rename_collision(|d: &mut DriverDef| {
+    d.controller.container_names.insert("csi-attacher".into(), "liveness-probe".into());
+}, "controller.containerNames gives two containers the name liveness-probe")]
+#[case::service_account(|d: &mut DriverDef| {
+    d.controller.service_account_name = Some("Controller SA".into());
+}, "controller.serviceAccountName \"Controller SA\" is not a valid ServiceAccount name")]
+#[case::same_service_account(|d: &mut DriverDef| {
+    d.node.service_account_name = Some("gcp-pd-controller-sa".into());
+}, "controller.serviceAccountName and node.serviceAccountName are the same")]
+#[case::unprivileged_but_privileged(|d: &mut DriverDef| {
+    d.controller.driver.privileged = true;
+}, "controller.explicitlyUnprivileged states privileged: false")]
+#[case::relative_socket_dir(|d: &mut DriverDef| {
+    d.controller.sidecar_socket_dir = Some("csi".into());
+}, "controller.sidecarSocketDir \"csi\" is not an absolute path")]
+fn the_controller_layout_fields_are_checked(
+    #[case] change: fn(&mut DriverDef),
+    #[case] want: &str,
+) {
+    let mut def = gcp_pd_in_openshift_layout();
+    def.validate().unwrap();
+    change(&mut def);
+    let error = def.validate().unwrap_err();
+    assert!(error.problems.iter().any(|p| p.contains(want)), "{error}");
+}
+
+fn provisioner(def: &mut DriverDef) -> &mut csi::SidecarDef {
+    def.controller
+        .sidecars
+        .iter_mut()
+        .find(|s| s.kind == csi::SidecarKind::Provisioner)
+        .unwrap()
+}
+
+#[test]
+fn an_unknown_placement_is_refused_naming_the_known_ones() {
+    let mut json = serde_json::to_value(gcp_pd()).unwrap();
+    json["controller"]["placement"] = "Anywhere".into();
+    let error = serde_json::from_value::<DriverDef>(json)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("Anywhere") && error.contains("ControlPlane") && error.contains("AnyNode"),
+        "{error}"
+    );
 }

@@ -834,6 +834,68 @@ fn only_bound_volumes_of_the_driver_block_its_removal() {
 }
 
 #[test]
+fn aws_efs_nodes_get_their_own_optional_credentials_and_a_rotation_rolls_them() {
+    let def = def("aws-efs");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    let node = |inputs: &Inputs| csi::build_node_daemon_set(&def, inputs);
+    let pod = |ds: &k8s_openapi::api::apps::v1::DaemonSet| ds.spec.clone().unwrap().template;
+
+    // Before cloud-credential-operator writes the Secret: the volume is optional and the keys
+    // unset, so the node plugin runs (zonal mounts fail until the Secret exists).
+    let before = node(&inputs);
+    let spec = pod(&before).spec.unwrap();
+    let volume = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "aws-keys")
+        .unwrap();
+    let secret = volume.secret.clone().unwrap();
+    assert_eq!(
+        secret.secret_name.as_deref(),
+        Some("node-aws-efs-cloud-credentials")
+    );
+    assert_eq!(secret.optional, Some(true));
+    let driver = &spec.containers[0];
+    let env = driver.env.clone().unwrap();
+    let key_id = env.iter().find(|e| e.name == "AWS_ACCESS_KEY_ID").unwrap();
+    let selector = key_id.value_from.clone().unwrap().secret_key_ref.unwrap();
+    assert_eq!(selector.name, "node-aws-efs-cloud-credentials");
+    assert_eq!(selector.optional, Some(true));
+    assert!(!env.iter().any(|e| e.name == "AWS_SHARED_CREDENTIALS_FILE"));
+    assert!(
+        driver
+            .volume_mounts
+            .iter()
+            .flatten()
+            .any(|m| m.name == "aws-keys" && m.mount_path == "/var/run/aws/keys")
+    );
+
+    // Once it exists its credentials file is read too, and its rotation rolls the pods.
+    inputs.secret_hashes.insert(
+        "node-aws-efs-cloud-credentials".to_owned(),
+        "h1=".to_owned(),
+    );
+    let with_secret = node(&inputs);
+    let env = pod(&with_secret).spec.unwrap().containers[0]
+        .env
+        .clone()
+        .unwrap();
+    assert!(env.iter().any(|e| e.name == "AWS_SHARED_CREDENTIALS_FILE"
+        && e.value.as_deref() == Some("/var/run/aws/keys/credentials")));
+    inputs.secret_hashes.insert(
+        "node-aws-efs-cloud-credentials".to_owned(),
+        "h2=".to_owned(),
+    );
+    assert_ne!(pod(&with_secret).metadata, pod(&node(&inputs)).metadata);
+    assert!(
+        def.hashed_secrets
+            .contains(&"node-aws-efs-cloud-credentials".to_owned()),
+        "the operator watches the Secret"
+    );
+}
+
+#[test]
 fn the_removal_condition_names_a_capped_list_and_what_to_do() {
     use api::operator_v1::ConditionStatus;
     use csi::operator::removal::{REASON_VOLUMES_IN_USE, removal_condition};
@@ -1029,9 +1091,38 @@ fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
         .find(|c| c.name == "node-update-controller")
         .unwrap();
     assert_eq!(updater.image.as_deref(), Some("example.com/powervs:1"));
+    // OpenShift's build of the image has the binary in /bin, the upstream one at the root.
     assert_eq!(
         updater.command.clone().unwrap(),
+        ["/bin/node-update-controller"]
+    );
+    let upstream = controller(&def, &self::inputs(&def, Topology::HighlyAvailable));
+    let upstream_updater = pod(&upstream)
+        .containers
+        .iter()
+        .find(|c| c.name == "node-update-controller")
+        .unwrap();
+    assert!(
+        upstream_updater
+            .image
+            .as_deref()
+            .unwrap()
+            .starts_with("registry.k8s.io/cloud-provider-ibm/")
+    );
+    assert_eq!(
+        upstream_updater.command.clone().unwrap(),
         ["/node-update-controller"]
+    );
+    // OpenShift's ports and liveness probe.
+    assert_eq!(
+        serde_json::to_value(&updater.ports).unwrap(),
+        json!([{"name": "metrics", "containerPort": 8081, "protocol": "TCP"},
+               {"name": "healthz", "containerPort": 8082, "protocol": "TCP"}])
+    );
+    assert_eq!(
+        serde_json::to_value(&updater.liveness_probe).unwrap(),
+        json!({"httpGet": {"path": "/healthz", "port": "healthz"}, "initialDelaySeconds": 5,
+               "timeoutSeconds": 10, "periodSeconds": 30, "failureThreshold": 5})
     );
     let key = serde_json::to_value(&updater.env.as_ref().unwrap()[0]).unwrap();
     assert_eq!(
@@ -1049,13 +1140,23 @@ fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
         serde_json::to_value(&updater.resources).unwrap(),
         json!({"requests": {"cpu": "10m", "memory": "50Mi"}})
     );
-    assert_eq!(updater.image_pull_policy.as_deref(), Some("IfNotPresent"));
+    // As OpenShift's asset: the API server's default pull policy.
+    assert_eq!(updater.image_pull_policy, None);
     assert_eq!(
         updater.termination_message_policy.as_deref(),
         Some("FallbackToLogsOnError")
     );
     assert_eq!(updater.args, None);
-    // Rendering twice gives one updater (hooks may run on an already hooked object).
+    // The cluster proxy and trusted CA bundle reach it too, as its annotations say.
+    let annotations = deployment.metadata.annotations.clone().unwrap();
+    for key in [
+        "config.openshift.io/inject-proxy",
+        "config.openshift.io/inject-proxy-cabundle",
+    ] {
+        assert_eq!(annotations[key], "csi-driver,node-update-controller");
+    }
+    // Rendering twice gives one updater, named once (hooks may run on an already hooked
+    // object).
     let mut again = deployment.clone();
     drivers::powervs_block::with_api_key_and_node_updater(&inputs, &mut again);
     assert_eq!(
@@ -1066,6 +1167,38 @@ fn powervs_block_runs_the_node_update_controller_with_the_api_key() {
             .count(),
         1
     );
+    assert_eq!(again.metadata.annotations, deployment.metadata.annotations);
+}
+
+#[test]
+fn powervs_block_gives_the_node_update_controller_the_proxy_and_ca_bundle() {
+    let def = def("powervs-block");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.proxy = api::config_v1::ProxyStatus {
+        http_proxy: Some("http://proxy.example.com:3128".to_owned()),
+        https_proxy: None,
+        no_proxy: None,
+    };
+    inputs.trusted_ca_bundle = true;
+    let deployment = controller(&def, &inputs);
+    for name in ["csi-driver", "node-update-controller"] {
+        let c = pod(&deployment)
+            .containers
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap();
+        assert!(
+            c.env.iter().flatten().any(|e| e.name == "HTTP_PROXY"),
+            "{name} has no proxy"
+        );
+        assert!(
+            c.volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.name == csi::names::CA_BUNDLE_VOLUME),
+            "{name} has no CA bundle"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1123,11 +1256,15 @@ fn the_named_controller_containers_are_the_rendered_ones() {
                 }
             }
         }
+        // Under OpenShift's names where the table gives them (`containerNames`).
+        let openshift_name =
+            |n: &String| def.controller.container_names.get(n).unwrap_or(n).clone();
+        let renamed: Vec<String> = named.iter().map(openshift_name).collect();
         let rendered: Vec<String> = pod(&deployment)
             .containers
             .iter()
             .map(|c| c.name.clone())
-            .filter(|c| named.contains(c))
+            .filter(|c| renamed.contains(c))
             .collect();
         if !def.controller.container_order.is_empty() {
             let position = |c: &String| {
@@ -1139,6 +1276,330 @@ fn the_named_controller_containers_are_the_rendered_ones() {
             };
             named.sort_by_key(position);
         }
+        let named: Vec<String> = named.iter().map(openshift_name).collect();
         assert_eq!(rendered, named, "{name}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics Services and the tables' own RBAC
+
+/// Every port of a driver's metrics Service targets, by name, a container port of the pod it
+/// selects (the kit's proxies and those a hook adds, e.g. vSphere's syncer), whatever number
+/// the Service gives it; the ServiceMonitor scrapes the same ports in the same order.
+#[test]
+fn every_metrics_service_port_targets_a_port_the_controller_serves() {
+    for name in drivers::short_names() {
+        let def = def(name);
+        let mut inputs = inputs(&def, Topology::HighlyAvailable);
+        inputs.crds.service_monitor = true;
+        let Some(service) = csi::build_metrics_service(&def, &inputs) else {
+            continue;
+        };
+        let deployment = controller(&def, &inputs);
+        let served: BTreeMap<String, i32> = pod(&deployment)
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .filter_map(|p| Some((p.name.clone()?, p.container_port)))
+            .collect();
+        let ports = service.spec.unwrap().ports.unwrap();
+        let mut numbers = Vec::new();
+        for port in &ports {
+            let Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(target)) =
+                &port.target_port
+            else {
+                panic!("{name}: Service port {:?} targets no port name", port.name);
+            };
+            assert!(
+                served.contains_key(target),
+                "{name}: Service port {target} is served by no container (ports: {served:?})"
+            );
+            assert_eq!(port.name.as_ref(), Some(target), "{name}");
+            numbers.push(port.port);
+        }
+        let mut unique = numbers.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), numbers.len(), "{name}: {numbers:?}");
+        let monitor = csi::build_service_monitor(&def, &inputs).unwrap();
+        let scraped: Vec<&str> = monitor["spec"]["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["port"].as_str().unwrap())
+            .collect();
+        let names: Vec<&str> = ports.iter().map(|p| p.name.as_deref().unwrap()).collect();
+        assert_eq!(scraped, names, "{name}");
+    }
+}
+
+/// vSphere's syncer metrics (a hook's container) are in the Service and the ServiceMonitor,
+/// in OpenShift's order and with its Service ports.
+#[test]
+fn vsphere_scrapes_the_syncer_through_openshifts_service_ports() {
+    let def = def("vsphere");
+    let mut inputs = inputs(&def, Topology::HighlyAvailable);
+    inputs.crds.service_monitor = true;
+    let service = csi::build_metrics_service(&def, &inputs).unwrap();
+    let ports: Vec<(String, i32)> = service
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.name.unwrap(), p.port))
+        .collect();
+    let want = [
+        ("driver-m", 442),
+        ("provisioner-m", 443),
+        ("attacher-m", 444),
+        ("resizer-m", 445),
+        ("syncer-m", 446),
+        ("snapshotter-m", 447),
+    ]
+    .map(|(n, p)| (n.to_owned(), p));
+    assert_eq!(ports, want);
+    let deployment = controller(&def, &inputs);
+    let proxy = pod(&deployment)
+        .containers
+        .iter()
+        .find(|c| c.name == drivers::vsphere::SYNCER_PROXY_CONTAINER)
+        .unwrap();
+    let port = &proxy.ports.as_ref().unwrap()[0];
+    assert_eq!(
+        (port.name.as_deref(), port.container_port),
+        (Some("syncer-m"), drivers::vsphere::SYNCER_METRICS_PORT)
+    );
+}
+
+/// Whom a driver's RBAC grants what: `Kind/name` of each role to the ServiceAccounts its
+/// bindings name.
+fn grants(def: &DriverDef, inputs: &Inputs) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for b in csi::build_cluster_role_bindings(def) {
+        let role = format!("{}/{}", b.role_ref.kind, b.role_ref.name);
+        out.entry(role)
+            .or_default()
+            .extend(b.subjects.into_iter().flatten().map(|s| s.name));
+    }
+    for b in csi::build_role_bindings(def, inputs) {
+        let role = format!("{}/{}", b.role_ref.kind, b.role_ref.name);
+        out.entry(role)
+            .or_default()
+            .extend(b.subjects.into_iter().flatten().map(|s| s.name));
+    }
+    out
+}
+
+/// The tables' own roles (`roles`) and shared role bindings (`sharedRoles`) grant their rules
+/// to their pod's ServiceAccount only: SMB's node reads Secrets without its controller, whose
+/// provisioner reads them through the shared reader role; vSphere's node reads ConfigMaps in
+/// its namespace only; neither privileged role (which both pods share) carries them.
+#[test]
+fn table_roles_grant_one_pod_what_it_needs() {
+    let smb = def("smb");
+    let i = inputs(&smb, Topology::HighlyAvailable);
+    let g = grants(&smb, &i);
+    let (controller_sa, node_sa) = (csi::names::controller_sa(&smb), csi::names::node_sa(&smb));
+    assert_eq!(g["ClusterRole/smb-csi-driver-role"], [node_sa]);
+    assert_eq!(
+        g["ClusterRole/openshift-csi-provisioner-configmap-and-secret-reader-role"],
+        [controller_sa]
+    );
+    let roles = csi::build_cluster_roles(&smb);
+    let privileged = roles
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some("smb-privileged-role"))
+        .unwrap();
+    assert_eq!(privileged.rules.as_ref().unwrap().len(), 1, "SCC use only");
+    // On plain Kubernetes nobody else installs the shared reader role: SMB brings it.
+    let plain = Inputs::offline(
+        &smb,
+        Topology::Kubernetes {
+            control_plane_nodes: true,
+        },
+        &BTreeMap::new(),
+    );
+    let rendered: Vec<String> = csi::render_operands(&smb, &plain)
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o.kind(),
+                o.to_value()["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(rendered.contains(
+        &"ClusterRole/openshift-csi-provisioner-configmap-and-secret-reader-role".to_owned()
+    ));
+
+    let vsphere = def("vsphere");
+    let i = inputs(&vsphere, Topology::HighlyAvailable);
+    let g = grants(&vsphere, &i);
+    let node_sa = csi::names::node_sa(&vsphere);
+    assert_eq!(
+        g["ClusterRole/vmware-vsphere-csi-driver-node-cluster-role"],
+        std::slice::from_ref(&node_sa)
+    );
+    assert_eq!(g["Role/vmware-vsphere-csi-driver-node-role"], [node_sa]);
+    let role = csi::build_roles(&vsphere, &i)
+        .into_iter()
+        .find(|r| r.metadata.name.as_deref() == Some("vmware-vsphere-csi-driver-node-role"))
+        .unwrap();
+    assert_eq!(
+        role.metadata.namespace.as_deref(),
+        Some(vsphere.namespace.as_str())
+    );
+    assert_eq!(
+        role.rules.unwrap()[0].resources.as_deref(),
+        Some(&["configmaps".to_owned()][..])
+    );
+    let privileged = csi::build_cluster_roles(&vsphere)
+        .into_iter()
+        .find(|r| r.metadata.name.as_deref() == Some("vmware-vsphere-privileged-role"))
+        .unwrap();
+    assert_eq!(privileged.rules.unwrap().len(), 1, "SCC use only");
+}
+
+/// A ClusterRoleBinding the table renames (`clusterRoleBindingNames`) is rendered under the
+/// replaced operator's name, so the leftover sweep keeps (adopts) the replaced operator's
+/// binding of that name, and the kit's name is not rendered: a binding of that name the
+/// replaced operator made would be swept. The tables' own roles are kept the same way, while
+/// what the replaced operator made that we do not render still goes.
+#[rstest]
+#[case::powervs(
+    "powervs-block",
+    "ibm-powervs-block-csi-storageclass-reader-resizer-binding",
+    "ibm-powervs-block-storageclass-reader-resizer-binding"
+)]
+#[case::ibm_vpc(
+    "ibm-vpc-block",
+    "ibm-vpc-block-csi-main-attacher-binding",
+    "vpc-block-main-attacher-binding"
+)]
+#[case::ibm_vpc_node(
+    "ibm-vpc-block",
+    "ibm-vpc-block-node-privileged-binding",
+    "ibm-vpc-node-privileged-binding"
+)]
+fn renamed_bindings_are_rendered_and_adopted(
+    #[case] short: &str,
+    #[case] kit_name: &str,
+    #[case] openshift_name: &str,
+) {
+    use csi::operator::leftovers::{LeftoverKind, is_leftover};
+    let def = def(short);
+    assert_eq!(def.cluster_role_binding_names[kit_name], openshift_name);
+    let i = inputs(&def, Topology::HighlyAvailable);
+    let ours: std::collections::BTreeSet<String> = csi::render_operands(&def, &i)
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o.kind(),
+                o.to_value()["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let former = |name: &str| {
+        serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(
+            json!({"name": name, "managedFields": [{"manager": def.adopt_from[0],
+                "operation": "Update", "apiVersion": "rbac.authorization.k8s.io/v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {}}]}),
+        )
+        .unwrap()
+    };
+    let binding = LeftoverKind::ClusterRoleBinding;
+    assert!(ours.contains(&format!("ClusterRoleBinding/{openshift_name}")));
+    assert!(!ours.contains(&format!("ClusterRoleBinding/{kit_name}")));
+    assert!(!is_leftover(&def, binding, &former(openshift_name), &ours));
+    assert!(is_leftover(&def, binding, &former(kit_name), &ours));
+}
+
+/// The tables' own roles are rendered (so the leftover sweep adopts OpenShift's of the same
+/// name), and the replaced operator's roles we do not render are still swept.
+#[test]
+fn table_roles_are_adopted_and_unrendered_former_roles_swept() {
+    use csi::operator::leftovers::{LeftoverKind, is_leftover};
+    for (short, kept, swept) in [
+        (
+            "smb",
+            vec![
+                ("ClusterRole", "smb-csi-driver-role"),
+                ("ClusterRoleBinding", "smb-csi-driver-binding"),
+                (
+                    "ClusterRoleBinding",
+                    "smb-csi-provisioner-configmap-and-secret-reader-binding",
+                ),
+            ],
+            vec![],
+        ),
+        (
+            "vsphere",
+            vec![
+                ("ClusterRole", "vmware-vsphere-csi-driver-node-cluster-role"),
+                (
+                    "ClusterRoleBinding",
+                    "vmware-vsphere-csi-driver-node-cluster-binding",
+                ),
+                ("Role", "vmware-vsphere-csi-driver-node-role"),
+                ("RoleBinding", "vmware-vsphere-csi-driver-node-binding"),
+            ],
+            vec![(
+                "ClusterRoleBinding",
+                "vmware-vsphere-controller-privileged-binding",
+            )],
+        ),
+        (
+            "powervs-block",
+            vec![(
+                "ClusterRoleBinding",
+                "ibm-powervs-block-controller-privileged-binding",
+            )],
+            vec![
+                ("ClusterRole", "ibm-powervs-block-csi-node-role"),
+                ("ClusterRoleBinding", "ibm-powervs-block-csi-node-binding"),
+            ],
+        ),
+    ] {
+        let def = def(short);
+        let i = inputs(&def, Topology::HighlyAvailable);
+        let ours: std::collections::BTreeSet<String> = csi::render_operands(&def, &i)
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    o.kind(),
+                    o.to_value()["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let kind_of = |kind: &str| *LeftoverKind::ALL.iter().find(|k| k.name() == kind).unwrap();
+        let former = |name: &str| {
+            serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(
+                json!({"name": name, "managedFields": [{"manager": def.adopt_from[0],
+                    "operation": "Update", "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "fieldsType": "FieldsV1", "fieldsV1": {}}]}),
+            )
+            .unwrap()
+        };
+        for (kind, name) in kept {
+            assert!(
+                ours.contains(&format!("{kind}/{name}")),
+                "{short}: {kind}/{name}"
+            );
+            assert!(
+                !is_leftover(&def, kind_of(kind), &former(name), &ours),
+                "{name}"
+            );
+        }
+        for (kind, name) in swept {
+            assert!(
+                is_leftover(&def, kind_of(kind), &former(name), &ours),
+                "{name}"
+            );
+        }
     }
 }

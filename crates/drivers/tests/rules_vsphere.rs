@@ -1,14 +1,15 @@
 #![allow(clippy::unwrap_used)]
 //! The vSphere hooks: csi-vsphere.conf from the cloud config and driverConfig.vSphere (table
-//! tests, malformed input included), the precondition that refuses with a reason, the syncer
-//! and credentials, topology, the node's volume limit, and the Disabled status it produces.
+//! tests, malformed input included), the vCenter credentials in it, the precondition that
+//! refuses with a reason, the syncer, topology, the node's volume limit, and the Disabled status
+//! it produces.
 
 use std::collections::BTreeMap;
 
 use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType, VSphereCSIDriverConfigSpec};
 use csi::derived::ini;
-use csi::{DriverDef, Inputs, Topology};
-use drivers::vsphere::{generate_config, precondition, vcenter};
+use csi::{DriverDef, Inputs, Operand, SecretData, Topology};
+use drivers::vsphere::{generate_config, precondition, vcenters};
 use rstest::rstest;
 
 const SOURCE: &str = "openshift-config/cloud-provider-config";
@@ -38,6 +39,7 @@ fn inputs(
             "vmware-vsphere-cloud-credentials".to_owned(),
             "h1=".to_owned(),
         );
+        inputs.credentials = credentials("admin@vsphere.local", "s3cret");
     }
     inputs.spec.driver_config = config_spec.map(|v| CSIDriverConfigSpec {
         driver_type: CSIDriverType::VSphere,
@@ -49,6 +51,13 @@ fn inputs(
         secrets_store: None,
     });
     inputs
+}
+
+fn credentials(user: &str, password: &str) -> SecretData {
+    SecretData(BTreeMap::from([
+        ("vc.example.com.username".to_owned(), user.to_owned()),
+        ("vc.example.com.password".to_owned(), password.to_owned()),
+    ]))
 }
 
 fn conf(
@@ -96,7 +105,7 @@ fn the_vcenter_is_read_from_either_layout(
     #[case] insecure: bool,
     #[case] port: Option<&str>,
 ) {
-    let vc = vcenter(&ini::parse(config).unwrap()).unwrap();
+    let [vc] = <[_; 1]>::try_from(vcenters(&ini::parse(config).unwrap()).unwrap()).unwrap();
     assert_eq!(vc.server, server);
     assert_eq!(vc.datacenters, datacenters);
     assert_eq!(vc.insecure, insecure);
@@ -105,9 +114,9 @@ fn the_vcenter_is_read_from_either_layout(
 
 #[rstest]
 #[case::no_vcenter("[Global]\n", "names no vCenter")]
-#[case::two_vcenters(
+#[case::two_vcenters_without_topology(
     "[VirtualCenter \"a\"]\ndatacenters = d\n[VirtualCenter \"b\"]\ndatacenters = d\n",
-    "2 vCenters"
+    "it names 2 vCenters, and the driver serves several vCenters only with topology"
 )]
 #[case::no_datacenters("[VirtualCenter \"a\"]\n", "has no datacenters")]
 #[case::bad_insecure(
@@ -140,7 +149,83 @@ fn the_generated_config_has_the_cluster_and_defaults() {
     );
     assert_eq!(c["Snapshot"]["global-max-snapshots-per-block-volume"], "3");
     assert!(!c.contains_key("Labels"), "no categories, no topology");
-    assert!(!c["VirtualCenter \"vc.example.com\""].contains_key("user"));
+    assert_eq!(
+        c["VirtualCenter \"vc.example.com\""]["user"],
+        "admin@vsphere.local"
+    );
+    assert_eq!(c["VirtualCenter \"vc.example.com\""]["password"], "s3cret");
+}
+
+#[rstest]
+#[case::plain(
+    "admin@vsphere.local",
+    "s3cret",
+    "\"admin@vsphere.local\"",
+    "\"s3cret\""
+)]
+#[case::domain_user(r"CORP\admin", "pw", r#""CORP\\admin""#, "\"pw\"")]
+#[case::quotes_and_backslashes("u", r#"a"b\c;d#e"#, "\"u\"", r#""a\"b\\c;d#e""#)]
+fn the_credentials_are_written_as_the_driver_reads_them(
+    #[case] user: &str,
+    #[case] password: &str,
+    #[case] want_user: &str,
+    #[case] want_password: &str,
+) {
+    let mut i = inputs(Some(BASIC), true, None);
+    i.credentials = credentials(user, password);
+    let text = generate_config(&i, BASIC, &BTreeMap::new()).unwrap()["cloud.conf"].clone();
+    assert!(text.contains(&format!("\nuser = {want_user}\n")), "{text}");
+    assert!(
+        text.contains(&format!("\npassword = {want_password}\n")),
+        "{text}"
+    );
+}
+
+/// Several vCenters (failure domains across vCenters), each with its own credentials, in
+/// server order as OpenShift writes them.
+#[test]
+fn several_vcenters_each_get_their_credentials() {
+    let config = "[Global]\ninsecure-flag = 1\n[VirtualCenter \"vc2.example.com\"]\ndatacenters = dc2\n[VirtualCenter \"vc1.example.com\"]\ndatacenters = dc1\n[Labels]\nregion = openshift-region\nzone = openshift-zone\n";
+    let mut i = inputs(Some(config), true, None);
+    i.credentials = SecretData(BTreeMap::from([
+        ("vc1.example.com.username".to_owned(), "u1".to_owned()),
+        ("vc1.example.com.password".to_owned(), "p1".to_owned()),
+        ("vc2.example.com.username".to_owned(), "u2".to_owned()),
+        ("vc2.example.com.password".to_owned(), "p2".to_owned()),
+    ]));
+    let text = generate_config(&i, config, &BTreeMap::new()).unwrap()["cloud.conf"].clone();
+    let first = text.find("[VirtualCenter \"vc1.example.com\"]").unwrap();
+    let second = text.find("[VirtualCenter \"vc2.example.com\"]").unwrap();
+    assert!(first < second, "{text}");
+    let c = ini::parse(&text).unwrap();
+    assert_eq!(c["VirtualCenter \"vc1.example.com\""]["user"], "u1");
+    assert_eq!(c["VirtualCenter \"vc2.example.com\""]["password"], "p2");
+    assert_eq!(c["VirtualCenter \"vc2.example.com\""]["datacenters"], "dc2");
+
+    // The second vCenter's password missing: named.
+    i.credentials.0.remove("vc2.example.com.password");
+    let error = generate_config(&i, config, &BTreeMap::new()).unwrap_err();
+    assert!(
+        error.contains("has no key vc2.example.com.password"),
+        "{error}"
+    );
+}
+
+#[rstest]
+#[case::no_user("vc.example.com.username")]
+#[case::no_password("vc.example.com.password")]
+fn missing_credentials_are_named(#[case] missing: &str) {
+    let mut i = inputs(Some(BASIC), true, None);
+    i.credentials.0.remove(missing);
+    let error = generate_config(&i, BASIC, &BTreeMap::new()).unwrap_err();
+    assert!(
+        error.contains(&format!(
+            "Secret openshift-cluster-csi-drivers/vmware-vsphere-cloud-credentials has no key {missing}"
+        )),
+        "{error}"
+    );
+    let refused = precondition(&i).unwrap_err();
+    assert!(refused.message().contains(missing), "{refused}");
 }
 
 #[rstest]
@@ -295,10 +380,10 @@ fn the_precondition_refuses_with_a_reason(
 }
 
 #[test]
-fn the_syncer_runs_beside_the_driver_with_the_credentials_and_a_rotation_rolls_them() {
+fn the_syncer_runs_beside_the_driver_with_the_config_secret_and_a_rotation_rolls_them() {
     let def = vsphere();
     let i = inputs(Some(BASIC), true, None);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = deployment(&def, &i);
     let spec = d.spec.clone().unwrap().template.spec.unwrap();
     let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
     // OpenShift's order: the syncer and its metrics proxy come last.
@@ -308,12 +393,35 @@ fn the_syncer_runs_beside_the_driver_with_the_credentials_and_a_rotation_rolls_t
         ["vsphere-syncer", "syncer-kube-rbac-proxy"]
     );
     let syncer_at = names.len() - 2;
+    // Both read the generated config, credentials included, from the Secret; none comes
+    // through the environment.
+    let volume = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == "vsphere-csi-config-volume")
+        .unwrap();
+    assert_eq!(
+        volume.secret.clone().unwrap().secret_name.as_deref(),
+        Some("vsphere-csi-config-secret")
+    );
     for c in [&spec.containers[0], &spec.containers[syncer_at]] {
-        let env = c.env.clone().unwrap();
-        let user = env.iter().find(|e| e.name == "VSPHERE_USER").unwrap();
-        let selector = user.value_from.clone().unwrap().secret_key_ref.unwrap();
-        assert_eq!(selector.name, "vmware-vsphere-cloud-credentials");
-        assert_eq!(selector.key, "vc.example.com.username");
+        assert!(
+            c.volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.name == "vsphere-csi-config-volume"),
+            "{}",
+            c.name
+        );
+        assert!(
+            !c.env
+                .iter()
+                .flatten()
+                .any(|e| e.name.starts_with("VSPHERE_") && e.name != "VSPHERE_CSI_CONFIG"),
+            "{}",
+            c.name
+        );
     }
     let syncer = &spec.containers[syncer_at];
     assert_eq!(
@@ -330,16 +438,54 @@ fn the_syncer_runs_beside_the_driver_with_the_credentials_and_a_rotation_rolls_t
             .any(|e| e.name == "CSI_ENDPOINT")
     );
 
+    // A new password changes the generated Secret, whose hash rolls the pods.
     let mut rotated = i.clone();
-    rotated.secret_hashes.insert(
-        "vmware-vsphere-cloud-credentials".to_owned(),
-        "h2=".to_owned(),
-    );
-    let after = csi::build_controller_deployment(&def, &rotated);
+    rotated.credentials = credentials("admin@vsphere.local", "n3w");
+    let after = deployment(&def, &rotated);
     assert_ne!(
         d.spec.unwrap().template.metadata,
         after.spec.unwrap().template.metadata
     );
+}
+
+/// The controller Deployment as the operator renders it (with the generated Secret's hash).
+fn deployment(def: &DriverDef, inputs: &Inputs) -> k8s_openapi::api::apps::v1::Deployment {
+    csi::render_operands(def, inputs)
+        .into_iter()
+        .find_map(|o| match o {
+            Operand::Deployment(d) => Some(d),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn the_config_secret_is_rendered_and_no_config_map_holds_credentials() {
+    let def = vsphere();
+    let operands = csi::render_operands(&def, &inputs(Some(BASIC), true, None));
+    let secret = operands
+        .iter()
+        .find_map(|o| match o {
+            Operand::Secret(s) => Some(s),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        secret.metadata.name.as_deref(),
+        Some("vsphere-csi-config-secret")
+    );
+    let text = String::from_utf8(secret.data.clone().unwrap()["cloud.conf"].0.clone()).unwrap();
+    assert!(text.contains("password = \"s3cret\""), "{text}");
+    for o in &operands {
+        if let Operand::ConfigMap(c) = o {
+            let data = serde_json::to_string(&c.data).unwrap();
+            assert!(
+                !data.contains("s3cret"),
+                "{:?} holds the password",
+                c.metadata.name
+            );
+        }
+    }
 }
 
 #[test]

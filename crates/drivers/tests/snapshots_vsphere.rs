@@ -5,8 +5,25 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Inputs, Topology};
+use csi::{Inputs, SecretData, Topology};
 use rstest::rstest;
+use serde_json::Value;
+
+/// The objects as rendered, but Secrets' data decoded (`data` as text), so a reviewer reads the
+/// generated config rather than its base64.
+fn readable(objects: Vec<Value>) -> Vec<Value> {
+    objects
+        .into_iter()
+        .map(|mut o| {
+            if o["kind"] == "Secret" {
+                let secret: k8s_openapi::api::core::v1::Secret =
+                    serde_json::from_value(o.clone()).unwrap();
+                o["data"] = serde_json::to_value(SecretData::of(&secret).0).unwrap();
+            }
+            o
+        })
+        .collect()
+}
 
 #[rstest]
 #[case::highly_available(Topology::HighlyAvailable)]
@@ -18,12 +35,13 @@ fn every_object_for_each_topology(#[case] topology: Topology) {
     let def = drivers::by_name("vsphere").unwrap();
     let mut inputs = Inputs::offline(&def, topology, &BTreeMap::new());
     inputs.cluster_id = Some("ci-op-x1y2z".to_owned());
-    let objects = csi::render(&def, &inputs);
+    let objects = readable(csi::render(&def, &inputs));
     insta::assert_yaml_snapshot!(format!("vsphere_{topology}"), objects);
 }
 
-/// Every driverConfig.vSphere field set, a credentials Secret and an explicit port: the
-/// generated config, the syncer with the credentials, and the node's volume limit.
+/// Every driverConfig.vSphere field set, a credentials Secret (a domain user, a password with a
+/// quote and a backslash) and an explicit port: the generated config, the syncer, and the
+/// node's volume limit.
 #[test]
 fn every_driver_config_field_set() {
     use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType, VSphereCSIDriverConfigSpec};
@@ -41,6 +59,16 @@ fn every_driver_config_field_set() {
         "vmware-vsphere-cloud-credentials".to_owned(),
         "cReDs01=".to_owned(),
     );
+    inputs.credentials = SecretData(BTreeMap::from([
+        (
+            "vc.example.com.username".to_owned(),
+            r"CORP\svc-ocp".to_owned(),
+        ),
+        (
+            "vc.example.com.password".to_owned(),
+            r#"pa"ss\word"#.to_owned(),
+        ),
+    ]));
     inputs.spec.driver_config = Some(CSIDriverConfigSpec {
         driver_type: CSIDriverType::VSphere,
         aws: None,
@@ -56,11 +84,11 @@ fn every_driver_config_field_set() {
         }),
         secrets_store: None,
     });
-    let hooked: Vec<serde_json::Value> = csi::render(&def, &inputs)
+    let hooked: Vec<serde_json::Value> = readable(csi::render(&def, &inputs))
         .into_iter()
         .filter(|o| {
             matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet"))
-                || o["metadata"]["name"] == "vsphere-csi-config"
+                || o["metadata"]["name"] == "vsphere-csi-config-secret"
         })
         .collect();
     assert_eq!(hooked.len(), 3);

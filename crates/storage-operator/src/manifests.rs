@@ -137,7 +137,7 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
     // The CSIDriverDeployment controller runs in this process (when its CRD is served).
     cluster_rules.extend(csi::declared::controller::operator_rules());
     // Every permission of the roles it creates.
-    for role in csi::build_shared_sidecar_cluster_roles() {
+    for role in csi::build_shared_cluster_roles() {
         cluster_rules.extend(role.rules.into_iter().flatten());
     }
     for entry in registry() {

@@ -414,7 +414,7 @@ pub fn starter_objects(
             namespace,
         )));
     }
-    for mut role in csi::build_shared_sidecar_cluster_roles() {
+    for mut role in csi::build_shared_cluster_roles() {
         role.metadata
             .labels
             .get_or_insert_default()

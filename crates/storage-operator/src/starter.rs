@@ -324,7 +324,24 @@ pub fn build_rbac(
         own_rules.clone()
     };
     for (group, resource) in &namespaced_written {
+        if group.is_empty() && resource == "secrets" {
+            continue; // by name, below
+        }
         namespace_rules.push(rule(&[group], &[resource], MANAGE));
+    }
+    // Its derived Secrets hold credentials: it writes those by name, and no other Secret.
+    let derived_secrets: Vec<String> = def
+        .config_maps
+        .iter()
+        .filter(|d| d.secret)
+        .map(|d| d.name.clone())
+        .collect();
+    if !derived_secrets.is_empty() {
+        namespace_rules.push(rule(&[""], &["secrets"], &["create"]));
+        namespace_rules.push(PolicyRule {
+            resource_names: Some(derived_secrets),
+            ..rule(&[""], &["secrets"], &["get", "update", "patch", "delete"])
+        });
     }
     for (group, resource, _) in csi::operator::observe::ALWAYS_WATCHED
         .iter()

@@ -246,3 +246,88 @@ async fn powervs_block() {
 async fn smb_installs_and_uninstalls() {
     scenario("smb", json!({"type": "None"}), Expect::Applied).await;
 }
+
+/// With the cloud config and cloud-credential-operator's Secret, vSphere installs: its operator
+/// writes csi-vsphere.conf, credentials included, into its own Secret, under the RBAC the
+/// starter gives it (which allows writing that Secret by name and no other), and the controller
+/// mounts it.
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn vsphere_writes_its_config_secret_once_credentials_exist() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+    use kube::api::PostParams;
+
+    let admin = e2e::admin().await;
+    let declared = ensure_platform(&admin, json!({"type": "VSphere"})).await;
+    let driver = Driver::prepare(&admin, "vsphere").await;
+    let ns = driver.def.namespace.clone();
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let made_config_namespace = namespaces
+        .get_opt("openshift-config")
+        .await
+        .unwrap()
+        .is_none();
+    if made_config_namespace {
+        let namespace = serde_json::from_value(json!({"metadata": {"name": "openshift-config"}}));
+        namespaces
+            .create(&PostParams::default(), &namespace.unwrap())
+            .await
+            .unwrap();
+    }
+    let cloud_configs: Api<ConfigMap> = Api::namespaced(admin.clone(), "openshift-config");
+    let cloud_config = serde_json::from_value(json!({
+        "metadata": {"name": "cloud-provider-config"},
+        "data": {"config": "[Global]\ninsecure-flag = 1\n[VirtualCenter \"vc.example.com\"]\ndatacenters = dc1\n"}
+    }));
+    cloud_configs
+        .create(&PostParams::default(), &cloud_config.unwrap())
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns);
+    let credentials = serde_json::from_value(json!({
+        "metadata": {"name": "vmware-vsphere-cloud-credentials"},
+        "stringData": {"vc.example.com.username": "admin", "vc.example.com.password": "s3\"cret"}
+    }));
+    secrets
+        .create(&PostParams::default(), &credentials.unwrap())
+        .await
+        .unwrap();
+    let running = driver.start();
+
+    let config = wait_for("Secret vsphere-csi-config-secret", async || {
+        secrets.get_opt("vsphere-csi-config-secret").await.unwrap()
+    })
+    .await;
+    let text = String::from_utf8(config.data.unwrap()["cloud.conf"].0.clone()).unwrap();
+    assert!(
+        text.contains("user = \"admin\"\npassword = \"s3\\\"cret\""),
+        "{text}"
+    );
+    driver.assert_workloads_applied(&admin).await;
+    let controller = Api::<Deployment>::namespaced(admin.clone(), &ns)
+        .get(&csi::names::controller(&driver.def))
+        .await
+        .unwrap();
+    let volumes = controller
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .volumes
+        .unwrap();
+    assert!(volumes.iter().any(|v| {
+        v.secret.as_ref().and_then(|s| s.secret_name.as_deref())
+            == Some("vsphere-csi-config-secret")
+    }));
+
+    running.stop().await;
+    driver.finish(&admin).await;
+    cleanup::delete_and_wait(&secrets, "vmware-vsphere-cloud-credentials").await;
+    cleanup::delete_and_wait(&secrets, "vsphere-csi-config-secret").await;
+    cleanup::delete_and_wait(&cloud_configs, "cloud-provider-config").await;
+    if made_config_namespace {
+        cleanup::delete_namespace(&admin, "openshift-config").await;
+    }
+    cleanup::undeclare_platform(&admin, declared).await;
+}

@@ -105,7 +105,10 @@ impl OwnedKind {
             Operand::DaemonSet(_) => Some(OwnedKind::DaemonSet),
             Operand::CSIDriver(_) => Some(OwnedKind::CSIDriver),
             Operand::StorageClass(_) => Some(OwnedKind::StorageClass),
-            Operand::ConfigMap(_) | Operand::Service(_) | Operand::Dynamic(_) => None,
+            Operand::ConfigMap(_)
+            | Operand::Secret(_)
+            | Operand::Service(_)
+            | Operand::Dynamic(_) => None,
         }
     }
 }

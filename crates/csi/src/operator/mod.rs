@@ -16,7 +16,7 @@
 //! `StorageClassController`, `<prefix>DriverServiceMonitorController`, `ManagementState`
 //! (`ManagementStateDegraded`, `observedGeneration`), `ConfigObserver`
 //! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]) and
-//! `<prefix>DriverCredentialsRequestController` (Available/Progressing from
+//! `<prefix>CredentialsRequestController` (Available/Progressing from
 //! cloud-credential-operator's answer; see [`credentials`]).
 //!
 //! Where this differs from library-go on purpose:
@@ -81,6 +81,16 @@ pub struct Settings {
     pub instance: Option<String>,
     /// Applies the ClusterCSIDriver's `operatorLogLevel` to this process's logging.
     pub operator_log_level: Option<opkit::log_level::LogLevelHook>,
+    /// Whether this process's host runs in FIPS mode (see [`host_fips`]): on OpenShift every
+    /// node of a FIPS cluster does, so drivers that switch their own cryptography (AWS EFS's
+    /// TLS tunnel) are told so, as OpenShift's operators tell them.
+    pub host_fips: bool,
+}
+
+/// Whether this host runs in FIPS mode: `/proc/sys/crypto/fips_enabled` says `1`. False where
+/// the file cannot be read.
+pub fn host_fips() -> bool {
+    std::fs::read_to_string("/proc/sys/crypto/fips_enabled").is_ok_and(|c| c.trim() == "1")
 }
 
 /// The operator could not start.
@@ -319,6 +329,7 @@ struct Context {
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let def = &context.def;
     let mut observed = context.caches.observe();
+    observed.host_fips = context.settings.host_fips;
     if let Some(probe) = &context.probe {
         let answer = probe.probe.check().await;
         match &answer {
@@ -499,6 +510,14 @@ async fn apply_step(
         Operand::Role(o) => applier.apply(o, find(&ops.roles, o)).await,
         Operand::RoleBinding(o) => applier.apply(o, find(&ops.role_bindings, o)).await,
         Operand::ConfigMap(o) => applier.apply(o, find(&ops.config_maps, o)).await,
+        Operand::Secret(o) => {
+            let current = observed
+                .cluster
+                .derived_secrets
+                .iter()
+                .find(|s| s.metadata.name == o.metadata.name);
+            applier.apply(o, current).await
+        }
         Operand::CSIDriver(o) => {
             if step.recreate {
                 // Immutable fields of its spec changed (see `crate::replace`): delete and

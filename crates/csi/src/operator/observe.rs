@@ -150,6 +150,8 @@ pub struct Observed {
     pub probe: Option<Result<Vec<String>, crate::HookError>>,
     /// The CSI migration audit's figures (empty for a driver that is no migration target).
     pub migration: super::migration::Observed,
+    /// Whether this process's host runs in FIPS mode ([`super::Settings::host_fips`]).
+    pub host_fips: bool,
 }
 
 /// The cluster's configuration the operands are rendered from: its layout, proxy, TLS
@@ -170,6 +172,9 @@ pub struct ObservedCluster {
     pub credentials_secret: Option<Secret>,
     /// The driver's hashed Secrets ([`DriverDef::hashed_secrets`]) that exist.
     pub hashed_secrets: Vec<Secret>,
+    /// The driver's derived Secrets (see [`crate::derived`]) that exist: the ones applied
+    /// last, or the replaced operator's.
+    pub derived_secrets: Vec<Secret>,
     /// The sources of the driver's copied ConfigMaps that exist (other namespaces).
     pub copied_config_map_sources: Vec<ConfigMap>,
     /// The source ConfigMaps of derived ConfigMaps that exist (see [`crate::derived`]).
@@ -243,6 +248,7 @@ struct ClusterCaches {
     nodes: Option<Projection<Node>>,
     credentials_secret: Option<Store<Secret>>,
     hashed_secrets: Vec<Store<Secret>>,
+    derived_secrets: Vec<Store<Secret>>,
     copied_config_map_sources: Vec<Store<ConfigMap>>,
     /// One cache per source ConfigMap of derived ConfigMaps.
     sources: Vec<Store<ConfigMap>>,
@@ -365,8 +371,9 @@ impl Caches {
             namespace: def.namespace.clone(),
             credentials_request_namespace: def
                 .credentials
-                .as_ref()
-                .and_then(|c| c.credentials_request.as_ref())
+                .iter()
+                .chain(&def.node_credentials)
+                .find_map(|c| c.credentials_request.as_ref())
                 .map(|r| r.namespace.clone()),
             trigger: informers.trigger(),
             cluster_csi_driver: informers.watch(
@@ -448,6 +455,7 @@ impl Caches {
                 .as_ref()
                 .map(super::migration::Caches::observe)
                 .unwrap_or_default(),
+            host_fips: false,
         }
     }
 
@@ -494,8 +502,9 @@ impl ClusterCaches {
             cloud_credential: (apis.cloud_credential
                 && def
                     .credentials
-                    .as_ref()
-                    .is_some_and(|c| c.credentials_request.is_some()))
+                    .iter()
+                    .chain(&def.node_credentials)
+                    .any(|c| c.credentials_request.is_some()))
             .then(|| informers.watch("cloudcredentials", Api::all(c()), named("cluster"))),
             nodes: (!apis.infrastructure).then(|| {
                 informers.watch_projected(
@@ -520,6 +529,18 @@ impl ClusterCaches {
                         &format!("secrets/{name} (hashed)"),
                         Api::namespaced(c(), ns),
                         named(name),
+                    )
+                })
+                .collect(),
+            derived_secrets: def
+                .config_maps
+                .iter()
+                .filter(|d| d.secret)
+                .map(|d| {
+                    informers.watch(
+                        &format!("secrets/{} (derived)", d.name),
+                        Api::namespaced(c(), ns),
+                        named(&d.name),
                     )
                 })
                 .collect(),
@@ -567,6 +588,7 @@ impl ClusterCaches {
                 .unwrap_or_default(),
             credentials_secret: self.credentials_secret.as_ref().and_then(single),
             hashed_secrets: self.hashed_secrets.iter().filter_map(single).collect(),
+            derived_secrets: self.derived_secrets.iter().filter_map(single).collect(),
             copied_config_map_sources: self
                 .copied_config_map_sources
                 .iter()

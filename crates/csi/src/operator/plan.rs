@@ -251,8 +251,14 @@ pub fn inputs(
             .source_config_maps
             .insert(id, source.data.clone().unwrap_or_default());
     }
-    // The derived ConfigMaps applied last: their hashes stand until a new one is generated.
-    for derived in &def.config_maps {
+    // The derived ConfigMaps and Secrets applied last: their hashes stand until a new one is
+    // generated.
+    for secret in &observed.cluster.derived_secrets {
+        inputs
+            .secret_hashes
+            .insert(secret.name_any(), hash::secret_hash(secret));
+    }
+    for derived in def.config_maps.iter().filter(|d| !d.secret) {
         if let Some(applied) = observed
             .operands
             .config_maps
@@ -267,6 +273,7 @@ pub fn inputs(
     if let Some(Ok(facts)) = &observed.probe {
         inputs.probe_facts = facts.clone();
     }
+    inputs.host_fips = observed.host_fips;
     for secret in observed
         .cluster
         .credentials_secret
@@ -276,6 +283,9 @@ pub fn inputs(
         inputs
             .secret_hashes
             .insert(secret.name_any(), hash::secret_hash(secret));
+    }
+    if let Some(secret) = &observed.cluster.credentials_secret {
+        inputs.credentials = crate::inputs::SecretData::of(secret);
     }
     inputs.images = ResolvedImages::from_env(&def.images, env);
     let crd = |kind| observed.operands.optional.get(&kind).is_some_and(|o| o.crd);
@@ -429,8 +439,9 @@ fn observe_config(
     }
 }
 
-/// The CredentialsRequest controller's part: its step only when cloud-credential-operator will
-/// act on it, and its conditions (only where the CredentialsRequest API exists).
+/// The CredentialsRequest controllers' part (the controller's credentials and the node
+/// plugin's): each request's step only when cloud-credential-operator will act on it, and its
+/// conditions (only where the CredentialsRequest API exists).
 fn credentials_request(
     plan: &mut Plan,
     def: &DriverDef,
@@ -439,41 +450,56 @@ fn credentials_request(
     inputs: &Inputs,
 ) {
     use super::credentials;
-    let Some(request) = def
-        .credentials
-        .as_ref()
-        .and_then(|c| c.credentials_request.as_ref())
-    else {
-        return;
-    };
     if !inputs.crds.credentials_request {
         return;
     }
-    let applied = credentials::should_apply(observed.cluster.credentials_mode.as_deref(), env);
-    if !applied {
-        plan.steps.retain(|step| {
-            !matches!(&step.operand, Operand::Dynamic(value) if value["kind"] == "CredentialsRequest")
+    let requests = [
+        (def.credentials.as_ref(), credentials::controller(def)),
+        (
+            def.node_credentials.as_ref(),
+            credentials::node_controller(def),
+        ),
+    ];
+    for (creds, controller) in requests {
+        let Some(request) = creds.and_then(|c| c.credentials_request.as_ref()) else {
+            continue;
+        };
+        let applied = credentials::should_apply(
+            observed.cluster.credentials_mode.as_deref(),
+            env,
+            request
+                .annotations
+                .get(credentials::ROLE_ARN_VARS_ANNOTATION)
+                .map(String::as_str),
+        );
+        if !applied {
+            plan.steps.retain(|step| {
+                !matches!(&step.operand, Operand::Dynamic(value)
+                    if value["kind"] == "CredentialsRequest"
+                        && value["metadata"]["name"] == request.name.as_str())
+            });
+        }
+        let cached = observed
+            .operands
+            .optional
+            .get(&OptionalKind::CredentialsRequest)
+            .and_then(|o| o.objects.as_ref())
+            .and_then(|objects| {
+                objects
+                    .iter()
+                    .find(|o| o.metadata.name.as_deref() == Some(request.name.as_str()))
+            })
+            .map(|o| o.data.clone());
+        let conditions = credentials::conditions(&controller, applied, cached.as_ref());
+        plan.status.push(ControllerStatus {
+            group: None,
+            controller,
+            part: StatusPart {
+                conditions,
+                ..StatusPart::default()
+            },
         });
     }
-    let cached = observed
-        .operands
-        .optional
-        .get(&OptionalKind::CredentialsRequest)
-        .and_then(|o| o.objects.as_ref())
-        .and_then(|objects| {
-            objects
-                .iter()
-                .find(|o| o.metadata.name.as_deref() == Some(request.name.as_str()))
-        })
-        .map(|o| o.data.clone());
-    plan.status.push(ControllerStatus {
-        group: None,
-        controller: credentials::controller(def),
-        part: StatusPart {
-            conditions: credentials::conditions(def, applied, cached.as_ref()),
-            ..StatusPart::default()
-        },
-    });
 }
 
 /// The decisions for `observed` at `now`, one logical controller at a time: management state

@@ -51,7 +51,7 @@ pub fn start_with_extras(
             Settings {
                 env: [("DRIVER_IMAGE".to_owned(), "example.com/driver:1".to_owned())].into(),
                 instance: Some("operator-0".into()),
-                operator_log_level: None,
+                ..Settings::default()
             },
             extras,
             metrics,
