@@ -376,6 +376,9 @@ fn render_platform_output_is_schema_valid() {
                     "RoleBinding" => round_trips::<RoleBinding>(&doc),
                     "ConfigMap" => round_trips::<ConfigMap>(&doc),
                     "Secret" => round_trips::<Secret>(&doc),
+                    "NetworkPolicy" => {
+                        round_trips::<k8s_openapi::api::networking::v1::NetworkPolicy>(&doc)
+                    }
                     "Service" => round_trips::<Service>(&doc),
                     "PodDisruptionBudget" => round_trips::<PodDisruptionBudget>(&doc),
                     "Deployment" => round_trips::<Deployment>(&doc),

@@ -108,6 +108,17 @@ pub struct DriverDef {
     /// Hooks see their data in [`Inputs::copied_config_maps`].
     #[serde(default)]
     pub copied_config_maps: Vec<CopiedConfigMapDef>,
+    /// ConfigMaps of the operand namespace with fixed data (a driver's settings, which its
+    /// containers read through `envFrom`, see [`DriverContainerDef::env_from`]), applied as
+    /// they are. Their data changes only with the table, that is with a release, whose images
+    /// roll the pods; no hash of theirs goes on the pod templates (as OpenShift's operators do
+    /// not put one).
+    #[serde(default)]
+    pub static_config_maps: Vec<StaticConfigMapDef>,
+    /// NetworkPolicies of the operand namespace the operator applies (e.g. letting monitoring
+    /// reach a node plugin's metrics port where the namespace's policies deny ingress).
+    #[serde(default)]
+    pub network_policies: Vec<NetworkPolicyDef>,
     /// Secrets of the operand namespace besides the credentials that pods mount and that change
     /// while they run (e.g. one the driver's own code derives): watched by name, their data
     /// hashes roll the pods that mount them.
@@ -360,9 +371,14 @@ pub struct DriverContainerDef {
     /// `--endpoint=$(CSI_ENDPOINT)` is the usual first one.
     pub args: Vec<String>,
     /// Extra environment. `CSI_ENDPOINT` is the kit's and comes first, unless listed here
-    /// without a value: then it takes that place.
+    /// without a value: then it takes that place; or unless a ConfigMap of `envFrom` has it.
     #[serde(default)]
     pub env: Vec<EnvDef>,
+    /// The table's `staticConfigMaps` whose keys the container gets as environment
+    /// (`envFrom`), in order. One that has `CSI_ENDPOINT` gives the socket's address (it must
+    /// be the container's endpoint), and the kit then sets no `CSI_ENDPOINT` of its own.
+    #[serde(default)]
+    pub env_from: Vec<String>,
     /// The port of `/healthz`, served by the livenessprobe sidecar and probed by the kubelet.
     pub healthz_port: u16,
     /// The driver's own metrics, if it has any: served over TLS by a kube-rbac-proxy beside
@@ -949,6 +965,33 @@ pub struct CredentialsDef {
     pub example: BTreeMap<String, String>,
 }
 
+/// A NetworkPolicy the operator applies (see [`DriverDef::network_policies`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkPolicyDef {
+    /// Its name, in the operand namespace.
+    pub name: String,
+    /// Annotations of the object, where OpenShift's asset has some.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// Its spec, as the API has it.
+    pub spec: k8s_openapi::api::networking::v1::NetworkPolicySpec,
+}
+
+/// A ConfigMap with fixed data that the operator applies (see
+/// [`DriverDef::static_config_maps`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StaticConfigMapDef {
+    /// Its name, in the operand namespace.
+    pub name: String,
+    /// Labels besides the operand label (e.g. those OpenShift's asset has).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Its data.
+    pub data: BTreeMap<String, String>,
+}
+
 /// A ConfigMap of another namespace that the operator copies into the operand namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -990,6 +1033,70 @@ pub struct CredentialsRequestDef {
     pub annotations: BTreeMap<String, String>,
     /// The provider-specific spec, verbatim.
     pub provider_spec: serde_json::Value,
+}
+
+impl DriverDef {
+    /// Problems of `staticConfigMaps` and of the driver containers' `envFrom`.
+    fn validate_static_config_maps(&self, problems: &mut Vec<String>) {
+        let names = |c: &StaticConfigMapDef| c.name.clone();
+        for c in &self.static_config_maps {
+            if !is_dns_subdomain(&c.name) {
+                problems.push(format!(
+                    "staticConfigMaps: {:?} is not a valid object name",
+                    c.name
+                ));
+            }
+            if c.data.is_empty() {
+                problems.push(format!("staticConfigMaps: {} has no data", c.name));
+            }
+        }
+        let derived: Vec<&str> = self.config_maps.iter().map(|d| d.name.as_str()).collect();
+        let copied: Vec<&str> = self.copied_config_maps.iter().map(|c| c.target()).collect();
+        for name in duplicates(self.static_config_maps.iter().map(|c| c.name.as_str())) {
+            problems.push(format!("staticConfigMaps: {name} is listed twice"));
+        }
+        for c in &self.static_config_maps {
+            if derived.contains(&c.name.as_str()) || copied.contains(&c.name.as_str()) {
+                problems.push(format!(
+                    "staticConfigMaps: {} is also a derived or copied ConfigMap: use another name",
+                    c.name
+                ));
+            }
+        }
+        for (pod, driver, kit_endpoint) in [
+            (
+                "controller",
+                &self.controller.driver,
+                crate::names::CONTROLLER_ENDPOINT,
+            ),
+            ("node", &self.node.driver, crate::names::NODE_ENDPOINT),
+        ] {
+            let endpoint = driver.endpoint.as_deref().unwrap_or(kit_endpoint);
+            for name in &driver.env_from {
+                let Some(c) = self.static_config_maps.iter().find(|c| &c.name == name) else {
+                    problems.push(format!(
+                        "{pod}.driver.envFrom: {name} is not one of staticConfigMaps ({})",
+                        self.static_config_maps
+                            .iter()
+                            .map(names)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    continue;
+                };
+                if let Some(value) = c.data.get("CSI_ENDPOINT")
+                    && value != endpoint
+                {
+                    problems.push(format!(
+                        "{pod}.driver.envFrom: CSI_ENDPOINT of {name} is {value:?}, but the driver's socket is {endpoint:?}: make them the same (or set {pod}.driver.endpoint)"
+                    ));
+                }
+            }
+            for name in duplicates(driver.env_from.iter().map(String::as_str)) {
+                problems.push(format!("{pod}.driver.envFrom: {name} is listed twice"));
+            }
+        }
+    }
 }
 
 /// A driver table that parses but cannot work: every problem found, so one fix round is
@@ -1597,6 +1704,28 @@ impl DriverDef {
         }
         for name in duplicates(self.copied_config_maps.iter().map(|c| c.target())) {
             problems.push(format!("copied ConfigMap {name} is listed twice"));
+        }
+        self.validate_static_config_maps(&mut problems);
+        for p in &self.network_policies {
+            if !is_dns_subdomain(&p.name) {
+                problems.push(format!(
+                    "networkPolicies: {:?} is not a valid object name",
+                    p.name
+                ));
+            }
+            let selects_all = p.spec.pod_selector.as_ref().is_none_or(|s| {
+                s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+                    && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
+            });
+            if selects_all {
+                problems.push(format!(
+                    "networkPolicies: {} selects every pod of the namespace (an empty podSelector), other drivers' too: select this driver's pods by a label",
+                    p.name
+                ));
+            }
+        }
+        for name in duplicates(self.network_policies.iter().map(|p| p.name.as_str())) {
+            problems.push(format!("networkPolicies: {name} is listed twice"));
         }
         for name in duplicates(self.storage_classes.iter().map(|c| c.name.as_str())) {
             problems.push(format!("StorageClass {name} is listed twice"));

@@ -63,6 +63,10 @@ pub const CONTROLLER_SOCKET_DIR: &str = "/var/lib/csi/sockets/pluginproxy/";
 pub const NODE_SOCKET_DIR: &str = "/csi";
 /// The controller-side socket path the sidecars use.
 pub const CONTROLLER_SOCKET: &str = "/var/lib/csi/sockets/pluginproxy/csi.sock";
+/// The controller's driver's `CSI_ENDPOINT` unless the table says otherwise.
+pub const CONTROLLER_ENDPOINT: &str = "unix:///var/lib/csi/sockets/pluginproxy/csi.sock";
+/// The node's driver's `CSI_ENDPOINT` unless the table says otherwise.
+pub const NODE_ENDPOINT: &str = "unix:/csi/csi.sock";
 /// Where the kube-rbac-proxies find the serving certificate.
 pub const METRICS_CERT_DIR: &str = "/etc/tls/private";
 /// The trusted CA bundle volume.

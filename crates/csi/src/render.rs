@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -33,6 +34,8 @@ pub enum Operand {
     ConfigMap(ConfigMap),
     /// A derived Secret (see [`crate::derived`]).
     Secret(Secret),
+    /// A NetworkPolicy of the table.
+    NetworkPolicy(NetworkPolicy),
     /// The CSIDriver.
     CSIDriver(CSIDriver),
     /// The metrics Service.
@@ -60,6 +63,7 @@ impl Operand {
             Self::RoleBinding(o) => serde_json::to_value(o),
             Self::ConfigMap(o) => serde_json::to_value(o),
             Self::Secret(o) => serde_json::to_value(o),
+            Self::NetworkPolicy(o) => serde_json::to_value(o),
             Self::CSIDriver(o) => serde_json::to_value(o),
             Self::Service(o) => serde_json::to_value(o),
             Self::PodDisruptionBudget(o) => serde_json::to_value(o),
@@ -84,6 +88,7 @@ impl Operand {
             Self::RoleBinding(_) => "RoleBinding",
             Self::ConfigMap(_) => "ConfigMap",
             Self::Secret(_) => "Secret",
+            Self::NetworkPolicy(_) => "NetworkPolicy",
             Self::CSIDriver(_) => "CSIDriver",
             Self::Service(_) => "Service",
             Self::PodDisruptionBudget(_) => "PodDisruptionBudget",
@@ -134,6 +139,44 @@ pub fn build_copied_config_maps(def: &DriverDef, inputs: &Inputs) -> Vec<ConfigM
                 data: Some(data.clone()),
                 ..ConfigMap::default()
             })
+        })
+        .collect()
+}
+
+/// The table's [`DriverDef::static_config_maps`]: their data, their labels and the operand
+/// label, in the operand namespace.
+pub fn build_static_config_maps(def: &DriverDef) -> Vec<ConfigMap> {
+    def.static_config_maps
+        .iter()
+        .map(|c| {
+            let mut metadata = names::ns_meta(def, c.name.clone());
+            let labels = metadata.labels.get_or_insert_with(Default::default);
+            for (k, v) in &c.labels {
+                labels.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            ConfigMap {
+                metadata,
+                data: Some(c.data.clone()),
+                ..ConfigMap::default()
+            }
+        })
+        .collect()
+}
+
+/// The table's [`DriverDef::network_policies`], in the operand namespace with the operand
+/// label.
+pub fn build_network_policies(def: &DriverDef) -> Vec<NetworkPolicy> {
+    def.network_policies
+        .iter()
+        .map(|p| {
+            let mut metadata = names::ns_meta(def, p.name.clone());
+            if !p.annotations.is_empty() {
+                metadata.annotations = Some(p.annotations.clone());
+            }
+            NetworkPolicy {
+                metadata,
+                spec: Some(p.spec.clone()),
+            }
         })
         .collect()
 }
@@ -237,6 +280,11 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
             .map(Operand::ConfigMap),
     );
     out.extend(
+        build_static_config_maps(def)
+            .into_iter()
+            .map(Operand::ConfigMap),
+    );
+    out.extend(
         derived::build_derived_config_maps(def, inputs)
             .into_iter()
             .flatten()
@@ -253,6 +301,11 @@ pub fn render_operands(def: &DriverDef, inputs: &Inputs) -> Vec<Operand> {
     out.extend(metrics::build_node_metrics_service(def, inputs).map(Operand::Service));
     out.extend(metrics::build_service_monitor(def, inputs).map(Operand::Dynamic));
     out.extend(metrics::build_node_service_monitor(def, inputs).map(Operand::Dynamic));
+    out.extend(
+        build_network_policies(def)
+            .into_iter()
+            .map(Operand::NetworkPolicy),
+    );
     out.push(Operand::PodDisruptionBudget(
         workloads::build_pod_disruption_budget(def),
     ));

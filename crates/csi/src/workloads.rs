@@ -7,12 +7,13 @@ use k8s_openapi::api::apps::v1::{
     DeploymentStrategy, RollingUpdateDaemonSet, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Affinity, Capabilities, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
-    EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction, HTTPGetAction, HostPathVolumeSource,
-    KeyToPath, Lifecycle, LifecycleHandler, ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, PodTemplateSpec, Probe, ProjectedVolumeSource, ResourceRequirements,
-    SecretVolumeSource, SecurityContext, ServiceAccountTokenProjection, Toleration, Volume,
-    VolumeMount, VolumeProjection, WeightedPodAffinityTerm,
+    Affinity, Capabilities, ConfigMapEnvSource, ConfigMapKeySelector, ConfigMapVolumeSource,
+    Container, ContainerPort, EmptyDirVolumeSource, EnvFromSource, EnvVar, EnvVarSource,
+    ExecAction, HTTPGetAction, HostPathVolumeSource, KeyToPath, Lifecycle, LifecycleHandler,
+    ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe,
+    ProjectedVolumeSource, ResourceRequirements, SecretVolumeSource, SecurityContext,
+    ServiceAccountTokenProjection, Toleration, Volume, VolumeMount, VolumeProjection,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -21,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::def::{
     ControllerPlacement, DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet, MetricsDef,
-    RequestsDef, SidecarKind, VolumeDef, VolumeSourceDef,
+    RequestsDef, SidecarKind, StaticConfigMapDef, VolumeDef, VolumeSourceDef,
 };
 use crate::hooks;
 use crate::inputs::Inputs;
@@ -379,6 +380,7 @@ fn limit_memory(c: &mut Container, limit: Option<&String>) {
 /// the loopback address only.
 fn driver_container(
     def: &DriverContainerDef,
+    static_config_maps: &[StaticConfigMapDef],
     inputs: &Inputs,
     endpoint: &str,
     mut mounts: Vec<VolumeMount>,
@@ -394,10 +396,32 @@ fn driver_container(
         def.cpu_request.as_deref().unwrap_or(REQUEST_CPU),
         def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
     ));
-    c.env = Some(env_from_def(
-        def,
-        def.endpoint.as_deref().unwrap_or(endpoint),
-    ));
+    // A ConfigMap of envFrom that has CSI_ENDPOINT gives it (the table checks it is the
+    // socket); else the kit's.
+    let endpoint_from_config_map = def.env_from.iter().any(|name| {
+        static_config_maps
+            .iter()
+            .any(|c| &c.name == name && c.data.contains_key(CSI_ENDPOINT))
+    });
+    let mut env = env_from_def(def, def.endpoint.as_deref().unwrap_or(endpoint));
+    if endpoint_from_config_map {
+        env.retain(|e| e.name != CSI_ENDPOINT);
+    }
+    c.env = (!env.is_empty()).then_some(env);
+    if !def.env_from.is_empty() {
+        c.env_from = Some(
+            def.env_from
+                .iter()
+                .map(|name| EnvFromSource {
+                    config_map_ref: Some(ConfigMapEnvSource {
+                        name: name.clone(),
+                        optional: None,
+                    }),
+                    ..EnvFromSource::default()
+                })
+                .collect(),
+        );
+    }
     // The driver's plain-HTTP metrics, if any, stay on loopback; kube-rbac-proxy exposes them.
     c.ports = Some(vec![port("healthz", def.healthz_port)]);
     let mut probe = healthz_probe("healthz", loopback_probe);
@@ -642,8 +666,9 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     // every address (`--health-port`) and the kubelet probes the pod's address.
     let mut containers = vec![driver_container(
         &ctl.driver,
+        &def.static_config_maps,
         inputs,
-        &format!("unix://{}", names::CONTROLLER_SOCKET),
+        names::CONTROLLER_ENDPOINT,
         vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)],
         false,
     )];
@@ -908,8 +933,9 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     };
     let driver = driver_container(
         &node.driver,
+        &def.static_config_maps,
         inputs,
-        "unix:/csi/csi.sock",
+        names::NODE_ENDPOINT,
         vec![kubelet_mount, mount("socket-dir", names::NODE_SOCKET_DIR)],
         probe_loopback(&node.liveness_probe.full_args),
     );

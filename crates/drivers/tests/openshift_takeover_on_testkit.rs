@@ -710,9 +710,12 @@ const IBM_VPC_BLOCK: Case = Case {
     // resource group, which this test does not run.
     left_behind: &["Secret/storage-secret-store"],
     own_roles: &[],
-    // Pod template differences (ibm_vpc_block.openshift-differences.yaml): the settings'
-    // ConfigMap, which ours inlines; in the controller also the sidecars' leader election (two
-    // replicas) and the kit's read-only root file systems, which ours keeps.
+    // Controller pod template differences (ibm_vpc_block.openshift-differences.yaml): the
+    // sidecars' leader election (two replicas) and the kit's read-only root file systems,
+    // which ours keeps. The node plugin's template is OpenShift's but for the hash of
+    // storage-secret-store, which ours puts on both workloads so that new IBM Cloud
+    // credentials reach the drivers (OpenShift's operator puts none: its pods keep the old
+    // key until restarted); so the node pods roll once.
     same_controller_template: false,
     same_node_templates: false,
     seeds: || {
@@ -865,6 +868,7 @@ fn plural(kind: &str) -> String {
     match lower.as_str() {
         "storageclass" | "volumesnapshotclass" => format!("{lower}es"),
         "poddisruptionbudget" => "poddisruptionbudgets".to_owned(),
+        "networkpolicy" => "networkpolicies".to_owned(),
         _ => format!("{lower}s"),
     }
 }

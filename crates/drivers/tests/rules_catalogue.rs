@@ -1023,8 +1023,38 @@ fn ibm_vpc_block_reads_its_config_from_storage_secret_store_and_retains_where_as
     let def = def("ibm-vpc-block");
     let inputs = inputs(&def, Topology::HighlyAvailable);
     let deployment = controller(&def, &inputs);
-    let env = env(&deployment);
-    assert_eq!(env["SECRET_CONFIG_PATH"]["value"], "/etc/storage_ibmc");
+    // Its settings come from the settings ConfigMap both drivers read (envFrom).
+    let settings = csi::render_operands(&def, &inputs)
+        .into_iter()
+        .find_map(|o| match o {
+            csi::Operand::ConfigMap(c)
+                if c.metadata.name.as_deref() == Some("ibm-vpc-block-csi-configmap") =>
+            {
+                c.data
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(settings["SECRET_CONFIG_PATH"], "/etc/storage_ibmc");
+    let driver = deployment
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .find(|c| c.name == "csi-driver")
+        .unwrap();
+    assert_eq!(
+        driver.env_from.unwrap()[0]
+            .config_map_ref
+            .clone()
+            .unwrap()
+            .name,
+        "ibm-vpc-block-csi-configmap"
+    );
+    let deployment = controller(&def, &inputs);
     assert!(volume_names(&deployment).contains(&"customer-auth".to_owned()));
     let classes = classes(&def, &inputs);
     for class in &classes {

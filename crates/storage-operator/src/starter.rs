@@ -158,6 +158,7 @@ fn resource_of(operand: &Operand, namespace: &str) -> Option<(String, String, bo
         "CSIDriver" => "csidrivers",
         "Service" => "services",
         "PodDisruptionBudget" => "poddisruptionbudgets",
+        "NetworkPolicy" => "networkpolicies",
         "Deployment" => "deployments",
         "DaemonSet" => "daemonsets",
         "StorageClass" => "storageclasses",

@@ -71,6 +71,7 @@ impl ResourceDef {
                     | "statefulsets"
                     | "replicasets"
                     | "poddisruptionbudgets"
+                    | "networkpolicies"
                     | "customresourcedefinitions"
             )
     }

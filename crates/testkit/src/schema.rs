@@ -105,7 +105,8 @@ fn generate<T: schemars::JsonSchema>() -> Value {
 fn builtin_schema(def: &ResourceDef) -> Option<&'static Value> {
     use k8s_openapi::api::{
         apps::v1 as apps, coordination::v1 as coordination, core::v1 as core, events::v1 as events,
-        policy::v1 as policy, rbac::v1 as rbac, storage::v1 as storage,
+        networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+        storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     static SCHEMAS: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
@@ -186,6 +187,10 @@ fn builtin_schema(def: &ResourceDef) -> Option<&'static Value> {
         m.insert(
             "policy/poddisruptionbudgets".to_string(),
             generate::<policy::PodDisruptionBudget>(),
+        );
+        m.insert(
+            "networking.k8s.io/networkpolicies".to_string(),
+            generate::<networking::NetworkPolicy>(),
         );
         m.insert(
             "apiextensions.k8s.io/customresourcedefinitions".to_string(),

@@ -998,3 +998,58 @@ async fn a_pod_volume_without_a_source_is_an_empty_dir() {
     assert_eq!(volumes[1].get("emptyDir"), None);
     assert_eq!(volumes[1]["hostPath"]["path"], "/dev");
 }
+
+/// NetworkPolicies are served as kube-apiserver v1.36.2 serves them (checked there: discovery
+/// as `networking.k8s.io/v1` `networkpolicies`, short name `netpol`; `metadata.generation`
+/// counts spec changes), and server-side apply manages them.
+#[tokio::test]
+async fn network_policies_are_served_with_a_generation() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+    let cluster = Cluster::start().await;
+    let policies: Api<NetworkPolicy> = Api::namespaced(cluster.client(), NS);
+    let policy = |port: i32| -> NetworkPolicy {
+        serde_json::from_value(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "allow-metrics"},
+            "spec": {"podSelector": {"matchLabels": {"a": "b"}},
+                     "ingress": [{"ports": [{"protocol": "TCP", "port": port}]}],
+                     "policyTypes": ["Ingress"]}
+        }))
+        .unwrap()
+    };
+    let params = PatchParams::apply("tester");
+    let first = policies
+        .patch("allow-metrics", &params, &Patch::Apply(policy(9080)))
+        .await
+        .unwrap();
+    assert_eq!(first.metadata.generation, Some(1));
+    let same = policies
+        .patch("allow-metrics", &params, &Patch::Apply(policy(9080)))
+        .await
+        .unwrap();
+    assert_eq!(same.metadata.generation, Some(1), "an unchanged apply");
+    let changed = policies
+        .patch("allow-metrics", &params, &Patch::Apply(policy(9081)))
+        .await
+        .unwrap();
+    assert_eq!(changed.metadata.generation, Some(2));
+    let ports = changed.spec.unwrap().ingress.unwrap()[0]
+        .ports
+        .clone()
+        .unwrap();
+    assert_eq!(ports.len(), 1, "the apply replaced the rule: {ports:?}");
+
+    let discovery = kube::discovery::Discovery::new(cluster.client())
+        .run()
+        .await
+        .unwrap();
+    let (resource, _) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+        ))
+        .unwrap();
+    assert_eq!(resource.plural, "networkpolicies");
+}

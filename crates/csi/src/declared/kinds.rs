@@ -107,6 +107,7 @@ impl OwnedKind {
             Operand::StorageClass(_) => Some(OwnedKind::StorageClass),
             Operand::ConfigMap(_)
             | Operand::Secret(_)
+            | Operand::NetworkPolicy(_)
             | Operand::Service(_)
             | Operand::Dynamic(_) => None,
         }

@@ -539,6 +539,7 @@ async fn apply_step(
             }
         }
         Operand::Service(o) => applier.apply(o, find(&ops.services, o)).await,
+        Operand::NetworkPolicy(o) => applier.apply(o, find(&ops.network_policies, o)).await,
         Operand::PodDisruptionBudget(o) => {
             applier.apply(o, find(&ops.pod_disruption_budgets, o)).await
         }

@@ -20,6 +20,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Node, PersistentVolume, Secret, Service, ServiceAccount,
 };
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -201,6 +202,8 @@ pub struct ObservedOperands {
     pub config_maps: Vec<Arc<ConfigMap>>,
     /// Operand Services.
     pub services: Vec<Arc<Service>>,
+    /// Operand NetworkPolicies.
+    pub network_policies: Vec<Arc<NetworkPolicy>>,
     /// Operand PodDisruptionBudgets.
     pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
     /// Operand Deployments.
@@ -267,6 +270,7 @@ struct OperandCaches {
     role_bindings: Store<RoleBinding>,
     config_maps: Store<ConfigMap>,
     services: Store<Service>,
+    network_policies: Option<Store<NetworkPolicy>>,
     pod_disruption_budgets: Store<PodDisruptionBudget>,
     deployments: Store<Deployment>,
     daemon_sets: Store<DaemonSet>,
@@ -617,6 +621,9 @@ impl OperandCaches {
             role_bindings: informers.watch("rolebindings", Api::namespaced(c(), ns), ours()),
             config_maps: informers.watch("configmaps", Api::namespaced(c(), ns), ours()),
             services: informers.watch("services", Api::namespaced(c(), ns), ours()),
+            // Watched only for a driver that has some (the RBAC follows the rendered kinds).
+            network_policies: (!def.network_policies.is_empty())
+                .then(|| informers.watch("networkpolicies", Api::namespaced(c(), ns), ours())),
             pod_disruption_budgets: informers.watch(
                 "poddisruptionbudgets",
                 Api::namespaced(c(), ns),
@@ -644,6 +651,11 @@ impl OperandCaches {
             role_bindings: self.role_bindings.state(),
             config_maps: self.config_maps.state(),
             services: self.services.state(),
+            network_policies: self
+                .network_policies
+                .as_ref()
+                .map(Store::state)
+                .unwrap_or_default(),
             pod_disruption_budgets: self.pod_disruption_budgets.state(),
             deployments: self.deployments.state(),
             daemon_sets: self.daemon_sets.state(),
