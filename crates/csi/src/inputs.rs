@@ -294,6 +294,10 @@ pub struct Inputs {
     /// Whether the operator's host runs in FIPS mode, and with it the cluster's nodes (see
     /// `operator::Settings::host_fips`); false in offline renders.
     pub host_fips: bool,
+    /// The short-lived token role (an AWS IAM role ARN) of each CredentialsRequest, by request
+    /// name, where the operator's environment sets the request's role variable (see
+    /// `operator::credentials::role_variable`): the request then asks for STS credentials.
+    pub token_roles: BTreeMap<String, String>,
 }
 
 impl Inputs {
@@ -325,6 +329,18 @@ impl Inputs {
             source_config_maps: BTreeMap::new(),
             probe_facts: Vec::new(),
             host_fips: false,
+            token_roles: def
+                .credentials
+                .iter()
+                .chain(&def.node_credentials)
+                .filter_map(|c| c.credentials_request.as_ref())
+                .filter_map(|r| {
+                    let role = env
+                        .get(crate::operator::credentials::role_variable(r))
+                        .filter(|v| !v.trim().is_empty())?;
+                    Some((r.name.clone(), role.trim().to_owned()))
+                })
+                .collect(),
         }
     }
 

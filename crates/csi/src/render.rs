@@ -216,6 +216,14 @@ fn credentials_request(def: &DriverDef, creds: &CredentialsDef, inputs: &Inputs)
     if !request.annotations.is_empty() {
         object["metadata"]["annotations"] = json!(request.annotations);
     }
+    // With its role set, an AWS request asks for STS credentials: cloud-credential-operator
+    // then writes a Secret with the role and the token's path instead of keys.
+    if let Some(role) = inputs.token_roles.get(&request.name)
+        && request.provider_spec["kind"] == "AWSProviderSpec"
+    {
+        object["spec"]["cloudTokenPath"] = json!(crate::operator::credentials::CLOUD_TOKEN_PATH);
+        object["spec"]["providerSpec"]["stsIAMRoleARN"] = json!(role);
+    }
     if request.service_account_names.is_empty()
         && let Some(spec) = object["spec"].as_object_mut()
     {

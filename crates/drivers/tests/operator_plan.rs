@@ -665,7 +665,59 @@ fn the_node_credentials_request_has_its_own_controller_and_its_own_role() {
     let plan = plan::plan(&def, &env(&["ROLEARN", "NODE_ROLEARN"]), &observed, &at(0));
     assert_eq!(
         credentials_requests(&plan),
-        [controller_request, "node-request".to_owned()]
+        [controller_request.clone(), "node-request".to_owned()]
+    );
+}
+
+/// With its role in the operator's environment an AWS CredentialsRequest asks for STS
+/// credentials (role and token path), each request its own role, as OpenShift's AWS EFS
+/// operator writes them; without, it asks for keys.
+#[test]
+fn aws_credentials_requests_carry_their_sts_role() {
+    let def = drivers::by_name("aws-efs").unwrap();
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    with_credentials_request_api(&mut observed, None);
+    let requests = |env: &[(&str, &str)]| -> Vec<Value> {
+        let env = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        plan::plan(&def, &env, &observed, &at(0))
+            .steps
+            .iter()
+            .map(|s| s.operand.to_value())
+            .filter(|v| v["kind"] == "CredentialsRequest")
+            .collect()
+    };
+    let keys = requests(&[]);
+    assert_eq!(keys.len(), 2);
+    for request in &keys {
+        assert!(request["spec"].get("cloudTokenPath").is_none(), "{request}");
+        assert!(
+            request["spec"]["providerSpec"]
+                .get("stsIAMRoleARN")
+                .is_none()
+        );
+    }
+    let sts = requests(&[
+        ("ROLEARN", "arn:aws:iam::1:role/controller"),
+        ("NODE_ROLEARN", "arn:aws:iam::1:role/node"),
+    ]);
+    let role_of = |name: &str| {
+        let request = sts.iter().find(|r| r["metadata"]["name"] == name).unwrap();
+        assert_eq!(
+            request["spec"]["cloudTokenPath"],
+            "/var/run/secrets/openshift/serviceaccount/token"
+        );
+        request["spec"]["providerSpec"]["stsIAMRoleARN"].clone()
+    };
+    assert_eq!(
+        role_of("openshift-aws-efs-csi-driver"),
+        "arn:aws:iam::1:role/controller"
+    );
+    assert_eq!(
+        role_of("openshift-aws-efs-csi-driver-node"),
+        "arn:aws:iam::1:role/node"
     );
 }
 

@@ -35,6 +35,22 @@ pub fn node_controller(def: &DriverDef) -> String {
 /// role.
 pub const ROLE_ARN_VARS_ANNOTATION: &str = "credentials.openshift.io/role-arns-vars";
 
+/// Where a pod's bound ServiceAccount token for cloud-credential-operator's short-lived
+/// credentials is (`spec.cloudTokenPath` of a request that asks for them; the drivers mount
+/// the token there).
+pub const CLOUD_TOKEN_PATH: &str = "/var/run/secrets/openshift/serviceaccount/token";
+
+/// The environment variable holding `request`'s AWS STS role: the first its
+/// `role-arns-vars` annotation names (e.g. the node's `NODE_ROLEARN`), else `ROLEARN`, as
+/// OpenShift's AWS EFS operator reads it.
+pub fn role_variable(request: &crate::def::CredentialsRequestDef) -> &str {
+    request
+        .annotations
+        .get(ROLE_ARN_VARS_ANNOTATION)
+        .and_then(|vars| vars.split(',').map(str::trim).find(|v| !v.is_empty()))
+        .unwrap_or("ROLEARN")
+}
+
 /// The reason when the CredentialsRequest is not applied in Manual mode.
 pub const REASON_DISABLED: &str = "CredentialsDisabled";
 /// The reason while cloud-credential-operator has not provisioned the Secret.
