@@ -1493,6 +1493,20 @@ fn table_roles_grant_one_pod_what_it_needs() {
     assert_eq!(privileged.rules.unwrap().len(), 1, "SCC use only");
 }
 
+/// `Kind/name` of every operand rendered for these inputs (what the leftover sweep spares).
+fn rendered_kind_names(def: &DriverDef, i: &Inputs) -> std::collections::BTreeSet<String> {
+    csi::render_operands(def, i)
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o.kind(),
+                o.to_value()["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 /// A ClusterRoleBinding the table renames (`clusterRoleBindingNames`) is rendered under the
 /// replaced operator's name, so the leftover sweep keeps (adopts) the replaced operator's
 /// binding of that name, and the kit's name is not rendered: a binding of that name the
@@ -1523,16 +1537,7 @@ fn renamed_bindings_are_rendered_and_adopted(
     let def = def(short);
     assert_eq!(def.cluster_role_binding_names[kit_name], openshift_name);
     let i = inputs(&def, Topology::HighlyAvailable);
-    let ours: std::collections::BTreeSet<String> = csi::render_operands(&def, &i)
-        .iter()
-        .map(|o| {
-            format!(
-                "{}/{}",
-                o.kind(),
-                o.to_value()["metadata"]["name"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let ours = rendered_kind_names(&def, &i);
     let former = |name: &str| {
         serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(
             json!({"name": name, "managedFields": [{"manager": def.adopt_from[0],
@@ -1596,16 +1601,7 @@ fn table_roles_are_adopted_and_unrendered_former_roles_swept() {
     ] {
         let def = def(short);
         let i = inputs(&def, Topology::HighlyAvailable);
-        let ours: std::collections::BTreeSet<String> = csi::render_operands(&def, &i)
-            .iter()
-            .map(|o| {
-                format!(
-                    "{}/{}",
-                    o.kind(),
-                    o.to_value()["metadata"]["name"].as_str().unwrap()
-                )
-            })
-            .collect();
+        let ours = rendered_kind_names(&def, &i);
         let kind_of = |kind: &str| *LeftoverKind::ALL.iter().find(|k| k.name() == kind).unwrap();
         let former = |name: &str| {
             serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(
