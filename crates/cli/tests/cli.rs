@@ -477,7 +477,7 @@ fn render_platform_openstack_prints_cinder_and_manila() {
     find(
         &docs,
         "CredentialsRequest",
-        "openshift-cinder-csi-driver-operator",
+        "openstack-cinder-csi-driver-operator",
     );
     find(&docs, "CredentialsRequest", "manila-csi-drivers");
 }
