@@ -1445,3 +1445,62 @@ async fn the_credentials_request_is_available_once_provisioned() {
     quiet(&cluster, &running).await;
     running.stop().await;
 }
+
+/// What an earlier version of ours rendered under names this one no longer uses (here a
+/// binding and a Role with the operand label) is deleted once the operator runs; what is not
+/// ours (no operand label) stays, and so do ours that are rendered.
+#[tokio::test]
+async fn operands_an_earlier_version_named_otherwise_are_deleted() {
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role};
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let binding = |name: &str, ours: bool| {
+        let labels = if ours {
+            json!({"csi.storage.openshift.io/driver": "gcp-pd"})
+        } else {
+            json!({})
+        };
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": name, "labels": labels},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"kind": "ServiceAccount", "name": "x", "namespace": NS}]})
+    };
+    create_cluster_scoped::<ClusterRoleBinding>(&admin, binding("gcp-pd-old-binding", true)).await;
+    create_cluster_scoped::<ClusterRoleBinding>(&admin, binding("someone-elses-binding", false))
+        .await;
+    let roles: Api<Role> = Api::namespaced(admin.clone(), NS);
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "gcp-pd-old-role", "labels": {"csi.storage.openshift.io/driver": "gcp-pd"}},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let running = start(&cluster);
+    healthy(&admin).await;
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+    eventually("the old binding and Role deleted", async || {
+        let binding = bindings.get_opt("gcp-pd-old-binding").await.unwrap();
+        let role = roles.get_opt("gcp-pd-old-role").await.unwrap();
+        (binding.is_none() && role.is_none()).then_some(())
+    })
+    .await;
+    assert!(
+        bindings
+            .get_opt("someone-elses-binding")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let ours = bindings
+        .list(&ListParams::default().labels("csi.storage.openshift.io/driver=gcp-pd"))
+        .await
+        .unwrap();
+    assert!(!ours.items.is_empty(), "the rendered bindings stay");
+    quiet(&cluster, &running).await;
+    running.stop().await;
+}

@@ -789,3 +789,60 @@ fn an_extra_daemon_set_is_applied_and_reported_under_its_controller() {
         ConditionStatus::False
     );
 }
+
+/// The sweep of what an earlier version rendered under other names: only objects with the
+/// driver's operand label, never the shared sidecar roles, only kinds this pass renders (the
+/// operator may delete those), and nothing on a pass that renders nothing.
+#[test]
+fn only_our_operands_of_rendered_kinds_that_this_version_does_not_render_are_deleted() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let labelled = |labels: Value| json!({"name": "x", "labels": labels});
+    let ours = json!({"csi.storage.openshift.io/driver": "gcp-pd"});
+    let binding = |name: &str, labels: Value| -> Arc<ClusterRoleBinding> {
+        let mut meta = labelled(labels);
+        meta["name"] = json!(name);
+        Arc::new(
+            serde_json::from_value(json!({"metadata": meta,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}}))
+            .unwrap(),
+        )
+    };
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed.operands.cluster_role_bindings = vec![
+        binding("gcp-pd-old-binding", ours.clone()),
+        binding(
+            "other-drivers-binding",
+            json!({"csi.storage.openshift.io/driver": "smb"}),
+        ),
+        binding("unlabelled-binding", json!({})),
+    ];
+    observed.operands.cluster_roles = vec![Arc::new(
+        serde_json::from_value::<ClusterRole>(json!({"metadata": {
+            "name": "openshift-csi-old-shared-role",
+            "labels": {"csi.storage.openshift.io/driver": "gcp-pd",
+                       "csi.storage.openshift.io/shared-sidecar-role": "true"}}}))
+        .unwrap(),
+    )];
+    // GCP PD renders no NetworkPolicy: the operator may not delete one.
+    observed.operands.network_policies = vec![Arc::new(
+        serde_json::from_value::<NetworkPolicy>(
+            json!({"metadata": {"name": "gcp-pd-old-policy", "labels": ours}}),
+        )
+        .unwrap(),
+    )];
+    let plan = run(&observed, &at(0));
+    let deleted: Vec<(DeleteKind, &str)> = plan
+        .deletions
+        .iter()
+        .map(|d| (d.kind, d.name.as_str()))
+        .collect();
+    assert_eq!(
+        deleted,
+        [(DeleteKind::ClusterRoleBinding, "gcp-pd-old-binding")]
+    );
+
+    // A pass that plans nothing (here Unmanaged) deletes nothing.
+    observed.cluster_csi_driver = Some(driver(json!({"managementState": "Unmanaged"})));
+    assert!(run(&observed, &at(0)).deletions.is_empty());
+}

@@ -9,7 +9,8 @@
 //!   operator's binary, one per driver, so other drivers' objects in the shared namespace are
 //!   never matched), and nobody declared it with server-side apply;
 //! - it is not one of ours: not an operand this pass rendered, and without our operand label
-//!   (those are [`super::plan`]'s to remove when a later version stops rendering them);
+//!   (those are [`super::plan`]'s to remove when a later version stops rendering them, see
+//!   its `no_longer_rendered`);
 //! - it is of a kind that runs or grants something: Deployments, DaemonSets, Services,
 //!   ServiceAccounts, Roles, RoleBindings and PodDisruptionBudgets in the driver namespace,
 //!   ClusterRoles and ClusterRoleBindings whose name starts with the driver's cluster role

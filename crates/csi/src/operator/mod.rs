@@ -48,7 +48,10 @@ use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -787,6 +790,40 @@ async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'stati
         }
         DeleteKind::ConfigMap => {
             delete_if_present(&Api::<ConfigMap>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::ServiceAccount => {
+            delete_if_present(
+                &Api::<ServiceAccount>::namespaced(client, ns),
+                name,
+                &params,
+            )
+            .await
+        }
+        DeleteKind::Role => {
+            delete_if_present(&Api::<Role>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::RoleBinding => {
+            delete_if_present(&Api::<RoleBinding>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::ClusterRole => {
+            delete_if_present(&Api::<ClusterRole>::all(client), name, &params).await
+        }
+        DeleteKind::ClusterRoleBinding => {
+            delete_if_present(&Api::<ClusterRoleBinding>::all(client), name, &params).await
+        }
+        DeleteKind::Service => {
+            delete_if_present(&Api::<Service>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::PodDisruptionBudget => {
+            delete_if_present(
+                &Api::<PodDisruptionBudget>::namespaced(client, ns),
+                name,
+                &params,
+            )
+            .await
+        }
+        DeleteKind::NetworkPolicy => {
+            delete_if_present(&Api::<NetworkPolicy>::namespaced(client, ns), name, &params).await
         }
     };
     tracing::info!(kind = ?deletion.kind, name, ok = result.is_ok(), "deleted");

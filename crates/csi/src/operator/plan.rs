@@ -3,12 +3,12 @@
 //! and each controller's part of the ClusterCSIDriver status. No I/O: the unit tests call it
 //! directly and `execute` only carries it out.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use api::operator_v1::{ConditionStatus, GenerationStatus, OperatorCondition};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use opkit::conditions::condition;
 use opkit::management::{self, MANAGEMENT_STATE_DEGRADED, Mode};
@@ -108,6 +108,22 @@ pub enum DeleteKind {
     CSIDriver,
     /// A copied ConfigMap whose source is gone.
     ConfigMap,
+    /// An operand ServiceAccount this version no longer renders.
+    ServiceAccount,
+    /// An operand Role this version no longer renders.
+    Role,
+    /// An operand RoleBinding this version no longer renders.
+    RoleBinding,
+    /// An operand ClusterRole this version no longer renders.
+    ClusterRole,
+    /// An operand ClusterRoleBinding this version no longer renders.
+    ClusterRoleBinding,
+    /// An operand Service this version no longer renders.
+    Service,
+    /// An operand PodDisruptionBudget this version no longer renders.
+    PodDisruptionBudget,
+    /// An operand NetworkPolicy this version no longer renders.
+    NetworkPolicy,
 }
 
 /// One object to delete.
@@ -561,6 +577,8 @@ pub fn plan(
         observed,
         storage_class_error.is_none(),
     ));
+    plan.deletions
+        .extend(no_longer_rendered(def, &plan.steps, observed));
 
     // Workload status from the observed objects.
     let controller = controller_service_status(def, observed, driver, now);
@@ -833,6 +851,91 @@ fn stale_operands(
                     name,
                 });
             }
+        }
+    }
+    deletions
+}
+
+/// Operands of ours (with the driver's operand label) that this pass does not render: what an
+/// earlier version made under names this one no longer uses (e.g. a binding renamed to
+/// OpenShift's). Only for kinds of which this pass renders some (the operator's RBAC covers
+/// those), never the shared sidecar roles, and only on a full pass (a disabled driver or one
+/// being removed plans elsewhere). Workloads, ConfigMaps, Secrets, classes and the CSIDriver
+/// are not swept here.
+fn no_longer_rendered(def: &DriverDef, steps: &[Step], observed: &Observed) -> Vec<Deletion> {
+    let rendered: BTreeSet<(&'static str, String)> = steps
+        .iter()
+        .map(|s| {
+            let name = s.operand.to_value()["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            (s.operand.kind(), name)
+        })
+        .collect();
+    let ops = &observed.operands;
+    let candidates: Vec<(DeleteKind, &'static str, &ObjectMeta)> = ops
+        .service_accounts
+        .iter()
+        .map(|o| (DeleteKind::ServiceAccount, "ServiceAccount", &o.metadata))
+        .chain(
+            ops.roles
+                .iter()
+                .map(|o| (DeleteKind::Role, "Role", &o.metadata)),
+        )
+        .chain(
+            ops.role_bindings
+                .iter()
+                .map(|o| (DeleteKind::RoleBinding, "RoleBinding", &o.metadata)),
+        )
+        .chain(
+            ops.cluster_roles
+                .iter()
+                .map(|o| (DeleteKind::ClusterRole, "ClusterRole", &o.metadata)),
+        )
+        .chain(ops.cluster_role_bindings.iter().map(|o| {
+            (
+                DeleteKind::ClusterRoleBinding,
+                "ClusterRoleBinding",
+                &o.metadata,
+            )
+        }))
+        .chain(
+            ops.services
+                .iter()
+                .map(|o| (DeleteKind::Service, "Service", &o.metadata)),
+        )
+        .chain(ops.pod_disruption_budgets.iter().map(|o| {
+            (
+                DeleteKind::PodDisruptionBudget,
+                "PodDisruptionBudget",
+                &o.metadata,
+            )
+        }))
+        .chain(
+            ops.network_policies
+                .iter()
+                .map(|o| (DeleteKind::NetworkPolicy, "NetworkPolicy", &o.metadata)),
+        )
+        .collect();
+    let mut deletions = Vec::new();
+    for (kind, kind_name, meta) in candidates {
+        let labels = meta.labels.clone().unwrap_or_default();
+        let name = meta.name.clone().unwrap_or_default();
+        let kind_rendered = rendered.iter().any(|(k, _)| *k == kind_name);
+        if is_ours(&labels, def)
+            && !labels.contains_key(names::SHARED_ROLE_LABEL)
+            && kind_rendered
+            && !rendered.contains(&(kind_name, name.clone()))
+            && !deletions
+                .iter()
+                .any(|d: &Deletion| d.kind == kind && d.name == name)
+        {
+            deletions.push(Deletion {
+                group: Group::Static,
+                kind,
+                name,
+            });
         }
     }
     deletions
