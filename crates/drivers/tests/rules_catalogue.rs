@@ -1451,19 +1451,10 @@ fn table_roles_grant_one_pod_what_it_needs() {
         },
         &BTreeMap::new(),
     );
-    let rendered: Vec<String> = csi::render_operands(&smb, &plain)
-        .iter()
-        .map(|o| {
-            format!(
-                "{}/{}",
-                o.kind(),
-                o.to_value()["metadata"]["name"].as_str().unwrap()
-            )
-        })
-        .collect();
-    assert!(rendered.contains(
-        &"ClusterRole/openshift-csi-provisioner-configmap-and-secret-reader-role".to_owned()
-    ));
+    assert!(
+        rendered_kind_names(&smb, &plain)
+            .contains("ClusterRole/openshift-csi-provisioner-configmap-and-secret-reader-role")
+    );
 
     let vsphere = def("vsphere");
     let i = inputs(&vsphere, Topology::HighlyAvailable);
@@ -1493,7 +1484,8 @@ fn table_roles_grant_one_pod_what_it_needs() {
     assert_eq!(privileged.rules.unwrap().len(), 1, "SCC use only");
 }
 
-/// `Kind/name` of every operand rendered for these inputs (what the leftover sweep spares).
+/// `Kind/name` of every operand rendered for these inputs (e.g. what the leftover sweep
+/// spares).
 fn rendered_kind_names(def: &DriverDef, i: &Inputs) -> std::collections::BTreeSet<String> {
     csi::render_operands(def, i)
         .iter()
