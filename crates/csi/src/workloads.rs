@@ -58,13 +58,18 @@ fn table_requests(r: &RequestsDef) -> ResourceRequirements {
 
 /// A container with the settings every operand container shares: pull policy, requests,
 /// read-only root file system, logs as termination message.
-fn container(name: &str, image: &str, args: Vec<String>, memory: &str) -> Container {
+fn container(
+    name: &str,
+    image: &str,
+    args: Vec<String>,
+    resources: ResourceRequirements,
+) -> Container {
     Container {
         name: name.to_owned(),
         image: Some(image.to_owned()),
         image_pull_policy: Some("IfNotPresent".to_owned()),
         args: Some(args),
-        resources: Some(requests(memory)),
+        resources: Some(resources),
         security_context: Some(SecurityContext {
             read_only_root_filesystem: Some(true),
             ..SecurityContext::default()
@@ -78,7 +83,7 @@ fn container(name: &str, image: &str, args: Vec<String>, memory: &str) -> Contai
 /// driver) with the settings every container the kit builds has: `IfNotPresent`, requests of
 /// 10m CPU and 50Mi memory, a read-only root file system, logs as termination message.
 pub fn operand_container(name: &str, image: &str, args: Vec<String>) -> Container {
-    container(name, image, args, REQUEST_MEMORY)
+    container(name, image, args, requests(REQUEST_MEMORY))
 }
 
 /// Env var `name` from field `path` of the pod (the downward API, e.g. `spec.nodeName`).
@@ -390,12 +395,11 @@ fn driver_container(
         names::DRIVER_CONTAINER,
         &inputs.images.driver,
         driver_args(def, inputs),
-        def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
+        requests_of(
+            def.cpu_request.as_deref().unwrap_or(REQUEST_CPU),
+            def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
+        ),
     );
-    c.resources = Some(requests_of(
-        def.cpu_request.as_deref().unwrap_or(REQUEST_CPU),
-        def.memory_request.as_deref().unwrap_or(REQUEST_MEMORY),
-    ));
     // A ConfigMap of envFrom that has CSI_ENDPOINT gives it (the table checks it is the
     // socket); else the kit's.
     let endpoint_from_config_map = def.env_from.iter().any(|name| {
@@ -502,7 +506,7 @@ fn kube_rbac_proxy(name: &str, short: &str, metrics: MetricsDef, inputs: &Inputs
         name,
         &inputs.images.kube_rbac_proxy,
         args,
-        PROXY_REQUEST_MEMORY,
+        requests(PROXY_REQUEST_MEMORY),
     );
     c.ports = Some(vec![port(
         &names::metrics_port(short),
@@ -702,9 +706,8 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
             &sidecar.kind.container_name(),
             sidecar_image(sidecar.kind, inputs),
             args,
-            REQUEST_MEMORY,
+            table_requests(&sidecar.requests),
         );
-        c.resources = Some(table_requests(&sidecar.requests));
         if sidecar.address_env {
             c.env = Some(vec![env(ADDRESS_ENV, &socket)]);
         }
@@ -741,9 +744,8 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         names::LIVENESS_PROBE_CONTAINER,
         &inputs.images.liveness_probe,
         probe_args,
-        REQUEST_MEMORY,
+        table_requests(&ctl.liveness_probe_requests),
     );
-    probe.resources = Some(table_requests(&ctl.liveness_probe_requests));
     probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
     limit_memory(&mut probe, ctl.memory_limits.liveness_probe.as_ref());
     containers.push(probe);
@@ -763,11 +765,7 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     }
     mount_shared_volumes(&mut containers, &ctl.driver.volumes);
     sort_by_names(&mut containers, &ctl.container_order, |c| &c.name);
-    for c in &mut containers {
-        if let Some(name) = ctl.container_names.get(&c.name) {
-            c.name.clone_from(name);
-        }
-    }
+    rename_kit_containers(&mut containers, &ctl.container_names);
 
     let mut volumes = vec![Volume {
         name: "socket-dir".to_owned(),
@@ -954,9 +952,8 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         names::REGISTRAR_CONTAINER,
         &inputs.images.node_driver_registrar,
         registrar_args,
-        REQUEST_MEMORY,
+        table_requests(&node.registrar.requests),
     );
-    registrar.resources = Some(table_requests(&node.registrar.requests));
     if !node.registrar.env.is_empty() {
         registrar.env = Some(env_vars(&node.registrar.env));
     }
@@ -1006,9 +1003,8 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         names::LIVENESS_PROBE_CONTAINER,
         &inputs.images.liveness_probe,
         probe_args,
-        REQUEST_MEMORY,
+        table_requests(&node.liveness_probe.requests),
     );
-    probe.resources = Some(table_requests(&node.liveness_probe.requests));
     if !node.liveness_probe.env.is_empty() {
         probe.env = Some(env_vars(&node.liveness_probe.env));
     }
@@ -1062,11 +1058,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         }
     }
     rename_kit_volumes(&mut containers, &mut volumes, &node.volume_names);
-    for c in &mut containers {
-        if let Some(name) = node.container_names.get(&c.name) {
-            c.name.clone_from(name);
-        }
-    }
+    rename_kit_containers(&mut containers, &node.container_names);
     let node_selector = node
         .node_selector
         .clone()
@@ -1163,6 +1155,15 @@ fn rename_kit_volumes(
     {
         if let Some(name) = renames.get(&m.name) {
             m.name.clone_from(name);
+        }
+    }
+}
+
+/// Renames the kit's containers of a pod (`csi-liveness-probe`, ...), by the kit's name.
+fn rename_kit_containers(containers: &mut [Container], renames: &BTreeMap<String, String>) {
+    for c in containers {
+        if let Some(name) = renames.get(&c.name) {
+            c.name.clone_from(name);
         }
     }
 }
