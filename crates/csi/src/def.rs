@@ -144,6 +144,10 @@ pub struct DriverDef {
     /// depends on them; never used by the operator.
     #[serde(default)]
     pub probe_example: Vec<String>,
+    /// Task facts that offline renders use ([`Inputs::offline`]), by task name (see
+    /// `operator::Task::facts`); never used by the operator.
+    #[serde(default)]
+    pub task_examples: BTreeMap<String, Vec<String>>,
 }
 
 /// See [`DriverDef::storage_class_generator`].

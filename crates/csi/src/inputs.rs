@@ -291,6 +291,13 @@ pub struct Inputs {
     /// What the driver operator's probe found outside the cluster (e.g. the share types a
     /// cloud offers), for the driver's hooks; empty without a probe.
     pub probe_facts: Vec<String>,
+    /// What the driver operator's tasks have established, by task name (see
+    /// `operator::Task::facts`); a task without facts has no entry. Offline renders use the
+    /// table's `taskExamples`.
+    pub task_facts: BTreeMap<String, Vec<String>>,
+    /// `Infrastructure.spec.platformSpec`, for driver hooks and tasks that read the platform's
+    /// desired layout (e.g. vSphere's failure domains).
+    pub platform_spec: Option<api::config_v1::PlatformSpec>,
     /// Whether the operator's host runs in FIPS mode, and with it the cluster's nodes (see
     /// `operator::Settings::host_fips`); false in offline renders.
     pub host_fips: bool,
@@ -328,6 +335,8 @@ impl Inputs {
             copied_config_maps: BTreeMap::new(),
             source_config_maps: BTreeMap::new(),
             probe_facts: Vec::new(),
+            task_facts: BTreeMap::new(),
+            platform_spec: None,
             host_fips: false,
             token_roles: def
                 .credentials
@@ -352,6 +361,7 @@ impl Inputs {
             inputs.crds = OptionalCrds::all();
         }
         inputs.probe_facts = def.probe_example.clone();
+        inputs.task_facts = def.task_examples.clone();
         if let Some(credentials) = &def.credentials {
             inputs.credentials = SecretData(credentials.example.clone());
         }

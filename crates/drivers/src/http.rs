@@ -286,12 +286,37 @@ impl Response {
     }
 }
 
+/// A response whose body is kept as it came (e.g. SOAP's XML).
+pub struct RawResponse {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Bytes,
+}
+
 /// Sends one request with [`REQUEST_TIMEOUT`]; `what` names it in errors.
 pub async fn send(
     client: &HttpClient,
     request: Request<Full<Bytes>>,
     what: &str,
 ) -> Result<Response, String> {
+    let raw = send_raw(client, request, what).await?;
+    Ok(Response {
+        status: raw.status,
+        headers: raw.headers,
+        body: serde_json::from_slice(&raw.body).unwrap_or(Value::Null),
+    })
+}
+
+/// Sends one request with [`REQUEST_TIMEOUT`] and keeps the body as bytes; `what` names it in
+/// errors.
+pub async fn send_raw(
+    client: &HttpClient,
+    request: Request<Full<Bytes>>,
+    what: &str,
+) -> Result<RawResponse, String> {
     let exchange = async {
         let response = client
             .request(request)
@@ -304,11 +329,10 @@ pub async fn send(
             .await
             .map_err(|e| format!("{what}: reading the response failed: {e}"))?
             .to_bytes();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok(Response {
+        Ok(RawResponse {
             status,
             headers,
-            body,
+            body: bytes,
         })
     };
     tokio::time::timeout(REQUEST_TIMEOUT, exchange)

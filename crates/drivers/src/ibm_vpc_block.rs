@@ -381,7 +381,11 @@ impl SecretSync {
 }
 
 impl Task for SecretSync {
-    fn sync(&self) -> Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + '_>> {
+    fn sync<'a>(
+        &'a self,
+        _inputs: &'a Inputs,
+    ) -> Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + 'a>> {
+        // It reads the cloud config and credentials through the API, as OpenShift's does.
         Box::pin(self.run())
     }
 }

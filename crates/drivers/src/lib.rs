@@ -20,7 +20,9 @@ pub mod openstack_manila;
 pub mod powervs_block;
 pub mod secrets;
 pub mod smb;
+pub mod vcenter_api;
 pub mod vsphere;
+pub mod vsphere_policy;
 
 /// A driver could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -146,16 +148,19 @@ pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::Pro
 }
 
 /// The driver's own controllers beside the kit's (IBM VPC Block: `SecretSync`, which writes
-/// `storage-secret-store` through `client`).
+/// `storage-secret-store` through `client`; vSphere: `VMwareVSphereDriverStorageClassController`,
+/// which makes the storage policy in each vCenter).
 pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<csi::operator::TaskConfig> {
-    if def.short_name == ibm_vpc_block::SHORT_NAME {
-        vec![ibm_vpc_block::secret_sync(
+    match def.short_name.as_str() {
+        ibm_vpc_block::SHORT_NAME => vec![ibm_vpc_block::secret_sync(
             client,
             def,
             ibm_vpc_block::SYNC_INTERVAL,
-        )]
-    } else {
-        Vec::new()
+        )],
+        vsphere::SHORT_NAME => vec![vsphere_policy::task(std::sync::Arc::new(
+            vsphere_policy::VCenterPolicyMaker,
+        ))],
+        _ => Vec::new(),
     }
 }
 

@@ -65,8 +65,10 @@ pub const DEFAULT_MAX_SNAPSHOTS: i32 = 3;
 /// Block volumes per node when `driverConfig` does not say.
 pub const DEFAULT_MAX_VOLUMES_PER_NODE: i32 = 59;
 
-const SOURCE_ID: &str = "openshift-config/cloud-provider-config";
-const SOURCE_KEY: &str = "config";
+/// The cloud config: `namespace/name` of its ConfigMap.
+pub const SOURCE_ID: &str = "openshift-config/cloud-provider-config";
+/// The cloud config's key in its ConfigMap.
+pub const SOURCE_KEY: &str = "config";
 const TABLE: &str = include_str!("vsphere.yaml");
 
 /// The vSphere driver with its hooks.
@@ -91,6 +93,8 @@ pub fn def() -> Result<DriverDef, DriverError> {
             with_max_volumes_per_node,
             with_debug_logging_on_nodes,
         ],
+        storage_class: vec![crate::vsphere_policy::with_storage_policy],
+        storage_class_filter: Some(crate::vsphere_policy::wait_for_policy),
         ..Hooks::default()
     };
     def.precondition = Some(precondition);

@@ -10,15 +10,17 @@
 mod fixtures;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
 use csi::operator::Settings;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
 use serde_json::{Value, json};
@@ -72,6 +74,9 @@ struct Case {
     runtime_operands: fn() -> Vec<Value>,
     /// The share types the cloud offers (Manila's probe), for a driver that asks.
     share_types: &'static [&'static str],
+    /// Whether the driver makes a storage policy in its cloud first (vSphere's
+    /// StorageClassController): a fake vCenter where it exists already.
+    storage_policy: bool,
 }
 
 impl Case {
@@ -130,6 +135,7 @@ const GCP_PD: Case = Case {
     seeds: Vec::new,
     runtime_operands: Vec::new,
     share_types: &[],
+    storage_policy: false,
 };
 
 /// The credentials cloud-credential-operator wrote for AWS EBS in mint mode.
@@ -208,6 +214,7 @@ const AWS_EBS: Case = Case {
     },
     runtime_operands: Vec::new,
     share_types: &[],
+    storage_policy: false,
 };
 
 /// The credentials cloud-credential-operator wrote for AWS EFS in mint mode: the controller's
@@ -265,6 +272,7 @@ const AWS_EFS: Case = Case {
     },
     runtime_operands: Vec::new,
     share_types: &[],
+    storage_policy: false,
 };
 
 const SMB: Case = Case {
@@ -289,6 +297,7 @@ const SMB: Case = Case {
     seeds: Vec::new,
     runtime_operands: Vec::new,
     share_types: &[],
+    storage_policy: false,
 };
 
 /// The installer's cloud config of an OpenStack cluster.
@@ -375,6 +384,7 @@ const OPENSTACK_CINDER: Case = Case {
         }})]
     },
     share_types: &[],
+    storage_policy: false,
 };
 
 /// Manila's namespace on OpenShift.
@@ -445,6 +455,7 @@ const OPENSTACK_MANILA: Case = Case {
         ]
     },
     share_types: &["default"],
+    storage_policy: false,
 };
 
 /// The installer's cloud config of an Azure cluster (`openshift-config/cloud-provider-config`).
@@ -517,6 +528,7 @@ const AZURE_DISK: Case = Case {
                     "data": {"config": AZURE_CLOUD_CONFIG}})]
     },
     share_types: &[],
+    storage_policy: false,
 };
 
 /// The credentials cloud-credential-operator wrote for Azure File in mint mode.
@@ -573,6 +585,7 @@ const AZURE_FILE: Case = Case {
     },
     runtime_operands: AZURE_DISK.runtime_operands,
     share_types: &[],
+    storage_policy: false,
 };
 
 /// The vSphere cloud config of an installer-made cluster with failure domains (topology on).
@@ -664,6 +677,7 @@ const VSPHERE: Case = Case {
     },
     runtime_operands: Vec::new,
     share_types: &[],
+    storage_policy: true,
 };
 
 /// The cloud config of an IBM Cloud cluster (openshift-cloud-controller-manager/cloud-conf).
@@ -738,6 +752,7 @@ const IBM_VPC_BLOCK: Case = Case {
                     "stringData": {"slclient.toml": IBM_VPC_STORAGE_SECRET}})]
     },
     share_types: &[],
+    storage_policy: false,
 };
 
 const POWERVS_BLOCK: Case = Case {
@@ -775,6 +790,7 @@ const POWERVS_BLOCK: Case = Case {
     },
     runtime_operands: Vec::new,
     share_types: &[],
+    storage_policy: false,
 };
 
 /// The images of the release payload, by OpenShift's environment variable.
@@ -822,6 +838,11 @@ fn openshift_objects(case: &Case) -> Vec<Value> {
         substitutions.push((format!("${{{var}}}"), image));
     }
     substitutions.push(("${CLUSTER_ID}".to_owned(), INFRA.to_owned()));
+    // vSphere's StorageClassController names the policy it made.
+    substitutions.push((
+        "${STORAGE_POLICY_NAME}".to_owned(),
+        format!("openshift-storage-policy-{INFRA}"),
+    ));
     let mut objects = fixtures::load(case.fixture, &substitutions);
     objects.extend((case.runtime_operands)());
     objects.retain(|o| {
@@ -1033,7 +1054,11 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
                 Duration::from_millis(500),
             )
         }),
-        tasks: Vec::new(),
+        tasks: if case.storage_policy {
+            vec![drivers::vsphere_policy::task(Arc::new(PolicyExists))]
+        } else {
+            Vec::new()
+        },
     };
     Background::spawn(|shutdown| async move {
         csi::operator::run_with_extras(
@@ -1053,6 +1078,21 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
         .unwrap();
     })
     .settles_when(settling)
+}
+
+/// A vCenter where the cluster's storage policy exists (OpenShift's operator made it).
+struct PolicyExists;
+
+impl drivers::vsphere_policy::PolicyMaker for PolicyExists {
+    fn ensure<'a>(
+        &'a self,
+        _target: &'a drivers::vsphere_policy::Target,
+        spec: &'a drivers::vcenter_api::PolicySpec,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<String>, String>> + Send + 'a>>
+    {
+        assert_eq!(spec.policy, format!("openshift-storage-policy-{INFRA}"));
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 /// A cloud offering these share types.
@@ -1174,6 +1214,14 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
         }
     }
 
+    // The StorageClasses as OpenShift's operator made them: ours are the same (their
+    // parameters cannot change), so they are adopted in place, never deleted and recreated.
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    let mut classes_before = Vec::new();
+    for name in case.classes {
+        classes_before.extend(classes.get_opt(name).await.unwrap());
+    }
+
     let running = start(&cluster, case);
     healthy(&admin, case).await;
     // What OpenShift's operator left under other names is deleted, once ours are in place;
@@ -1236,6 +1284,17 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             meta["labels"]["csi.storage.openshift.io/driver"], case.short,
             "{key} was not adopted"
         );
+    }
+
+    for before in classes_before {
+        let after = classes.get(&before.name_any()).await.unwrap();
+        assert_eq!(
+            after.metadata.uid,
+            before.metadata.uid,
+            "StorageClass {} was recreated",
+            before.name_any()
+        );
+        assert_eq!(after.parameters, before.parameters);
     }
 
     // The metrics Service has OpenShift's ports, once each.

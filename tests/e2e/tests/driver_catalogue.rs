@@ -9,6 +9,8 @@
 //!   kube-controller-manager says of the workloads: on a cluster whose pods cannot run, that
 //!   they are waiting for them; IBM VPC Block also reports `SecretSyncDegraded`, naming the
 //!   credentials it lacks;
+//! - vSphere, given its credentials and a (fake, in-process) vCenter, makes its storage policy
+//!   there and the StorageClass naming it;
 //! - removable drivers (AWS EFS, SMB) are then set Removed and uninstall themselves.
 //!
 //! On a cluster without OpenShift's Infrastructure each test declares the driver's platform.
@@ -16,6 +18,10 @@
 //! created at the end (waiting until the API server has let go of it).
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
+
+// The drivers crate's fake vCenter, for the vSphere scenario.
+#[path = "../../../crates/drivers/tests/fake_vcenter/mod.rs"]
+mod fake_vcenter;
 
 use api::operator_v1::ClusterCSIDriver;
 use e2e::driver::Driver;
@@ -250,7 +256,8 @@ async fn smb_installs_and_uninstalls() {
 /// With the cloud config and cloud-credential-operator's Secret, vSphere installs: its operator
 /// writes csi-vsphere.conf, credentials included, into its own Secret, under the RBAC the
 /// starter gives it (which allows writing that Secret by name and no other), and the controller
-/// mounts it.
+/// mounts it. It makes the storage policy in vCenter (a fake one in this process, which the
+/// operator, running here too, reaches on 127.0.0.1) and then StorageClass thin-csi naming it.
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
 async fn vsphere_writes_its_config_secret_once_credentials_exist() {
@@ -258,7 +265,18 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
     use kube::api::PostParams;
 
     let admin = e2e::admin().await;
+    let vcenter = fake_vcenter::FakeVCenter::start_https(fake_vcenter::Inventory {
+        datacenters: vec![("dc1".into(), vec!["ds1".into()])],
+    })
+    .await;
     let declared = ensure_platform(&admin, json!({"type": "VSphere"})).await;
+    let cluster = Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .get("cluster")
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.infrastructure_name)
+        .unwrap();
     let driver = Driver::prepare(&admin, "vsphere").await;
     let ns = driver.def.namespace.clone();
     let namespaces: Api<Namespace> = Api::all(admin.clone());
@@ -278,7 +296,10 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
     let cloud_configs: Api<ConfigMap> = Api::namespaced(admin.clone(), "openshift-config");
     let cloud_config = serde_json::from_value(json!({
         "metadata": {"name": "cloud-provider-config"},
-        "data": {"config": "[Global]\ninsecure-flag = 1\n[VirtualCenter \"vc.example.com\"]\ndatacenters = dc1\n"}
+        "data": {"config": format!(
+            "[Global]\ninsecure-flag = 1\nport = {}\n[Workspace]\nserver = 127.0.0.1\ndatacenter = dc1\ndefault-datastore = ds1\n[VirtualCenter \"127.0.0.1\"]\ndatacenters = dc1\n",
+            vcenter.port()
+        )}
     }));
     cloud_configs
         .create(&PostParams::default(), &cloud_config.unwrap())
@@ -287,7 +308,10 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns);
     let credentials = serde_json::from_value(json!({
         "metadata": {"name": "vmware-vsphere-cloud-credentials"},
-        "stringData": {"vc.example.com.username": "admin", "vc.example.com.password": "s3\"cret"}
+        "stringData": {
+            "127.0.0.1.username": fake_vcenter::USER,
+            "127.0.0.1.password": fake_vcenter::PASSWORD,
+        }
     }));
     secrets
         .create(&PostParams::default(), &credentials.unwrap())
@@ -301,7 +325,11 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
     .await;
     let text = String::from_utf8(config.data.unwrap()["cloud.conf"].0.clone()).unwrap();
     assert!(
-        text.contains("user = \"admin\"\npassword = \"s3\\\"cret\""),
+        text.contains(&format!(
+            "user = \"{}\"\npassword = {}",
+            fake_vcenter::USER,
+            drivers::vsphere::quoted(fake_vcenter::PASSWORD)
+        )),
         "{text}"
     );
     driver.assert_workloads_applied(&admin).await;
@@ -321,6 +349,29 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
         v.secret.as_ref().and_then(|s| s.secret_name.as_deref())
             == Some("vsphere-csi-config-secret")
     }));
+
+    // The storage policy, then the default class naming it.
+    let policy = format!("openshift-storage-policy-{cluster}");
+    let class = wait_for("StorageClass thin-csi", async || {
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("thin-csi")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(
+        class.parameters.unwrap().get("StoragePolicyName"),
+        Some(&policy)
+    );
+    let degraded = driver
+        .condition_is(
+            &admin,
+            "VMwareVSphereDriverStorageClassControllerDegraded",
+            "False",
+        )
+        .await;
+    assert_eq!(degraded.reason.as_deref(), Some("AsExpected"));
+    assert!(vcenter.state().profile_named(&policy).is_some());
 
     running.stop().await;
     driver.finish(&admin).await;

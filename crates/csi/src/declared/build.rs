@@ -244,6 +244,7 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         precondition: None,
         storage_class_generator: None,
         probe_example: Vec::new(),
+        task_examples: BTreeMap::new(),
         images: Images {
             driver: image(""),
             provisioner: image(PROVISIONER_IMAGE),

@@ -167,9 +167,21 @@ impl std::fmt::Debug for ProbeConfig {
 /// e.g. IBM VPC Block's `SecretSync`, which writes the Secret its driver reads from the
 /// credentials through IBM Cloud's API. Behind a trait so tests use a fake.
 pub trait Task: Send + Sync {
-    /// Does the work once: whether it wrote anything to the API server, or an error that says
-    /// what failed and how to fix it.
-    fn sync(&self) -> std::pin::Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + '_>>;
+    /// Does the work once for `inputs` (what the kit observed, as the driver's hooks get it):
+    /// whether it wrote anything (to the API server or outside the cluster), or an error that
+    /// says what failed and how to fix it.
+    fn sync<'a>(
+        &'a self,
+        inputs: &'a crate::Inputs,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + 'a>>;
+
+    /// What the task has established so far, for the driver's hooks
+    /// ([`crate::Inputs::task_facts`] under the task's name); e.g. the name of a storage policy
+    /// it made in the cloud, which a StorageClass then names. None by default. When a run
+    /// changes them, the operands are planned again in the same pass.
+    fn facts(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A [`Task`], its name and how often to run it again (what it reads can change without any
@@ -308,6 +320,17 @@ pub async fn run_with_extras(
     Ok(())
 }
 
+/// The facts of `tasks` that have some, by task name.
+fn task_facts(tasks: &[TaskConfig]) -> BTreeMap<String, Vec<String>> {
+    tasks
+        .iter()
+        .filter_map(|t| {
+            let facts = t.task.facts();
+            (!facts.is_empty()).then(|| (t.name.clone(), facts))
+        })
+        .collect()
+}
+
 struct Context {
     client: Client,
     def: DriverDef,
@@ -350,6 +373,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             .log_level
             .sync(context.settings.operator_log_level.as_ref(), level);
     }
+    observed.task_facts = task_facts(&context.tasks);
     let now = Time(Timestamp::now());
     let mut plan = plan::plan(def, &context.settings.env, &observed, &now);
     if let Some(waiting) = &plan.waiting {
@@ -360,9 +384,15 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
 
     // The driver's tasks run while its operands are applied (none are when it is Unmanaged,
     // Disabled or being removed), before them: what they write is there when pods start.
-    if !plan.steps.is_empty() {
+    // They get the inputs the operands were planned with (none when those could not be
+    // computed: the plan then reports why, and the tasks wait for the next pass).
+    let task_inputs = (!plan.steps.is_empty() && !context.tasks.is_empty())
+        .then(|| plan::inputs(def, &context.settings.env, &observed).ok())
+        .flatten();
+    if let Some(inputs) = task_inputs {
+        let mut statuses = Vec::new();
         for task in &context.tasks {
-            let outcome = task.task.sync().await;
+            let outcome = task.task.sync(&inputs).await;
             match &outcome {
                 Ok(true) => context.metrics.wrote(&context.name, &task.name),
                 Ok(false) => {}
@@ -371,11 +401,19 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
                     tracing::warn!(driver = %def.short_name, task = %task.name, %error, category = error.category(), "task failed");
                 }
             }
-            plan.status.push(plan::task_status(
+            statuses.push(plan::task_status(
                 &task.name,
                 outcome.as_ref().err().map(HookError::message),
             ));
         }
+        // What the tasks established changes what is rendered (e.g. a StorageClass naming the
+        // storage policy a task made): plan again, so it is applied in this pass.
+        let facts = task_facts(&context.tasks);
+        if facts != observed.task_facts {
+            observed.task_facts = facts;
+            plan = plan::plan(def, &context.settings.env, &observed, &now);
+        }
+        plan.status.extend(statuses);
     }
 
     for step in &plan.steps {

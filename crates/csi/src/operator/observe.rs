@@ -153,6 +153,8 @@ pub struct Observed {
     pub migration: super::migration::Observed,
     /// Whether this process's host runs in FIPS mode ([`super::Settings::host_fips`]).
     pub host_fips: bool,
+    /// The facts of the driver's tasks, by task name ([`super::Task::facts`]).
+    pub task_facts: BTreeMap<String, Vec<String>>,
 }
 
 /// The cluster's configuration the operands are rendered from: its layout, proxy, TLS
@@ -460,6 +462,7 @@ impl Caches {
                 .map(super::migration::Caches::observe)
                 .unwrap_or_default(),
             host_fips: false,
+            task_facts: BTreeMap::new(),
         }
     }
 

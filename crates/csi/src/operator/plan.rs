@@ -220,6 +220,11 @@ pub fn inputs(
         inputs.cluster_id = status.infrastructure_name.clone().filter(|n| !n.is_empty());
         inputs.platform_status = status.platform_status.clone();
     }
+    inputs.platform_spec = observed
+        .cluster
+        .infrastructure
+        .as_ref()
+        .and_then(|i| i.spec.platform_spec.clone());
     if let Some(status) = observed
         .cluster
         .proxy
@@ -289,6 +294,7 @@ pub fn inputs(
     if let Some(Ok(facts)) = &observed.probe {
         inputs.probe_facts = facts.clone();
     }
+    inputs.task_facts = observed.task_facts.clone();
     inputs.host_fips = observed.host_fips;
     for secret in observed
         .cluster
