@@ -92,6 +92,22 @@ pub fn validate(
                 ));
             }
         }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            // The Kubernetes project's own groups need an API review (KEP 1111): a CRD of one
+            // must say where it was approved.
+            let group = obj["spec"]["group"].as_str().unwrap_or_default();
+            let protected = ["k8s.io", "kubernetes.io"]
+                .iter()
+                .any(|g| group == *g || group.ends_with(&format!(".{g}")));
+            let annotation = &obj["metadata"]["annotations"]["api-approved.kubernetes.io"];
+            if protected && annotation.as_str().is_none_or(str::is_empty) {
+                causes.push((
+                    "FieldValueRequired",
+                    "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111".into(),
+                    "metadata.annotations[api-approved.kubernetes.io]".into(),
+                ));
+            }
+        }
         ("storage.k8s.io", "storageclasses") => {
             if let Some(old) = old {
                 for f in [

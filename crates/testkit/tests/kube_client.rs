@@ -1053,3 +1053,52 @@ async fn network_policies_are_served_with_a_generation() {
         .unwrap();
     assert_eq!(resource.plural, "networkpolicies");
 }
+
+/// As kube-apiserver (KEP 1111): a CRD in one of the Kubernetes project's groups (`k8s.io`,
+/// `kubernetes.io` and their subdomains) needs the `api-approved.kubernetes.io` annotation.
+#[tokio::test]
+async fn crds_of_protected_groups_need_their_api_approval() {
+    let cluster = Cluster::start().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client());
+    let crd = |group: &str, annotations: serde_json::Value| -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("things.{group}"), "annotations": annotations},
+            "spec": {"group": group, "scope": "Cluster",
+                     "names": {"plural": "things", "singular": "thing", "kind": "Thing", "listKind": "ThingList"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        }))
+        .expect("crd")
+    };
+    for group in ["snapshot.storage.k8s.io", "k8s.io", "x.kubernetes.io"] {
+        match crds
+            .create(&PostParams::default(), &crd(group, json!({})))
+            .await
+        {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"), "{group}");
+                assert!(
+                    e.message
+                        .contains("protected groups must have approval annotation"),
+                    "{}",
+                    e.message
+                );
+            }
+            other => panic!("{group}: expected 422, got {other:?}"),
+        }
+    }
+    let approved = json!({"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/419"});
+    crds.create(
+        &PostParams::default(),
+        &crd("snapshot.storage.k8s.io", approved),
+    )
+    .await
+    .expect("an approved CRD");
+    // Other groups need nothing (a look-alike suffix is not the protected group).
+    for group in ["example.com", "notk8s.io"] {
+        crds.create(&PostParams::default(), &crd(group, json!({})))
+            .await
+            .unwrap_or_else(|e| panic!("{group}: {e}"));
+    }
+}

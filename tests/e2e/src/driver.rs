@@ -61,6 +61,15 @@ impl Driver {
 
     /// Starts the driver's operator (with its probe and tasks) as its own identity.
     pub fn start(&self) -> Background<csi::operator::StartError> {
+        self.start_with_env(Default::default())
+    }
+
+    /// As [`Driver::start`], with the operator's environment `env` (e.g. the image variables
+    /// OpenShift's release payload sets).
+    pub fn start_with_env(
+        &self,
+        env: std::collections::BTreeMap<String, String>,
+    ) -> Background<csi::operator::StartError> {
         let client = self.operator.client.clone();
         let def = self.def.clone();
         let metrics = Metrics::new();
@@ -71,7 +80,10 @@ impl Driver {
             csi::operator::run_with_extras(
                 client,
                 def,
-                csi::operator::Settings::default(),
+                csi::operator::Settings {
+                    env,
+                    ..csi::operator::Settings::default()
+                },
                 extras,
                 running,
                 Readiness::default(),

@@ -11,6 +11,9 @@
 //! ../shared/k8s/stop.sh --clean
 //! ```
 //!
+//! `E2E_LOG` (a tracing filter such as `csi=debug,opkit=debug`) sends the in-process
+//! operators' logs to the tests' output (with `--nocapture`).
+//!
 //! The tests of `on_a_node.rs` need pods that really run: a node (`../shared/k8s/node.sh`) and
 //! the operator's image imported there, named by `E2E_OPERATOR_IMAGE` (see the README's Checks
 //! section, or `.ci/run`, for the commands).
@@ -50,6 +53,24 @@ pub const KUBECONFIG_ENV: &str = "E2E_KUBECONFIG";
 /// The field manager of what the harness itself writes.
 pub const MANAGER: &str = "e2e";
 
+/// The environment variable with the log filter of the operators under test (e.g.
+/// `csi=debug,opkit=debug`); unset, they log nothing.
+pub const LOG_ENV: &str = "E2E_LOG";
+
+/// Sends the in-process operators' logs to the test's output, filtered by [`LOG_ENV`], once
+/// per process; nothing when it is unset.
+fn init_logging() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(filter) = std::env::var(LOG_ENV) {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
+    });
+}
+
 /// The admin configuration of the e2e cluster, or a message saying how to provide one.
 pub async fn admin_config() -> Result<Config, String> {
     let path = std::env::var(KUBECONFIG_ENV).map_err(|_| {
@@ -66,6 +87,7 @@ pub async fn admin_config() -> Result<Config, String> {
 /// The admin client of the e2e cluster: for setting the scene and cleaning up, never for the
 /// operators under test. Panics with how to provide a cluster when none is given.
 pub async fn admin() -> Client {
+    init_logging();
     let config = admin_config().await.unwrap_or_else(|m| panic!("{m}"));
     Client::try_from(config).unwrap_or_else(|e| panic!("connecting to the e2e cluster: {e}"))
 }
@@ -241,8 +263,9 @@ impl<E: std::fmt::Debug + Send + 'static> Background<E> {
         .await
         .unwrap_or_else(|_| {
             panic!(
-                "{controller} did not settle in 120s after pass {passes}: {:?}",
-                metrics.pass_state(controller)
+                "{controller} did not settle in 120s after pass {passes}: {:?}; requests the API server refused: {:?}",
+                metrics.pass_state(controller),
+                identity::all_refusals()
             )
         });
     }

@@ -434,7 +434,10 @@ impl Caches {
             );
             while let Some(event) = events.next().await {
                 match event {
-                    Ok(_) => trigger.pull(),
+                    Ok(event) => {
+                        tracing::trace!(watch = kind.kind(), ?event, "watch event");
+                        trigger.pull();
+                    }
                     Err(error) => {
                         tracing::warn!(watch = kind.kind(), %error, "watch failed; retrying")
                     }

@@ -1,16 +1,25 @@
 //! OpenShift's generated assets, committed under `tests/fixtures/openshift/<driver>/`, as JSON
 //! objects with the placeholders OpenShift's operator substitutes at run time replaced.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 /// Every object of a driver's fixture directory (`*.yaml`, one object a file, sorted by file
 /// name), each placeholder `(from, to)` replaced in the text first, then [`normalise`]d.
+#[allow(dead_code)] // each crate that includes this module uses one of `load` and `load_from`
 pub fn load(fixture: &str, substitutions: &[(String, String)]) -> Vec<Value> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/openshift")
-        .join(fixture);
+    load_from(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openshift"),
+        fixture,
+        substitutions,
+    )
+}
+
+/// As [`load`], from the fixture directories under `root` (for crates other than `drivers`).
+#[allow(dead_code)] // each crate that includes this module uses one of `load` and `load_from`
+pub fn load_from(root: &Path, fixture: &str, substitutions: &[(String, String)]) -> Vec<Value> {
+    let dir = root.join(fixture);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
