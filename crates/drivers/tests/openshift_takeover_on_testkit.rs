@@ -19,7 +19,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
@@ -796,35 +796,6 @@ const POWERVS_BLOCK: Case = Case {
     storage_policy: false,
 };
 
-/// The images of the release payload, by OpenShift's environment variable.
-fn images() -> BTreeMap<String, String> {
-    [
-        "DRIVER_IMAGE",
-        "PROVISIONER_IMAGE",
-        "ATTACHER_IMAGE",
-        "RESIZER_IMAGE",
-        "SNAPSHOTTER_IMAGE",
-        "NODE_DRIVER_REGISTRAR_IMAGE",
-        "LIVENESS_PROBE_IMAGE",
-        "KUBE_RBAC_PROXY_IMAGE",
-        "TOOLS_IMAGE",
-        "NFS_DRIVER_IMAGE",
-        "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
-    ]
-    .into_iter()
-    .map(|var| {
-        let name = var
-            .trim_end_matches("_IMAGE")
-            .to_lowercase()
-            .replace('_', "-");
-        (
-            var.to_owned(),
-            format!("quay.io/openshift/origin-{name}:4.22"),
-        )
-    })
-    .collect()
-}
-
 /// What OpenShift's operator has written on an HA cluster in a regular region with the
 /// default (Intermediate) TLS profile: its assets with every placeholder substituted, plus what
 /// its hooks add (2 replicas, library-go's spec hashes, the driver's own), without GCP PD's
@@ -837,7 +808,7 @@ fn openshift_objects(case: &Case) -> Vec<Value> {
         &tls.cipher_suites,
         tls.min_version.as_deref().unwrap(),
     );
-    for (var, image) in images() {
+    for (var, image) in fixtures::release_images() {
         substitutions.push((format!("${{{var}}}"), image));
     }
     substitutions.push(("${CLUSTER_ID}".to_owned(), INFRA.to_owned()));
@@ -887,32 +858,6 @@ fn open_crd(group: &str, kind: &str, plural: &str, namespaced: bool) -> CustomRe
                                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
     }))
     .unwrap()
-}
-
-fn plural(kind: &str) -> String {
-    let lower = kind.to_lowercase();
-    match lower.as_str() {
-        "storageclass" | "volumesnapshotclass" => format!("{lower}es"),
-        "poddisruptionbudget" => "poddisruptionbudgets".to_owned(),
-        "networkpolicy" => "networkpolicies".to_owned(),
-        _ => format!("{lower}s"),
-    }
-}
-
-fn api_for(client: &Client, o: &Value) -> Api<DynamicObject> {
-    let (group, version) = match o["apiVersion"].as_str().unwrap().split_once('/') {
-        Some((g, v)) => (g.to_owned(), v.to_owned()),
-        None => (String::new(), o["apiVersion"].as_str().unwrap().to_owned()),
-    };
-    let kind = o["kind"].as_str().unwrap();
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(&group, &version, kind),
-        &plural(kind),
-    );
-    match o["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    }
 }
 
 /// An OpenShift cluster on the case's platform with three nodes, the workload simulation
@@ -1002,7 +947,7 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     // An admin's own workload in the driver namespace: never ours to touch.
     for o in std::iter::once(deployment(case, "admin-tool")).chain((case.seeds)()) {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
-        api_for(&admin, &o)
+        fixtures::api_for(&admin, &o)
             .create(&PostParams::default(), &object)
             .await
             .unwrap_or_else(|e| panic!("seeding {}: {e}", o["metadata"]["name"]));
@@ -1011,7 +956,7 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     let former = cluster.client_with_agent(case.former);
     for o in leftovers(case).into_iter().chain(openshift_objects(case)) {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
-        api_for(&former, &o)
+        fixtures::api_for(&former, &o)
             .create(&PostParams::default(), &object)
             .await
             .unwrap_or_else(|e| panic!("seeding {}: {e}", o["metadata"]["name"]));
@@ -1070,7 +1015,7 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
             client,
             def,
             Settings {
-                env: images(),
+                env: fixtures::release_images(),
                 instance: Some("operator-0".into()),
                 ..Settings::default()
             },
@@ -1237,7 +1182,7 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             &format!("{} {name} deleted", leftover["kind"]),
             Duration::from_secs(60),
             async || {
-                api_for(&admin, &leftover)
+                fixtures::api_for(&admin, &leftover)
                     .get_opt(&name)
                     .await
                     .unwrap()
@@ -1260,7 +1205,7 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             o["kind"].as_str().unwrap(),
             o["metadata"]["name"].as_str().unwrap()
         );
-        let served = api_for(&admin, &o)
+        let served = fixtures::api_for(&admin, &o)
             .get_opt(o["metadata"]["name"].as_str().unwrap())
             .await
             .unwrap();

@@ -151,6 +151,18 @@ pub async fn has_nodes(client: &Client) -> bool {
         .is_empty()
 }
 
+/// `Infrastructure/cluster`'s `status.infrastructureName` (the cluster's or the one
+/// [`ensure_platform`] declared); panics when there is none.
+pub async fn infrastructure_name(client: &Client) -> String {
+    Api::<api::config_v1::Infrastructure>::all(client.clone())
+        .get("cluster")
+        .await
+        .unwrap_or_else(|e| panic!("reading Infrastructure/cluster: {e}"))
+        .status
+        .and_then(|s| s.infrastructure_name)
+        .unwrap_or_else(|| panic!("Infrastructure/cluster has no status.infrastructureName"))
+}
+
 /// Declares the platform GCP (an Infrastructure `cluster`, and its CRD when missing) unless the
 /// cluster already says what it is. Returns whether it did, so the test can remove it.
 pub async fn ensure_gcp(client: &Client) -> bool {

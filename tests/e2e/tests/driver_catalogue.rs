@@ -270,13 +270,7 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
     })
     .await;
     let declared = ensure_platform(&admin, json!({"type": "VSphere"})).await;
-    let cluster = Api::<api::config_v1::Infrastructure>::all(admin.clone())
-        .get("cluster")
-        .await
-        .unwrap()
-        .status
-        .and_then(|s| s.infrastructure_name)
-        .unwrap();
+    let cluster = e2e::infrastructure_name(&admin).await;
     let driver = Driver::prepare(&admin, "vsphere").await;
     let ns = driver.def.namespace.clone();
     let namespaces: Api<Namespace> = Api::all(admin.clone());

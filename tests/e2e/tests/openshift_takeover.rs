@@ -19,15 +19,13 @@
 #[path = "../../../crates/drivers/tests/openshift_parity/fixtures.rs"]
 mod fixtures;
 
-use std::collections::BTreeMap;
-
 use e2e::driver::Driver;
 use e2e::{cleanup, ensure_gcp};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -35,33 +33,6 @@ use serde_json::{Value, json};
 const FORMER: &str = "gcp-pd-csi-driver-operator";
 const CONTROLLER: &str = "gcp-pd-csi-driver-controller";
 const NODE: &str = "gcp-pd-csi-driver-node";
-
-/// The images of the release payload, by OpenShift's environment variable: both operators
-/// run the same ones.
-fn images() -> BTreeMap<String, String> {
-    [
-        "DRIVER_IMAGE",
-        "PROVISIONER_IMAGE",
-        "ATTACHER_IMAGE",
-        "RESIZER_IMAGE",
-        "SNAPSHOTTER_IMAGE",
-        "NODE_DRIVER_REGISTRAR_IMAGE",
-        "LIVENESS_PROBE_IMAGE",
-        "KUBE_RBAC_PROXY_IMAGE",
-    ]
-    .into_iter()
-    .map(|var| {
-        let name = var
-            .trim_end_matches("_IMAGE")
-            .to_lowercase()
-            .replace('_', "-");
-        (
-            var.to_owned(),
-            format!("quay.io/openshift/origin-{name}:4.22"),
-        )
-    })
-    .collect()
-}
 
 /// What OpenShift's GCP PD operator has written for cluster `infra` in namespace `ns`: its
 /// assets with the placeholders substituted, plus what its hooks add (2 replicas on an HA
@@ -72,7 +43,7 @@ fn openshift_objects(ns: &str, infra: &str) -> Vec<Value> {
     let tls = csi::tls::serving_tls(None).unwrap();
     let mut substitutions =
         fixtures::common_substitutions(ns, &tls.cipher_suites, tls.min_version.as_deref().unwrap());
-    for (var, image) in images() {
+    for (var, image) in fixtures::release_images() {
         substitutions.push((format!("${{{var}}}"), image));
     }
     substitutions.push(("${CLUSTER_ID}".to_owned(), infra.to_owned()));
@@ -120,31 +91,6 @@ fn leftovers(ns: &str) -> Vec<Value> {
                "metadata": {"name": "gcp-pd-former-only-role"},
                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
     ]
-}
-
-fn plural(kind: &str) -> String {
-    let lower = kind.to_lowercase();
-    match lower.as_str() {
-        "storageclass" | "volumesnapshotclass" => format!("{lower}es"),
-        "poddisruptionbudget" => "poddisruptionbudgets".to_owned(),
-        _ => format!("{lower}s"),
-    }
-}
-
-fn api_for(client: &Client, o: &Value) -> Api<DynamicObject> {
-    let (group, version) = match o["apiVersion"].as_str().unwrap().split_once('/') {
-        Some((g, v)) => (g.to_owned(), v.to_owned()),
-        None => (String::new(), o["apiVersion"].as_str().unwrap().to_owned()),
-    };
-    let kind = o["kind"].as_str().unwrap();
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(&group, &version, kind),
-        &plural(kind),
-    );
-    match o["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    }
 }
 
 /// The optional kinds every OpenShift cluster serves (Prometheus' ServiceMonitor, the snapshot
@@ -226,13 +172,7 @@ fn former_entries(object: &DynamicObject) -> Vec<String> {
 async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
     let admin = e2e::admin().await;
     let declared = ensure_gcp(&admin).await;
-    let infra = Api::<api::config_v1::Infrastructure>::all(admin.clone())
-        .get("cluster")
-        .await
-        .unwrap()
-        .status
-        .and_then(|s| s.infrastructure_name)
-        .unwrap();
+    let infra = e2e::infrastructure_name(&admin).await;
     // An OpenShift cluster serves the APIServer config (the TLS profile of the metrics proxies:
     // Intermediate without a `cluster` object, which the assets' ciphers above are).
     let api_server = <api::config_v1::APIServer as kube::CustomResourceExt>::crd();
@@ -277,7 +217,7 @@ async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
         .chain(openshift_objects(&ns, &infra))
     {
         let object: DynamicObject = serde_json::from_value(o.clone()).unwrap();
-        api_for(&admin, &o)
+        fixtures::api_for(&admin, &o)
             .create(&params, &object)
             .await
             .unwrap_or_else(|e| {
@@ -302,10 +242,10 @@ async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
     ];
 
     // Ours takes over, with the same images: every object becomes ours.
-    let running = driver.start_with_env(images());
+    let running = driver.start_with_env(fixtures::release_images());
     for o in &seeded {
         let name = o["metadata"]["name"].as_str().unwrap();
-        let api = api_for(&admin, o);
+        let api = fixtures::api_for(&admin, o);
         e2e::wait_for(&format!("{} {name} adopted", o["kind"]), async || {
             let served = api.get_opt(name).await.unwrap()?;
             former_entries(&served).is_empty().then_some(())
@@ -332,7 +272,11 @@ async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
     for o in &leftovers {
         let name = o["metadata"]["name"].as_str().unwrap();
         assert!(
-            api_for(&admin, o).get_opt(name).await.unwrap().is_none(),
+            fixtures::api_for(&admin, o)
+                .get_opt(name)
+                .await
+                .unwrap()
+                .is_none(),
             "{} {name} was left behind",
             o["kind"]
         );
@@ -342,7 +286,7 @@ async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
     for o in &seeded {
         let name = o["metadata"]["name"].as_str().unwrap();
         let key = format!("{}/{name}", o["kind"].as_str().unwrap());
-        let served = api_for(&admin, o)
+        let served = fixtures::api_for(&admin, o)
             .get_opt(name)
             .await
             .unwrap()

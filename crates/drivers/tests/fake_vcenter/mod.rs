@@ -275,21 +275,9 @@ fn random_hex() -> String {
     format!("{a:016x}{b:016x}{c:08x}")
 }
 
-/// Escapes `text` for XML content and attribute values.
-pub fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes `text` for XML content and attribute values (the client's escaping: a vCenter
+/// unescapes any well-formed XML the same way).
+pub use drivers::vcenter_api::xml_escape;
 
 /// Decodes `%XX` escapes (and `+` as a space in query values); bad escapes stay as they are.
 fn percent_decode(text: &str, plus_is_space: bool) -> String {

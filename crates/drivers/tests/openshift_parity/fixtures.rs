@@ -1,8 +1,11 @@
 //! OpenShift's generated assets, committed under `tests/fixtures/openshift/<driver>/`, as JSON
 //! objects with the placeholders OpenShift's operator substitutes at run time replaced.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
 use serde_json::Value;
 
 /// Every object of a driver's fixture directory (`*.yaml`, one object a file, sorted by file
@@ -80,6 +83,64 @@ pub fn normalise(v: &mut Value) {
         }
         Value::Array(list) => list.iter_mut().for_each(normalise),
         _ => {}
+    }
+}
+
+/// The images of the release payload, by OpenShift's environment variable (the same for
+/// OpenShift's operator and ours, so image names are not a difference).
+#[allow(dead_code)] // the takeover tests use it, not the comparison
+pub fn release_images() -> BTreeMap<String, String> {
+    [
+        "DRIVER_IMAGE",
+        "PROVISIONER_IMAGE",
+        "ATTACHER_IMAGE",
+        "RESIZER_IMAGE",
+        "SNAPSHOTTER_IMAGE",
+        "NODE_DRIVER_REGISTRAR_IMAGE",
+        "LIVENESS_PROBE_IMAGE",
+        "KUBE_RBAC_PROXY_IMAGE",
+        "TOOLS_IMAGE",
+        "NFS_DRIVER_IMAGE",
+        "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
+    ]
+    .into_iter()
+    .map(|var| {
+        let name = var
+            .trim_end_matches("_IMAGE")
+            .to_lowercase()
+            .replace('_', "-");
+        (
+            var.to_owned(),
+            format!("quay.io/openshift/origin-{name}:4.22"),
+        )
+    })
+    .collect()
+}
+
+/// The resource name of `kind` (the kinds of the fixtures).
+fn plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    match lower.as_str() {
+        "storageclass" | "volumesnapshotclass" => format!("{lower}es"),
+        "poddisruptionbudget" => "poddisruptionbudgets".to_owned(),
+        "networkpolicy" => "networkpolicies".to_owned(),
+        _ => format!("{lower}s"),
+    }
+}
+
+/// The API of the object `o` (its kind, and its namespace if it has one).
+#[allow(dead_code)] // the takeover tests use it, not the comparison
+pub fn api_for(client: &Client, o: &Value) -> Api<DynamicObject> {
+    let api_version = o["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = o["kind"].as_str().unwrap_or_default();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, kind),
+        &plural(kind),
+    );
+    match o["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
     }
 }
 
