@@ -54,11 +54,6 @@ struct Case {
     /// OpenShift's objects we do not render (listed in the driver's
     /// `openshift-differences.yaml`): deleted as the replaced operator's leftovers.
     not_rendered: &'static [&'static str],
-    /// OpenShift's objects only a task of the driver's own writes, which this test does not
-    /// run (IBM VPC Block's storage-secret-store, written by SecretSync from what it asks IBM
-    /// Cloud; `ibm_vpc_block_on_testkit.rs` runs it): they stay as OpenShift's operator wrote
-    /// them (the leftover sweep never deletes Secrets or ConfigMaps).
-    left_behind: &'static [&'static str],
     /// ClusterRoles of ours OpenShift has no counterpart of under any name (listed only-ours
     /// in the driver's `openshift-differences.yaml`).
     own_roles: &'static [&'static str],
@@ -80,6 +75,9 @@ struct Case {
     /// Whether the driver makes a storage policy in its cloud first (vSphere's
     /// StorageClassController): a fake vCenter where it exists already.
     storage_policy: bool,
+    /// Whether the driver's operator writes a Secret from what it asks its cloud (IBM VPC
+    /// Block's SecretSync, against [`fake_ibm_cloud`]).
+    secret_sync: bool,
 }
 
 impl Case {
@@ -131,7 +129,6 @@ const GCP_PD: Case = Case {
     ],
     classes: &["ssd-csi", "standard-csi"],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     same_controller_template: true,
     same_node_templates: true,
@@ -139,6 +136,7 @@ const GCP_PD: Case = Case {
     runtime_operands: Vec::new,
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// The credentials cloud-credential-operator wrote for AWS EBS in mint mode.
@@ -202,7 +200,6 @@ const AWS_EBS: Case = Case {
     ],
     classes: &["gp2-csi", "gp3-csi"],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     // OpenShift's operator turns the credentials into a config file with an init container
     // running its own script; we pass them to the driver as variables instead (see
@@ -218,6 +215,7 @@ const AWS_EBS: Case = Case {
     runtime_operands: Vec::new,
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// The credentials cloud-credential-operator wrote for AWS EFS in mint mode: the controller's
@@ -259,7 +257,6 @@ const AWS_EFS: Case = Case {
     metrics_ports: &[("provisioner-m", 9212)],
     classes: &[],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     // The credentials are passed as variables, not by OpenShift's init container (see
     // aws_efs.openshift-differences.yaml); also our controller's driver gets AWS_REGION from
@@ -276,6 +273,7 @@ const AWS_EFS: Case = Case {
     runtime_operands: Vec::new,
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 const SMB: Case = Case {
@@ -293,7 +291,6 @@ const SMB: Case = Case {
     ],
     classes: &[],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     same_controller_template: true,
     same_node_templates: true,
@@ -301,6 +298,7 @@ const SMB: Case = Case {
     runtime_operands: Vec::new,
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// The installer's cloud config of an OpenStack cluster.
@@ -361,7 +359,6 @@ const OPENSTACK_CINDER: Case = Case {
     ],
     classes: &["standard-csi"],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     // cloud.conf is written as OpenShift's operator writes it, so its hash on the pod templates
     // is the same too.
@@ -388,6 +385,7 @@ const OPENSTACK_CINDER: Case = Case {
     },
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// Manila's namespace on OpenShift.
@@ -411,7 +409,6 @@ const OPENSTACK_MANILA: Case = Case {
     ],
     classes: &["csi-manila-default"],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     same_controller_template: true,
     same_node_templates: true,
@@ -459,6 +456,7 @@ const OPENSTACK_MANILA: Case = Case {
     },
     share_types: &["default"],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// The installer's cloud config of an Azure cluster (`openshift-config/cloud-provider-config`).
@@ -510,7 +508,6 @@ const AZURE_DISK: Case = Case {
         "ClusterRole/azure-disk-csi-driver-node-clusterrole",
         "ClusterRoleBinding/azure-disk-csi-driver-node-clusterrolebinding",
     ],
-    left_behind: &[],
     own_roles: &[],
     // The credentials Secret's hash included.
     same_controller_template: true,
@@ -532,6 +529,7 @@ const AZURE_DISK: Case = Case {
     },
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// The credentials cloud-credential-operator wrote for Azure File in mint mode.
@@ -572,7 +570,6 @@ const AZURE_FILE: Case = Case {
     ],
     classes: &["azurefile-csi"],
     not_rendered: &[],
-    left_behind: &[],
     own_roles: &[],
     // The credentials Secret's hash included.
     same_controller_template: true,
@@ -589,6 +586,7 @@ const AZURE_FILE: Case = Case {
     runtime_operands: AZURE_DISK.runtime_operands,
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// The vSphere cloud config of an installer-made cluster with failure domains (topology on).
@@ -654,7 +652,6 @@ const VSPHERE: Case = Case {
     ],
     classes: &["thin-csi"],
     not_rendered: &["ClusterRoleBinding/vmware-vsphere-controller-privileged-binding"],
-    left_behind: &[],
     own_roles: &[],
     // The templates are OpenShift's but for the hash of the config Secret: ours writes
     // csi-vsphere.conf in its own layout (deliberate, see vsphere.openshift-differences.yaml),
@@ -681,6 +678,7 @@ const VSPHERE: Case = Case {
     runtime_operands: Vec::new,
     share_types: &[],
     storage_policy: true,
+    secret_sync: false,
 };
 
 /// The cloud config of an IBM Cloud cluster (openshift-cloud-controller-manager/cloud-conf).
@@ -697,7 +695,9 @@ const IBM_VPC_BLOCK: Case = Case {
     former: "ibm-vpc-block-csi-driver-operator",
     platform: || {
         json!({"type": "IBMCloud", "ibmcloud": {
-            "location": "us-south", "resourceGroupName": "demo-x7k2p-rg"}})
+            "location": "us-south", "resourceGroupName": "demo-x7k2p-rg",
+            "serviceEndpoints": [{"name": "IAM", "url": fake_ibm_cloud()},
+                                 {"name": "ResourceManager", "url": format!("{}/", fake_ibm_cloud())}]}})
     },
     hooks: |_| {},
     metrics_ports: &[
@@ -723,9 +723,6 @@ const IBM_VPC_BLOCK: Case = Case {
         "ClusterRoleBinding/vpc-block-initcontainer-binding",
         "ClusterRoleBinding/ibm-vpc-block-csi-configmap-and-secret-reader-provisioner-binding",
     ],
-    // Rewritten (and adopted) by our secret sync once IBM Cloud has answered for the
-    // resource group, which this test does not run.
-    left_behind: &["Secret/storage-secret-store"],
     own_roles: &[],
     // Controller pod template differences (ibm_vpc_block.openshift-differences.yaml): the
     // sidecars' leader election (two replicas) and the kit's read-only root file systems,
@@ -749,13 +746,15 @@ const IBM_VPC_BLOCK: Case = Case {
         ]
     },
     runtime_operands: || {
-        // Its secret sync's Secret, which ours leaves as it is until it can ask IBM Cloud.
+        // Its secret sync's Secret, which ours adopts and writes anew from what it asks IBM
+        // Cloud.
         vec![json!({"apiVersion": "v1", "kind": "Secret",
                     "metadata": {"name": "storage-secret-store", "namespace": NS},
                     "stringData": {"slclient.toml": IBM_VPC_STORAGE_SECRET}})]
     },
     share_types: &[],
     storage_policy: false,
+    secret_sync: true,
 };
 
 const POWERVS_BLOCK: Case = Case {
@@ -776,7 +775,6 @@ const POWERVS_BLOCK: Case = Case {
         "ClusterRole/ibm-powervs-block-csi-node-role",
         "ClusterRoleBinding/ibm-powervs-block-csi-node-binding",
     ],
-    left_behind: &[],
     // The node-update-controller's Node writes, which OpenShift's grants nowhere (deliberate
     // in powervs_block.openshift-differences.yaml).
     own_roles: &["ibm-powervs-block-node-update-controller-role"],
@@ -794,6 +792,7 @@ const POWERVS_BLOCK: Case = Case {
     runtime_operands: Vec::new,
     share_types: &[],
     storage_policy: false,
+    secret_sync: false,
 };
 
 /// What OpenShift's operator has written on an HA cluster in a regular region with the
@@ -1006,6 +1005,12 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
         }),
         tasks: if case.storage_policy {
             vec![drivers::vsphere_policy::task(Arc::new(PolicyExists))]
+        } else if case.secret_sync {
+            vec![drivers::ibm_vpc_block::secret_sync(
+                client.clone(),
+                &def,
+                drivers::ibm_vpc_block::SYNC_INTERVAL,
+            )]
         } else {
             Vec::new()
         },
@@ -1028,6 +1033,73 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
         .unwrap();
     })
     .settles_when(settling)
+}
+
+/// A fake IBM Cloud for every test of this binary, on its own thread (it outlives each test's
+/// runtime): IAM trades the cluster's API key for a token, and Resource Manager knows the
+/// cluster's resource group. Returns its base URL.
+fn fake_ibm_cloud() -> &'static str {
+    static BASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let service = hyper::service::service_fn(
+                        |request: hyper::Request<hyper::body::Incoming>| async move {
+                            let path = request
+                                .uri()
+                                .path_and_query()
+                                .map(ToString::to_string)
+                                .unwrap_or_default();
+                            let authorized = request
+                                .headers()
+                                .get("authorization")
+                                .is_some_and(|v| v == "Bearer ibm-token");
+                            let body = http_body_util::BodyExt::collect(request.into_body())
+                                .await
+                                .unwrap()
+                                .to_bytes();
+                            let body = String::from_utf8_lossy(&body).into_owned();
+                            let (status, answer) = if path == "/identity/token"
+                                && body.contains("apikey=minted-ibm-key")
+                            {
+                                (200, json!({"access_token": "ibm-token", "token_type": "Bearer"}))
+                            } else if path == "/v2/resource_groups?account_id=1a2b3c" && authorized {
+                                (200, json!({"resources": [{"id": "rg-0001", "name": "demo-x7k2p-rg"}]}))
+                            } else {
+                                (401, json!({}))
+                            };
+                            Ok::<_, std::convert::Infallible>(
+                                hyper::Response::builder()
+                                    .status(status)
+                                    .body(http_body_util::Full::new(bytes::Bytes::from(
+                                        answer.to_string(),
+                                    )))
+                                    .unwrap(),
+                            )
+                        },
+                    );
+                    tokio::spawn(async move {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+            });
+        });
+        base
+    })
 }
 
 /// A vCenter where the cluster's storage policy exists (OpenShift's operator made it).
@@ -1211,16 +1283,6 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
             .unwrap();
         if case.not_rendered.contains(&key.as_str()) {
             assert!(served.is_none(), "{key} was left behind");
-            continue;
-        }
-        if case.left_behind.contains(&key.as_str()) {
-            let served = served.unwrap_or_else(|| panic!("{key} is gone"));
-            let meta = serde_json::to_value(&served.metadata).unwrap();
-            assert_ne!(
-                former_entries(&meta, case.former),
-                Vec::<Value>::new(),
-                "{key}"
-            );
             continue;
         }
         let served = served.unwrap_or_else(|| panic!("{key} is gone"));
