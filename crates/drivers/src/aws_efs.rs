@@ -194,14 +194,14 @@ fn set_fips(inputs: &Inputs, spec: &mut k8s_openapi::api::core::v1::PodSpec) {
     }
 }
 
-/// [`set_fips`] on the controller.
+/// `set_fips` on the controller.
 pub fn with_fips_mode(inputs: &Inputs, deployment: &mut Deployment) {
     if let Some(spec) = pod_spec(deployment) {
         set_fips(inputs, spec);
     }
 }
 
-/// [`set_fips`] on the nodes, which mount the volumes.
+/// `set_fips` on the nodes, which mount the volumes.
 pub fn with_fips_mode_on_nodes(inputs: &Inputs, daemon_set: &mut DaemonSet) {
     if let Some(spec) = ds_pod_spec(daemon_set) {
         set_fips(inputs, spec);

@@ -18,6 +18,8 @@
 //!   `plugin-dir`, and `X_CSI_DEBUG`/`LOGGER_LEVEL` instead of `--v` for the driver and syncer;
 //!   so taking over an OpenShift-installed driver restarts no pod for layout alone (what still
 //!   differs is listed in `vsphere.openshift-differences.yaml`);
+//! - the storage policy `thin-csi` names, made in each vCenter by the
+//!   `VMwareVSphereDriverStorageClassController` task (see [`crate::vsphere_policy`]);
 //! - a precondition: without the credentials Secret, or with a cloud config the driver cannot
 //!   use, the operator reports `VMwareVSphereDriverControllerServiceControllerDisabled` with
 //!   the reason and applies nothing, rather than starting pods that crash-loop. Disabled, not
