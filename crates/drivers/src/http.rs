@@ -340,6 +340,25 @@ pub async fn send_raw(
         .map_err(|_| format!("{what} timed out after {}s", REQUEST_TIMEOUT.as_secs()))?
 }
 
+/// `value` percent-encoded for a URL query or a form body (unreserved characters kept).
+pub fn form_encode(value: &str) -> String {
+    percent_encode(value, b"")
+}
+
+/// `value` percent-encoded, keeping the unreserved characters and the bytes of `keep` (e.g.
+/// `:` in a path segment, where vCenter's URN IDs go as they are).
+pub fn percent_encode(value: &str, keep: &[u8]) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) || keep.contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// An error and its causes on one line (hyper's own message is terse).
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut out = error.to_string();
@@ -350,4 +369,17 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_keeps_unreserved_characters_only() {
+        assert_eq!(form_encode("aZ09-_.~"), "aZ09-_.~");
+        assert_eq!(form_encode("urn:ibm:params"), "urn%3Aibm%3Aparams");
+        assert_eq!(form_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+        assert_eq!(percent_encode("urn:a b", b":"), "urn:a%20b");
+    }
 }

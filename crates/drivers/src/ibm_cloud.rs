@@ -16,7 +16,7 @@ use http_body_util::Full;
 use hyper::{Method, Request, StatusCode};
 use serde_json::Value;
 
-use crate::http::{HttpClient, send};
+use crate::http::{HttpClient, form_encode, send};
 
 /// IBM Cloud's public IAM endpoint.
 pub const IAM_ENDPOINT: &str = "https://iam.cloud.ibm.com";
@@ -77,19 +77,6 @@ impl Endpoints {
             .clone()
             .unwrap_or_else(|| format!("https://{region}.iaas.cloud.ibm.com"))
     }
-}
-
-/// `value` percent-encoded for a URL query or a form body (unreserved characters kept).
-pub fn form_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// The token endpoint of IAM at `iam`.
@@ -203,13 +190,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn encoding_keeps_unreserved_characters_only() {
-        assert_eq!(form_encode("aZ09-_.~"), "aZ09-_.~");
-        assert_eq!(form_encode("urn:ibm:params"), "urn%3Aibm%3Aparams");
-        assert_eq!(form_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
-    }
 
     #[test]
     fn urls_join_without_double_slashes() {

@@ -23,7 +23,7 @@ use http_body_util::Full;
 use hyper::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 
-use crate::http::{HttpClient, send, send_raw};
+use crate::http::{HttpClient, percent_encode, send, send_raw};
 pub use crate::http::{REQUEST_TIMEOUT, Tls, http_client};
 
 /// The types a tag of the cluster's category must be attachable to, as vim25 type URNs (the
@@ -155,19 +155,10 @@ impl VCenter {
     }
 }
 
-/// Percent-encodes `value` for a URL query or path segment (`:` is kept: vCenter's tag IDs
-/// are URNs and go into paths as they are).
+/// `value` for a URL query, or (`keep_colon`) a path segment: vCenter's tag and category IDs
+/// are URNs and go into paths with their colons.
 fn encode(value: &str, keep_colon: bool) -> String {
-    let mut out = String::new();
-    for byte in value.bytes() {
-        let c = byte as char;
-        if c.is_ascii_alphanumeric() || "-._~".contains(c) || (keep_colon && c == ':') {
-            out.push(c);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    percent_encode(value, if keep_colon { b":" } else { b"" })
 }
 
 /// Basic credentials for `login`.
