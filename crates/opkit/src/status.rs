@@ -8,8 +8,12 @@
 //! and nothing is sent when the observed status already says everything. "Everything" includes
 //! what a controller no longer says: the observed object's `managedFields` tell which conditions
 //! this controller owns, so one it dropped is noticed and removed.
+//!
+//! [`StatusWrites`] also remembers what each controller sent, so a pass whose cache does not
+//! show that write yet does not send it again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 
 use api::operator_v1::{
     ClusterCSIDriver, GenerationStatus, OperatorCondition, OperatorStatus, Storage,
@@ -166,6 +170,81 @@ pub async fn apply_status<K: OperatorResource>(
         .map_err(|e| error(kube::Error::BuildRequest(e)))?;
     client.request::<Value>(request).await.map_err(error)?;
     Ok(true)
+}
+
+/// What each controller last wrote into an operator CR's status, with what the cache showed
+/// of that controller's part before the write ([`status_view`]). A pass whose cache still
+/// shows that (it started before the write's event came) does not send the same part again:
+/// the API server would change nothing and send no event, and the caller could not tell the
+/// write was seen (e.g. opkit's loop would not call the pass settled).
+#[derive(Debug, Default)]
+pub struct StatusWrites {
+    /// By (object name, controller).
+    last: Mutex<BTreeMap<(String, String), (Value, StatusPart)>>,
+}
+
+impl StatusWrites {
+    /// [`apply_status`], unless `controller` already sent `part` for `name` while the cache
+    /// (`observed`) showed what it shows now. Returns whether it wrote.
+    pub async fn apply<K: OperatorResource>(
+        &self,
+        client: &Client,
+        controller: &str,
+        name: &str,
+        part: &StatusPart,
+        observed: Option<&K>,
+        now: &Time,
+    ) -> Result<bool, ApplyError> {
+        let key = (name.to_owned(), controller.to_owned());
+        let view = status_view(observed, part);
+        let sent = self
+            .last()
+            .get(&key)
+            .is_some_and(|(before, sent)| *before == view && sent == part);
+        if sent {
+            return Ok(false);
+        }
+        let wrote = apply_status(client, controller, name, part, observed, now).await?;
+        if wrote {
+            self.last().insert(key, (view, part.clone()));
+        }
+        Ok(wrote)
+    }
+
+    fn last(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), (Value, StatusPart)>> {
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// What `observed`'s status shows of the fields `part` writes: its conditions (by type), its
+/// operand generations (by operand), and observedGeneration and readyReplicas when it sets
+/// them; and which object it is (its UID: one deleted and made again starts afresh).
+fn status_view<K: OperatorResource>(observed: Option<&K>, part: &StatusPart) -> Value {
+    let status = observed.and_then(K::operator_status);
+    let conditions: Vec<_> = status
+        .into_iter()
+        .flat_map(|s| &s.conditions)
+        .filter(|c| part.conditions.iter().any(|p| p.type_ == c.type_))
+        .collect();
+    let generations: Vec<_> = status
+        .into_iter()
+        .flat_map(|s| &s.generations)
+        .filter(|g| {
+            part.generations.iter().any(|p| {
+                (&p.group, &p.resource, &p.namespace, &p.name)
+                    == (&g.group, &g.resource, &g.namespace, &g.name)
+            })
+        })
+        .collect();
+    json!({
+        "uid": observed.and_then(|o| o.meta().uid.as_deref()),
+        "conditions": conditions,
+        "generations": generations,
+        "observedGeneration": part.observed_generation.and(status.and_then(|s| s.observed_generation)),
+        "readyReplicas": part.ready_replicas.and(status.map(|s| s.ready_replicas)),
+    })
 }
 
 #[cfg(test)]

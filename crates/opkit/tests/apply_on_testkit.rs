@@ -13,7 +13,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use opkit::apply::{APPLIED_HASH_ANNOTATION, Applier, Outcome};
 use opkit::conditions::condition;
-use opkit::status::{StatusPart, apply_status};
+use opkit::status::{StatusPart, StatusWrites, apply_status};
 use serde_json::json;
 
 fn deployment(args: &[&str]) -> Deployment {
@@ -235,6 +235,71 @@ async fn controllers_own_their_conditions_on_a_shared_status() {
 /// Another operator created the objects with plain writes (as OpenShift's Go operators do):
 /// the applier takes its fields over, so what it set and we do not is removed instead of being
 /// merged next to ours, and what a third manager owns stays.
+/// A pass whose cache does not show its controller's last status write yet does not send the
+/// same part again (the API server would change nothing and send no event); once the cache
+/// shows it, or the part or the object changes, writes are planned as always.
+#[tokio::test]
+async fn a_status_part_is_not_sent_again_from_a_cache_that_does_not_show_it_yet() {
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &api::crds::cluster_csi_driver())
+        .await
+        .unwrap();
+    let drivers: Api<ClusterCSIDriver> = Api::all(client.clone());
+    let name = "pd.csi.storage.gke.io";
+    let new_driver = || -> ClusterCSIDriver {
+        serde_json::from_value(json!({
+            "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+            "metadata": {"name": name}, "spec": {"managementState": "Managed"}
+        }))
+        .unwrap()
+    };
+    drivers
+        .create(&PostParams::default(), &new_driver())
+        .await
+        .unwrap();
+    let part = |message: &str| StatusPart {
+        conditions: vec![condition("AAvailable", ConditionStatus::True, "R", message)],
+        ..Default::default()
+    };
+    let writes = StatusWrites::default();
+    let write = |part: StatusPart, observed: ClusterCSIDriver| {
+        let (client, writes) = (client.clone(), &writes);
+        async move {
+            writes
+                .apply::<ClusterCSIDriver>(&client, "a", name, &part, Some(&observed), &at(0))
+                .await
+                .unwrap()
+        }
+    };
+
+    let stale = drivers.get(name).await.unwrap();
+    assert!(write(part("fine"), stale.clone()).await);
+    // The same part from the cache as it was before that write: not sent.
+    cluster.clear_requests();
+    assert!(!write(part("fine"), stale.clone()).await);
+    assert_eq!(cluster.count_writes("operator"), 0);
+    // From a cache that shows the write: nothing to send either.
+    let fresh = drivers.get(name).await.unwrap();
+    assert!(!write(part("fine"), fresh.clone()).await);
+    assert_eq!(cluster.count_writes("operator"), 0);
+    // Another part is sent, even from the stale cache, and then the first one again.
+    assert!(write(part("changed"), stale.clone()).await);
+    assert!(write(part("fine"), stale.clone()).await);
+    // The object deleted and made again: its empty status (as the stale cache showed the old
+    // one's, but of another UID) gets the part.
+    drivers.delete(name, &Default::default()).await.unwrap();
+    drivers
+        .create(&PostParams::default(), &new_driver())
+        .await
+        .unwrap();
+    let recreated = drivers.get(name).await.unwrap();
+    assert!(write(part("fine"), recreated).await);
+    let conditions = drivers.get(name).await.unwrap().status.unwrap().conditions;
+    assert_eq!(conditions[0].message.as_deref(), Some("fine"));
+}
+
 #[tokio::test]
 async fn adopting_takes_over_a_former_managers_fields() {
     use k8s_openapi::api::core::v1::Service;

@@ -62,7 +62,7 @@ use opkit::admin::Readiness;
 use opkit::apply::{Applier, ApplyError, Outcome, delete_if_present};
 use opkit::metrics::Metrics;
 use opkit::runtime::{LoopConfig, ReconcileError};
-use opkit::status::apply_status;
+use opkit::status::StatusWrites;
 
 use crate::HookError;
 use crate::def::DriverDef;
@@ -302,7 +302,7 @@ pub async fn run_with_extras(
         recorder,
         metrics: metrics.clone(),
         applied: Mutex::default(),
-        statuses_written: Mutex::default(),
+        status_writes: StatusWrites::default(),
         name: name.clone(),
         log_level: Default::default(),
         probe: extras.probe,
@@ -319,39 +319,6 @@ pub async fn run_with_extras(
     )
     .await;
     Ok(())
-}
-
-/// What `driver`'s status shows of the fields `part` writes: its conditions (by type), its
-/// operand generations (by operand), and observedGeneration and readyReplicas when it sets
-/// them; and which ClusterCSIDriver it is (its UID).
-fn status_view(
-    driver: Option<&ClusterCSIDriver>,
-    part: &opkit::status::StatusPart,
-) -> serde_json::Value {
-    let status = driver.and_then(|d| d.status.as_ref());
-    let conditions: Vec<_> = status
-        .into_iter()
-        .flat_map(|s| &s.conditions)
-        .filter(|c| part.conditions.iter().any(|p| p.type_ == c.type_))
-        .collect();
-    let generations: Vec<_> = status
-        .into_iter()
-        .flat_map(|s| &s.generations)
-        .filter(|g| {
-            part.generations.iter().any(|p| {
-                (&p.group, &p.resource, &p.namespace, &p.name)
-                    == (&g.group, &g.resource, &g.namespace, &g.name)
-            })
-        })
-        .collect();
-    serde_json::json!({
-        // Another ClusterCSIDriver of the same name (deleted and made again) starts afresh.
-        "uid": driver.and_then(|d| d.metadata.uid.as_deref()),
-        "conditions": conditions,
-        "generations": generations,
-        "observedGeneration": part.observed_generation.and(status.and_then(|s| s.observed_generation)),
-        "readyReplicas": part.ready_replicas.and(status.map(|s| s.ready_replicas)),
-    })
 }
 
 /// The facts of `tasks` that have some, by task name.
@@ -375,12 +342,8 @@ struct Context {
     metrics: Metrics,
     /// Operands this process has applied, so a later create is reported as a recreation.
     applied: Mutex<BTreeSet<String>>,
-    /// What each controller's status write last sent, with what the cache showed of that
-    /// controller's part before it ([`status_view`]). A pass whose cache still shows that does
-    /// not send the same part again: the API server would change nothing for it and send no
-    /// event, and the loop could not tell the write was seen (a pass that starts while the
-    /// events of the previous pass's status writes are still coming).
-    statuses_written: Mutex<BTreeMap<String, (serde_json::Value, opkit::status::StatusPart)>>,
+    /// The status parts each controller wrote, so a stale cache does not send them again.
+    status_writes: StatusWrites,
     name: String,
     /// Follows the ClusterCSIDriver's operatorLogLevel.
     log_level: opkit::log_level::LogLevelSync,
@@ -529,36 +492,21 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         }
     }
     for part in &plan.status {
-        let view = status_view(observed.cluster_csi_driver.as_ref(), &part.part);
-        let unseen = context
-            .statuses_written
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&part.controller)
-            .is_some_and(|(before, sent)| *before == view && *sent == part.part);
-        if unseen {
-            continue;
-        }
-        match apply_status::<ClusterCSIDriver>(
-            &context.client,
-            &part.controller,
-            &def.name,
-            &part.part,
-            observed.cluster_csi_driver.as_ref(),
-            &now,
-        )
-        .await
+        match context
+            .status_writes
+            .apply::<ClusterCSIDriver>(
+                &context.client,
+                &part.controller,
+                &def.name,
+                &part.part,
+                observed.cluster_csi_driver.as_ref(),
+                &now,
+            )
+            .await
         {
-            Ok(true) => {
-                context
-                    .statuses_written
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(part.controller.clone(), (view, part.part.clone()));
-                context
-                    .metrics
-                    .wrote(&context.name, "ClusterCSIDriver/status");
-            }
+            Ok(true) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/status"),
             Ok(false) => {}
             Err(error) => failures.push((None, error.category(), error.to_string())),
         }
