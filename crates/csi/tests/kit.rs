@@ -176,17 +176,8 @@ fn driver_metrics_get_their_own_proxy_and_the_last_service_port() {
         !attacher.iter().any(|a| a.starts_with("--http-endpoint")),
         "no metrics, no endpoint"
     );
-    let service = csi::build_metrics_service(&def, &i).unwrap();
-    let ports: Vec<(String, i32)> = service
-        .spec
-        .unwrap()
-        .ports
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.name.unwrap(), p.port))
-        .collect();
     assert_eq!(
-        ports,
+        metrics_ports(&def, &i),
         [
             ("provisioner-m".to_owned(), 9402),
             ("driver-m".to_owned(), 9401)
@@ -515,17 +506,8 @@ fn validation_checks_the_metrics_service_and_rbac_fields() {
     def.controller.metrics_service.port_order = vec!["driver-m".to_owned()];
     def.validate().unwrap();
     let i = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
-    let ports: Vec<(String, i32)> = csi::build_metrics_service(&def, &i)
-        .unwrap()
-        .spec
-        .unwrap()
-        .ports
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.name.unwrap(), p.port))
-        .collect();
     assert_eq!(
-        ports,
+        metrics_ports(&def, &i),
         [
             ("driver-m".to_owned(), 9401),
             ("provisioner-m".to_owned(), 443)
@@ -793,4 +775,17 @@ fn the_table_places_verbosity_endpoint_mounts_and_volumes() {
         .collect();
     // Volumes the order does not name keep their relative order, after the named ones.
     assert_eq!(volumes, ["keys", "socket-dir", "metrics-serving-cert"]);
+}
+
+/// The (name, port) pairs of the driver's metrics Service, in order.
+fn metrics_ports(def: &csi::DriverDef, inputs: &Inputs) -> Vec<(String, i32)> {
+    csi::build_metrics_service(def, inputs)
+        .unwrap()
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.name.unwrap(), p.port))
+        .collect()
 }

@@ -571,13 +571,13 @@ struct SoapAnswer {
 }
 
 impl SoapAnswer {
-    /// The answer element (`<XResponse>`), parsed.
+    /// The answer, parsed as XML.
     fn parse(&self) -> Result<roxmltree::Document<'_>, String> {
         roxmltree::Document::parse(&self.text).map_err(|e| format!("the answer is not XML: {e}"))
     }
 }
 
-/// The element children of the first element named `name` under `node`'s descendants.
+/// The first element named `name` (by local name) among `node` and its descendants.
 fn first<'a, 'i>(node: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
     node.descendants()
         .find(|n| n.is_element() && n.tag_name().name() == name)

@@ -832,21 +832,6 @@ async fn create_crd(client: &Client, crd: CustomResourceDefinition) {
         .unwrap();
 }
 
-/// A CRD accepting any object, for the optional kinds (ServiceMonitor, VolumeSnapshotClass).
-fn open_crd(group: &str, kind: &str, plural: &str, namespaced: bool) -> CustomResourceDefinition {
-    serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        // The snapshot group is the Kubernetes project's: its CRDs carry their API review.
-        "metadata": {"name": format!("{plural}.{group}"),
-                     "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/419"}},
-        "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
-                 "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap()
-}
-
 /// An OpenShift cluster on the case's platform with three nodes, the workload simulation
 /// running, and the driver as OpenShift's operator left it.
 async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
@@ -864,7 +849,7 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     .await;
     create_crd(
         &admin,
-        open_crd(
+        fixtures::open_crd(
             "monitoring.coreos.com",
             "ServiceMonitor",
             "servicemonitors",
@@ -874,7 +859,7 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
     .await;
     create_crd(
         &admin,
-        open_crd(
+        fixtures::open_crd(
             "snapshot.storage.k8s.io",
             "VolumeSnapshotClass",
             "volumesnapshotclasses",

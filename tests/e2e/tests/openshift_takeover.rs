@@ -98,18 +98,7 @@ async fn ensure_crd(
     if crds.get_opt(&name).await.unwrap().is_some() {
         return None;
     }
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        // The snapshot group is the Kubernetes project's: its CRDs carry their API review.
-        "metadata": {"name": name,
-                     "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/419"}},
-        "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
-                 "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap();
-    e2e::apply_crd(admin, &crd).await;
+    e2e::apply_crd(admin, &fixtures::open_crd(group, kind, plural, namespaced)).await;
     Some(name)
 }
 

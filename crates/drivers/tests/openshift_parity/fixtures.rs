@@ -140,6 +140,28 @@ pub fn as_openshift_wrote(objects: &mut Vec<Value>) {
     }
 }
 
+/// A CRD accepting any object of `kind`, for the optional kinds every OpenShift cluster serves
+/// (Prometheus' ServiceMonitor, the snapshot classes). The snapshot group is the Kubernetes
+/// project's: its CRDs carry their API review, or the API server refuses them.
+#[allow(dead_code)] // the takeover tests use it, not the comparison
+pub fn open_crd(
+    group: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}"),
+                     "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/419"}},
+        "spec": {"group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
+                 "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap_or_else(|e| panic!("the CRD of {kind}: {e}"))
+}
+
 /// The resource name of `kind` (the kinds of the fixtures).
 fn plural(kind: &str) -> String {
     let lower = kind.to_lowercase();
