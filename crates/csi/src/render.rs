@@ -102,6 +102,28 @@ impl Operand {
         }
     }
 
+    /// The object's name, read without serializing it.
+    pub fn name(&self) -> &str {
+        let name = match self {
+            Self::ServiceAccount(o) => &o.metadata.name,
+            Self::ClusterRole(o) => &o.metadata.name,
+            Self::ClusterRoleBinding(o) => &o.metadata.name,
+            Self::Role(o) => &o.metadata.name,
+            Self::RoleBinding(o) => &o.metadata.name,
+            Self::ConfigMap(o) => &o.metadata.name,
+            Self::Secret(o) => &o.metadata.name,
+            Self::NetworkPolicy(o) => &o.metadata.name,
+            Self::CSIDriver(o) => &o.metadata.name,
+            Self::Service(o) => &o.metadata.name,
+            Self::PodDisruptionBudget(o) => &o.metadata.name,
+            Self::Deployment(o) => &o.metadata.name,
+            Self::DaemonSet(o) => &o.metadata.name,
+            Self::StorageClass(o) => &o.metadata.name,
+            Self::Dynamic(v) => return v["metadata"]["name"].as_str().unwrap_or_default(),
+        };
+        name.as_deref().unwrap_or_default()
+    }
+
     /// `kind/[namespace/]name`, for logs and test messages.
     pub fn key(&self) -> String {
         let v = self.to_value();

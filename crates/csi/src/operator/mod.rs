@@ -788,14 +788,7 @@ async fn sweep_leftovers(
 ) -> Result<(), Vec<(&'static str, String)>> {
     let ours: BTreeSet<String> = steps
         .iter()
-        .map(|step| {
-            let value = step.operand.to_value();
-            let name = value["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            format!("{}/{name}", step.operand.kind())
-        })
+        .map(|step| format!("{}/{}", step.operand.kind(), step.operand.name()))
         .collect();
     let rendered: BTreeSet<&str> = steps.iter().map(|s| s.operand.kind()).collect();
     let mut failures = Vec::new();

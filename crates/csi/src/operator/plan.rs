@@ -869,16 +869,11 @@ fn stale_operands(
 /// being removed plans elsewhere). Workloads, ConfigMaps, Secrets, classes and the CSIDriver
 /// are not swept here.
 fn no_longer_rendered(def: &DriverDef, steps: &[Step], observed: &Observed) -> Vec<Deletion> {
-    let rendered: BTreeSet<(&'static str, String)> = steps
+    let rendered: BTreeSet<(&'static str, &str)> = steps
         .iter()
-        .map(|s| {
-            let name = s.operand.to_value()["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            (s.operand.kind(), name)
-        })
+        .map(|s| (s.operand.kind(), s.operand.name()))
         .collect();
+    let rendered_kinds: BTreeSet<&'static str> = rendered.iter().map(|(k, _)| *k).collect();
     let ops = &observed.operands;
     let candidates: Vec<(DeleteKind, &'static str, &ObjectMeta)> = ops
         .service_accounts
@@ -928,11 +923,10 @@ fn no_longer_rendered(def: &DriverDef, steps: &[Step], observed: &Observed) -> V
     for (kind, kind_name, meta) in candidates {
         let labels = meta.labels.clone().unwrap_or_default();
         let name = meta.name.clone().unwrap_or_default();
-        let kind_rendered = rendered.iter().any(|(k, _)| *k == kind_name);
         if is_ours(&labels, def)
             && !labels.contains_key(names::SHARED_ROLE_LABEL)
-            && kind_rendered
-            && !rendered.contains(&(kind_name, name.clone()))
+            && rendered_kinds.contains(kind_name)
+            && !rendered.contains(&(kind_name, name.as_str()))
             && !deletions
                 .iter()
                 .any(|d: &Deletion| d.kind == kind && d.name == name)
