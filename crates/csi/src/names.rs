@@ -98,23 +98,33 @@ pub fn controller_selector(def: &DriverDef) -> BTreeMap<String, String> {
 /// carry.
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
 
+/// Whether pods labelled with `selector` and `extra` carry every label of `other`.
+fn carries(
+    mut selector: BTreeMap<String, String>,
+    extra: &BTreeMap<String, String>,
+    other: &BTreeMap<String, String>,
+) -> bool {
+    selector.extend(extra.clone());
+    other.iter().all(|(k, v)| selector.get(k) == Some(v))
+}
+
 /// Whether the node pods carry every label of the controller's selector (OpenShift's IBM VPC
 /// Block selects both workloads' pods by one `app` label).
 pub fn node_pods_match_controller_selector(def: &DriverDef) -> bool {
-    let mut node_labels = node_selector(def);
-    node_labels.extend(def.node.pod_labels.clone());
-    controller_selector(def)
-        .iter()
-        .all(|(k, v)| node_labels.get(k) == Some(v))
+    carries(
+        node_selector(def),
+        &def.node.pod_labels,
+        &controller_selector(def),
+    )
 }
 
 /// Whether the controller pods carry every label of the node's selector.
 pub fn controller_pods_match_node_selector(def: &DriverDef) -> bool {
-    let mut controller_labels = controller_selector(def);
-    controller_labels.extend(def.controller.pod_labels.clone());
-    node_selector(def)
-        .iter()
-        .all(|(k, v)| controller_labels.get(k) == Some(v))
+    carries(
+        controller_selector(def),
+        &def.controller.pod_labels,
+        &node_selector(def),
+    )
 }
 
 /// The selector of the controller's pods alone, for what must not count node pods (the

@@ -169,32 +169,29 @@ pub fn build_cluster_roles(def: &DriverDef) -> Vec<ClusterRole> {
     roles
 }
 
+/// The controller's `items`, then the node's, each with the ServiceAccount of its pod.
+fn with_service_accounts<'a, T>(
+    def: &DriverDef,
+    controller: &'a [T],
+    node: &'a [T],
+) -> impl Iterator<Item = (&'a T, String)> {
+    let (controller_sa, node_sa) = (names::controller_sa(def), names::node_sa(def));
+    controller
+        .iter()
+        .map(move |r| (r, controller_sa.clone()))
+        .chain(node.iter().map(move |r| (r, node_sa.clone())))
+}
+
 /// The table's own roles (`controller.roles`, `node.roles`), each with the ServiceAccount it is
 /// bound to.
 fn table_roles(def: &DriverDef) -> impl Iterator<Item = (&RoleDef, String)> {
-    let controller = def
-        .controller
-        .roles
-        .iter()
-        .map(|r| (r, names::controller_sa(def)));
-    let node = def.node.roles.iter().map(|r| (r, names::node_sa(def)));
-    controller.chain(node)
+    with_service_accounts(def, &def.controller.roles, &def.node.roles)
 }
 
 /// The table's bindings to shared roles (`controller.sharedRoles`, `node.sharedRoles`), each
 /// with the ServiceAccount it binds.
 fn table_shared_roles(def: &DriverDef) -> impl Iterator<Item = (&SharedRoleBindingDef, String)> {
-    let controller = def
-        .controller
-        .shared_roles
-        .iter()
-        .map(|r| (r, names::controller_sa(def)));
-    let node = def
-        .node
-        .shared_roles
-        .iter()
-        .map(|r| (r, names::node_sa(def)));
-    controller.chain(node)
+    with_service_accounts(def, &def.controller.shared_roles, &def.node.shared_roles)
 }
 
 /// What a kube-rbac-proxy needs: it authenticates the scraper with a TokenReview and
