@@ -296,16 +296,7 @@ pub fn generate_config(
             vcenters.len()
         ));
     }
-    let credential = |server: &str, what: &str| -> Result<String, String> {
-        let key = format!("{server}.{what}");
-        match inputs.credentials.get(&key) {
-            Some(value) if !value.is_empty() => Ok(quoted(value)),
-            _ => Err(format!(
-                "Secret {}/{CREDENTIALS_SECRET} has no key {key}: cloud-credential-operator writes it for each vCenter of the cloud config; elsewhere add it",
-                csi::def::DEFAULT_NAMESPACE
-            )),
-        }
-    };
+    let credential = |server: &str, what: &str| credential(inputs, server, what).map(quoted);
     for vc in &vcenters {
         let mut entries = vec![
             ("insecure-flag".to_owned(), vc.insecure.to_string()),
@@ -398,6 +389,22 @@ pub fn feature_states(
     .collect();
     out.insert("improved-volume-topology".to_owned(), topology.to_string());
     Ok(out)
+}
+
+/// The vCenter `server`'s `username` or `password` (`what`) from the credentials Secret (key
+/// `<server>.<what>`), or an error naming the missing key.
+pub fn credential<'a>(inputs: &'a Inputs, server: &str, what: &str) -> Result<&'a str, String> {
+    let key = format!("{server}.{what}");
+    inputs
+        .credentials
+        .get(&key)
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "Secret {}/{CREDENTIALS_SECRET} has no key {key}: cloud-credential-operator writes it for each vCenter of the cloud config; elsewhere add it",
+                csi::def::DEFAULT_NAMESPACE
+            )
+        })
 }
 
 fn source_sections(inputs: &Inputs) -> Option<ini::Sections> {

@@ -212,21 +212,8 @@ pub fn plan(inputs: &Inputs) -> Result<Option<Plan>, String> {
                 datastores.push(name);
             }
         }
-        let credential = |what: &str| -> Result<String, String> {
-            let key = format!("{}.{what}", vcenter.server);
-            inputs
-                .credentials
-                .get(&key)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-                .ok_or_else(|| {
-                    format!(
-                        "Secret {}/{} has no key {key}",
-                        csi::def::DEFAULT_NAMESPACE,
-                        vsphere::CREDENTIALS_SECRET
-                    )
-                })
-        };
+        let credential =
+            |what: &str| vsphere::credential(inputs, &vcenter.server, what).map(str::to_owned);
         targets.push(Target {
             server: vcenter.server.clone(),
             base: VCenter::base_url(&vcenter.server, vcenter.port.as_deref()),
