@@ -872,3 +872,128 @@ async fn a_hanging_write_for_one_object_holds_up_no_other() {
     assert!(hung.is_none(), "the first object's write is still hanging");
     // Not stopped: a graceful stop would wait for the hanging write.
 }
+
+/// Copies of the controller's own objects under other names, with everything ours carry
+/// (owner labels, annotations, managedFields as sent), as `kubectl get -o yaml` edited and
+/// created again makes them, or as Kubernetes' storage e2e suite copies the driver's class
+/// (the copy it made of `csi-hostpath` was deleted 20 ms later before ownership was checked):
+/// none is ever deleted, neither when a template goes away nor on `Removed`, while ours are.
+#[tokio::test]
+async fn copies_of_our_objects_under_other_names_are_never_deleted() {
+    use csi::declared::kinds::OwnedKind;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    let mut object = example("fuse-ondelete.yaml", NS);
+    // A second class, whose template is removed below.
+    let first = object["spec"]["storageClassTemplates"][0].clone();
+    let mut second = first.clone();
+    second["metadata"]["name"] = json!("csi-s3-second");
+    object["spec"]["storageClassTemplates"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    create(&admin, object).await;
+    wait_condition(&admin, NS, "csi-s3", "Available", "True").await;
+    quiet(&cluster, &running).await;
+
+    let owner = format!("{}=csi-s3", csi::declared::OWNER_NAME_LABEL);
+    let mut copies = Vec::new();
+    for kind in OwnedKind::ALL {
+        let (group, plural) = kind.group_resource();
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, "v1", kind.name()),
+            plural,
+        );
+        let namespaced = !matches!(
+            kind,
+            OwnedKind::ClusterRole
+                | OwnedKind::ClusterRoleBinding
+                | OwnedKind::CSIDriver
+                | OwnedKind::StorageClass
+        );
+        let api: Api<DynamicObject> = if namespaced {
+            Api::namespaced_with(admin.clone(), NS, &resource)
+        } else {
+            Api::all_with(admin.clone(), &resource)
+        };
+        let ours = api
+            .list(&ListParams::default().labels(&owner))
+            .await
+            .unwrap();
+        // The example has no controller Deployment's PodDisruptionBudget when it runs one
+        // replica; every other kind has at least one object to copy.
+        let Some(original) = ours.items.into_iter().next() else {
+            assert_eq!(kind, OwnedKind::PodDisruptionBudget, "no {kind:?} to copy");
+            continue;
+        };
+        let name = format!("{}-copy", original.metadata.name.clone().unwrap());
+        let mut copy = testkit::copy_of(&serde_json::to_value(&original).unwrap(), &name);
+        copy["apiVersion"] = json!(resource.api_version);
+        copy["kind"] = json!(kind.name());
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(copy).unwrap(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("copying {kind:?} {name}: {e}"));
+        copies.push((api, kind, name));
+    }
+    let copies_left = async || {
+        for (api, kind, name) in &copies {
+            assert!(
+                api.get_opt(name).await.unwrap().is_some(),
+                "the copy {kind:?} {name} was deleted"
+            );
+        }
+    };
+
+    // A pass that deletes a class whose template is gone: ours goes, no copy does.
+    let api = Api::<CSIDriverDeployment>::namespaced(admin.clone(), NS);
+    api.patch(
+        "csi-s3",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"storageClassTemplates": [first]}})),
+    )
+    .await
+    .unwrap();
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    eventually("the second class deleted", async || {
+        classes
+            .get_opt("csi-s3-second")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    quiet(&cluster, &running).await;
+    copies_left().await;
+
+    // Removed deletes every object of ours, and still no copy.
+    api.patch(
+        "csi-s3",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"managementState": "Removed"}})),
+    )
+    .await
+    .unwrap();
+    eventually("ours removed", async || {
+        let gone = Api::<CSIDriver>::all(admin.clone())
+            .get_opt("ru.yandex.s3.csi")
+            .await
+            .unwrap()
+            .is_none()
+            && classes.get_opt("csi-s3").await.unwrap().is_none()
+            && Api::<DaemonSet>::namespaced(admin.clone(), NS)
+                .get_opt("csi-s3-node")
+                .await
+                .unwrap()
+                .is_none();
+        gone.then_some(())
+    })
+    .await;
+    quiet(&cluster, &running).await;
+    copies_left().await;
+    running.stop().await;
+}

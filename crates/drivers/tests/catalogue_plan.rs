@@ -68,19 +68,38 @@ fn pv(name: &str, driver: &str, phase: &str) -> PersistentVolume {
     .unwrap()
 }
 
+/// The driver's workloads as the operator applied them, and a copy of each under another
+/// name (our operand label, not our field manager), which removal must leave alone.
 fn workloads(def: &csi::DriverDef, observed: &mut Observed) {
-    observed.operands.deployments = vec![Arc::new(
-        serde_json::from_value::<Deployment>(
-            json!({"metadata": {"name": csi::names::controller(def), "namespace": def.namespace}}),
-        )
-        .unwrap(),
-    )];
-    observed.operands.daemon_sets = vec![Arc::new(
-        serde_json::from_value::<DaemonSet>(
-            json!({"metadata": {"name": csi::names::node(def), "namespace": def.namespace}}),
-        )
-        .unwrap(),
-    )];
+    let workload = |kind: &str, name: &str, ours: bool| {
+        let object = json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {
+            "name": name, "namespace": def.namespace,
+            "labels": {csi::names::OPERAND_LABEL: def.short_name}}});
+        if ours {
+            testkit::as_applied_by(object, "storage-operator/test")
+        } else {
+            object
+        }
+    };
+    let controller = csi::names::controller(def);
+    let node = csi::names::node(def);
+    observed.operands.deployments = [
+        (controller.clone(), true),
+        (format!("{controller}-copy"), false),
+    ]
+    .into_iter()
+    .map(|(name, ours)| {
+        Arc::new(serde_json::from_value::<Deployment>(workload("Deployment", &name, ours)).unwrap())
+    })
+    .collect();
+    observed.operands.daemon_sets = [(node.clone(), true), (format!("{node}-copy"), false)]
+        .into_iter()
+        .map(|(name, ours)| {
+            Arc::new(
+                serde_json::from_value::<DaemonSet>(workload("DaemonSet", &name, ours)).unwrap(),
+            )
+        })
+        .collect();
 }
 
 #[test]
@@ -107,8 +126,21 @@ fn efs_removal_waits_while_a_volume_is_bound_then_proceeds() {
 
     observed.cluster.persistent_volumes = vec![pv("pv-efs", "efs.csi.aws.com", "Released")];
     let removing = plan::plan(&def, &Default::default(), &observed, &now());
-    let kinds: Vec<DeleteKind> = removing.deletions.iter().map(|d| d.kind).collect();
-    assert!(kinds.contains(&DeleteKind::Deployment) && kinds.contains(&DeleteKind::DaemonSet));
+    let deleted: Vec<(DeleteKind, &str)> = removing
+        .deletions
+        .iter()
+        .map(|d| (d.kind, d.name.as_str()))
+        .collect();
+    let (controller, node) = (csi::names::controller(&def), csi::names::node(&def));
+    assert!(
+        deleted.contains(&(DeleteKind::Deployment, controller.as_str()))
+            && deleted.contains(&(DeleteKind::DaemonSet, node.as_str())),
+        "{deleted:?}"
+    );
+    assert!(
+        !deleted.iter().any(|(_, name)| name.ends_with("-copy")),
+        "copies with our label are not ours: {deleted:?}"
+    );
     assert_eq!(removing.finalizers, Some(Vec::new()));
     assert_eq!(
         condition(&removing, "AWSEFSRemovalProgressing").unwrap().0,
@@ -193,7 +225,12 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
 
     // The source is gone while our copy exists: the copy is deleted.
     observed.cluster.copied_config_map_sources = Vec::new();
-    observed.operands.config_maps = vec![Arc::new(copy_step(&second).unwrap())];
+    let applied = |cm: ConfigMap| {
+        let value = serde_json::to_value(cm).unwrap();
+        serde_json::from_value::<ConfigMap>(testkit::as_applied_by(value, "storage-operator/test"))
+            .unwrap()
+    };
+    observed.operands.config_maps = vec![Arc::new(applied(copy_step(&second).unwrap()))];
     let gone = plan::plan(&def, &Default::default(), &observed, &now());
     assert!(copy_step(&gone).is_none());
     assert!(
@@ -203,6 +240,12 @@ fn a_copied_config_map_follows_its_source_and_its_hash_rolls_the_pods() {
         "{:?}",
         gone.deletions
     );
+
+    // An object of that name with our label that we did not apply (someone's, labels copied)
+    // is not ours: it stays.
+    observed.operands.config_maps = vec![Arc::new(copy_step(&second).unwrap())];
+    let kept = plan::plan(&def, &Default::default(), &observed, &now());
+    assert!(kept.deletions.is_empty(), "{:?}", kept.deletions);
 }
 
 /// The FIPS mode of the operator's host (as the operator observed it at start) reaches both of

@@ -933,7 +933,29 @@ async fn cluster_taken_over_from_openshift(case: &Case) -> (Cluster, Client) {
             .await
             .unwrap_or_else(|e| panic!("seeding {}: {e}", o["metadata"]["name"]));
     }
+    // Someone's copies of the former operator's leftovers (everything copied, managedFields
+    // included): not the former operator's, so never deleted ([`leftover_copies`]).
+    for o in leftovers(case) {
+        let api = fixtures::api_for(&admin, &o);
+        let stored = api
+            .get(o["metadata"]["name"].as_str().unwrap())
+            .await
+            .unwrap();
+        let mut copy = testkit::copy_of(&serde_json::to_value(&stored).unwrap(), "");
+        copy["metadata"]["name"] = json!(leftover_copy_name(&o));
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(copy).unwrap(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("copying {}: {e}", o["metadata"]["name"]));
+    }
     (cluster, admin)
+}
+
+/// The name of someone's copy of the leftover `o`.
+fn leftover_copy_name(o: &Value) -> String {
+    format!("{}-copy", o["metadata"]["name"].as_str().unwrap())
 }
 
 /// A small Deployment named `name` in the driver's namespace.
@@ -1240,6 +1262,19 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     // Converged: the operator stops writing (this fails if it never does, e.g. an apply that
     // keeps failing).
     running.converged(&cluster, AGENT).await;
+    // Copies of the leftovers that someone made stay: the former operator did not write them.
+    for leftover in leftovers(case) {
+        let name = leftover_copy_name(&leftover);
+        assert!(
+            fixtures::api_for(&admin, &leftover)
+                .get_opt(&name)
+                .await
+                .unwrap()
+                .is_some(),
+            "{} {name}, a copy of a leftover, was deleted",
+            leftover["kind"]
+        );
+    }
 
     // Every object OpenShift's operator had written is ours now, whole: no field is left to
     // the former manager, and each carries our operand label. The ones we do not render are
@@ -1303,7 +1338,8 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
     assert_eq!(ports, wanted);
 
     // No duplicate and no stray operand: the namespace holds the one controller and node
-    // workload (and the admin's), the driver's StorageClasses are OpenShift's, and every
+    // workload (and the admin's, and someone's copy of the leftover Deployment, which is
+    // neither ours nor the former operator's), the driver's StorageClasses are OpenShift's, and every
     // cluster-scoped RBAC object of ours has OpenShift's name (or is one OpenShift does not
     // have).
     let mut deployment_names: Vec<String> = deployments
@@ -1315,7 +1351,14 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
         .map(|d| d.metadata.name.unwrap())
         .collect();
     deployment_names.sort();
-    let mut wanted = vec!["admin-tool".to_owned(), controller.clone()];
+    let mut wanted = vec![
+        "admin-tool".to_owned(),
+        controller.clone(),
+        leftover_copy_name(&deployment(
+            case,
+            &format!("{}-former-only", def.object_prefix),
+        )),
+    ];
     wanted.sort();
     assert_eq!(deployment_names, wanted);
     let mut daemon_set_names: Vec<String> = daemon_sets

@@ -1449,8 +1449,10 @@ async fn the_credentials_request_is_available_once_provisioned() {
 }
 
 /// What an earlier version of ours rendered under names this one no longer uses (here a
-/// binding and a Role with the operand label) is deleted once the operator runs; what is not
-/// ours (no operand label) stays, and so do ours that are rendered.
+/// binding and a Role with the operand label, applied by our field manager) is deleted once
+/// the operator runs; what is not ours stays: an object without the operand label, and a copy
+/// of the old binding that someone created (our label, not our field manager). So do ours
+/// that are rendered.
 #[tokio::test]
 async fn operands_an_earlier_version_named_otherwise_are_deleted() {
     use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role};
@@ -1467,42 +1469,168 @@ async fn operands_an_earlier_version_named_otherwise_are_deleted() {
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
                "subjects": [{"kind": "ServiceAccount", "name": "x", "namespace": NS}]})
     };
-    create_cluster_scoped::<ClusterRoleBinding>(&admin, binding("gcp-pd-old-binding", true)).await;
+    // As an earlier version of ours made them: server-side apply under our field manager.
+    let earlier =
+        PatchParams::apply("storage-operator/GCPPDDriverStaticResourcesController").force();
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+    bindings
+        .patch(
+            "gcp-pd-old-binding",
+            &earlier,
+            &Patch::Apply(binding("gcp-pd-old-binding", true)),
+        )
+        .await
+        .unwrap();
     create_cluster_scoped::<ClusterRoleBinding>(&admin, binding("someone-elses-binding", false))
         .await;
+    let old = serde_json::to_value(bindings.get("gcp-pd-old-binding").await.unwrap()).unwrap();
+    create_cluster_scoped::<ClusterRoleBinding>(
+        &admin,
+        testkit::copy_of(&old, "gcp-pd-old-binding-copy"),
+    )
+    .await;
     let roles: Api<Role> = Api::namespaced(admin.clone(), NS);
     roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": {"name": "gcp-pd-old-role", "labels": {"csi.storage.openshift.io/driver": "gcp-pd"}},
-                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]
-            }))
-            .unwrap(),
+        .patch(
+            "gcp-pd-old-role",
+            &earlier,
+            &Patch::Apply(
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "gcp-pd-old-role", "namespace": NS,
+                             "labels": {"csi.storage.openshift.io/driver": "gcp-pd"}},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+            ),
         )
         .await
         .unwrap();
     let running = start(&cluster);
     healthy(&admin).await;
-    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
     eventually("the old binding and Role deleted", async || {
         let binding = bindings.get_opt("gcp-pd-old-binding").await.unwrap();
         let role = roles.get_opt("gcp-pd-old-role").await.unwrap();
         (binding.is_none() && role.is_none()).then_some(())
     })
     .await;
-    assert!(
-        bindings
-            .get_opt("someone-elses-binding")
-            .await
-            .unwrap()
-            .is_some()
-    );
+    quiet(&cluster, &running).await;
+    for kept in ["someone-elses-binding", "gcp-pd-old-binding-copy"] {
+        assert!(
+            bindings.get_opt(kept).await.unwrap().is_some(),
+            "{kept} was deleted"
+        );
+    }
     let ours = bindings
         .list(&ListParams::default().labels("csi.storage.openshift.io/driver=gcp-pd"))
         .await
         .unwrap();
-    assert!(!ours.items.is_empty(), "the rendered bindings stay");
+    assert!(ours.items.len() > 1, "the rendered bindings stay");
+    running.stop().await;
+}
+
+/// Copies of the operator's own objects, under other names and with everything ours carry
+/// (labels, annotations, managedFields as sent), as `kubectl get -o yaml` edited and created
+/// again makes them, or as Kubernetes' storage e2e suite copies a driver's class: none is
+/// ever deleted, neither on a full pass nor when `storageClassState: Removed` deletes the
+/// driver's own classes. Our objects of the same kinds are still deleted when they should be.
+#[tokio::test]
+async fn copies_of_our_objects_under_other_names_are_never_deleted() {
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    healthy(&admin).await;
     quiet(&cluster, &running).await;
+
+    // One copy of every rendered object of each kind an operator pass may delete.
+    let kinds: [(&str, &str, &str, bool); 9] = [
+        ("", "v1", "ServiceAccount", true),
+        ("", "v1", "Service", true),
+        ("rbac.authorization.k8s.io", "v1", "Role", true),
+        ("rbac.authorization.k8s.io", "v1", "RoleBinding", true),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole", false),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            false,
+        ),
+        ("policy", "v1", "PodDisruptionBudget", true),
+        ("storage.k8s.io", "v1", "StorageClass", false),
+        ("apps", "v1", "Deployment", true),
+    ];
+    let mut copies = Vec::new();
+    for (group, version, kind, namespaced) in kinds {
+        let (resource, _) = kube::discovery::pinned_kind(
+            &admin,
+            &kube::api::GroupVersionKind::gvk(group, version, kind),
+        )
+        .await
+        .unwrap();
+        let api: Api<DynamicObject> = if namespaced {
+            Api::namespaced_with(admin.clone(), NS, &resource)
+        } else {
+            Api::all_with(admin.clone(), &resource)
+        };
+        let ours = api
+            .list(&ListParams::default().labels("csi.storage.openshift.io/driver=gcp-pd"))
+            .await
+            .unwrap();
+        let original = ours
+            .items
+            .into_iter()
+            .find(|o| opkit::ownership::applied_by_us(&o.metadata))
+            .unwrap_or_else(|| panic!("no {kind} of ours to copy"));
+        let name = format!("{}-copy", original.metadata.name.clone().unwrap());
+        let mut copy = testkit::copy_of(&serde_json::to_value(&original).unwrap(), &name);
+        copy["apiVersion"] = json!(resource.api_version);
+        copy["kind"] = json!(kind);
+        if kind == "Service" {
+            // A Service's cluster IP is the original's; the copy gets its own.
+            copy["spec"].as_object_mut().unwrap().remove("clusterIP");
+            copy["spec"].as_object_mut().unwrap().remove("clusterIPs");
+        }
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(copy).unwrap(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("copying {kind} {name}: {e}"));
+        copies.push((api, kind, name));
+    }
+
+    // A full pass (a change of the ClusterCSIDriver asks for one), then one that deletes the
+    // driver's classes.
+    let drivers_api: Api<ClusterCSIDriver> = Api::all(admin.clone());
+    drivers_api
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"test/nudge": "1"}}})),
+        )
+        .await
+        .unwrap();
+    quiet(&cluster, &running).await;
+    drivers_api
+        .patch(
+            DRIVER,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"storageClassState": "Removed"}})),
+        )
+        .await
+        .unwrap();
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    eventually("the driver's own classes deleted", async || {
+        let left = classes.list(&ListParams::default()).await.unwrap();
+        left.items
+            .iter()
+            .all(|c| !opkit::ownership::applied_by_us(&c.metadata))
+            .then_some(())
+    })
+    .await;
+    quiet(&cluster, &running).await;
+    for (api, kind, name) in &copies {
+        assert!(
+            api.get_opt(name).await.unwrap().is_some(),
+            "the copy {kind} {name} was deleted"
+        );
+    }
     running.stop().await;
 }

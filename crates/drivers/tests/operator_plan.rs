@@ -188,15 +188,26 @@ fn removed_on_a_removable_driver_deletes_workloads_and_releases_finalizers() {
         .unwrap()
         .metadata
         .finalizers = Some(vec![finalizers[0].clone(), "someone.else/keep".into()]);
-    observed.operands.deployments = vec![Arc::new(
-        serde_json::from_value(json!({
-            "metadata": {"name": "gcp-pd-csi-driver-controller", "namespace": "openshift-cluster-csi-drivers"}
-        }))
-        .unwrap(),
-    )];
+    let deployment = |name: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": name, "namespace": "openshift-cluster-csi-drivers",
+            "labels": {"csi.storage.openshift.io/driver": "gcp-pd"}}})
+    };
+    // Ours (applied by the operator), and a copy with our label that someone created.
+    observed.operands.deployments = vec![
+        Arc::new(
+            serde_json::from_value(testkit::as_applied_by(
+                deployment("gcp-pd-csi-driver-controller"),
+                "storage-operator/GCPPDDriverControllerServiceController",
+            ))
+            .unwrap(),
+        ),
+        Arc::new(serde_json::from_value(deployment("gcp-pd-csi-driver-controller-copy")).unwrap()),
+    ];
     let plan = plan::plan(&def, &Default::default(), &observed, &at(0));
-    assert_eq!(plan.deletions.len(), 1);
+    assert_eq!(plan.deletions.len(), 1, "{:?}", plan.deletions);
     assert_eq!(plan.deletions[0].kind, DeleteKind::Deployment);
+    assert_eq!(plan.deletions[0].name, "gcp-pd-csi-driver-controller");
     assert_eq!(plan.finalizers, Some(vec!["someone.else/keep".to_owned()]));
 
     // Managed puts both finalizers on, qualified.
@@ -234,25 +245,36 @@ fn an_unknown_storage_class_state_degrades_and_touches_no_class() {
 fn storage_class_state_removed_deletes_only_classes_we_created() {
     let mut observed =
         openshift(json!({"managementState": "Managed", "storageClassState": "Removed"}));
-    let class = |name: &str, ours: bool| -> StorageClass {
-        let labels = if ours {
+    // `labelled`: our operand label; `applied`: the operator applied it (our field manager).
+    let class = |name: &str, labelled: bool, applied: bool| -> Arc<StorageClass> {
+        let labels = if labelled {
             json!({"csi.storage.openshift.io/driver": "gcp-pd"})
         } else {
             json!({})
         };
-        serde_json::from_value(
-            json!({"metadata": {"name": name, "labels": labels}, "provisioner": "x"}),
-        )
-        .unwrap()
+        let object = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": name, "labels": labels}, "provisioner": "x"});
+        let object = if applied {
+            testkit::as_applied_by(object, "storage-operator/StorageClassController")
+        } else {
+            object
+        };
+        Arc::new(serde_json::from_value(object).unwrap())
     };
     observed.operands.storage_classes = vec![
-        Arc::new(class("standard-csi", true)),
-        Arc::new(class("ssd-csi", false)),
+        class("standard-csi", true, true),
+        class("ssd-csi", false, false),
     ];
     let plan = run(&observed, &at(0));
     assert!(!has_step(&plan, "StorageClass"));
     let deleted: Vec<&str> = plan.deletions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(deleted, ["standard-csi"]);
+
+    // A class of that name with our label that someone else created (labels copied from
+    // ours) is not ours: it stays.
+    observed.operands.storage_classes = vec![class("standard-csi", true, false)];
+    let plan = run(&observed, &at(0));
+    assert!(plan.deletions.is_empty(), "{:?}", plan.deletions);
 }
 
 #[test]
@@ -797,38 +819,51 @@ fn an_extra_daemon_set_is_applied_and_reported_under_its_controller() {
 fn only_our_operands_of_rendered_kinds_that_this_version_does_not_render_are_deleted() {
     use k8s_openapi::api::networking::v1::NetworkPolicy;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    let labelled = |labels: Value| json!({"name": "x", "labels": labels});
     let ours = json!({"csi.storage.openshift.io/driver": "gcp-pd"});
-    let binding = |name: &str, labels: Value| -> Arc<ClusterRoleBinding> {
-        let mut meta = labelled(labels);
-        meta["name"] = json!(name);
-        Arc::new(
-            serde_json::from_value(json!({"metadata": meta,
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}}))
-            .unwrap(),
+    // Every object here but the copy was applied by one of our controllers.
+    let applied = |object: Value| {
+        testkit::as_applied_by(
+            object,
+            "storage-operator/GCPPDDriverStaticResourcesController",
         )
+    };
+    let binding = |name: &str, labels: Value| -> Value {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}})
+    };
+    let typed = |object: Value| -> Arc<ClusterRoleBinding> {
+        Arc::new(serde_json::from_value(object).unwrap())
     };
     let mut observed = openshift(json!({"managementState": "Managed"}));
     observed.operands.cluster_role_bindings = vec![
-        binding("gcp-pd-old-binding", ours.clone()),
-        binding(
+        typed(applied(binding("gcp-pd-old-binding", ours.clone()))),
+        typed(applied(binding(
             "other-drivers-binding",
             json!({"csi.storage.openshift.io/driver": "smb"}),
-        ),
-        binding("unlabelled-binding", json!({})),
+        ))),
+        typed(applied(binding("unlabelled-binding", json!({})))),
+        // A copy of one of ours (labels and all) that someone created, as the API server
+        // stores it: its creator's entry only. Not ours.
+        typed({
+            let mut copy = binding("gcp-pd-binding-copy", ours.clone());
+            copy["metadata"]["managedFields"] =
+                json!([{"manager": "kubectl-create", "operation": "Update"}]);
+            copy
+        }),
     ];
     observed.operands.cluster_roles = vec![Arc::new(
-        serde_json::from_value::<ClusterRole>(json!({"metadata": {
+        serde_json::from_value::<ClusterRole>(applied(json!({"metadata": {
             "name": "openshift-csi-old-shared-role",
             "labels": {"csi.storage.openshift.io/driver": "gcp-pd",
-                       "csi.storage.openshift.io/shared-sidecar-role": "true"}}}))
+                       "csi.storage.openshift.io/shared-sidecar-role": "true"}}})))
         .unwrap(),
     )];
     // GCP PD renders no NetworkPolicy: the operator may not delete one.
     observed.operands.network_policies = vec![Arc::new(
-        serde_json::from_value::<NetworkPolicy>(
+        serde_json::from_value::<NetworkPolicy>(applied(
             json!({"metadata": {"name": "gcp-pd-old-policy", "labels": ours}}),
-        )
+        ))
         .unwrap(),
     )];
     let plan = run(&observed, &at(0));

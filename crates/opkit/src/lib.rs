@@ -16,6 +16,7 @@ pub mod leader;
 pub mod log_level;
 pub mod management;
 pub mod metrics;
+pub mod ownership;
 pub mod rbac;
 pub mod runtime;
 pub mod status;

@@ -213,6 +213,43 @@ impl Cluster {
     }
 }
 
+/// `object` as a server-side apply by `manager` leaves it: with that manager's `Apply` entry in
+/// `metadata.managedFields`. For plan tests that build the observed objects by hand: our
+/// controllers delete only what one of them applied (`opkit::ownership`), never an object that
+/// merely carries our labels.
+pub fn as_applied_by(mut object: serde_json::Value, manager: &str) -> serde_json::Value {
+    let api_version = object["apiVersion"].as_str().unwrap_or("v1").to_owned();
+    object["metadata"]["managedFields"] = serde_json::json!([{
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": api_version,
+        "time": "2026-01-01T00:00:00Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:labels": {}}},
+    }]);
+    object
+}
+
+/// What a copy of `object` under the name `name` is before it is created: everything the
+/// original carries (labels, annotations, `managedFields`, the rest), without what the API
+/// server assigns (`uid`, `resourceVersion`, `creationTimestamp`, `generation`). Made as
+/// `kubectl get -o yaml --show-managed-fields`, edited and created again makes it, and as
+/// Kubernetes' storage e2e suite copies a driver's StorageClass (`CopyStorageClass`: a
+/// `DeepCopy` with a new name, created with the Go client).
+pub fn copy_of(object: &serde_json::Value, name: &str) -> serde_json::Value {
+    let mut copy = object.clone();
+    if let Some(meta) = copy["metadata"].as_object_mut() {
+        for key in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+            meta.remove(key);
+        }
+        meta.insert("name".into(), name.into());
+    }
+    if let Some(status) = copy.as_object_mut() {
+        status.remove("status");
+    }
+    copy
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

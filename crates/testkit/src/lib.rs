@@ -152,7 +152,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 pub use faults::{Fault, FaultRule};
-pub use helpers::{Background, Kubeconfig, eventually};
+pub use helpers::{Background, Kubeconfig, as_applied_by, copy_of, eventually};
 pub use log::RequestRecord;
 pub use server::ServerConfig;
 pub use sim::SimConfig;

@@ -100,9 +100,44 @@ async fn converge_drift_and_delete() {
     })
     .await;
 
-    // Drift restored.
+    // Copies of our class and of a ClusterRole of ours, made as Kubernetes' storage e2e suite
+    // copies a driver's class (everything, managedFields included, under a new name) and as
+    // `kubectl get -o yaml` edited and created again does: they carry our labels, and are never
+    // deleted (the real API server records their creator only in managedFields).
     let roles: Api<ClusterRole> = Api::all(admin.clone());
     let role = format!("{DRIVER}-csi-provisioner-role");
+    let copy_of = |object: serde_json::Value, name: &str| {
+        let mut copy = object;
+        let meta = copy["metadata"].as_object_mut().unwrap();
+        for key in ["uid", "resourceVersion", "creationTimestamp"] {
+            meta.remove(key);
+        }
+        meta.insert("name".into(), json!(name));
+        assert!(
+            meta["managedFields"].is_array(),
+            "copied with managedFields"
+        );
+        copy
+    };
+    let class = serde_json::to_value(classes.get("e2e-declared").await.unwrap()).unwrap();
+    classes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(copy_of(class, "e2e-declared-copy")).unwrap(),
+        )
+        .await
+        .unwrap();
+    let original_role = serde_json::to_value(roles.get(&role).await.unwrap()).unwrap();
+    let role_copy = format!("{role}-copy");
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(copy_of(original_role, &role_copy)).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // Drift restored.
     roles
         .patch(
             &role,
@@ -138,6 +173,27 @@ async fn converge_drift_and_delete() {
     assert!(csi_drivers.get_opt(DRIVER).await.unwrap().is_none());
     assert!(classes.get_opt("e2e-declared").await.unwrap().is_none());
     assert!(roles.get_opt(&role).await.unwrap().is_none());
+    // The copies outlived every pass and the uninstall; they are ours (the test's) to delete.
+    assert!(
+        classes
+            .get_opt("e2e-declared-copy")
+            .await
+            .unwrap()
+            .is_some(),
+        "the copy of our class was deleted"
+    );
+    assert!(
+        roles.get_opt(&role_copy).await.unwrap().is_some(),
+        "the copy of our ClusterRole was deleted"
+    );
+    classes
+        .delete("e2e-declared-copy", &DeleteParams::default())
+        .await
+        .unwrap();
+    roles
+        .delete(&role_copy, &DeleteParams::default())
+        .await
+        .unwrap();
 
     running.stop().await;
     cleanup::delete_namespace(&admin, NS).await;

@@ -420,13 +420,30 @@ fn key(cd: &CSIDriverDeployment) -> String {
     format!("{}/{}", cd.namespace().unwrap_or_default(), cd.name_any())
 }
 
+/// Whether `meta` is an operand this controller made for `cd`: the owner labels name `cd`, and
+/// our field manager applied it. Labels alone prove nothing (a copy of a class, made by a user
+/// or by Kubernetes' storage e2e suite, carries them; see [`opkit::ownership`]), and only what
+/// we made is ever deleted or replaced.
 fn owned_by(
     cd: &CSIDriverDeployment,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> bool {
-    let labels = meta.labels.clone().unwrap_or_default();
-    labels.get(OWNER_NAMESPACE_LABEL) == cd.metadata.namespace.as_ref()
-        && labels.get(OWNER_NAME_LABEL) == cd.metadata.name.as_ref()
+    owner_labels(meta).is_some_and(|(ns, name)| {
+        Some(ns) == cd.metadata.namespace.as_ref() && Some(name) == cd.metadata.name.as_ref()
+    })
+}
+
+/// The CSIDriverDeployment (namespace, name) that made the object: the one its owner labels
+/// name, when our field manager applied it; `None` for anyone else's object, labelled or not.
+fn owner_labels(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<(&String, &String)> {
+    let labels = meta.labels.as_ref()?;
+    let owner = (
+        labels.get(OWNER_NAMESPACE_LABEL)?,
+        labels.get(OWNER_NAME_LABEL)?,
+    );
+    opkit::ownership::applied_by_us(meta).then_some(owner)
 }
 
 /// Why the class `name` of `cd` is not applied: a class of that name exists and is not ours.
@@ -466,16 +483,7 @@ fn facts(context: &Context, cd: &CSIDriverDeployment) -> ClusterFacts {
         .caches
         .csi_drivers
         .get(&ObjectRef::new(&cd.spec.driver_name))
-        .map(|driver| {
-            let labels = driver.metadata.labels.clone().unwrap_or_default();
-            match (
-                labels.get(OWNER_NAMESPACE_LABEL),
-                labels.get(OWNER_NAME_LABEL),
-            ) {
-                (Some(ns), Some(name)) => Some((ns.clone(), name.clone())),
-                _ => None,
-            }
-        });
+        .map(|driver| owner_labels(&driver.metadata).map(|(ns, name)| (ns.clone(), name.clone())));
     ClusterFacts {
         claimants,
         csi_driver_owner,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use api::operator_v1::{ConditionStatus, GenerationStatus, OperatorCondition};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::ResourceExt;
+use kube::{Resource, ResourceExt};
 use opkit::conditions::condition;
 use opkit::management::{self, MANAGEMENT_STATE_DEGRADED, Mode};
 use opkit::status::StatusPart;
@@ -328,8 +328,15 @@ pub fn inputs(
     Ok(inputs)
 }
 
-fn is_ours(labels: &BTreeMap<String, String>, def: &DriverDef) -> bool {
-    labels.get(names::OPERAND_LABEL) == Some(&def.short_name)
+/// Whether the object is one of this driver's operands that we made: our operand label names
+/// the driver, and one of our controllers applied it (a copy carries the label, never our
+/// field manager: [`opkit::ownership`]). Only such objects are ever deleted or replaced.
+fn is_ours(meta: &ObjectMeta, def: &DriverDef) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(names::OPERAND_LABEL))
+        .is_some_and(|driver| driver == &def.short_name)
+        && opkit::ownership::applied_by_us(meta)
 }
 
 fn generation(
@@ -771,7 +778,7 @@ fn operand_steps(
                 // Ours: labelled by us, or made for our driver (OpenShift's operators did not
                 // label their classes; taking them over is the point).
                 let ours = live.is_some_and(|sc| {
-                    is_ours(sc.labels(), def) || sc.provisioner == class.provisioner
+                    is_ours(sc.meta(), def) || sc.provisioner == class.provisioner
                 });
                 match replace::storage_class(&class, live, ours) {
                     replace::Decision::Apply => {}
@@ -833,7 +840,7 @@ fn stale_operands(
                 .operands
                 .config_maps
                 .iter()
-                .any(|c| c.name_any() == target && is_ours(c.labels(), def));
+                .any(|c| c.name_any() == target && is_ours(c.meta(), def));
         if stale {
             deletions.push(Deletion {
                 group: Group::Static,
@@ -849,7 +856,7 @@ fn stale_operands(
                 .storage_classes
                 .iter()
                 .find(|sc| sc.name_any() == name)
-                .is_some_and(|sc| is_ours(sc.labels(), def));
+                .is_some_and(|sc| is_ours(sc.meta(), def));
             if ours {
                 deletions.push(Deletion {
                     group: Group::StorageClass,
@@ -923,7 +930,7 @@ fn no_longer_rendered(def: &DriverDef, steps: &[Step], observed: &Observed) -> V
     for (kind, kind_name, meta) in candidates {
         let labels = meta.labels.clone().unwrap_or_default();
         let name = meta.name.clone().unwrap_or_default();
-        if is_ours(&labels, def)
+        if is_ours(meta, def)
             && !labels.contains_key(names::SHARED_ROLE_LABEL)
             && rendered_kinds.contains(kind_name)
             && !rendered.contains(&(kind_name, name.as_str()))
@@ -1231,18 +1238,28 @@ fn keep_default_snapshot_class_choice(mut value: Value, observed: &Observed) -> 
     value
 }
 
-/// What `Removed` deletes: the workloads and the CSIDriver (StorageClasses and snapshot classes
+/// What `Removed` deletes: our workloads and CSIDriver ([`is_ours`]; StorageClasses and snapshot classes
 /// stay, as in library-go: volumes may still use them).
 fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
     let mut out = Vec::new();
-    for d in &observed.operands.deployments {
+    for d in observed
+        .operands
+        .deployments
+        .iter()
+        .filter(|d| is_ours(d.meta(), def))
+    {
         out.push(Deletion {
             group: Group::ControllerService,
             kind: DeleteKind::Deployment,
             name: d.name_any(),
         });
     }
-    for d in &observed.operands.daemon_sets {
+    for d in observed
+        .operands
+        .daemon_sets
+        .iter()
+        .filter(|d| is_ours(d.meta(), def))
+    {
         out.push(Deletion {
             group: Group::NodeService,
             kind: DeleteKind::DaemonSet,
@@ -1253,7 +1270,7 @@ fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
         .operands
         .csi_driver
         .as_ref()
-        .filter(|c| is_ours(c.labels(), def))
+        .filter(|c| is_ours(c.meta(), def))
     {
         out.push(Deletion {
             group: Group::Static,
