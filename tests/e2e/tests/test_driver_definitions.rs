@@ -630,8 +630,7 @@ fn check_definition(
                 _ => false,
             })
     };
-    if file_caps.get("snapshotDataSource") == Some(&Value::Bool(true)) && !source("SnapshotClass")
-    {
+    if file_caps.get("snapshotDataSource") == Some(&Value::Bool(true)) && !source("SnapshotClass") {
         problems.push(
             "DriverInfo.Capabilities.snapshotDataSource is true but no SnapshotClass is given: \
              every snapshot spec skips itself (\"does not support snapshotting\")\n  \
@@ -743,22 +742,21 @@ fn every_driver_definition_loads_in_the_storage_suite_and_names_the_drivers_clas
             }
         };
         let driver_name = file["DriverInfo"]["Name"].as_str().unwrap_or_default();
-        let problems = match dry_run(&script, &root, &kubeconfig, &reports, &manifest, driver_name)
-        {
+        let problems = match dry_run(
+            &script,
+            &root,
+            &kubeconfig,
+            &reports,
+            &manifest,
+            driver_name,
+        ) {
             Ok(run) => {
                 eprintln!(
                     "{relative}: loaded by e2e.test, {} specs listed for {driver_name} ({:.1}s)",
                     run.specs.len(),
                     started.elapsed().as_secs_f64()
                 );
-                check_definition(
-                    &root,
-                    dir,
-                    &file,
-                    &run,
-                    &binary,
-                    &mut capability_in_binary,
-                )
+                check_definition(&root, dir, &file, &run, &binary, &mut capability_in_binary)
             }
             Err(e) => vec![e],
         };
