@@ -36,6 +36,7 @@ pub mod driver;
 pub mod identity;
 pub mod install;
 pub mod node;
+pub mod suite;
 
 use std::time::Duration;
 

@@ -147,43 +147,24 @@ async fn leader(admin: &Client, namespace: &str, explain: &[&str]) -> String {
     .await
 }
 
-#[tokio::test]
-#[ignore = "needs a real cluster with a node: set E2E_KUBECONFIG and E2E_OPERATOR_IMAGE, pass --ignored"]
-async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
-    let admin = e2e::admin().await;
-    node::require_node(&admin).await;
-    let image = install::operator_image();
-
-    // The operator, as a user installs it: the CSIDriverDeployment CRD, then the manifests.
+/// The operator, as a user installs it: the CSIDriverDeployment CRD, then the manifests.
+/// Returns its namespace and Deployment.
+async fn install_operator(admin: &Client, image: &str) -> (String, String) {
     let crd = api::crds::all()
         .into_iter()
         .find(|crd| crd.spec.names.kind == "CSIDriverDeployment")
         .unwrap();
-    e2e::apply_crd(&admin, &crd).await;
-    install::storage_operator(&admin).await;
-    let (operator_ns, deployment) = install::storage_operator_deployment(&admin, &image).await;
+    e2e::apply_crd(admin, &crd).await;
+    install::storage_operator(admin).await;
+    install::storage_operator_deployment(admin, image).await
+}
+
+/// Creates the example's CSIDriverDeployment and waits until its driver is registered on
+/// every node and it is Available.
+async fn install_example(admin: &Client, explain: &[&str]) -> Api<CSIDriverDeployment> {
     let declared = example();
     let driver_ns = declared.namespace().unwrap();
-    let explain = [operator_ns.as_str(), driver_ns.as_str()];
-
-    let pod = leader(&admin, &operator_ns, &explain).await;
-    for (path, expect) in [
-        ("/healthz", "ok"),
-        ("/readyz", "ok"),
-        ("/metrics", "# TYPE"),
-    ] {
-        let (code, body) = node::proxy_get(&admin, &operator_ns, &pod, 8080, path)
-            .await
-            .unwrap();
-        assert!(
-            code == 200 && body.contains(expect),
-            "GET {path} of the operator pod {pod}: {code} {body}"
-        );
-    }
-
-    // The declared driver, from the example as is.
-    ensure_namespace(&admin, &driver_ns).await;
-    ensure_namespace(&admin, APP_NS).await;
+    ensure_namespace(admin, &driver_ns).await;
     let declared_api: Api<CSIDriverDeployment> = Api::namespaced(admin.clone(), &driver_ns);
     declared_api
         .create(&PostParams::default(), &declared)
@@ -192,8 +173,8 @@ async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
     let driver = declared.spec.driver_name.clone();
     let csi_nodes: Api<CSINode> = Api::all(admin.clone());
     wait_or_explain(
-        &admin,
-        &explain,
+        admin,
+        explain,
         &format!("every CSINode to list driver {driver}"),
         async || {
             let listed = csi_nodes.list(&ListParams::default()).await.ok()?;
@@ -214,7 +195,40 @@ async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
             .any(|c| c.type_ == "Available" && c.status == api::operator_v1::ConditionStatus::True)
             .then_some(())
     };
-    wait_or_explain(&admin, &explain, "CSIDriverDeployment Available", available).await;
+    wait_or_explain(admin, explain, "CSIDriverDeployment Available", available).await;
+    declared_api
+}
+
+#[tokio::test]
+#[ignore = "needs a real cluster with a node: set E2E_KUBECONFIG and E2E_OPERATOR_IMAGE, pass --ignored"]
+async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
+    let admin = e2e::admin().await;
+    node::require_node(&admin).await;
+    let image = install::operator_image();
+
+    let (operator_ns, deployment) = install_operator(&admin, &image).await;
+    let declared = example();
+    let driver_ns = declared.namespace().unwrap();
+    let explain = [operator_ns.as_str(), driver_ns.as_str()];
+
+    let pod = leader(&admin, &operator_ns, &explain).await;
+    for (path, expect) in [
+        ("/healthz", "ok"),
+        ("/readyz", "ok"),
+        ("/metrics", "# TYPE"),
+    ] {
+        let (code, body) = node::proxy_get(&admin, &operator_ns, &pod, 8080, path)
+            .await
+            .unwrap();
+        assert!(
+            code == 200 && body.contains(expect),
+            "GET {path} of the operator pod {pod}: {code} {body}"
+        );
+    }
+
+    // The declared driver, from the example as is.
+    ensure_namespace(&admin, APP_NS).await;
+    let declared_api = install_example(&admin, &explain).await;
 
     let class = declared.spec.storage_class_templates[0]
         .metadata
@@ -242,6 +256,90 @@ async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
     // Uninstall: the declared driver (no volume is left), then the operator.
     cleanup::delete_and_wait(&declared_api, "hostpath").await;
     cleanup::delete_namespace(&admin, APP_NS).await;
+    cleanup::delete_namespace(&admin, &driver_ns).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(admin.clone(), &operator_ns);
+    cleanup::delete_and_wait(&deployments, &deployment).await;
+}
+
+/// The test driver definition of the hostpath driver the example installs.
+const HOSTPATH_DEFINITION: &str = "test/e2e/hostpath/manifest.yaml";
+
+/// The specs of Kubernetes' storage e2e suite run against it: after `e2e.sh`'s
+/// `External.Storage.*hostpath\.csi\.k8s\.io.*`, the test suites the issue names (the
+/// `Testpattern` before them is the volume kind: dynamic filesystem and block volumes, generic
+/// and CSI inline ephemeral volumes, snapshots). `e2e.sh`'s default skip (Disruptive, Serial,
+/// Slow, Flaky, Feature) applies.
+const SUITE_FOCUS: &str = r"\] (provisioning|volumes|subPath|multiVolume|volumeIO|fsgroupchangepolicy|ephemeral|snapshottable|volume-expand|volumeMode|capacity) ";
+
+/// Kubernetes' own external storage e2e suite (`e2e.test` v1.36.2, through
+/// `../shared/k8s/e2e.sh`) against the hostpath driver that the operator pod installs from
+/// `examples/csidriverdeployment/hostpath.yaml`, described by `test/e2e/hostpath/manifest.yaml`
+/// (`FromExistingClassName`: every spec copies the driver's class, labels and all, and the copy
+/// must survive the operator). Needs the snapshot CRDs and controller (`node.sh --snapshots`).
+/// Every selected spec passes; the suite's JUnit report goes to `$E2E_REPORT_DIR` (default
+/// `target/e2e-storage-suite`).
+#[tokio::test]
+#[ignore = "needs a real cluster with a node: set E2E_KUBECONFIG and E2E_OPERATOR_IMAGE, pass --ignored"]
+async fn kubernetes_storage_suite_passes_against_the_installed_hostpath_driver() {
+    let admin = e2e::admin().await;
+    node::require_node(&admin).await;
+    let image = install::operator_image();
+    let (operator_ns, deployment) = install_operator(&admin, &image).await;
+    let driver_ns = example().namespace().unwrap();
+    let explain = [operator_ns.as_str(), driver_ns.as_str()];
+    let declared_api = install_example(&admin, &explain).await;
+
+    let kubeconfig = std::env::var(e2e::KUBECONFIG_ENV).unwrap();
+    let root = e2e::suite::repo_root();
+    let reports = std::env::var_os("E2E_REPORT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/e2e-storage-suite"));
+    std::fs::create_dir_all(&reports).unwrap();
+    let started = std::time::Instant::now();
+    let output = e2e::suite::run(
+        std::path::Path::new(&kubeconfig),
+        &reports,
+        &root.join(HOSTPATH_DEFINITION),
+        Some(SUITE_FOCUS),
+        None,
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Ginkgo's summary: "Ran N of M Specs in S seconds" and "N Passed | N Failed | ...".
+    let summary: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("Ran ") || l.contains(" Passed | "))
+        .collect();
+    eprintln!(
+        "storage e2e suite: {} in {:.0} s (reports in {})",
+        summary.join("; "),
+        started.elapsed().as_secs_f64(),
+        reports.display()
+    );
+    let ran: usize = summary
+        .iter()
+        .find_map(|l| l.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    if !output.status.success() || ran == 0 {
+        let failed: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.contains("[FAIL]") || l.contains("[PANICKED]"))
+            .collect();
+        let tail: Vec<&str> = stdout.lines().rev().take(200).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        panic!(
+            "the storage e2e suite did not pass ({}; {ran} specs ran):\n{}\n--- last lines ---\n{}\n--- stderr ---\n{stderr}\n--- cluster ---\n{}",
+            output.status,
+            failed.join("\n"),
+            tail.join("\n"),
+            node::explain(&admin, &explain).await
+        );
+    }
+
+    // Uninstall: the declared driver (the suite deleted its volumes), then the operator.
+    cleanup::delete_and_wait(&declared_api, "hostpath").await;
     cleanup::delete_namespace(&admin, &driver_ns).await;
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(admin.clone(), &operator_ns);

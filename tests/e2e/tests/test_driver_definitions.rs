@@ -104,24 +104,6 @@ const KNOWN_CAPABILITIES: &[&str] = &[
 /// in the file.
 const EXPANSION_DEFAULTS: &[&str] = &["onlineExpansion", "offlineExpansion"];
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-/// `../shared/k8s/e2e.sh`, beside the repository (as `.ci/run` finds it).
-fn e2e_sh(root: &Path) -> PathBuf {
-    let path = root.join("../shared/k8s/e2e.sh");
-    assert!(
-        path.is_file(),
-        "{} not found: the script that runs e2e.test (../shared/k8s beside the repository)",
-        path.display()
-    );
-    path
-}
-
 /// The `e2e.test` binary `e2e.sh` runs: it unpacks it into `$K8S_BIN` (default
 /// `~/.cache/k8s-v1.36.2`) on its first run.
 fn e2e_test_binary() -> PathBuf {
@@ -316,22 +298,19 @@ struct DryRun {
 /// Runs `e2e.sh --driver <manifest> -- --ginkgo.dry-run --ginkgo.v`; an error is the message
 /// for the test's failure.
 fn dry_run(
-    e2e_sh: &Path,
-    root: &Path,
     kubeconfig: &str,
     reports: &Path,
     manifest: &Path,
     driver_name: &str,
 ) -> Result<DryRun, String> {
-    let output = Command::new(e2e_sh)
-        .current_dir(root)
-        .env("KUBECONFIG", kubeconfig)
-        .env("E2E_REPORT_DIR", reports)
-        .arg("--driver")
-        .arg(manifest)
-        .args(["--", "--ginkgo.dry-run", "--ginkgo.v"])
-        .output()
-        .map_err(|e| format!("running {}: {e}", e2e_sh.display()))?;
+    let output = e2e::suite::run(
+        Path::new(kubeconfig),
+        reports,
+        manifest,
+        None,
+        None,
+        &["--ginkgo.dry-run", "--ginkgo.v"],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let all = format!("{stdout}\n{stderr}");
@@ -711,8 +690,7 @@ fn every_driver_definition_loads_in_the_storage_suite_and_names_the_drivers_clas
             e2e::KUBECONFIG_ENV
         )
     });
-    let root = repo_root();
-    let script = e2e_sh(&root);
+    let root = e2e::suite::repo_root();
     let reports = std::env::temp_dir().join(format!("e2e-definitions-{}", std::process::id()));
     std::fs::create_dir_all(&reports).unwrap();
 
@@ -742,14 +720,7 @@ fn every_driver_definition_loads_in_the_storage_suite_and_names_the_drivers_clas
             }
         };
         let driver_name = file["DriverInfo"]["Name"].as_str().unwrap_or_default();
-        let problems = match dry_run(
-            &script,
-            &root,
-            &kubeconfig,
-            &reports,
-            &manifest,
-            driver_name,
-        ) {
+        let problems = match dry_run(&kubeconfig, &reports, &manifest, driver_name) {
             Ok(run) => {
                 eprintln!(
                     "{relative}: loaded by e2e.test, {} specs listed for {driver_name} ({:.1}s)",
