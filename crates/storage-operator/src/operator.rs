@@ -22,10 +22,16 @@ use crate::observe::{Apis, Caches, Observed, start_caches};
 use std::collections::BTreeMap;
 
 use crate::olm;
-use crate::plan::{CLUSTER_OPERATOR, Desired, STARTER, Settings, candidates, plan};
+use crate::plan::{
+    CLUSTER_OPERATOR, Desired, STARTER, Settings, WriteFailure, candidates, plan,
+    plan_with_failures,
+};
 
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+/// The field manager of OpenShift's cluster-storage-operator (its binary's name, as client-go
+/// derives a manager from the user agent), whose objects this operator adopts.
+pub const FORMER_OPERATOR: &str = "cluster-storage-operator";
 
 /// The operator could not start.
 pub use opkit::runtime::StartError;
@@ -76,7 +82,10 @@ pub async fn run(
     let context = Context {
         log_level: Default::default(),
         settled: Default::default(),
-        applier: Applier::new(client.clone(), STARTER),
+        // Taking over from OpenShift's cluster-storage-operator: what it wrote with Update
+        // (e.g. the server's RollingUpdate defaults of a driver operator Deployment, which our
+        // Recreate cannot be merged with) becomes ours, so the apply replaces it whole.
+        applier: Applier::new(client.clone(), STARTER).adopting(&[FORMER_OPERATOR.to_owned()]),
         client,
         caches,
         settings,
@@ -224,7 +233,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             .sync(context.settings.operator_log_level.as_ref(), level);
     }
     let adoption = adopt(context, &observed).await?;
-    let plan = plan(&observed, &context.settings, &adoption, &now);
+    let mut plan = plan(&observed, &context.settings, &adoption, &now);
     tracing::debug!(
         objects = plan.objects.len(),
         create_storage = plan.create_storage.is_some(),
@@ -237,12 +246,24 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         }
         return Ok(None);
     }
+    // Every object is tried; what failed shows in this pass's status (then the loop retries).
+    let mut failed: Vec<ApplyError> = Vec::new();
     for desired in &plan.objects {
-        let (kind, outcome) = apply(&context.applier, desired, &observed).await?;
-        if outcome.wrote() {
-            context.metrics.wrote(STARTER, kind);
-            tracing::info!(kind, ?outcome, "applied");
+        match apply(&context.applier, desired, &observed).await {
+            Ok((kind, outcome)) if outcome.wrote() => {
+                context.metrics.wrote(STARTER, kind);
+                tracing::info!(kind, ?outcome, "applied");
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "apply failed");
+                failed.push(error);
+            }
         }
+    }
+    if !failed.is_empty() {
+        let failures: Vec<WriteFailure> = failed.iter().map(WriteFailure::from).collect();
+        plan = plan_with_failures(&observed, &context.settings, &adoption, &failures, &now);
     }
     for driver in &plan.create_cluster_csi_drivers {
         if create(&context.client, driver).await? {
@@ -268,7 +289,10 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             .await?;
         context.metrics.wrote(STARTER, "ClusterOperator/status");
     }
-    Ok(plan.requeue)
+    match failed.into_iter().next() {
+        Some(first) => Err(Failure::Apply(first)),
+        None => Ok(plan.requeue),
+    }
 }
 
 /// Creates `object`; one that already exists is fine (another replica or an earlier pass made

@@ -139,6 +139,23 @@ pub fn plan(
     adoption: &BTreeMap<String, olm::Progress>,
     now: &Time,
 ) -> Plan {
+    plan_with_failures(observed, settings, adoption, &[], now)
+}
+
+/// [`plan`], with the objects this pass failed to write: each shows as `SyncError` in the
+/// Degraded condition of the part it belongs to, naming the object and the server's answer
+/// (a driver operator's Deployment in `<Prefix>CSIDriverOperatorDeploymentDegraded`, its
+/// ServiceAccount and RBAC in `<Prefix>CSIDriverOperatorStaticControllerDegraded`, the
+/// namespaces and shared roles in `CSIDriverStarterDegraded`), and so in the ClusterOperator.
+/// The controller plans once, applies, and plans again with what failed, so that a write that
+/// keeps failing is never silent.
+pub fn plan_with_failures(
+    observed: &Observed,
+    settings: &Settings,
+    adoption: &BTreeMap<String, olm::Progress>,
+    failures: &[WriteFailure],
+    now: &Time,
+) -> Plan {
     let Some(storage) = &observed.storage else {
         let mut storage = Storage::new("cluster", StorageSpec::default());
         storage.metadata.annotations = Some(
@@ -197,7 +214,17 @@ pub fn plan(
             plan.requeue = Some(olm::RETRY);
         }
         plan.objects.extend(starter_objects(&started, &inputs));
+        // Failures of objects no started driver owns (the namespaces, the shared roles).
+        let mut shared_failures: Vec<&WriteFailure> = plan
+            .objects
+            .iter()
+            .filter_map(|d| d.failed_in(failures))
+            .collect();
         for (entry, def) in &started {
+            let own = start_driver(entry, def, &inputs);
+            let own_failures: Vec<&WriteFailure> =
+                own.iter().filter_map(|d| d.failed_in(failures)).collect();
+            shared_failures.retain(|f| !own_failures.contains(f));
             // As OpenShift lists the namespace its static assets create for such a driver.
             if let Some(namespace) = starter::separate_operand_namespace(def) {
                 let namespace = reference("", "namespaces", None, namespace);
@@ -247,7 +274,28 @@ pub fn plan(
                 .deployments
                 .iter()
                 .find(|d| d.name_any() == entry.operator_deployment);
-            conditions.extend(starter::operator_deployment_conditions(entry, deployment));
+            let mut deployment_conditions =
+                starter::operator_deployment_conditions(entry, deployment);
+            let (deployment_failures, static_failures): (Vec<&WriteFailure>, Vec<&WriteFailure>) =
+                own_failures.iter().partition(|f| f.kind == "Deployment");
+            if !deployment_failures.is_empty() {
+                let degraded = format!(
+                    "{}CSIDriverOperatorDeploymentDegraded",
+                    entry.condition_prefix
+                );
+                deployment_conditions.retain(|c| c.type_ != degraded);
+                deployment_conditions.push(sync_error(degraded, &deployment_failures));
+            }
+            conditions.extend(deployment_conditions);
+            let static_degraded = format!(
+                "{}CSIDriverOperatorStaticControllerDegraded",
+                entry.condition_prefix
+            );
+            conditions.push(if static_failures.is_empty() {
+                condition(static_degraded, ConditionStatus::False, "AsExpected", "")
+            } else {
+                sync_error(static_degraded, &static_failures)
+            });
             if let Some(deployment) = observed
                 .deployments
                 .iter()
@@ -284,6 +332,7 @@ pub fn plan(
         if disagreement {
             blocked.extend(platform.problem.clone());
         }
+        blocked.extend(shared_failures.iter().map(|f| f.message.clone()));
         conditions.push(if blocked.is_empty() {
             condition(
                 format!("{STARTER}Degraded"),
@@ -427,7 +476,55 @@ pub fn starter_objects(
     objects
 }
 
+/// An object this controller could not write in this pass, and what the API server (or the
+/// client) said: it shows in the status of the same pass (see [`plan_with_failures`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteFailure {
+    /// The object's kind.
+    pub kind: String,
+    /// `namespace/name`, or `name` for a cluster-scoped object.
+    pub object: String,
+    /// The whole error: what was written, and the server's answer.
+    pub message: String,
+}
+
+impl From<&opkit::apply::ApplyError> for WriteFailure {
+    fn from(error: &opkit::apply::ApplyError) -> Self {
+        Self {
+            kind: error.kind.clone(),
+            object: error.object.clone(),
+            message: error.to_string(),
+        }
+    }
+}
+
 impl Desired {
+    /// The object's kind and `namespace/name` (or `name`), as [`WriteFailure`] names it.
+    pub fn key(&self) -> (&'static str, String) {
+        let (kind, meta) = match self {
+            Self::Namespace(o) => ("Namespace", &o.metadata),
+            Self::ServiceAccount(o) => ("ServiceAccount", &o.metadata),
+            Self::ClusterRole(o) => ("ClusterRole", &o.metadata),
+            Self::ClusterRoleBinding(o) => ("ClusterRoleBinding", &o.metadata),
+            Self::Role(o) => ("Role", &o.metadata),
+            Self::RoleBinding(o) => ("RoleBinding", &o.metadata),
+            Self::Deployment(o) => ("Deployment", &o.metadata),
+        };
+        let name = meta.name.clone().unwrap_or_default();
+        let object = match &meta.namespace {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name,
+        };
+        (kind, object)
+    }
+
+    fn failed_in<'a>(&self, failures: &'a [WriteFailure]) -> Option<&'a WriteFailure> {
+        let (kind, object) = self.key();
+        failures
+            .iter()
+            .find(|f| f.kind == kind && f.object == object)
+    }
+
     /// The object as JSON, with `apiVersion` and `kind`.
     pub fn to_value(&self) -> serde_json::Value {
         let value = match self {
@@ -442,6 +539,17 @@ impl Desired {
         // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
         value.unwrap_or_default()
     }
+}
+
+/// `<type_>=True` with reason `SyncError`, listing what failed.
+fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
+    let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
+    condition(
+        type_,
+        ConditionStatus::True,
+        "SyncError",
+        message.join("\n"),
+    )
 }
 
 fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInputs) -> Vec<Desired> {
@@ -566,6 +674,136 @@ mod tests {
         plan.objects
             .iter()
             .any(|o| matches!(o, Desired::Deployment(_)))
+    }
+
+    /// Each failed write is reported in the Degraded condition of its part: the driver
+    /// operator's Deployment, its static objects, or the starter's shared objects; the
+    /// ClusterOperator says Degraded once the failure outlives the inertia.
+    #[test]
+    fn write_failures_are_degraded_in_the_part_they_belong_to() {
+        let failure = |kind: &str, object: &str| WriteFailure {
+            kind: kind.into(),
+            object: object.into(),
+            message: format!("applying {kind} {object}: the server said no (403)"),
+        };
+        let find = |plan: &Plan, type_: &str| {
+            let c = plan
+                .storage_status
+                .as_ref()
+                .unwrap()
+                .conditions
+                .iter()
+                .find(|c| c.type_ == type_)
+                .unwrap_or_else(|| panic!("no {type_}"))
+                .clone();
+            (
+                c.status,
+                c.reason.unwrap_or_default(),
+                c.message.unwrap_or_default(),
+            )
+        };
+        let cases = [
+            (
+                failure(
+                    "Deployment",
+                    "openshift-cluster-csi-drivers/gcp-pd-csi-driver-operator",
+                ),
+                "GCPPDCSIDriverOperatorDeploymentDegraded",
+            ),
+            (
+                failure(
+                    "ServiceAccount",
+                    "openshift-cluster-csi-drivers/gcp-pd-csi-driver-operator",
+                ),
+                "GCPPDCSIDriverOperatorStaticControllerDegraded",
+            ),
+            (
+                failure("Namespace", "openshift-cluster-csi-drivers"),
+                "CSIDriverStarterDegraded",
+            ),
+        ];
+        let all = [
+            "GCPPDCSIDriverOperatorDeploymentDegraded",
+            "GCPPDCSIDriverOperatorStaticControllerDegraded",
+            "CSIDriverStarterDegraded",
+        ];
+        let clean = plan(&observed(), &settings(), &BTreeMap::new(), &now());
+        for type_ in all {
+            assert_eq!(find(&clean, type_).0, ConditionStatus::False, "{type_}");
+        }
+        for (failed, degraded) in cases {
+            let plan = plan_with_failures(
+                &observed(),
+                &settings(),
+                &BTreeMap::new(),
+                std::slice::from_ref(&failed),
+                &now(),
+            );
+            assert_eq!(plan.objects, clean.objects, "the same objects are planned");
+            for type_ in all {
+                let (status, reason, message) = find(&plan, type_);
+                if type_ == degraded {
+                    assert_eq!(
+                        (status, reason.as_str(), message.as_str()),
+                        (ConditionStatus::True, "SyncError", failed.message.as_str()),
+                        "{type_}"
+                    );
+                } else {
+                    assert_eq!(status, ConditionStatus::False, "{type_} for {failed:?}");
+                }
+            }
+        }
+
+        // The roll-up: Degraded in the ClusterOperator once it has lasted past the inertia.
+        let failed = [failure(
+            "Deployment",
+            "openshift-cluster-csi-drivers/gcp-pd-csi-driver-operator",
+        )];
+        let mut observed = observed();
+        observed.apis.cluster_operator = true;
+        let first = plan_with_failures(&observed, &settings(), &BTreeMap::new(), &failed, &now());
+        let mut status = observed
+            .storage
+            .as_ref()
+            .unwrap()
+            .status
+            .clone()
+            .unwrap_or_default();
+        status.conditions = first
+            .storage_status
+            .unwrap()
+            .conditions
+            .into_iter()
+            .map(|c| OperatorCondition {
+                last_transition_time: Some(now()),
+                ..c
+            })
+            .collect();
+        observed.storage.as_mut().unwrap().status = Some(status);
+        let later = Time(
+            now()
+                .0
+                .checked_add(DEGRADED_INERTIA + Duration::from_secs(1))
+                .unwrap(),
+        );
+        let after = plan_with_failures(&observed, &settings(), &BTreeMap::new(), &failed, &later);
+        let co = after
+            .cluster_operator
+            .expect("the ClusterOperator is written");
+        let degraded = co
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Degraded")
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::True, "{degraded:?}");
+        assert!(
+            degraded
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("gcp-pd-csi-driver-operator"),
+            "{degraded:?}"
+        );
     }
 
     #[test]

@@ -851,3 +851,180 @@ async fn operands_apart_from_their_operator_get_their_namespace_and_roles() {
     assert!(writes.is_empty(), "an idle operator wrote: {writes:#?}");
     running.stop().await;
 }
+
+/// A GCP cluster on OpenShift, with Storage/cluster Managed.
+async fn gcp_openshift(cluster: &testkit::Cluster) -> Client {
+    let admin = cluster.client();
+    install_crds(
+        &admin,
+        &[
+            "ClusterCSIDriver",
+            "Storage",
+            "ClusterOperator",
+            "Infrastructure",
+        ],
+    )
+    .await;
+    install_infrastructure(
+        &admin,
+        json!({"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+               "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}),
+    )
+    .await;
+    create::<Storage>(&admin, json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
+        "spec": {"managementState": "Managed"}
+    }))
+    .await;
+    admin
+}
+
+/// The GCP PD driver operator as OpenShift's cluster-storage-operator wrote it: its namespace,
+/// ServiceAccount and Deployment (`strategy: {}`, so the API server's RollingUpdate defaults),
+/// created under its field manager.
+async fn seed_openshifts_gcp_pd_operator(cluster: &testkit::Cluster, admin: &Client) {
+    create::<k8s_openapi::api::core::v1::Namespace>(
+        admin,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .await;
+    let former = cluster.client_with_agent(storage_operator::operator::FORMER_OPERATOR);
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(former.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "gcp-pd-csi-driver-operator",
+                "namespace": NS}, "automountServiceAccountToken": true}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<Deployment>::namespaced(former, NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "gcp-pd-csi-driver-operator", "namespace": NS,
+                             "annotations": {"config.openshift.io/inject-proxy": "gcp-pd-csi-driver-operator"}},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"name": "gcp-pd-csi-driver-operator"}},
+                    "strategy": {},
+                    "template": {"metadata": {"labels": {"name": "gcp-pd-csi-driver-operator"}},
+                        "spec": {"serviceAccountName": "gcp-pd-csi-driver-operator",
+                            "priorityClassName": "system-cluster-critical",
+                            "containers": [{"name": "gcp-pd-csi-driver-operator",
+                                "image": "quay.io/openshift/gcp-pd-csi-driver-operator:4.22",
+                                "args": ["start", "-v=2"]}]}}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Taking over from OpenShift's cluster-storage-operator: the driver operator Deployment it
+/// made (RollingUpdate, written with Update) becomes ours whole, `Recreate` with no rolling
+/// update parameters left (before, every pass was refused with 422 and nothing said so), and
+/// the status says all is well.
+#[tokio::test]
+async fn takes_over_the_driver_operator_openshifts_cso_made() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    seed_openshifts_gcp_pd_operator(&cluster, &admin).await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    let deployment = eventually("our driver operator Deployment", async || {
+        let d = deployments
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()?;
+        let args = d.spec.as_ref()?.template.spec.as_ref()?.containers[0]
+            .args
+            .clone()?;
+        (args == ["driver", "gcp-pd"]).then_some(d)
+    })
+    .await;
+    let spec = deployment.spec.clone().unwrap();
+    let strategy = spec.strategy.unwrap();
+    assert_eq!(strategy.type_.as_deref(), Some("Recreate"));
+    assert!(strategy.rolling_update.is_none(), "{strategy:?}");
+    let containers = spec.template.spec.unwrap().containers;
+    assert_eq!(containers.len(), 1, "one container, ours: {containers:?}");
+    assert!(
+        deployment
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.manager.as_deref() != Some(storage_operator::operator::FORMER_OPERATOR)),
+        "no field is left to the former operator: {:?}",
+        deployment.metadata.managed_fields
+    );
+    for type_ in [
+        "GCPPDCSIDriverOperatorDeploymentDegraded",
+        "GCPPDCSIDriverOperatorStaticControllerDegraded",
+        "CSIDriverStarterDegraded",
+    ] {
+        eventually(&format!("{type_}=False"), async || {
+            storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == "False")
+        })
+        .await;
+    }
+    running.converged(&cluster, "storage-operator").await;
+    running.stop().await;
+}
+
+/// A write that keeps failing is never silent: in the pass it fails, the part it belongs to
+/// says Degraded with the object and the API server's answer (the other objects are still
+/// applied, the rest of the status still written), and once the write succeeds it clears.
+#[tokio::test]
+async fn a_write_that_keeps_failing_is_degraded_in_the_same_pass() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    cluster.inject(testkit::FaultRule::status(
+        Some("patch"),
+        Some("deployments"),
+        403,
+    ));
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    let (_, reason, message) = eventually("the Deployment's Degraded", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(reason, "SyncError");
+    assert!(
+        message.contains("Deployment openshift-cluster-csi-drivers/gcp-pd-csi-driver-operator")
+            && message.contains("403"),
+        "{message}"
+    );
+    // The rest was applied and reported.
+    assert!(
+        Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), NS)
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        storage_condition(&admin, "GCPPDCSIDriverOperatorStaticControllerDegraded")
+            .await
+            .map(|c| c.0),
+        Some("False".into())
+    );
+    assert!(
+        co_condition(&admin, "Degraded").await.is_some(),
+        "the ClusterOperator is written in the same pass"
+    );
+
+    cluster.clear_faults();
+    eventually("Degraded cleared", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+    running.stop().await;
+}

@@ -1,6 +1,6 @@
 //! Validation producing the apiserver's `422 Invalid` bodies for the rules tests are likely to hit:
 //! object names, ConfigMap keys, finalizer names and additions during deletion, owner references,
-//! Deployment selectors, unique Service port names, immutable StorageClass fields, events.k8s.io `eventTime`, and the
+//! Deployment selectors and strategies, unique Service port names, immutable StorageClass fields, events.k8s.io `eventTime`, and the
 //! schema checks of custom resources: type, required, enum, minimum/maximum, pattern, lengths,
 //! item counts, and their CEL rules (`x-kubernetes-validations`, with the old object for
 //! transition rules), in kube-apiserver's words.
@@ -89,6 +89,19 @@ pub fn validate(
                         labels
                     ),
                     "spec.template.metadata.labels".into(),
+                ));
+            }
+            // A Deployment that is recreated has no rolling update parameters (an apply that
+            // sets `Recreate` over a RollingUpdate someone else owns is refused so).
+            let strategy = &obj["spec"]["strategy"];
+            if def.plural == "deployments"
+                && strategy["type"] == "Recreate"
+                && !strategy["rollingUpdate"].is_null()
+            {
+                causes.push((
+                    "FieldValueForbidden",
+                    "Forbidden: may not be specified when strategy `type` is 'Recreate'".into(),
+                    "spec.strategy.rollingUpdate".into(),
                 ));
             }
         }

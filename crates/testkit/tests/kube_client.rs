@@ -1156,3 +1156,57 @@ async fn a_copy_created_with_the_originals_managed_fields_is_its_creators_alone(
     );
     assert_eq!(created.labels()["a"], "b", "the labels are copied");
 }
+
+/// A Deployment recreated on update has no rolling update parameters: kube-apiserver v1.36.2
+/// refuses them with this 422 (the body below is its answer, read on `../shared/k8s`), also
+/// when a server-side apply of `Recreate` meets a RollingUpdate another manager owns.
+#[tokio::test]
+async fn a_recreate_deployment_with_rolling_update_parameters_is_refused_as_the_apiserver_does() {
+    let cluster = Cluster::start().await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), NS);
+    let deployment = |strategy: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "strategy": strategy,
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    };
+    let refused = deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(deployment(
+                json!({"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}),
+            ))
+            .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = refused else {
+        panic!("{refused}")
+    };
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"d\" is invalid: spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
+    );
+
+    // Created by someone else with the defaults (RollingUpdate, 25%), then applied as
+    // Recreate by another manager: the defaults stay the creator's, and the merge is refused.
+    deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(deployment(json!({}))).unwrap(),
+        )
+        .await
+        .unwrap();
+    let applied = deployments
+        .patch(
+            "d",
+            &PatchParams::apply("other").force(),
+            &Patch::Apply(deployment(json!({"type": "Recreate"}))),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&applied, kube::Error::Api(s) if s.code == 422),
+        "{applied}"
+    );
+}

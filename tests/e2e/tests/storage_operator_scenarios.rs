@@ -213,3 +213,201 @@ async fn manila_gets_its_operand_namespace_and_roles_there() {
     }
     cleanup::undeclare_platform(&admin, declared).await;
 }
+
+/// A Storage condition's status, reason and message.
+async fn storage_condition(admin: &kube::Client, type_: &str) -> Option<(String, String, String)> {
+    let storage = Api::<Storage>::all(admin.clone())
+        .get_opt("cluster")
+        .await
+        .unwrap()?;
+    let c = storage.status?.condition(type_)?.clone();
+    Some((
+        c.status.to_string(),
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
+}
+
+/// Taking over from OpenShift's cluster-storage-operator on the real API server, as the
+/// operator's own ServiceAccount: the GCP PD driver operator Deployment the Go operator made
+/// (with Update under its field manager, `strategy: {}` defaulted to RollingUpdate) is
+/// adopted whole as our `Recreate` one; before, kube-apiserver refused every apply with
+/// `spec.strategy.rollingUpdate: Forbidden` and no condition said so. Then a write the server
+/// refuses (a ValidatingAdmissionPolicy denies the operator's updates of that Deployment) shows
+/// in the same pass as `GCPPDCSIDriverOperatorDeploymentDegraded=True` with the server's
+/// answer, and clears once the server accepts it again.
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+    let admin = e2e::admin().await;
+    let declared = ensure_gcp(&admin).await;
+    let identity = cso::prepare(&admin).await;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    e2e::install::wait_not_terminating(&admin, NS).await;
+    if namespaces.get_opt(NS).await.unwrap().is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    // As OpenShift's operator wrote them: created under its field manager.
+    let former = PostParams {
+        field_manager: Some(storage_operator::operator::FORMER_OPERATOR.into()),
+        ..PostParams::default()
+    };
+    Api::<ServiceAccount>::namespaced(admin.clone(), NS)
+        .create(
+            &former,
+            &serde_json::from_value(json!({"metadata": {"name": OPERATOR, "namespace": NS}}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
+    deployments
+        .create(
+            &former,
+            &serde_json::from_value(json!({
+                "metadata": {"name": OPERATOR, "namespace": NS},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"name": OPERATOR}},
+                    "strategy": {},
+                    "template": {"metadata": {"labels": {"name": OPERATOR}},
+                        "spec": {"serviceAccountName": OPERATOR,
+                            "containers": [{"name": OPERATOR,
+                                "image": "quay.io/openshift/gcp-pd-csi-driver-operator:4.22",
+                                "args": ["start", "-v=2"]}]}}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let running = cso::start(&identity);
+    let adopted = wait_for("the Deployment adopted", async || {
+        let d = deployments.get(OPERATOR).await.unwrap();
+        let spec = d.spec.clone()?;
+        let args = spec.template.spec.as_ref()?.containers[0].args.clone()?;
+        (args == ["driver", "gcp-pd"]).then_some(d)
+    })
+    .await;
+    let strategy = adopted.spec.unwrap().strategy.unwrap();
+    assert_eq!(strategy.type_.as_deref(), Some("Recreate"));
+    assert!(strategy.rolling_update.is_none(), "{strategy:?}");
+    assert!(
+        adopted
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.manager.as_deref() != Some(storage_operator::operator::FORMER_OPERATOR)),
+        "no field is left to the former operator"
+    );
+    wait_for("the Deployment's Degraded False", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+
+    // The API server refuses the operator's next write of that Deployment.
+    let policy_resource = |kind: &str, plural: &str| {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        )
+    };
+    let policies: Api<DynamicObject> = Api::all_with(
+        admin.clone(),
+        &policy_resource("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
+    );
+    let bindings: Api<DynamicObject> = Api::all_with(
+        admin.clone(),
+        &policy_resource(
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+        ),
+    );
+    let name = "e2e-refuse-driver-operator-writes";
+    policies
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": name},
+                "spec": {"failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                        "operations": ["UPDATE"], "resources": ["deployments"]}]},
+                    "validations": [{
+                        "expression": format!("object.metadata.name != '{OPERATOR}' || request.userInfo.username != '{}'", identity.user),
+                        "message": "e2e: this write is refused on purpose",
+                        "reason": "Invalid"}]}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": name},
+                "spec": {"policyName": name, "validationActions": ["Deny"],
+                    "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}}}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // The policy takes a moment to be enforced: keep asking for a change of the Deployment
+    // (its log level) until a pass is refused and says so.
+    let storages: Api<Storage> = Api::all(admin.clone());
+    let mut level = 0;
+    let (_, reason, message) = wait_for("the Deployment's Degraded True", async || {
+        level += 1;
+        let log_level = if level % 2 == 0 { "Normal" } else { "Debug" };
+        storages
+            .patch(
+                "cluster",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"logLevel": log_level}})),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(reason, "SyncError");
+    assert!(
+        message.contains(&format!("Deployment {NS}/{OPERATOR}"))
+            && message.contains("e2e: this write is refused on purpose"),
+        "{message}"
+    );
+
+    bindings
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    policies
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the Deployment's Degraded False again", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+
+    running.stop().await;
+    cso::finish(&admin, &identity, "gcp-pd").await;
+    cleanup::undeclare_platform(&admin, declared).await;
+}
