@@ -4,6 +4,7 @@
 //! [`starter`], [`driver_status`]) are separate from the controller that observes the cluster
 //! and applies them ([`operator`], [`observe`]).
 
+pub mod default_storage_class;
 pub mod driver_status;
 pub mod manifests;
 pub mod observe;

@@ -20,6 +20,7 @@ use opkit::conditions::condition;
 use opkit::management::{self, Mode};
 use opkit::status::StatusPart;
 
+use crate::default_storage_class;
 use crate::driver_status::storage_conditions;
 use crate::observe::Observed;
 use crate::olm;
@@ -194,6 +195,16 @@ pub fn plan_with_failures(
             env: settings.env.clone(),
             operator_image: settings.operator_image.clone(),
         };
+        let previous = storage
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default();
+        conditions.extend(default_storage_class::conditions(
+            &platform,
+            observed.apis.infrastructure && observed.infrastructure.is_none(),
+            previous,
+        ));
         let (mut started, mut blocked) = decide(&platform, &cluster);
         // A driver whose OLM-installed predecessor is still being removed waits for it.
         for (entry, _) in &started {
@@ -311,6 +322,16 @@ pub fn plan_with_failures(
             }
         }
         let names: Vec<&str> = started.iter().map(|(e, _)| e.short_name).collect();
+        if names.is_empty() {
+            // No driver operator reports Upgradeable: OpenShift's starter says it itself, so
+            // that the ClusterOperator's Upgradeable has data.
+            conditions.push(condition(
+                "StorageOperatorUpgradeable",
+                ConditionStatus::True,
+                "",
+                "",
+            ));
+        }
         let mut message = format!("platform {}", platform.describe());
         message.push_str(&if names.is_empty() {
             "; no CSI driver to install".to_owned()

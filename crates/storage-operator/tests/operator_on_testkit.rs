@@ -569,6 +569,30 @@ async fn a_platform_without_a_driver_installs_nothing_and_says_so() {
             .0,
         "False"
     );
+    // No default StorageClass here, as OpenShift's DefaultStorageClassController says; and
+    // with no driver operator to say Upgradeable, the starter says it.
+    assert_eq!(
+        storage_condition(&admin, "DefaultStorageClassControllerDisabled").await,
+        Some((
+            "True".into(),
+            "UnsupportedPlatform".into(),
+            "unsupported platform".into()
+        ))
+    );
+    assert_eq!(
+        storage_condition(&admin, "DefaultStorageClassControllerAvailable").await,
+        Some((
+            "True".into(),
+            String::new(),
+            "No default StorageClass for this platform".into()
+        ))
+    );
+    assert_eq!(
+        storage_condition(&admin, "StorageOperatorUpgradeable")
+            .await
+            .map(|c| c.0),
+        Some("True".into())
+    );
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     assert!(
         deployments
@@ -962,6 +986,8 @@ async fn takes_over_the_driver_operator_openshifts_cso_made() {
         "GCPPDCSIDriverOperatorDeploymentDegraded",
         "GCPPDCSIDriverOperatorStaticControllerDegraded",
         "CSIDriverStarterDegraded",
+        "DefaultStorageClassControllerDegraded",
+        "DefaultStorageClassControllerProgressing",
     ] {
         eventually(&format!("{type_}=False"), async || {
             storage_condition(&admin, type_)
@@ -970,6 +996,16 @@ async fn takes_over_the_driver_operator_openshifts_cso_made() {
         })
         .await;
     }
+    assert_eq!(
+        storage_condition(&admin, "DefaultStorageClassControllerAvailable")
+            .await
+            .map(|c| c.2),
+        Some(storage_operator::default_storage_class::PROVIDED_BY_CSI.into())
+    );
+    assert_eq!(
+        storage_condition(&admin, "DefaultStorageClassControllerDisabled").await,
+        None
+    );
     running.converged(&cluster, "storage-operator").await;
     running.stop().await;
 }
