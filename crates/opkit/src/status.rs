@@ -172,6 +172,98 @@ pub async fn apply_status<K: OperatorResource>(
     Ok(true)
 }
 
+/// The condition types of `status` that only an operator this one replaced maintained: every
+/// manager that owns the type in `meta`'s managedFields is one of `former` (OpenShift's Go
+/// operator, whose controllers write status with Update), and no part of ours writes it
+/// (`ours`). Nobody updates them any more, so they would stay as they were forever (an old
+/// Degraded included) and keep feeding the ClusterOperator: they are removed, as OpenShift's
+/// `RemoveStaleConditionsController` removes what its removed controllers left. A type another
+/// manager (an admin's tool, another operator) also owns is kept.
+pub fn stale_condition_types(
+    meta: &ObjectMeta,
+    status: &OperatorStatus,
+    former: &[String],
+    ours: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut owners: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for entry in meta.managed_fields.iter().flatten() {
+        let manager = entry.manager.clone().unwrap_or_default();
+        let one = ObjectMeta {
+            managed_fields: Some(vec![entry.clone()]),
+            ..ObjectMeta::default()
+        };
+        for type_ in owned_condition_types(&one, &manager) {
+            owners.entry(type_).or_default().insert(manager.clone());
+        }
+    }
+    status
+        .conditions
+        .iter()
+        .map(|c| &c.type_)
+        .filter(|type_| !ours.contains(*type_))
+        .filter(|type_| {
+            owners
+                .get(*type_)
+                .is_some_and(|o| !o.is_empty() && o.iter().all(|m| former.contains(m)))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Removes the conditions of `types` from the status of `name` (of kind `K`), as observed in
+/// `observed`: a JSON patch of the status subresource, guarded by the observed
+/// `resourceVersion` (a stale cache fails the patch with 422/409 and the next pass retries).
+/// Returns whether it wrote.
+pub async fn remove_conditions<K: OperatorResource>(
+    client: &Client,
+    name: &str,
+    observed: &K,
+    types: &[String],
+) -> Result<bool, ApplyError> {
+    let Some(status) = observed.operator_status() else {
+        return Ok(false);
+    };
+    let mut indexes: Vec<usize> = status
+        .conditions
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| types.contains(&c.type_))
+        .map(|(i, _)| i)
+        .collect();
+    if indexes.is_empty() {
+        return Ok(false);
+    }
+    indexes.reverse();
+    let mut patch = vec![json!({"op": "test", "path": "/metadata/resourceVersion",
+        "value": observed.meta().resource_version})];
+    patch.extend(
+        indexes
+            .into_iter()
+            .map(|i| json!({"op": "remove", "path": format!("/status/conditions/{i}")})),
+    );
+    let error = |source| ApplyError {
+        kind: K::kind(&()).into_owned(),
+        object: name.to_owned(),
+        source,
+    };
+    let url = format!(
+        "{}/{name}/status?fieldManager={FIELD_MANAGER_PREFIX}/stale-conditions",
+        K::url_path(&(), None)
+    );
+    let body = serde_json::to_vec(&patch).map_err(|e| error(kube::Error::SerdeError(e)))?;
+    let request = http::Request::patch(url)
+        .header(http::header::CONTENT_TYPE, "application/json-patch+json")
+        .header(http::header::ACCEPT, "application/json")
+        .body(body)
+        .map_err(|e| {
+            error(kube::Error::BuildRequest(
+                kube::core::request::Error::BuildRequest(e),
+            ))
+        })?;
+    client.request::<Value>(request).await.map_err(error)?;
+    Ok(true)
+}
+
 /// What each controller last wrote into an operator CR's status, with what the cache showed
 /// of that controller's part before the write ([`status_view`]). A pass whose cache still
 /// shows that (it started before the write's event came) does not send the same part again:
@@ -254,6 +346,67 @@ mod tests {
 
     use super::*;
     use crate::conditions::condition;
+
+    /// Only what former managers alone own, and none of ours writes, is stale.
+    #[test]
+    fn stale_conditions_are_the_former_operators_alone() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+        let entry = |manager: &str, operation: &str, types: &[&str]| {
+            let conditions: serde_json::Map<String, Value> = types
+                .iter()
+                .map(|t| {
+                    (
+                        format!("k:{{\"type\":\"{t}\"}}"),
+                        json!({".": {}, "f:status": {}}),
+                    )
+                })
+                .collect();
+            ManagedFieldsEntry {
+                manager: Some(manager.into()),
+                operation: Some(operation.into()),
+                subresource: Some("status".into()),
+                fields_v1: Some(FieldsV1(json!({"f:status": {"f:conditions": conditions}}))),
+                ..ManagedFieldsEntry::default()
+            }
+        };
+        let former = vec!["cluster-storage-operator".to_owned()];
+        let meta = ObjectMeta {
+            managed_fields: Some(vec![
+                entry(
+                    "cluster-storage-operator",
+                    "Update",
+                    &["OldControllerDegraded", "SharedDegraded", "OursAvailable"],
+                ),
+                entry("admin-tool", "Update", &["SharedDegraded", "AdminDegraded"]),
+                entry(
+                    "storage-operator/CSIDriverStarter",
+                    "Apply",
+                    &["OursAvailable"],
+                ),
+            ]),
+            ..ObjectMeta::default()
+        };
+        let status = OperatorStatus {
+            conditions: [
+                "OldControllerDegraded",
+                "SharedDegraded",
+                "AdminDegraded",
+                "OursAvailable",
+                "UnownedDegraded",
+            ]
+            .iter()
+            .map(|t| condition(*t, ConditionStatus::True, "", ""))
+            .collect(),
+            ..OperatorStatus::default()
+        };
+        let ours: BTreeSet<String> = ["OursAvailable".to_owned()].into();
+        assert_eq!(
+            stale_condition_types(&meta, &status, &former, &ours),
+            ["OldControllerDegraded"]
+        );
+        // Without a former operator, nothing is ever stale.
+        assert!(stale_condition_types(&meta, &status, &[], &ours).is_empty());
+    }
 
     fn at(seconds: i64) -> Time {
         Time(Timestamp::from_second(1_800_000_000 + seconds).unwrap())

@@ -271,6 +271,31 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             tracing::info!(driver = driver.name_any(), "created ClusterCSIDriver");
         }
     }
+    // What only OpenShift's operator maintained (controllers ours has no counterpart for, or
+    // that it replaced) goes, so that no stale condition feeds the ClusterOperator.
+    if let (Some(storage), Some(part)) = (&observed.storage, &plan.storage_status) {
+        let ours: std::collections::BTreeSet<String> =
+            part.conditions.iter().map(|c| c.type_.clone()).collect();
+        let stale = opkit::status::stale_condition_types(
+            storage.meta(),
+            &storage.status.clone().unwrap_or_default(),
+            &[FORMER_OPERATOR.to_owned()],
+            &ours,
+        );
+        // Before this pass's own status write, while the cache's resourceVersion, which
+        // guards the removal, is current; a failure is reported once the status is written.
+        match opkit::status::remove_conditions(&context.client, "cluster", storage, &stale).await {
+            Ok(true) => {
+                tracing::info!(
+                    ?stale,
+                    "removed conditions only the former operator maintained"
+                );
+                context.metrics.wrote(STARTER, "Storage/status");
+            }
+            Ok(false) => {}
+            Err(error) => failed.push(error),
+        }
+    }
     if let Some(part) = &plan.storage_status
         && apply_status::<Storage>(
             &context.client,

@@ -1064,3 +1064,74 @@ async fn a_write_that_keeps_failing_is_degraded_in_the_same_pass() {
     .await;
     running.stop().await;
 }
+
+/// Taking over Storage/cluster from OpenShift's operator: conditions that only it maintained
+/// and ours does not write (a controller ours has no counterpart for) are removed, so that
+/// nothing stale feeds the ClusterOperator; conditions ours writes become ours, and a
+/// condition someone else also maintains stays.
+#[tokio::test]
+async fn conditions_only_the_former_operator_maintained_are_removed() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    let storages: Api<Storage> = Api::all(admin.clone());
+    let condition = |type_: &str, status: &str| json!({"type": type_, "status": status, "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    let former_conditions = vec![
+        condition(
+            "VSphereProblemDetectorDeploymentControllerAvailable",
+            "True",
+        ),
+        condition("SELinuxMountGAReadinessControllerUpgradeable", "False"),
+        condition("GCPPDCSIDriverOperatorCRAvailable", "True"),
+    ];
+    let write = |manager: &str| PatchParams {
+        field_manager: Some(manager.into()),
+        ..PatchParams::default()
+    };
+    storages
+        .patch_status(
+            "cluster",
+            &write(storage_operator::operator::FORMER_OPERATOR),
+            &Patch::Merge(json!({"status": {"conditions": former_conditions}})),
+        )
+        .await
+        .unwrap();
+    let mut with_admins = former_conditions.clone();
+    with_admins.push(condition("AdminNoteDegraded", "False"));
+    storages
+        .patch_status(
+            "cluster",
+            &write("admin-tool"),
+            &Patch::Merge(json!({"status": {"conditions": with_admins}})),
+        )
+        .await
+        .unwrap();
+
+    let running = start(cluster.client_with_agent("storage-operator"));
+    eventually("the stale conditions removed", async || {
+        let gone = storage_condition(
+            &admin,
+            "VSphereProblemDetectorDeploymentControllerAvailable",
+        )
+        .await
+        .is_none()
+            && storage_condition(&admin, "SELinuxMountGAReadinessControllerUpgradeable")
+                .await
+                .is_none();
+        gone.then_some(())
+    })
+    .await;
+    running.converged(&cluster, "storage-operator").await;
+    assert!(
+        storage_condition(&admin, "AdminNoteDegraded")
+            .await
+            .is_some(),
+        "a condition someone else maintains stays"
+    );
+    assert!(
+        storage_condition(&admin, "GCPPDCSIDriverOperatorCRAvailable")
+            .await
+            .is_some(),
+        "ours stays"
+    );
+    running.stop().await;
+}

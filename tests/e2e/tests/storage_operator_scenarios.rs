@@ -287,7 +287,48 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         .await
         .unwrap();
 
+    // Storage/cluster as OpenShift left it: a condition of a controller ours has no
+    // counterpart for, written by the former operator, is removed once ours runs.
+    let storages: Api<Storage> = Api::all(admin.clone());
+    if storages.get_opt("cluster").await.unwrap().is_none() {
+        storages
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                    "spec": {"managementState": "Managed"}}))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    storages
+        .patch_status(
+            "cluster",
+            &PatchParams {
+                field_manager: Some(storage_operator::operator::FORMER_OPERATOR.into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"status": {"conditions": [
+                {"type": "VSphereProblemDetectorDeploymentControllerAvailable", "status": "True",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})),
+        )
+        .await
+        .unwrap();
+
     let running = cso::start(&identity);
+    wait_for(
+        "the former operator's stale condition removed",
+        async || {
+            storage_condition(
+                &admin,
+                "VSphereProblemDetectorDeploymentControllerAvailable",
+            )
+            .await
+            .is_none()
+            .then_some(())
+        },
+    )
+    .await;
     let adopted = wait_for("the Deployment adopted", async || {
         let d = deployments.get(OPERATOR).await.unwrap();
         let spec = d.spec.clone()?;
@@ -366,7 +407,6 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         .unwrap();
     // The policy takes a moment to be enforced: keep asking for a change of the Deployment
     // (its log level) until a pass is refused and says so.
-    let storages: Api<Storage> = Api::all(admin.clone());
     let mut level = 0;
     let (_, reason, message) = wait_for("the Deployment's Degraded True", async || {
         level += 1;
