@@ -14,3 +14,4 @@ pub mod plan;
 pub mod platform;
 pub mod registry;
 pub mod starter;
+pub mod validator;

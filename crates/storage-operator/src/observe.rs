@@ -13,12 +13,14 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::CSIDriver;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Config;
 use kube::{Api, Client, Resource};
 use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
 use serde::de::DeserializeOwned;
 
+use crate::plan::OPERATOR_NAMESPACE;
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces};
 use crate::starter::STARTER_LABEL;
 
@@ -78,8 +80,12 @@ pub struct Observed {
     pub roles: Vec<Role>,
     /// Our RoleBindings in the driver namespace and the separate operand namespaces.
     pub role_bindings: Vec<RoleBinding>,
-    /// Our driver operator Deployments.
+    /// Our driver operator Deployments, and the volume data source validator's.
     pub deployments: Vec<Deployment>,
+    /// The volume data source validator's Deployment (also in `deployments`).
+    pub validator_deployment: Option<Deployment>,
+    /// The `VolumePopulator` CRD, whoever made it.
+    pub volume_populator_crd: Option<CustomResourceDefinition>,
     /// Our ClusterRoles.
     pub cluster_roles: Vec<ClusterRole>,
     /// Our ClusterRoleBindings.
@@ -105,6 +111,11 @@ pub struct Caches {
     roles: Vec<Store<Role>>,
     role_bindings: Vec<Store<RoleBinding>>,
     deployments: Store<Deployment>,
+    /// Ours in the operator's namespace: the volume data source validator's ServiceAccount and
+    /// Deployment.
+    operator_service_accounts: Store<ServiceAccount>,
+    operator_deployments: Store<Deployment>,
+    volume_populator_crd: Store<CustomResourceDefinition>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
 }
@@ -207,6 +218,21 @@ impl Caches {
                 Api::namespaced(ns(client), DRIVER_NAMESPACE),
                 ours(),
             ),
+            operator_service_accounts: informers.watch(
+                &named_in("serviceaccounts", OPERATOR_NAMESPACE),
+                Api::namespaced(ns(client), OPERATOR_NAMESPACE),
+                ours(),
+            ),
+            operator_deployments: informers.watch(
+                &named_in("deployments", OPERATOR_NAMESPACE),
+                Api::namespaced(ns(client), OPERATOR_NAMESPACE),
+                ours(),
+            ),
+            volume_populator_crd: informers.watch(
+                "customresourcedefinitions",
+                all(client),
+                named(crate::validator::CRD_NAME),
+            ),
             cluster_roles: informers.watch("clusterroles", all(client), ours()),
             cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
         }
@@ -229,10 +255,20 @@ impl Caches {
             cluster_csi_drivers: snapshot(&self.cluster_csi_drivers),
             csi_drivers: snapshot(&self.csi_drivers),
             namespaces: self.namespaces.iter().flat_map(snapshot).collect(),
-            service_accounts: snapshot(&self.service_accounts),
+            service_accounts: snapshot(&self.service_accounts)
+                .into_iter()
+                .chain(snapshot(&self.operator_service_accounts))
+                .collect(),
             roles: self.roles.iter().flat_map(snapshot).collect(),
             role_bindings: self.role_bindings.iter().flat_map(snapshot).collect(),
-            deployments: snapshot(&self.deployments),
+            deployments: snapshot(&self.deployments)
+                .into_iter()
+                .chain(snapshot(&self.operator_deployments))
+                .collect(),
+            validator_deployment: snapshot(&self.operator_deployments)
+                .into_iter()
+                .find(|d| d.metadata.name.as_deref() == Some(crate::validator::NAME)),
+            volume_populator_crd: single(&self.volume_populator_crd),
             cluster_roles: snapshot(&self.cluster_roles),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
         }

@@ -385,6 +385,12 @@ async fn apply(
             "Deployment",
             applier.apply(o, find(&observed.deployments, o)).await?,
         ),
+        Desired::CustomResourceDefinition(o) => (
+            "CustomResourceDefinition",
+            applier
+                .apply(o, observed.volume_populator_crd.as_ref())
+                .await?,
+        ),
     })
 }
 

@@ -13,6 +13,7 @@ use csi::Topology;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
@@ -29,6 +30,7 @@ use crate::registry::{
     ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, MANAGED_CSIDRIVER_ANNOTATION, select,
 };
 use crate::starter::{self, STARTER_LABEL, StarterInputs};
+use crate::validator;
 
 /// The namespace this operator runs in.
 pub const OPERATOR_NAMESPACE: &str = "openshift-cluster-storage-operator";
@@ -70,8 +72,10 @@ pub enum Desired {
     Role(Role),
     /// A driver operator's RoleBinding (in its namespace or its operands').
     RoleBinding(RoleBinding),
-    /// A driver operator's Deployment.
+    /// A driver operator's Deployment, or the volume data source validator's.
     Deployment(Deployment),
+    /// The volume data source validator's `VolumePopulator` CRD.
+    CustomResourceDefinition(CustomResourceDefinition),
 }
 
 /// Everything one reconcile does.
@@ -321,6 +325,40 @@ pub fn plan_with_failures(
                 ));
             }
         }
+        // The volume data source validator, on every platform.
+        let validator_objects = validator_objects(observed, settings, &inputs, storage);
+        let validator_failures: Vec<&WriteFailure> = validator_objects
+            .iter()
+            .filter_map(|d| d.failed_in(failures))
+            .collect();
+        shared_failures.retain(|f| !validator_failures.contains(f));
+        let (validator_deployment_failures, validator_static_failures): (
+            Vec<&WriteFailure>,
+            Vec<&WriteFailure>,
+        ) = validator_failures
+            .iter()
+            .partition(|f| f.kind == "Deployment");
+        conditions.extend(validator::conditions(
+            observed.validator_deployment.as_ref(),
+            &validator_static_failures,
+            &validator_deployment_failures,
+        ));
+        if let Some(deployment) = &observed.validator_deployment {
+            generations.push(generation(
+                "apps",
+                "deployments",
+                OPERATOR_NAMESPACE,
+                validator::NAME,
+                deployment.metadata.generation,
+            ));
+        }
+        related.push(reference(
+            "apps",
+            "deployments",
+            Some(OPERATOR_NAMESPACE),
+            validator::NAME,
+        ));
+        plan.objects.extend(validator_objects);
         let names: Vec<&str> = started.iter().map(|(e, _)| e.short_name).collect();
         if names.is_empty() {
             // No driver operator reports Upgradeable: OpenShift's starter says it itself, so
@@ -530,6 +568,7 @@ impl Desired {
             Self::Role(o) => ("Role", &o.metadata),
             Self::RoleBinding(o) => ("RoleBinding", &o.metadata),
             Self::Deployment(o) => ("Deployment", &o.metadata),
+            Self::CustomResourceDefinition(o) => ("CustomResourceDefinition", &o.metadata),
         };
         let name = meta.name.clone().unwrap_or_default();
         let object = match &meta.namespace {
@@ -556,10 +595,50 @@ impl Desired {
             Self::Role(o) => serde_json::to_value(o),
             Self::RoleBinding(o) => serde_json::to_value(o),
             Self::Deployment(o) => serde_json::to_value(o),
+            Self::CustomResourceDefinition(o) => serde_json::to_value(o),
         };
         // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
         value.unwrap_or_default()
     }
+}
+
+/// The volume data source validator's objects. Its CRD is applied only when it is absent or
+/// was written by us or by the operator ours replaces: a `VolumePopulator` CRD someone else
+/// installed (upstream's, or a populator's) serves the same API and is left as it is.
+fn validator_objects(
+    observed: &Observed,
+    settings: &Settings,
+    inputs: &StarterInputs,
+    storage: &Storage,
+) -> Vec<Desired> {
+    let image = settings
+        .env
+        .get(validator::IMAGE_ENV)
+        .filter(|i| !i.is_empty())
+        .map_or(validator::DEFAULT_IMAGE, String::as_str);
+    let mut objects = vec![
+        Desired::ServiceAccount(validator::build_service_account()),
+        Desired::ClusterRole(validator::build_cluster_role()),
+        Desired::ClusterRoleBinding(validator::build_cluster_role_binding()),
+    ];
+    let crd_ours = observed.volume_populator_crd.as_ref().is_none_or(|crd| {
+        opkit::ownership::applied_by_us(&crd.metadata)
+            || crd
+                .metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
+    });
+    if crd_ours {
+        objects.push(Desired::CustomResourceDefinition(validator::build_crd()));
+    }
+    objects.push(Desired::Deployment(validator::build_deployment(
+        image,
+        storage.spec.operator.log_level().klog_verbosity(),
+        inputs.topology,
+    )));
+    objects
 }
 
 /// `<type_>=True` with reason `SyncError`, listing what failed.
@@ -691,10 +770,11 @@ mod tests {
         Time(Timestamp::from_second(1_800_000_000).unwrap())
     }
 
+    /// Whether the plan starts a driver operator (the validator's Deployment is always there).
     fn has_deployment(plan: &Plan) -> bool {
-        plan.objects
-            .iter()
-            .any(|o| matches!(o, Desired::Deployment(_)))
+        plan.objects.iter().any(|o| {
+            matches!(o, Desired::Deployment(d) if d.metadata.name.as_deref() != Some(validator::NAME))
+        })
     }
 
     /// Each failed write is reported in the Degraded condition of its part: the driver

@@ -580,7 +580,21 @@ pub fn operator_deployment_conditions(
     entry: &DriverEntry,
     observed: Option<&Deployment>,
 ) -> Vec<OperatorCondition> {
-    let prefix = format!("{}CSIDriverOperatorDeployment", entry.condition_prefix);
+    deployment_conditions(
+        &format!("{}CSIDriverOperatorDeployment", entry.condition_prefix),
+        entry.operator_deployment,
+        observed,
+    )
+}
+
+/// `<prefix>{Progressing,Degraded}` from the Deployment `name` as observed, as library-go's
+/// Deployment controller reports a workload of the operator (see
+/// [`operator_deployment_conditions`]).
+pub fn deployment_conditions(
+    prefix: &str,
+    name: &str,
+    observed: Option<&Deployment>,
+) -> Vec<OperatorCondition> {
     let Some(deployment) = observed else {
         return vec![
             condition(
@@ -631,22 +645,17 @@ pub fn operator_deployment_conditions(
         deployment_condition("ReplicaFailure"),
         deployment_condition("Available"),
     ) {
-        (Some((_, reason, message)), _, _) if reason == "ProgressDeadlineExceeded" => {
-            Some(format!(
-                "Deployment {} has not finished rolling out: {message}",
-                entry.operator_deployment
-            ))
+        (Some((_, reason, message)), _, _) if reason == "ProgressDeadlineExceeded" => Some(
+            format!("Deployment {name} has not finished rolling out: {message}"),
+        ),
+        (_, Some((failed, _, message)), _) if failed == "True" => {
+            Some(format!("Deployment {name} cannot create pods: {message}"))
         }
-        (_, Some((failed, _, message)), _) if failed == "True" => Some(format!(
-            "Deployment {} cannot create pods: {message}",
-            entry.operator_deployment
-        )),
         (Some((progressing, _, _)), _, Some((available, _, message)))
             if progressing == "False" && available == "False" =>
         {
             Some(format!(
-                "Deployment {} is not available and not progressing: {message}",
-                entry.operator_deployment
+                "Deployment {name} is not available and not progressing: {message}"
             ))
         }
         _ => None,

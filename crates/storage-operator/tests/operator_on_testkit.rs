@@ -21,12 +21,27 @@ use testkit::Background;
 
 const NS: &str = "openshift-cluster-csi-drivers";
 
+/// What the install manifests make before the operator runs: the CRDs of `kinds` and the
+/// operator's own namespace (where it runs the volume data source validator).
 async fn install_crds(client: &Client, kinds: &[&str]) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in api::crds::all() {
         if kinds.contains(&crd.spec.names.kind.as_str()) {
             api.create(&PostParams::default(), &crd).await.unwrap();
         }
+    }
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": storage_operator::plan::OPERATOR_NAMESPACE}});
+    match Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(namespace).unwrap(),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(error) => panic!("creating the operator's namespace: {error}"),
     }
 }
 
@@ -1133,5 +1148,107 @@ async fn conditions_only_the_former_operator_maintained_are_removed() {
             .is_some(),
         "ours stays"
     );
+    running.stop().await;
+}
+
+/// The volume data source validator, as OpenShift's VolumeDataSourceValidatorStarter installs
+/// it: its ServiceAccount, RBAC, the VolumePopulator CRD and its Deployment (the image of
+/// VOLUME_DATA_SOURCE_VALIDATOR_IMAGE), with OpenShift's conditions; once in place nothing is
+/// written again.
+#[tokio::test]
+async fn it_installs_the_volume_data_source_validator() {
+    use storage_operator::validator;
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    // Its pod rolls out (the workload simulation schedules it).
+    cluster.simulate_workloads(testkit::SimConfig::default());
+    cluster.add_node("master-0", true);
+    let mut settings = settings();
+    settings.env.insert(
+        validator::IMAGE_ENV.into(),
+        "example.com/validator:1".into(),
+    );
+    let running = start_with(cluster.client_with_agent("storage-operator"), settings);
+
+    let deployments: Api<Deployment> =
+        Api::namespaced(admin.clone(), storage_operator::plan::OPERATOR_NAMESPACE);
+    let deployment = eventually("the validator's Deployment", async || {
+        deployments.get_opt(validator::NAME).await.unwrap()
+    })
+    .await;
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(
+        pod.containers[0].image.as_deref(),
+        Some("example.com/validator:1")
+    );
+    assert_eq!(pod.service_account_name.as_deref(), Some(validator::NAME));
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    assert!(crds.get_opt(validator::CRD_NAME).await.unwrap().is_some());
+    assert!(
+        Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin.clone())
+            .get_opt(validator::NAME)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    for (type_, status) in [
+        ("VolumeDataSourceValidatorStarterDegraded", "False"),
+        ("VolumeDataSourceValidatorStaticControllerDegraded", "False"),
+        (
+            "VolumeDataSourceValidatorDeploymentControllerDegraded",
+            "False",
+        ),
+        (
+            "VolumeDataSourceValidatorDeploymentControllerProgressing",
+            "False",
+        ),
+    ] {
+        eventually(&format!("{type_}={status}"), async || {
+            storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == status)
+        })
+        .await;
+    }
+    running.converged(&cluster, "storage-operator").await;
+    running.stop().await;
+}
+
+/// A VolumePopulator CRD someone else installed (upstream's, or a populator's) serves the same
+/// API: it is left as it is, and the validator is installed next to it.
+#[tokio::test]
+async fn someone_elses_volume_populator_crd_is_left_alone() {
+    use storage_operator::validator;
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    let mut theirs = validator::build_crd();
+    theirs.metadata.labels = None;
+    theirs
+        .metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("installed-by".into(), "a populator".into());
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    crds.create(&PostParams::default(), &theirs).await.unwrap();
+    let running = start(cluster.client_with_agent("storage-operator"));
+    eventually("the validator's Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), storage_operator::plan::OPERATOR_NAMESPACE)
+            .get_opt(validator::NAME)
+            .await
+            .unwrap()
+    })
+    .await;
+    running.converged(&cluster, "storage-operator").await;
+    let crd = crds.get(validator::CRD_NAME).await.unwrap();
+    assert!(
+        crd.metadata.managed_fields.iter().flatten().all(|e| !e
+            .manager
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("storage-operator")),
+        "{:?}",
+        crd.metadata.managed_fields
+    );
+    assert_eq!(crd.metadata.labels, None);
     running.stop().await;
 }
