@@ -13,5 +13,6 @@ pub mod operator;
 pub mod plan;
 pub mod platform;
 pub mod registry;
+pub mod selinux;
 pub mod starter;
 pub mod validator;

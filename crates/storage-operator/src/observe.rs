@@ -10,7 +10,7 @@ use std::time::Duration;
 use api::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Node, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::CSIDriver;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -86,6 +86,8 @@ pub struct Observed {
     pub validator_deployment: Option<Deployment>,
     /// The `VolumePopulator` CRD, whoever made it.
     pub volume_populator_crd: Option<CustomResourceDefinition>,
+    /// `openshift-config/selinux-conflicts`, on OpenShift (with the FeatureGate API).
+    pub selinux_conflicts: Option<ConfigMap>,
     /// Our ClusterRoles.
     pub cluster_roles: Vec<ClusterRole>,
     /// Our ClusterRoleBindings.
@@ -116,6 +118,7 @@ pub struct Caches {
     operator_service_accounts: Store<ServiceAccount>,
     operator_deployments: Store<Deployment>,
     volume_populator_crd: Store<CustomResourceDefinition>,
+    selinux_conflicts: Option<Store<ConfigMap>>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
 }
@@ -233,6 +236,13 @@ impl Caches {
                 all(client),
                 named(crate::validator::CRD_NAME),
             ),
+            selinux_conflicts: apis.feature_gate.then(|| {
+                informers.watch(
+                    &named_in("configmaps", crate::selinux::NAMESPACE),
+                    Api::namespaced(ns(client), crate::selinux::NAMESPACE),
+                    named(crate::selinux::CONFIG_MAP),
+                )
+            }),
             cluster_roles: informers.watch("clusterroles", all(client), ours()),
             cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
         }
@@ -269,6 +279,7 @@ impl Caches {
                 .into_iter()
                 .find(|d| d.metadata.name.as_deref() == Some(crate::validator::NAME)),
             volume_populator_crd: single(&self.volume_populator_crd),
+            selinux_conflicts: self.selinux_conflicts.as_ref().and_then(single),
             cluster_roles: snapshot(&self.cluster_roles),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
         }

@@ -325,6 +325,10 @@ pub fn plan_with_failures(
                 ));
             }
         }
+        conditions.extend(crate::selinux::conditions(
+            cluster.enabled_gates.contains(crate::selinux::FEATURE_GATE),
+            observed.selinux_conflicts.as_ref(),
+        ));
         // The volume data source validator, on every platform.
         let validator_objects = validator_objects(observed, settings, &inputs, storage);
         let validator_failures: Vec<&WriteFailure> = validator_objects

@@ -1252,3 +1252,78 @@ async fn someone_elses_volume_populator_crd_is_left_alone() {
     assert_eq!(crd.metadata.labels, None);
     running.stop().await;
 }
+
+/// OpenShift's SELinuxMountGAReadinessController, with its feature gate on: while
+/// `openshift-config/selinux-conflicts` says conflicting workloads are present, Storage and
+/// the ClusterOperator say the cluster is not Upgradeable, and why; once it says none, it is.
+#[tokio::test]
+async fn selinux_mount_conflicts_block_the_upgrade() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    install_crds(&admin, &["FeatureGate"]).await;
+    let version = settings().version;
+    let gates = json!({"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate",
+        "metadata": {"name": "cluster"}, "spec": {},
+        "status": {"featureGates": [{"version": version,
+            "enabled": [{"name": "SELinuxMountGAReadiness"}], "disabled": []}]}});
+    create::<api::config_v1::FeatureGate>(&admin, gates.clone()).await;
+    Api::<api::config_v1::FeatureGate>::all(admin.clone())
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(gates),
+        )
+        .await
+        .unwrap();
+    create::<Namespace>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+    )
+    .await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(admin.clone(), "openshift-config");
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "selinux-conflicts"},
+                "data": {"conflictsPresent": "True"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    let (_, reason, message) = eventually("Upgradeable False", async || {
+        storage_condition(&admin, "SELinuxMountGAReadinessControllerUpgradeable")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+    assert_eq!(reason, "SELinuxMountIncompatibleWorkloads");
+    assert!(
+        message.contains("selinux_warning_controller_selinux_volume_conflict"),
+        "{message}"
+    );
+    eventually("the ClusterOperator not Upgradeable", async || {
+        co_condition(&admin, "Upgradeable")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+
+    config_maps
+        .patch(
+            "selinux-conflicts",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"conflictsPresent": "False"}})),
+        )
+        .await
+        .unwrap();
+    eventually("Upgradeable True", async || {
+        storage_condition(&admin, "SELinuxMountGAReadinessControllerUpgradeable")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    running.stop().await;
+}
