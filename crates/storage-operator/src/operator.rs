@@ -261,6 +261,15 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             }
         }
     }
+    if let Some(patch) = &plan.observed_config {
+        match write_observed_config(&context.client, patch).await {
+            Ok(()) => {
+                tracing::info!(%patch, "observed config changed");
+                context.metrics.wrote(STARTER, "Storage/observedConfig");
+            }
+            Err(error) => failed.push(error),
+        }
+    }
     if !failed.is_empty() {
         let failures: Vec<WriteFailure> = failed.iter().map(WriteFailure::from).collect();
         plan = plan_with_failures(&observed, &context.settings, &adoption, &failures, &now);
@@ -392,6 +401,31 @@ async fn apply(
                 .await?,
         ),
     })
+}
+
+/// Writes the config observer's change of Storage's `spec.observedConfig` (a JSON merge patch:
+/// other keys of observedConfig are not ours and stay).
+async fn write_observed_config(
+    client: &Client,
+    patch: &serde_json::Value,
+) -> Result<(), ApplyError> {
+    let params = PatchParams {
+        field_manager: Some(format!(
+            "{FIELD_MANAGER_PREFIX}/{}",
+            crate::plan::CONFIG_OBSERVER
+        )),
+        ..PatchParams::default()
+    };
+    let body = serde_json::json!({"spec": {"observedConfig": patch}});
+    Api::<Storage>::all(client.clone())
+        .patch("cluster", &params, &Patch::Merge(&body))
+        .await
+        .map(drop)
+        .map_err(|source| ApplyError {
+            kind: crate::plan::OBSERVED_CONFIG.into(),
+            object: "cluster".into(),
+            source,
+        })
 }
 
 async fn write_cluster_operator(

@@ -93,6 +93,72 @@ pub struct Plan {
     pub cluster_operator: Option<ClusterOperatorStatus>,
     /// Run again after this long (for Degraded's inertia).
     pub requeue: Option<Duration>,
+    /// The JSON merge patch of Storage's `spec.observedConfig` ([`config_observation`]), when
+    /// it changes.
+    pub observed_config: Option<serde_json::Value>,
+}
+
+/// The config observer's name, as OpenShift's (its field manager is
+/// `storage-operator/ConfigObserver`).
+pub const CONFIG_OBSERVER: &str = "ConfigObserver";
+/// What a failed write of `spec.observedConfig` is named in [`WriteFailure`].
+pub const OBSERVED_CONFIG: &str = "Storage/spec.observedConfig";
+
+/// OpenShift's config observation for Storage: the cluster-wide proxy (`Proxy/cluster`'s
+/// status: `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`) under `spec.observedConfig.targetconfig.proxy`,
+/// where OpenShift's tools read it (the driver operators get the proxy in their environment
+/// straight from the Proxy). Returns the merge patch of `spec.observedConfig` when it changes,
+/// and `ConfigObservationDegraded` (True with the server's answer when the last write failed).
+fn config_observation(
+    observed: &Observed,
+    storage: &Storage,
+    failures: &[WriteFailure],
+) -> (Option<serde_json::Value>, OperatorCondition) {
+    let env: serde_json::Map<String, serde_json::Value> = observed
+        .proxy
+        .as_ref()
+        .and_then(|p| p.status.as_ref())
+        .map(|status| {
+            status
+                .env()
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value.into()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut target = serde_json::Map::new();
+    if !env.is_empty() {
+        target.insert("proxy".into(), env.into());
+    }
+    let target = serde_json::Value::Object(target);
+    let current = storage
+        .spec
+        .operator
+        .observed_config
+        .as_ref()
+        .and_then(|c| c.get("targetconfig"));
+    let unchanged = match current {
+        Some(current) => current == &target,
+        None => target.as_object().is_some_and(serde_json::Map::is_empty),
+    };
+    let patch = (!unchanged).then(|| {
+        serde_json::json!({"targetconfig": csi::operator::config_observer::merge_patch(current, &target)})
+    });
+    let failed: Vec<&WriteFailure> = failures
+        .iter()
+        .filter(|f| f.kind == OBSERVED_CONFIG)
+        .collect();
+    let degraded = if failed.is_empty() {
+        condition(
+            "ConfigObservationDegraded",
+            ConditionStatus::False,
+            "AsExpected",
+            "",
+        )
+    } else {
+        sync_error("ConfigObservationDegraded".into(), &failed)
+    };
+    (patch, degraded)
 }
 
 fn topology(platform: &ClusterPlatform) -> Topology {
@@ -324,6 +390,11 @@ pub fn plan_with_failures(
                     deployment.metadata.generation,
                 ));
             }
+        }
+        if observed.apis.proxy {
+            let (patch, degraded) = config_observation(observed, storage, failures);
+            plan.observed_config = patch;
+            conditions.push(degraded);
         }
         conditions.extend(crate::selinux::conditions(
             cluster.enabled_gates.contains(crate::selinux::FEATURE_GATE),

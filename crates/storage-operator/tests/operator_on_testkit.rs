@@ -1327,3 +1327,80 @@ async fn selinux_mount_conflicts_block_the_upgrade() {
     .await;
     running.stop().await;
 }
+
+/// OpenShift's config observation: the cluster-wide proxy goes into Storage's
+/// `spec.observedConfig.targetconfig.proxy` (other keys there are left alone), and out again
+/// when the proxy is removed; `ConfigObservationDegraded` says all is well.
+#[tokio::test]
+async fn the_cluster_proxy_is_observed_into_storage() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    install_crds(&admin, &["Proxy"]).await;
+    let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
+        "metadata": {"name": "cluster"}, "spec": {},
+        "status": {"httpsProxy": "http://proxy.example.com:3128", "noProxy": ".cluster.local"}});
+    create::<api::config_v1::Proxy>(&admin, proxy.clone()).await;
+    let proxies: Api<api::config_v1::Proxy> = Api::all(admin.clone());
+    proxies
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(proxy),
+        )
+        .await
+        .unwrap();
+    let storages: Api<Storage> = Api::all(admin.clone());
+    storages
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"observedConfig": {"someone": {"else": true}}}})),
+        )
+        .await
+        .unwrap();
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    let observed_config = async || {
+        storages
+            .get("cluster")
+            .await
+            .unwrap()
+            .spec
+            .operator
+            .observed_config
+            .unwrap_or_default()
+    };
+    eventually("the proxy observed", async || {
+        let config = observed_config().await;
+        (config["targetconfig"]["proxy"]
+            == json!({"HTTPS_PROXY": "http://proxy.example.com:3128", "NO_PROXY": ".cluster.local"}))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(observed_config().await["someone"], json!({"else": true}));
+    assert_eq!(
+        storage_condition(&admin, "ConfigObservationDegraded")
+            .await
+            .map(|c| c.0),
+        Some("False".into())
+    );
+    running.converged(&cluster, "storage-operator").await;
+
+    proxies
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer").force(),
+            &Patch::Apply(
+                json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy",
+                "metadata": {"name": "cluster"}, "status": {}}),
+            ),
+        )
+        .await
+        .unwrap();
+    eventually("the proxy no longer observed", async || {
+        let config = observed_config().await;
+        config["targetconfig"].get("proxy").is_none().then_some(())
+    })
+    .await;
+    running.stop().await;
+}
