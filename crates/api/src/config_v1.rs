@@ -43,31 +43,11 @@ pub type Extra = BTreeMap<String, Value>;
     plural = "clusteroperators",
     shortname = "co",
     status = "ClusterOperatorStatus",
-    printcolumn(
-        name = "Version",
-        type_ = "string",
-        json_path = r#".status.versions[?(@.name=="operator")].version"#
-    ),
-    printcolumn(
-        name = "Available",
-        type_ = "string",
-        json_path = r#".status.conditions[?(@.type=="Available")].status"#
-    ),
-    printcolumn(
-        name = "Progressing",
-        type_ = "string",
-        json_path = r#".status.conditions[?(@.type=="Progressing")].status"#
-    ),
-    printcolumn(
-        name = "Degraded",
-        type_ = "string",
-        json_path = r#".status.conditions[?(@.type=="Degraded")].status"#
-    ),
-    printcolumn(
-        name = "Since",
-        type_ = "date",
-        json_path = r#".status.conditions[?(@.type=="Available")].lastTransitionTime"#
-    ),
+    printcolumn = r#"{"name": "Version", "type": "string", "jsonPath": ".status.versions[?(@.name==\"operator\")].version"}"#,
+    printcolumn = r#"{"name": "Available", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Available\")].status"}"#,
+    printcolumn = r#"{"name": "Progressing", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Progressing\")].status"}"#,
+    printcolumn = r#"{"name": "Degraded", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Degraded\")].status"}"#,
+    printcolumn = r#"{"name": "Since", "type": "date", "jsonPath": ".status.conditions[?(@.type==\"Available\")].lastTransitionTime"}"#,
     doc = "ClusterOperator holds the status of a cluster operator."
 )]
 pub struct ClusterOperatorSpec {}

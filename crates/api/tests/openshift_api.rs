@@ -1,9 +1,9 @@
 //! The CRDs we generate for OpenShift's kinds (ClusterCSIDriver, Storage, ClusterOperator,
 //! Infrastructure, Proxy, FeatureGate) are field-identical to openshift/api's (the Default
 //! feature set): same properties, types, formats, enums, patterns, limits, defaults, list types,
-//! required fields, printer columns and validation rules. Only descriptions and the messages of rules
-//! differ (ours are our own words). The fixtures are openshift/api's, with those two left out
-//! (see `tests/fixtures/openshift-api/README.md`).
+//! required fields, printer columns and validation rules. Only descriptions and the messages of
+//! rules differ (ours are our own words). The fixtures are openshift/api's, with those two left
+//! out (see `tests/fixtures/openshift-api/README.md`).
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
