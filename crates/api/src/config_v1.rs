@@ -4,7 +4,10 @@
 //!
 //! We model the fields our operators use one by one. The rest of each object (the many
 //! per-platform details of Infrastructure, say) is kept in `extra` maps, so that reading and
-//! writing an object back never drops what another component put there.
+//! writing an object back never drops what another component put there. The CRDs still declare
+//! every field openshift/api's Default feature set declares, and nothing else (the
+//! Infrastructure fields our types do not carry are declared by
+//! [`crate::infrastructure_schema`]), so the API server validates and prunes as OpenShift's does.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +43,11 @@ pub type Extra = BTreeMap<String, Value>;
     plural = "clusteroperators",
     shortname = "co",
     status = "ClusterOperatorStatus",
+    printcolumn = r#"{"name": "Version", "type": "string", "jsonPath": ".status.versions[?(@.name==\"operator\")].version"}"#,
+    printcolumn = r#"{"name": "Available", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Available\")].status"}"#,
+    printcolumn = r#"{"name": "Progressing", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Progressing\")].status"}"#,
+    printcolumn = r#"{"name": "Degraded", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Degraded\")].status"}"#,
+    printcolumn = r#"{"name": "Since", "type": "date", "jsonPath": ".status.conditions[?(@.type==\"Available\")].lastTransitionTime"}"#,
     doc = "ClusterOperator holds the status of a cluster operator."
 )]
 pub struct ClusterOperatorSpec {}
@@ -54,11 +62,9 @@ pub struct ClusterOperatorStatus {
     pub conditions: Vec<ClusterOperatorStatusCondition>,
     /// Versions of the operator and its operands; `operator` is the operator's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub versions: Vec<OperandVersion>,
     /// Objects an admin should look at when debugging this operator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub related_objects: Vec<ObjectReference>,
     /// Operator-specific data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,7 +86,8 @@ pub struct ClusterOperatorStatusCondition {
     /// Available, Progressing, Degraded, Upgradeable, ...
     #[serde(rename = "type")]
     pub type_: String,
-    /// True, False or Unknown.
+    /// True, False or Unknown. The schema does not restrict it, as openshift/api's does not.
+    #[schemars(with = "String")]
     pub status: ConditionStatus,
     /// When the status last changed.
     pub last_transition_time: Time,
@@ -173,6 +180,8 @@ string_enum! {
 string_enum! {
     /// The Azure cloud the cluster runs in.
     pub enum AzureCloudEnvironment {
+        /// Not set: AzurePublicCloud.
+        Unset = "",
         AzurePublicCloud = "AzurePublicCloud",
         AzureUSGovernmentCloud = "AzureUSGovernmentCloud",
         AzureChinaCloud = "AzureChinaCloud",
@@ -193,7 +202,6 @@ string_enum! {
     doc = "Infrastructure holds cluster-wide information about the infrastructure. The only instance is named cluster."
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct InfrastructureSpec {
     /// The cloud provider configuration (a key of a ConfigMap in `openshift-config`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -220,7 +228,6 @@ pub struct ConfigMapFileReference {
 
 /// Platform-specific desired configuration; only the type is modelled.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct PlatformSpec {
     /// The platform.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -234,7 +241,6 @@ pub struct PlatformSpec {
 /// The observed infrastructure.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct InfrastructureStatus {
     /// A unique, human-friendly name of the cluster; drivers tag volumes with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,12 +270,15 @@ pub struct InfrastructureStatus {
     pub api_server_internal_uri: Option<String>,
     /// Where the control plane runs: HighlyAvailable (default), SingleReplica, External, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "HighlyAvailable"))]
     pub control_plane_topology: Option<TopologyMode>,
-    /// How infrastructure nodes are laid out.
+    /// How infrastructure nodes are laid out: HighlyAvailable (default) or SingleReplica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "infrastructure_topology")]
     pub infrastructure_topology: Option<TopologyMode>,
-    /// Whether nodes are set up for CPU partitioning.
+    /// Whether nodes are set up for CPU partitioning (None by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "None"))]
     pub cpu_partitioning: Option<CPUPartitioningMode>,
     /// Fields not modelled here.
     #[serde(flatten)]
@@ -277,10 +286,20 @@ pub struct InfrastructureStatus {
     pub extra: Extra,
 }
 
+/// The schema of `infrastructureTopology`: of the topology modes, only the two that apply to
+/// infrastructure nodes (our type reads any).
+fn infrastructure_topology(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": "How infrastructure nodes are laid out: HighlyAvailable (the default) or SingleReplica.",
+        "enum": [TopologyMode::HighlyAvailable.as_str(), TopologyMode::SingleReplica.as_str()],
+        "default": TopologyMode::HighlyAvailable.as_str(),
+    })
+}
+
 /// The platform and its details.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct PlatformStatus {
     /// The platform. Unknown values must be treated as `None`.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -321,7 +340,6 @@ pub struct ResourceTag {
 /// AWS details of the platform.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct AWSPlatformStatus {
     /// The AWS region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -338,7 +356,6 @@ pub struct AWSPlatformStatus {
 /// Azure details of the platform.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct AzurePlatformStatus {
     /// The cluster's resource group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -377,7 +394,6 @@ pub struct GCPResourceTag {
 /// GCP details of the platform.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct GCPPlatformStatus {
     /// The GCP project.
     #[serde(rename = "projectID", default, skip_serializing_if = "Option::is_none")]
@@ -400,7 +416,6 @@ pub struct GCPPlatformStatus {
 /// OpenStack details of the platform.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct OpenStackPlatformStatus {
     /// The cloud's name in clouds.yaml.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -414,7 +429,6 @@ pub struct OpenStackPlatformStatus {
 /// IBM Cloud details of the platform.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct IBMCloudPlatformStatus {
     /// The region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -450,7 +464,6 @@ pub struct IBMCloudServiceEndpoint {
 /// Power VS details of the platform.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = preserve_unknown_fields)]
 pub struct PowerVSPlatformStatus {
     /// The region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -524,8 +537,10 @@ pub struct ProxySpec {
     pub trusted_ca: Option<ConfigMapNameReference>,
 }
 
-/// A ConfigMap by name.
+/// A ConfigMap by name. The schema requires the name (Go always writes it); decoding still
+/// tolerates its absence.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(extend("required" = ["name"]))]
 pub struct ConfigMapNameReference {
     /// The ConfigMap's name.
     #[serde(default)]
@@ -639,11 +654,11 @@ pub struct CustomTLSProfile {
 string_enum! {
     /// A named set of feature gates.
     pub enum FeatureSet {
-        Default = "",
-        TechPreviewNoUpgrade = "TechPreviewNoUpgrade",
-        DevPreviewNoUpgrade = "DevPreviewNoUpgrade",
         CustomNoUpgrade = "CustomNoUpgrade",
+        DevPreviewNoUpgrade = "DevPreviewNoUpgrade",
+        TechPreviewNoUpgrade = "TechPreviewNoUpgrade",
         OKD = "OKD",
+        Default = "",
     }
 }
 
@@ -658,23 +673,51 @@ string_enum! {
     doc = "FeatureGate selects the cluster's feature gates. The only instance is named cluster."
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(oldSelf.featureSet) ? has(self.featureSet) : true",
+    "message": "once set, featureSet may be changed but not removed",
+}]))]
 pub struct FeatureGateSpec {
-    /// The feature set; empty is Default.
+    /// The feature set; empty is Default. The NoUpgrade sets cannot be left once chosen, nor
+    /// can OKD be turned back into Default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = [
+        {
+            "rule": "oldSelf == 'CustomNoUpgrade' ? self == 'CustomNoUpgrade' : true",
+            "message": "CustomNoUpgrade cannot be left once chosen",
+        },
+        {
+            "rule": "oldSelf == 'TechPreviewNoUpgrade' ? self == 'TechPreviewNoUpgrade' : true",
+            "message": "TechPreviewNoUpgrade cannot be left once chosen",
+        },
+        {
+            "rule": "oldSelf == 'DevPreviewNoUpgrade' ? self == 'DevPreviewNoUpgrade' : true",
+            "message": "DevPreviewNoUpgrade cannot be left once chosen",
+        },
+        {
+            "rule": "oldSelf == 'OKD' ? self != '' : true",
+            "message": "OKD cannot be changed back to Default",
+        },
+    ]))]
     pub feature_set: Option<FeatureSet>,
-    /// Gates enabled and disabled by hand, for CustomNoUpgrade.
+    /// Gates enabled and disabled by hand, for CustomNoUpgrade (may be null).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_no_upgrade: Option<CustomFeatureGates>,
 }
+
+/// The form of a feature gate's name: dot-separated words of letters, digits and dashes.
+const GATE_NAME_PATTERN: &str = r"^([A-Za-z0-9-]+\.)*[A-Za-z0-9-]+\.?$";
 
 /// Gates enabled and disabled by hand.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CustomFeatureGates {
     /// Gates to enable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = GATE_NAME_PATTERN)))]
     pub enabled: Vec<String>,
     /// Gates to disable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = GATE_NAME_PATTERN)))]
     pub disabled: Vec<String>,
 }
 
@@ -684,7 +727,7 @@ pub struct CustomFeatureGates {
 pub struct FeatureGateStatus {
     /// Conditions of the feature gate machinery.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
     /// One entry per cluster version being rolled out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -709,6 +752,7 @@ pub struct FeatureGateDetails {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FeatureGateAttributes {
     /// The gate's name.
+    #[schemars(regex(pattern = GATE_NAME_PATTERN))]
     pub name: String,
 }
 

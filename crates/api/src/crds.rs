@@ -21,9 +21,9 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         cluster_csi_driver(),
         storage(),
         openshift_api(ClusterOperator::crd(), &[]),
-        openshift_api(Infrastructure::crd(), &[]),
+        infrastructure(),
         openshift_api(Proxy::crd(), &[]),
-        openshift_api(FeatureGate::crd(), &[]),
+        feature_gate(),
         edit_schemas(CSIDriverDeployment::crd(), without_null_enum_values),
         edit_schemas(Build::crd(), without_null_enum_values),
     ]
@@ -49,6 +49,28 @@ pub fn cluster_csi_driver() -> CustomResourceDefinition {
 /// The Storage CRD, as openshift/api has it.
 pub fn storage() -> CustomResourceDefinition {
     openshift_api(operator_status(Storage::crd()), &[])
+}
+
+/// The Infrastructure CRD, as openshift/api's Default feature set has it: what our types model,
+/// with the fields they keep in `extra` maps and the per-platform limits declared by
+/// [`crate::infrastructure_schema`].
+pub fn infrastructure() -> CustomResourceDefinition {
+    edit_schemas(openshift_api(Infrastructure::crd(), &[]), |root| {
+        crate::infrastructure_schema::merge(root, &crate::infrastructure_schema::declared());
+    })
+}
+
+/// The FeatureGate CRD, as openshift/api has it. `customNoUpgrade` may be null (openshift/api
+/// declares it nullable, unlike the other optional fields).
+pub fn feature_gate() -> CustomResourceDefinition {
+    edit_schemas(openshift_api(FeatureGate::crd(), &[]), |root| {
+        if let Some(custom) = root
+            .pointer_mut("/properties/spec/properties/customNoUpgrade")
+            .and_then(Value::as_object_mut)
+        {
+            custom.insert("nullable".into(), Value::Bool(true));
+        }
+    })
 }
 
 /// Applies `edit` to the root schema of every version of `crd`.
@@ -178,6 +200,7 @@ fn as_declared(node: &mut Value) {
                 Value::String(s) => s.is_empty(),
                 Value::Number(n) => n.as_f64() == Some(0.0),
                 Value::Bool(b) => !b,
+                Value::Array(items) => items.is_empty(),
                 _ => false,
             };
             if map.get("default").is_some_and(zero) {

@@ -7,6 +7,8 @@
 //! - [`build_v1`]: `build.openshift.io/v1` build volumes (Secret, ConfigMap, CSI).
 //! - [`csidriver_v1alpha1`]: `csidriver.storage.openshift.io/v1alpha1` CSIDriverDeployment,
 //!   any CSI driver declared (seed 004).
+//! - [`infrastructure_schema`]: the Infrastructure fields our types keep unmodelled, declared
+//!   for its CRD.
 //! - [`crds`]: the CustomResourceDefinitions generated from these types, as installed on plain
 //!   Kubernetes and committed under `deploy/crds/`.
 //! - [`yaml`]: YAML in and out through one JSON tree (small code, the API server's meaning).
@@ -20,6 +22,7 @@ pub mod build_v1;
 pub mod config_v1;
 pub mod crds;
 pub mod csidriver_v1alpha1;
+pub mod infrastructure_schema;
 pub mod operator_v1;
 pub mod schema;
 pub mod string_enum;

@@ -95,18 +95,19 @@ fn check_structural(node: &Value, path: &str, root: bool, problems: &mut Vec<Str
     if !map.contains_key("type") && !preserve && !int_or_string {
         problems.push(format!("{path}: no type"));
     }
-    for forbidden in [
-        "$ref",
-        "definitions",
-        "$defs",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "not",
-        "$schema",
-    ] {
+    for forbidden in ["$ref", "definitions", "$defs", "$schema"] {
         if map.contains_key(forbidden) {
             problems.push(format!("{path}: uses {forbidden}"));
+        }
+    }
+    for junctor in ["allOf", "anyOf", "oneOf", "not"] {
+        let branches = match map.get(junctor) {
+            Some(Value::Array(branches)) => branches.iter().collect(),
+            Some(branch) => vec![branch],
+            None => Vec::new(),
+        };
+        for branch in branches {
+            check_value_validation(branch, map, &format!("{path}.{junctor}"), problems);
         }
     }
     if map.contains_key("properties")
@@ -158,4 +159,92 @@ fn check_structural(node: &Value, path: &str, root: bool, problems: &mut Vec<Str
     if let Some(additional) = map.get("additionalProperties").filter(|a| a.is_object()) {
         check_structural(additional, &format!("{path}{{*}}"), false, problems);
     }
+}
+
+/// A branch of `allOf`, `anyOf`, `oneOf` or `not` in a structural schema: value validations
+/// only (a format, a pattern, limits). It may not set a type, description, default, nullable,
+/// additionalProperties or an extension, nor use a field the schema around it does not
+/// declare; a junctor inside it follows the same rules.
+fn check_value_validation(
+    branch: &Value,
+    outer: &serde_json::Map<String, Value>,
+    path: &str,
+    problems: &mut Vec<String>,
+) {
+    let Some(map) = branch.as_object() else {
+        problems.push(format!("{path}: not a schema"));
+        return;
+    };
+    for (key, value) in map {
+        match key.as_str() {
+            "type" | "description" | "default" | "nullable" | "additionalProperties" | "$ref" => {
+                problems.push(format!("{path}: sets {key} in a logical junctor"));
+            }
+            k if k.starts_with("x-kubernetes-") => {
+                problems.push(format!("{path}: sets {key} in a logical junctor"));
+            }
+            "properties" => {
+                for (name, child) in value.as_object().into_iter().flatten() {
+                    match outer
+                        .get("properties")
+                        .and_then(|p| p.get(name))
+                        .and_then(Value::as_object)
+                    {
+                        Some(declared) => check_value_validation(
+                            child,
+                            declared,
+                            &format!("{path}.{name}"),
+                            problems,
+                        ),
+                        None => problems.push(format!(
+                            "{path}.{name}: not declared outside the logical junctor"
+                        )),
+                    }
+                }
+            }
+            "items" => match outer.get("items").and_then(Value::as_object) {
+                Some(declared) => {
+                    check_value_validation(value, declared, &format!("{path}[*]"), problems)
+                }
+                None => problems.push(format!(
+                    "{path}[*]: not declared outside the logical junctor"
+                )),
+            },
+            "allOf" | "anyOf" | "oneOf" | "not" => {
+                let branches = match value {
+                    Value::Array(branches) => branches.iter().collect(),
+                    branch => vec![branch],
+                };
+                for branch in branches {
+                    check_value_validation(branch, outer, &format!("{path}.{key}"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_logical_junctor_holds_value_validations_only() {
+    let mut problems = Vec::new();
+    let valid = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "server": {
+                "type": "string",
+                "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}, {"format": "hostname"}],
+            },
+        },
+    });
+    check_structural(&valid, "", true, &mut problems);
+    assert!(problems.is_empty(), "{problems:#?}");
+    let typed = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "server": {"type": "string", "anyOf": [{"type": "string"}, {"x-kubernetes-list-type": "set"}]},
+            "port": {"type": "integer", "not": {"properties": {"other": {"minimum": 1}}}},
+        },
+    });
+    check_structural(&typed, "", true, &mut problems);
+    assert_eq!(problems.len(), 3, "{problems:#?}");
 }

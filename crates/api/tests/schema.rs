@@ -83,6 +83,16 @@ fn latest_available_revision_must_only_increase() {
 )]
 #[case::efs_walk_settings_while_disabled("clustercsidriver-aws-efs.yaml", "/spec/driverConfig/aws/efsVolumeMetrics/state", json!("Disabled"))]
 #[case::vsphere_storage_driver_unset("storage.yaml", "/spec/vsphereStorageDriver", Value::Null)]
+#[case::azure_cloud_name_empty(
+    "infrastructure-azure-stack.yaml",
+    "/status/platformStatus/azure/cloudName",
+    json!("")
+)]
+#[case::cluster_operator_condition_status_free(
+    "clusteroperator-storage.yaml",
+    "/status/conditions/0/status",
+    json!("Maybe")
+)]
 #[case::kms_key_location_unset(
     "clustercsidriver-gcp-pd.yaml",
     "/spec/driverConfig/gcp/kmsKey/location",
