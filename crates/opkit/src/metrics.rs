@@ -130,7 +130,8 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh registry with the operator's metrics registered under the `storage_operator` prefix.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("storage_operator");
+        let mut root = Registry::default();
+        let registry = root.sub_registry_with_prefix("storage_operator");
         let reconciles = Family::<ControllerLabels, Counter>::default();
         let errors = Family::<ErrorLabels, Counter>::default();
         let writes = Family::<WriteLabels, Counter>::default();
@@ -156,7 +157,7 @@ impl Metrics {
             settled.clone(),
         );
         Self {
-            registry: Arc::new(Mutex::new(registry)),
+            registry: Arc::new(Mutex::new(root)),
             reconciles,
             errors,
             writes,
@@ -357,6 +358,21 @@ impl Metrics {
             write_returned: None,
         });
         PASS_CLOCK.scope(clock, pass).await
+    }
+
+    /// Registers `metric` under `name` as it is, without this project's `storage_operator`
+    /// prefix: for metrics OpenShift's alerts and dashboards know by their own names (e.g.
+    /// `default_storage_class_count`).
+    pub fn register_unprefixed(
+        &self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        self.registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .register(name, help, metric);
     }
 
     /// The metrics in the OpenMetrics text format.

@@ -15,4 +15,5 @@ pub mod platform;
 pub mod registry;
 pub mod selinux;
 pub mod starter;
+pub mod storage_metrics;
 pub mod validator;

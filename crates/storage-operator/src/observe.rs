@@ -12,7 +12,7 @@ use api::operator_v1::{ClusterCSIDriver, Storage};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use k8s_openapi::api::storage::v1::CSIDriver;
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttributesClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Config;
@@ -88,6 +88,10 @@ pub struct Observed {
     pub volume_populator_crd: Option<CustomResourceDefinition>,
     /// `openshift-config/selinux-conflicts`, on OpenShift (with the FeatureGate API).
     pub selinux_conflicts: Option<ConfigMap>,
+    /// Every StorageClass (for the storage metrics).
+    pub storage_classes: Vec<StorageClass>,
+    /// Every VolumeAttributesClass (for the storage metrics).
+    pub volume_attributes_classes: Vec<VolumeAttributesClass>,
     /// Our ClusterRoles.
     pub cluster_roles: Vec<ClusterRole>,
     /// Our ClusterRoleBindings.
@@ -119,6 +123,8 @@ pub struct Caches {
     operator_deployments: Store<Deployment>,
     volume_populator_crd: Store<CustomResourceDefinition>,
     selinux_conflicts: Option<Store<ConfigMap>>,
+    storage_classes: Store<StorageClass>,
+    volume_attributes_classes: Store<VolumeAttributesClass>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
 }
@@ -243,6 +249,12 @@ impl Caches {
                     named(crate::selinux::CONFIG_MAP),
                 )
             }),
+            storage_classes: informers.watch("storageclasses", all(client), Config::default()),
+            volume_attributes_classes: informers.watch(
+                "volumeattributesclasses",
+                all(client),
+                Config::default(),
+            ),
             cluster_roles: informers.watch("clusterroles", all(client), ours()),
             cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
         }
@@ -280,6 +292,8 @@ impl Caches {
                 .find(|d| d.metadata.name.as_deref() == Some(crate::validator::NAME)),
             volume_populator_crd: single(&self.volume_populator_crd),
             selinux_conflicts: self.selinux_conflicts.as_ref().and_then(single),
+            storage_classes: snapshot(&self.storage_classes),
+            volume_attributes_classes: snapshot(&self.volume_attributes_classes),
             cluster_roles: snapshot(&self.cluster_roles),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
         }

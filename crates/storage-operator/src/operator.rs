@@ -89,6 +89,7 @@ pub async fn run(
         client,
         caches,
         settings,
+        gauges: crate::storage_metrics::StorageGauges::register(&metrics),
         metrics: metrics.clone(),
     };
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
@@ -185,6 +186,7 @@ struct Context {
     caches: Caches,
     settings: Settings,
     metrics: Metrics,
+    gauges: crate::storage_metrics::StorageGauges,
 }
 
 /// Steps the OLM adoption of every driver about to start, until it is settled.
@@ -232,6 +234,10 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             .log_level
             .sync(context.settings.operator_log_level.as_ref(), level);
     }
+    context.gauges.set(
+        &observed.storage_classes,
+        &observed.volume_attributes_classes,
+    );
     let adoption = adopt(context, &observed).await?;
     let mut plan = plan(&observed, &context.settings, &adoption, &now);
     tracing::debug!(
