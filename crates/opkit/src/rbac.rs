@@ -49,6 +49,25 @@ pub fn allows(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> 
     })
 }
 
+/// Whether `rules` allow `verb` on the object `name` of `resource` in `group`, as the API
+/// server's RBAC authorizer decides it: a rule with `resourceNames` allows only those names.
+/// Pass the name the server authorizes with (for a server-side apply, the object's; for
+/// `escalate`, the role's; for `bind`, the role a binding refers to).
+pub fn allows_name(
+    rules: &[PolicyRule],
+    group: &str,
+    resource: &str,
+    verb: &str,
+    name: &str,
+) -> bool {
+    rules.iter().any(|r| {
+        allows(std::slice::from_ref(r), group, resource, verb)
+            && r.resource_names
+                .as_ref()
+                .is_none_or(|names| names.is_empty() || names.iter().any(|n| n == name))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +86,25 @@ mod tests {
         assert!(!allows(&rules, "", "nodes", "delete"));
         assert!(!allows(&rules, "", "secrets", "get"));
         assert!(allows(&[rule(&["*"], &["*"], &["*"])], "x", "y", "z"));
+    }
+
+    #[test]
+    fn resource_names_limit_a_rule_to_those_objects() {
+        let named = PolicyRule {
+            resource_names: Some(vec!["a".into()]),
+            ..rule(
+                &["rbac.authorization.k8s.io"],
+                &["clusterroles"],
+                &["escalate"],
+            )
+        };
+        let rules = [named, rule(&[""], &["nodes"], READ)];
+        let rbac = "rbac.authorization.k8s.io";
+        assert!(allows_name(&rules, rbac, "clusterroles", "escalate", "a"));
+        assert!(!allows_name(&rules, rbac, "clusterroles", "escalate", "b"));
+        assert!(!allows_name(&rules, rbac, "clusterroles", "bind", "a"));
+        // Without resourceNames, every name; `allows` ignores names.
+        assert!(allows_name(&rules, "", "nodes", "get", "any"));
+        assert!(allows(&rules, rbac, "clusterroles", "escalate"));
     }
 }

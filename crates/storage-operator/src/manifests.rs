@@ -2,24 +2,35 @@
 //! Kubernetes, generated from the code so they cannot drift from it: the namespace, the
 //! ServiceAccount, RBAC, the Deployment, and (on plain Kubernetes) the CRDs it serves.
 //!
-//! Its ClusterRole is derived like the driver operators': what it reads, what it writes, and
-//! every permission of the roles it creates (the driver operators' roles and the shared sidecar
-//! roles), over every driver in the catalogue and every topology. No cluster-admin. Likewise a
-//! Role in every namespace the starter creates Roles in ([`driver_namespaces`]): the API server
-//! lets it grant there only what it holds there.
+//! Its RBAC is what it reads and writes itself, and no more; no cluster-admin. It does not hold
+//! what it grants the driver operators (their Secrets, the shared provisioner role's reading of
+//! every Secret): the API server lets a writer of a role grant what it does not hold when it
+//! may `escalate` that role, and bind a role it does not hold when it may `bind` it, and both
+//! are asked with the role's name. So its ClusterRole and its Role in each namespace the
+//! starter writes Roles in ([`driver_namespaces`]) may `create`, `patch` and `escalate` exactly
+//! the roles the starter applies, `bind` exactly the roles its bindings refer to, and write
+//! exactly those bindings, each by name ([`Written`], from [`plan::starter_objects`] over
+//! every catalogue driver and topology). The starter writes with server-side apply, a PATCH
+//! to the object's name, which the API server authorizes as `patch`, and as `create` with
+//! that name when the object does not exist yet, so names can limit both.
+//!
+//! The CSIDriverDeployment controller runs in the same process, as the same ServiceAccount,
+//! and keeps holding what it grants ([`csi::declared::controller::operator_rules`]): the roles
+//! it writes are named after each CSIDriverDeployment, which a user names, and `resourceNames`
+//! are exact names (no prefix or pattern), so `escalate` cannot be limited to them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use csi::Topology;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{EnvVar, Namespace, ServiceAccount, Toleration};
 use k8s_openapi::api::rbac::v1::{
-    ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject,
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use crate::plan::OPERATOR_NAMESPACE;
+use crate::plan::{self, Desired, OPERATOR_NAMESPACE};
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
@@ -56,9 +67,114 @@ fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     }
 }
 
+/// The names of the RBAC objects the starter applies, over every driver of the catalogue and
+/// every topology: what the operator's own RBAC names in `resourceNames`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// The ClusterRoles it applies: the driver operators' and the shared ones.
+    pub cluster_roles: BTreeSet<String>,
+    /// The ClusterRoleBindings it applies.
+    pub cluster_role_bindings: BTreeSet<String>,
+    /// The ClusterRoles its bindings refer to.
+    pub bound_cluster_roles: BTreeSet<String>,
+    /// The Roles it applies, by namespace.
+    pub roles: BTreeMap<String, BTreeSet<String>>,
+    /// The RoleBindings it applies, by namespace.
+    pub role_bindings: BTreeMap<String, BTreeSet<String>>,
+    /// The Roles its RoleBindings refer to, by namespace.
+    pub bound_roles: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Written {
+    /// Adds the RBAC objects among `objects`.
+    pub fn add(&mut self, objects: &[Desired]) {
+        let name = |name: &Option<String>| name.clone().unwrap_or_default();
+        let namespace = |namespace: &Option<String>| namespace.clone().unwrap_or_default();
+        for object in objects {
+            match object {
+                Desired::ClusterRole(role) => {
+                    self.cluster_roles.insert(name(&role.metadata.name));
+                }
+                Desired::ClusterRoleBinding(binding) => {
+                    self.cluster_role_bindings
+                        .insert(name(&binding.metadata.name));
+                    self.bound_cluster_roles
+                        .insert(binding.role_ref.name.clone());
+                }
+                Desired::Role(role) => {
+                    self.roles
+                        .entry(namespace(&role.metadata.namespace))
+                        .or_default()
+                        .insert(name(&role.metadata.name));
+                }
+                Desired::RoleBinding(binding) => {
+                    let namespace = namespace(&binding.metadata.namespace);
+                    self.role_bindings
+                        .entry(namespace.clone())
+                        .or_default()
+                        .insert(name(&binding.metadata.name));
+                    // A RoleBinding may refer to a ClusterRole; `bind` is then asked of
+                    // clusterroles, which the ClusterRole's rule answers in every namespace.
+                    if binding.role_ref.kind == "ClusterRole" {
+                        self.bound_cluster_roles
+                            .insert(binding.role_ref.name.clone());
+                    } else {
+                        self.bound_roles
+                            .entry(namespace)
+                            .or_default()
+                            .insert(binding.role_ref.name.clone());
+                    }
+                }
+                Desired::Namespace(_) | Desired::ServiceAccount(_) | Desired::Deployment(_) => {}
+            }
+        }
+    }
+}
+
+/// What the starter applies for the whole catalogue, in each topology.
+pub fn written() -> Written {
+    let started: Vec<_> = registry()
+        .into_iter()
+        .filter_map(|entry| {
+            let def = drivers::by_name(entry.short_name).ok()?;
+            Some((entry, def))
+        })
+        .collect();
+    let mut written = Written::default();
+    for topology in Topology::ALL {
+        let inputs = StarterInputs {
+            topology,
+            log_level: api::operator_v1::LogLevel::Normal,
+            proxy: Default::default(),
+            env: BTreeMap::new(),
+            operator_image: String::new(),
+        };
+        written.add(&plan::starter_objects(&started, &inputs));
+    }
+    written
+}
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// The name of the CSIDriverDeployment CRD.
+fn declared_crd() -> String {
+    <api::csidriver_v1alpha1::CSIDriverDeployment as kube::CustomResourceExt>::crd_name().into()
+}
+
+/// `verbs` on `resource` of RBAC, for the objects `names` only; none when there are no names
+/// (an empty `resourceNames` would mean every object).
+fn by_name(resource: &str, verbs: &[&str], names: Option<&BTreeSet<String>>) -> Option<PolicyRule> {
+    let names = names.filter(|names| !names.is_empty())?;
+    Some(PolicyRule {
+        resource_names: Some(names.iter().cloned().collect()),
+        ..rule(&[RBAC_GROUP], &[resource], verbs)
+    })
+}
+
 /// The operator's ClusterRole and its Roles: one in each of [`driver_namespaces`], in that
 /// order (the driver namespace first).
 pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
+    let written = written();
     let mut cluster_rules = vec![
         rule(
             &["operator.openshift.io"],
@@ -102,10 +218,21 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["namespaces"],
             &["get", "list", "watch", "create", "update", "patch"],
         ),
+        // It starts the CSIDriverDeployment controller once that CRD is established: it
+        // watches that one CRD (a list and watch of one name are asked with that name).
+        PolicyRule {
+            resource_names: Some(vec![declared_crd()]),
+            ..rule(
+                &["apiextensions.k8s.io"],
+                &["customresourcedefinitions"],
+                READ,
+            )
+        },
+        // Its caches of the ClusterRoles and bindings it applies (by label).
         rule(
-            &["rbac.authorization.k8s.io"],
+            &[RBAC_GROUP],
             &["clusterroles", "clusterrolebindings"],
-            MANAGE,
+            READ,
         ),
         rule(
             &["", "events.k8s.io"],
@@ -113,62 +240,63 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["create", "patch", "update"],
         ),
     ];
-    // The driver operators' ServiceAccounts and Deployments are in the driver namespace; their
-    // Roles and RoleBindings there and in their separate operand namespaces.
-    let mut namespace_rules: BTreeMap<String, Vec<_>> = driver_namespaces()
+    // The ClusterRoles it applies, which may grant what it does not hold; the bindings it
+    // applies, and the roles they refer to: each by name.
+    cluster_rules.extend(
+        [
+            by_name(
+                "clusterroles",
+                &["create", "patch", "escalate"],
+                Some(&written.cluster_roles),
+            ),
+            by_name(
+                "clusterrolebindings",
+                &["create", "patch"],
+                Some(&written.cluster_role_bindings),
+            ),
+            by_name(
+                "clusterroles",
+                &["bind"],
+                Some(&written.bound_cluster_roles),
+            ),
+        ]
         .into_iter()
-        .map(|namespace| {
-            let rules = if namespace == DRIVER_NAMESPACE {
-                vec![rule(
-                    &["", "apps", "rbac.authorization.k8s.io"],
-                    &["serviceaccounts", "deployments", "roles", "rolebindings"],
-                    MANAGE,
-                )]
-            } else {
-                vec![rule(
-                    &["rbac.authorization.k8s.io"],
-                    &["roles", "rolebindings"],
-                    MANAGE,
-                )]
-            };
-            (namespace, rules)
-        })
-        .collect();
+        .flatten(),
+    );
     // The CSIDriverDeployment controller runs in this process (when its CRD is served).
     cluster_rules.extend(csi::declared::controller::operator_rules());
-    // Every permission of the roles it creates.
-    for role in csi::build_shared_cluster_roles() {
-        cluster_rules.extend(role.rules.into_iter().flatten());
-    }
-    for entry in registry() {
-        let Ok(def) = drivers::by_name(entry.short_name) else {
-            continue;
-        };
-        for topology in Topology::ALL {
-            let inputs = StarterInputs {
-                topology,
-                log_level: api::operator_v1::LogLevel::Normal,
-                proxy: Default::default(),
-                env: BTreeMap::new(),
-                operator_image: String::new(),
-            };
-            let (cluster_role, roles) = starter::build_rbac(&entry, &def, &inputs);
-            cluster_rules.extend(cluster_role.rules.into_iter().flatten());
-            for role in roles {
-                let namespace = role.metadata.namespace.unwrap_or_default();
-                // `driver_namespaces` derives from the same catalogue: every Role's is there.
-                if let Some(rules) = namespace_rules.get_mut(&namespace) {
-                    rules.extend(role.rules.into_iter().flatten());
-                }
-            }
-        }
-    }
     dedupe(&mut cluster_rules);
+    // The driver operators' ServiceAccounts and Deployments are in the driver namespace; their
+    // Roles and RoleBindings there and in their separate operand namespaces, by name.
     let roles = driver_namespaces()
         .into_iter()
         .map(|namespace| {
-            let mut rules = namespace_rules.remove(&namespace).unwrap_or_default();
-            dedupe(&mut rules);
+            let mut rules = Vec::new();
+            if namespace == DRIVER_NAMESPACE {
+                rules.push(rule(
+                    &["", "apps"],
+                    &["serviceaccounts", "deployments"],
+                    MANAGE,
+                ));
+            }
+            rules.push(rule(&[RBAC_GROUP], &["roles", "rolebindings"], READ));
+            rules.extend(
+                [
+                    by_name(
+                        "roles",
+                        &["create", "patch", "escalate"],
+                        written.roles.get(&namespace),
+                    ),
+                    by_name(
+                        "rolebindings",
+                        &["create", "patch"],
+                        written.role_bindings.get(&namespace),
+                    ),
+                    by_name("roles", &["bind"], written.bound_roles.get(&namespace)),
+                ]
+                .into_iter()
+                .flatten(),
+            );
             Role {
                 metadata: meta(NAME, Some(&namespace)),
                 rules: Some(rules),
@@ -294,91 +422,245 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
-    use opkit::rbac::allows;
+    use opkit::rbac::{allows, allows_name};
 
     use super::*;
 
+    fn inputs(topology: Topology) -> StarterInputs {
+        StarterInputs {
+            topology,
+            log_level: api::operator_v1::LogLevel::Normal,
+            proxy: Default::default(),
+            env: BTreeMap::new(),
+            operator_image: String::new(),
+        }
+    }
+
+    fn rules_of(role: &Role) -> &[PolicyRule] {
+        role.rules.as_deref().unwrap_or_default()
+    }
+
+    const RBAC: &str = RBAC_GROUP;
+
     #[test]
-    fn the_operator_holds_what_it_grants_and_no_wildcards() {
+    fn the_operator_reads_no_secret_and_grants_only_by_name() {
         let (cluster_role, roles) = build_rbac();
         let rules = cluster_role.rules.unwrap();
-        // It creates the shared provisioner role, so it holds PV creation itself.
-        assert!(allows(&rules, "", "persistentvolumes", "create"));
-        // It creates driver-operator roles that may write CSIDrivers and StorageClasses.
-        assert!(allows(&rules, "storage.k8s.io", "storageclasses", "patch"));
-        assert!(allows(
-            &rules,
-            "config.openshift.io",
-            "clusteroperators/status",
-            "patch"
-        ));
-        assert!(
-            !rules
+        // No Secret, anywhere, by any verb: it reads none itself. It held them only for what it
+        // grants (the driver operators' Roles, the shared provisioner Secret reader).
+        for verb in MANAGE {
+            assert!(!allows(&rules, "", "secrets", verb), "{verb} secrets");
+            for role in &roles {
+                assert!(
+                    !allows(rules_of(role), "", "secrets", verb),
+                    "{verb} secrets in {:?}",
+                    role.metadata.namespace
+                );
+            }
+        }
+        // Nor what only the driver operators do.
+        for (group, resource, verb) in [
+            ("", "configmaps", "get"),
+            (
+                "cloudcredential.openshift.io",
+                "credentialsrequests",
+                "patch",
+            ),
+            ("operator.openshift.io", "clustercsidrivers", "update"),
+            ("operator.openshift.io", "cloudcredentials", "get"),
+            ("monitoring.coreos.com", "servicemonitors", "patch"),
+        ] {
+            assert!(
+                !allows(&rules, group, resource, verb),
+                "{verb} {group}/{resource}"
+            );
+        }
+        // What it does itself, it holds.
+        for (group, resource, verb) in [
+            ("operator.openshift.io", "storages/status", "patch"),
+            ("operator.openshift.io", "clustercsidrivers", "create"),
+            ("config.openshift.io", "clusteroperators/status", "patch"),
+            ("config.openshift.io", "infrastructures", "watch"),
+            ("operators.coreos.com", "subscriptions", "delete"),
+            ("", "namespaces", "patch"),
+            (RBAC, "clusterroles", "watch"),
+            (RBAC, "clusterrolebindings", "watch"),
+        ] {
+            assert!(
+                allows(&rules, group, resource, verb),
+                "{verb} {group}/{resource}"
+            );
+        }
+        // It watches one CRD, by name: the CSIDriverDeployments', to start their controller.
+        let crds = "customresourcedefinitions";
+        let declared = "csidriverdeployments.csidriver.storage.openshift.io";
+        for verb in READ {
+            assert!(allows_name(
+                &rules,
+                "apiextensions.k8s.io",
+                crds,
+                verb,
+                declared
+            ));
+            assert!(!allows_name(
+                &rules,
+                "apiextensions.k8s.io",
+                crds,
+                verb,
+                "x.example.com"
+            ));
+        }
+        // No wildcard; `escalate` and `bind` only on roles, only by name.
+        for (rule, whose) in
+            rules
                 .iter()
-                .any(|r| r.verbs.iter().any(|v| v == "*" || v == "escalate"))
-        );
-        assert!(
-            !rules
-                .iter()
-                .any(|r| r.resources.iter().flatten().any(|x| x == "*"))
-        );
-        // Every role the starter builds for a driver operator is covered, in its namespace.
+                .map(|r| (r, "ClusterRole".to_owned()))
+                .chain(roles.iter().flat_map(|role| {
+                    let whose = format!("Role in {:?}", role.metadata.namespace);
+                    rules_of(role).iter().map(move |r| (r, whose.clone()))
+                }))
+        {
+            let any = |items: &Option<Vec<String>>| items.iter().flatten().any(|x| x == "*");
+            assert!(
+                !rule.verbs.iter().any(|v| v == "*")
+                    && !any(&rule.resources)
+                    && !any(&rule.api_groups),
+                "{whose}: {rule:?}"
+            );
+            // An empty list of names would mean every name.
+            assert!(
+                rule.resource_names.as_ref().is_none_or(|n| !n.is_empty()),
+                "{whose}: {rule:?}"
+            );
+            if rule.verbs.iter().any(|v| v == "escalate" || v == "bind") {
+                assert!(rule.resource_names.is_some(), "{whose}: {rule:?}");
+                assert_eq!(rule.api_groups.as_deref(), Some(&[RBAC.to_owned()][..]));
+                assert!(
+                    rule.resources
+                        .iter()
+                        .flatten()
+                        .all(|r| r == "clusterroles" || r == "roles"),
+                    "{whose}: {rule:?}"
+                );
+            }
+        }
+        // Nothing else can be escalated or bound.
+        for verb in ["escalate", "bind"] {
+            for other in ["cluster-admin", "admin", "edit", "system:controller:foo"] {
+                assert!(
+                    !allows_name(&rules, RBAC, "clusterroles", verb, other),
+                    "{verb} {other}"
+                );
+                for role in &roles {
+                    assert!(!allows_name(rules_of(role), RBAC, "roles", verb, other));
+                }
+            }
+        }
+        // It watches the driver operators' Roles and RoleBindings in each namespace.
+        for role in &roles {
+            for resource in ["roles", "rolebindings"] {
+                assert!(
+                    allows(rules_of(role), RBAC, resource, "watch"),
+                    "{resource}"
+                );
+            }
+        }
+        assert_eq!(roles.len(), driver_namespaces().len());
+    }
+
+    /// For every driver of the catalogue, alone, in every topology: every ClusterRole, Role and
+    /// binding the starter applies, the operator may create, patch and escalate or bind by its
+    /// name, in its namespace, as the API server asks; and some of them grant what it does not
+    /// hold, which only `escalate` allows.
+    #[test]
+    fn every_role_the_starter_writes_or_binds_is_named_for_every_driver_and_topology() {
+        let (cluster_role, roles) = build_rbac();
+        let cluster_rules = cluster_role.rules.unwrap();
         let role_in = |namespace: &str| {
             roles
                 .iter()
                 .find(|r| r.metadata.namespace.as_deref() == Some(namespace))
+                .map(rules_of)
                 .unwrap_or_else(|| panic!("no Role in {namespace}"))
-                .rules
-                .as_ref()
-                .unwrap()
         };
+        // What the server asks: `resource` `name` in `namespace` (None: cluster-scoped), where
+        // a ClusterRole's rule answers in every namespace.
+        let may = |namespace: Option<&str>, resource: &str, verb: &str, name: &str| {
+            allows_name(&cluster_rules, RBAC, resource, verb, name)
+                || namespace.is_some_and(|ns| allows_name(role_in(ns), RBAC, resource, verb, name))
+        };
+        let mut granted_not_held = 0;
         for entry in registry() {
             let def = drivers::by_name(entry.short_name).unwrap();
             for topology in Topology::ALL {
-                let inputs = StarterInputs {
-                    topology,
-                    log_level: api::operator_v1::LogLevel::Normal,
-                    proxy: Default::default(),
-                    env: BTreeMap::new(),
-                    operator_image: String::new(),
-                };
-                let (driver_role, driver_ns_roles) = starter::build_rbac(&entry, &def, &inputs);
-                for r in driver_role.rules.unwrap() {
-                    assert!(
-                        rules.contains(&r),
-                        "{} {topology}: missing {r:?}",
-                        entry.short_name
-                    );
-                }
-                for driver_ns_role in driver_ns_roles {
-                    let namespace = driver_ns_role.metadata.namespace.unwrap();
-                    for r in driver_ns_role.rules.unwrap() {
+                let objects =
+                    plan::starter_objects(&[(entry.clone(), def.clone())], &inputs(topology));
+                let what = format!("{} {topology}", entry.short_name);
+                for object in &objects {
+                    let (resource, meta, role_ref, granted) = match object {
+                        Desired::ClusterRole(r) => {
+                            ("clusterroles", &r.metadata, None, r.rules.as_deref())
+                        }
+                        Desired::Role(r) => ("roles", &r.metadata, None, r.rules.as_deref()),
+                        Desired::ClusterRoleBinding(b) => {
+                            ("clusterrolebindings", &b.metadata, Some(&b.role_ref), None)
+                        }
+                        Desired::RoleBinding(b) => {
+                            ("rolebindings", &b.metadata, Some(&b.role_ref), None)
+                        }
+                        _ => continue,
+                    };
+                    let namespace = meta.namespace.as_deref();
+                    let name = meta.name.as_deref().unwrap();
+                    for verb in ["create", "patch"] {
                         assert!(
-                            role_in(&namespace).contains(&r),
-                            "{} {topology}: missing {r:?} in {namespace}",
-                            entry.short_name
+                            may(namespace, resource, verb, name),
+                            "{what}: {verb} {resource} {name}"
                         );
                     }
+                    if granted.is_some() {
+                        assert!(
+                            may(namespace, resource, "escalate", name),
+                            "{what}: escalate {name}"
+                        );
+                    }
+                    if let Some(role_ref) = role_ref {
+                        let resource = if role_ref.kind == "ClusterRole" {
+                            "clusterroles"
+                        } else {
+                            "roles"
+                        };
+                        assert!(
+                            may(namespace, resource, "bind", &role_ref.name),
+                            "{what}: bind {} from {name}",
+                            role_ref.name
+                        );
+                    }
+                    let holds = |r: &PolicyRule| {
+                        let held = namespace.map_or(&cluster_rules[..], role_in);
+                        r.api_groups.iter().flatten().all(|g| {
+                            r.resources.iter().flatten().all(|res| {
+                                r.verbs.iter().all(|v| {
+                                    allows(held, g, res, v) || allows(&cluster_rules, g, res, v)
+                                })
+                            })
+                        })
+                    };
+                    granted_not_held += granted.into_iter().flatten().filter(|r| !holds(r)).count();
                 }
             }
         }
-        // It applies and watches the driver operators' Roles and RoleBindings in each.
-        for namespace in driver_namespaces() {
-            for resource in ["roles", "rolebindings"] {
-                for verb in ["watch", "patch"] {
-                    assert!(
-                        allows(
-                            role_in(&namespace),
-                            "rbac.authorization.k8s.io",
-                            resource,
-                            verb
-                        ),
-                        "{verb} {resource} in {namespace}"
-                    );
-                }
-            }
+        assert!(
+            granted_not_held > 0,
+            "escalate is needed for what it does not hold"
+        );
+        // The shared roles too, which the driver operators bind.
+        let written = written();
+        for role in csi::build_shared_cluster_roles() {
+            let name = role.metadata.name.unwrap();
+            assert!(written.cluster_roles.contains(&name), "{name}");
+            assert!(may(None, "clusterroles", "escalate", &name), "{name}");
         }
-        assert_eq!(roles.len(), driver_namespaces().len());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! driver renders; it holds every permission of the roles it creates for its operands (the API
 //! server requires that, short of the cluster-admin-like `escalate` verb); and for the shared
 //! sidecar ClusterRoles this operator installs, it may only `bind` those roles by name.
-//! OpenShift binds its storage operator to cluster-admin; ours needs none.
+//! OpenShift binds its storage operator to cluster-admin; ours needs none, and does not hold
+//! what these roles grant either: it may `escalate` and `bind` them, by their names only
+//! (see [`crate::manifests`]), so these names are part of its RBAC.
 
 use std::collections::{BTreeMap, BTreeSet};
 
