@@ -35,6 +35,7 @@ use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
 use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
+use crate::validator;
 
 /// The name of the operator's Deployment, ServiceAccount and RBAC objects.
 pub const NAME: &str = "cluster-storage-operator";
@@ -125,7 +126,10 @@ impl Written {
                             .insert(binding.role_ref.name.clone());
                     }
                 }
-                Desired::Namespace(_) | Desired::ServiceAccount(_) | Desired::Deployment(_) => {}
+                Desired::Namespace(_)
+                | Desired::ServiceAccount(_)
+                | Desired::Deployment(_)
+                | Desired::CustomResourceDefinition(_) => {}
             }
         }
     }
@@ -151,6 +155,11 @@ pub fn written() -> Written {
         };
         written.add(&plan::starter_objects(&started, &inputs));
     }
+    // The volume data source validator's, on every platform.
+    written.add(&[
+        Desired::ClusterRole(validator::build_cluster_role()),
+        Desired::ClusterRoleBinding(validator::build_cluster_role_binding()),
+    ]);
     written
 }
 
@@ -218,15 +227,37 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["namespaces"],
             &["get", "list", "watch", "create", "update", "patch"],
         ),
-        // It starts the CSIDriverDeployment controller once that CRD is established: it
-        // watches that one CRD (a list and watch of one name are asked with that name).
+        // It starts the CSIDriverDeployment controller once that CRD is established, and
+        // installs the volume data source validator's VolumePopulator CRD: it watches those
+        // two CRDs (a list and watch of one name are asked with that name), and writes the
+        // second.
         PolicyRule {
-            resource_names: Some(vec![declared_crd()]),
+            resource_names: Some(vec![declared_crd(), validator::CRD_NAME.to_owned()]),
             ..rule(
                 &["apiextensions.k8s.io"],
                 &["customresourcedefinitions"],
                 READ,
             )
+        },
+        PolicyRule {
+            resource_names: Some(vec![validator::CRD_NAME.to_owned()]),
+            ..rule(
+                &["apiextensions.k8s.io"],
+                &["customresourcedefinitions"],
+                &["create", "patch"],
+            )
+        },
+        // The storage metrics count the classes.
+        rule(
+            &["storage.k8s.io"],
+            &["storageclasses", "volumeattributesclasses"],
+            READ,
+        ),
+        // SELinuxMountGAReadiness reads openshift-config/selinux-conflicts: by that name only
+        // (a ClusterRole rule, so that it needs no Role in a namespace plain Kubernetes lacks).
+        PolicyRule {
+            resource_names: Some(vec![crate::selinux::CONFIG_MAP.to_owned()]),
+            ..rule(&[""], &["configmaps"], READ)
         },
         // Its caches of the ClusterRoles and bindings it applies (by label).
         rule(
@@ -311,6 +342,15 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
         },
         roles,
     )
+}
+
+/// The operator's rules in its own namespace, where it runs the volume data source validator.
+pub fn operator_namespace_rules() -> Vec<PolicyRule> {
+    vec![rule(
+        &["", "apps"],
+        &["serviceaccounts", "deployments"],
+        MANAGE,
+    )]
 }
 
 fn subject() -> Subject {
@@ -407,6 +447,16 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
             subjects: Some(vec![subject()]),
         }));
     }
+    // Its own namespace: the volume data source validator's ServiceAccount and Deployment.
+    push(serde_json::to_value(Role {
+        metadata: meta(NAME, Some(OPERATOR_NAMESPACE)),
+        rules: Some(operator_namespace_rules()),
+    }));
+    push(serde_json::to_value(RoleBinding {
+        metadata: meta(NAME, Some(OPERATOR_NAMESPACE)),
+        role_ref: role_ref("Role", NAME),
+        subjects: Some(vec![subject()]),
+    }));
     push(serde_json::to_value(Role {
         metadata: meta(&format!("{NAME}-lease"), Some(OPERATOR_NAMESPACE)),
         rules: Some(vec![rule(&["coordination.k8s.io"], &["leases"], MANAGE)]),
@@ -458,9 +508,24 @@ mod tests {
                 );
             }
         }
+        // ConfigMaps: only SELinuxMountGAReadiness's, by name (the driver operators read and
+        // write others).
+        assert!(!allows_name(
+            &rules,
+            "",
+            "configmaps",
+            "get",
+            "cloud-provider-config"
+        ));
+        assert!(allows_name(
+            &rules,
+            "",
+            "configmaps",
+            "watch",
+            "selinux-conflicts"
+        ));
         // Nor what only the driver operators do.
         for (group, resource, verb) in [
-            ("", "configmaps", "get"),
             (
                 "cloudcredential.openshift.io",
                 "credentialsrequests",

@@ -35,6 +35,8 @@ pub struct Apis {
     pub proxy: bool,
     /// `clusteroperators.config.openshift.io`.
     pub cluster_operator: bool,
+    /// `volumeattributesclasses.storage.k8s.io/v1` (Kubernetes 1.34 and later).
+    pub volume_attributes_classes: bool,
 }
 
 impl Apis {
@@ -42,11 +44,13 @@ impl Apis {
     pub async fn discover(client: &Client) -> Result<Self, kube::Error> {
         let served = opkit::discovery::served_resources(client, "config.openshift.io/v1").await?;
         let has = |plural: &str| served.contains(plural);
+        let storage = opkit::discovery::served_resources(client, "storage.k8s.io/v1").await?;
         Ok(Self {
             infrastructure: has("infrastructures"),
             feature_gate: has("featuregates"),
             proxy: has("proxies"),
             cluster_operator: has("clusteroperators"),
+            volume_attributes_classes: storage.contains("volumeattributesclasses"),
         })
     }
 }
@@ -124,7 +128,7 @@ pub struct Caches {
     volume_populator_crd: Store<CustomResourceDefinition>,
     selinux_conflicts: Option<Store<ConfigMap>>,
     storage_classes: Store<StorageClass>,
-    volume_attributes_classes: Store<VolumeAttributesClass>,
+    volume_attributes_classes: Option<Store<VolumeAttributesClass>>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
 }
@@ -250,11 +254,9 @@ impl Caches {
                 )
             }),
             storage_classes: informers.watch("storageclasses", all(client), Config::default()),
-            volume_attributes_classes: informers.watch(
-                "volumeattributesclasses",
-                all(client),
-                Config::default(),
-            ),
+            volume_attributes_classes: apis.volume_attributes_classes.then(|| {
+                informers.watch("volumeattributesclasses", all(client), Config::default())
+            }),
             cluster_roles: informers.watch("clusterroles", all(client), ours()),
             cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
         }
@@ -293,7 +295,11 @@ impl Caches {
             volume_populator_crd: single(&self.volume_populator_crd),
             selinux_conflicts: self.selinux_conflicts.as_ref().and_then(single),
             storage_classes: snapshot(&self.storage_classes),
-            volume_attributes_classes: snapshot(&self.volume_attributes_classes),
+            volume_attributes_classes: self
+                .volume_attributes_classes
+                .as_ref()
+                .map(snapshot)
+                .unwrap_or_default(),
             cluster_roles: snapshot(&self.cluster_roles),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
         }

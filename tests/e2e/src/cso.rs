@@ -52,5 +52,28 @@ pub async fn finish(admin: &Client, identity: &Identity, short: &str) {
     let def = drivers::by_name(short).unwrap_or_else(|e| panic!("{short}: {e}"));
     cleanup::remove_driver(admin, short, &def.name, &def.namespace).await;
     cleanup::delete_and_wait(&Api::<Storage>::all(admin.clone()), "cluster").await;
+    remove_validator(admin).await;
     identity.assert_never_refused();
+}
+
+/// Removes the volume data source validator the cluster storage operator installs (not its
+/// CRD: other tests' populators may use it, and it is served the same by anyone).
+pub async fn remove_validator(admin: &Client) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+    use storage_operator::validator::NAME;
+    cleanup::delete_and_wait(
+        &Api::<Deployment>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        NAME,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<ServiceAccount>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        NAME,
+    )
+    .await;
+    cleanup::delete_and_wait(&Api::<ClusterRoleBinding>::all(admin.clone()), NAME).await;
+    cleanup::delete_and_wait(&Api::<ClusterRole>::all(admin.clone()), NAME).await;
 }
