@@ -344,6 +344,71 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
     )
 }
 
+/// The namespace labels OpenShift's storage admission reads, and their valid values: a
+/// namespace's default fsGroup change policy and SELinux relabelling policy for its pods.
+pub const NAMESPACE_POLICY_LABELS: [(&str, &[&str]); 2] = [
+    (
+        "storage.openshift.io/fsgroup-change-policy",
+        &["Always", "OnRootMismatch"],
+    ),
+    (
+        "storage.openshift.io/selinux-change-policy",
+        &["Recursive", "MountOption"],
+    ),
+];
+
+/// The ValidatingAdmissionPolicy OpenShift ships beside its storage operator, and its binding
+/// (`openshift-storage-policy-validation`): a namespace created or updated with one of
+/// [`NAMESPACE_POLICY_LABELS`] set to a value that label does not take is refused, naming the
+/// label and the values it takes. OpenShift only: on plain Kubernetes nothing reads these
+/// labels.
+pub fn namespace_label_policy() -> Vec<Value> {
+    let release = serde_json::json!({
+        "include.release.openshift.io/hypershift": "true",
+        "include.release.openshift.io/ibm-cloud-managed": "true",
+        "include.release.openshift.io/self-managed-high-availability": "true",
+        "include.release.openshift.io/single-node-developer": "true",
+    });
+    let namespaces = serde_json::json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["namespaces"]}]});
+    let validations: Vec<Value> = NAMESPACE_POLICY_LABELS
+        .iter()
+        .map(|(label, values)| {
+            let quoted: Vec<String> = values.iter().map(|v| format!("'{v}'")).collect();
+            serde_json::json!({
+                "expression": format!(
+                    "!has(object.metadata.labels) || !('{label}' in object.metadata.labels) || object.metadata.labels['{label}'] in [{}]",
+                    quoted.join(", ")
+                ),
+                "messageExpression": format!(
+                    "\"Invalid value '\" + object.metadata.labels['{label}'] + \"' for label {label}. Valid values are: {}\"",
+                    values.join(", ")
+                ),
+                "reason": "Invalid",
+            })
+        })
+        .collect();
+    let name = "openshift-storage-policy-validation";
+    vec![
+        serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "annotations": release,
+                         "labels": {"app.kubernetes.io/name": NAME}},
+            "spec": {"failurePolicy": "Fail", "matchConstraints": namespaces,
+                     "validations": validations},
+        }),
+        serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": format!("{name}-binding"), "annotations": release,
+                         "labels": {"app.kubernetes.io/name": NAME}},
+            "spec": {"policyName": name, "validationActions": ["Deny"],
+                     "matchResources": namespaces},
+        }),
+    ]
+}
+
 /// The operator's rules in its own namespace, where it runs the volume data source validator.
 pub fn operator_namespace_rules() -> Vec<PolicyRule> {
     vec![rule(
@@ -467,6 +532,9 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
         subjects: Some(vec![subject()]),
     }));
     push(serde_json::to_value(build_deployment(flavour, image)));
+    if flavour == Flavour::OpenShift {
+        objects.extend(namespace_label_policy());
+    }
     objects
 }
 

@@ -451,3 +451,83 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
     cso::finish(&admin, &identity, "gcp-pd").await;
     cleanup::undeclare_platform(&admin, declared).await;
 }
+
+/// The namespace-label ValidatingAdmissionPolicy of `deploy/openshift` on the real API
+/// server: a namespace whose storage policy label has a value it does not take is refused,
+/// naming the label and the values; valid values and other namespaces are accepted.
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn the_namespace_label_policy_refuses_unknown_storage_policies() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+    let admin = e2e::admin().await;
+    let resource = |kind: &str, plural: &str| {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        )
+    };
+    let mut applied = Vec::new();
+    for object in storage_operator::manifests::namespace_label_policy() {
+        let (kind, plural) = match object["kind"].as_str().unwrap() {
+            "ValidatingAdmissionPolicy" => {
+                ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")
+            }
+            _ => (
+                "ValidatingAdmissionPolicyBinding",
+                "validatingadmissionpolicybindings",
+            ),
+        };
+        let api: Api<DynamicObject> = Api::all_with(admin.clone(), &resource(kind, plural));
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        api.patch(
+            &name,
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying {kind} {name}: {e}"));
+        applied.push((api, name));
+    }
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let namespace = |name: &str, value: &str| -> Namespace {
+        serde_json::from_value(json!({"metadata": {"name": name,
+            "labels": {"storage.openshift.io/fsgroup-change-policy": value}}}))
+        .unwrap()
+    };
+    // The policy is enforced a moment after it is created.
+    let message = wait_for("the bad label refused", async || {
+        match namespaces
+            .create(
+                &PostParams::default(),
+                &namespace("e2e-bad-fsgroup-policy", "Sometimes"),
+            )
+            .await
+        {
+            Err(kube::Error::Api(status)) if status.code == 422 => Some(status.message),
+            Ok(_) => {
+                cleanup::delete_and_wait(&namespaces, "e2e-bad-fsgroup-policy").await;
+                None
+            }
+            Err(error) => panic!("{error}"),
+        }
+    })
+    .await;
+    assert!(
+        message.contains(
+            "Invalid value 'Sometimes' for label storage.openshift.io/fsgroup-change-policy. Valid values are: Always, OnRootMismatch"
+        ),
+        "{message}"
+    );
+    namespaces
+        .create(
+            &PostParams::default(),
+            &namespace("e2e-good-fsgroup-policy", "OnRootMismatch"),
+        )
+        .await
+        .unwrap();
+    cleanup::delete_and_wait(&namespaces, "e2e-good-fsgroup-policy").await;
+    for (api, name) in applied.into_iter().rev() {
+        api.delete(&name, &DeleteParams::default()).await.unwrap();
+    }
+}
