@@ -479,8 +479,42 @@ fn binding(def: &DriverDef, name: String, role: &str, sa: String) -> ClusterRole
     }
 }
 
+/// What the upstream sidecars (the images a CSIDriverDeployment runs unless it names others)
+/// call beyond the kit's shared roles, which follow OpenShift's releases of them, per each
+/// sidecar's upstream `deploy/kubernetes/rbac.yaml`: external-provisioner watches (and updates)
+/// VolumeSnapshots, csi-snapshotter handles VolumeGroupSnapshotContents (without these it
+/// turns group snapshots off).
+fn upstream_rules(kind: SidecarKind) -> Vec<PolicyRule> {
+    const READ: &[&str] = &["get", "list", "watch"];
+    match kind {
+        SidecarKind::Provisioner => vec![rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshots"],
+            &["get", "list", "watch", "update"],
+        )],
+        SidecarKind::Snapshotter => vec![
+            rule(
+                &["groupsnapshot.storage.k8s.io"],
+                &["volumegroupsnapshotclasses"],
+                READ,
+            ),
+            rule(
+                &["groupsnapshot.storage.k8s.io"],
+                &["volumegroupsnapshotcontents"],
+                &["get", "list", "watch", "update", "patch"],
+            ),
+            rule(
+                &["groupsnapshot.storage.k8s.io"],
+                &["volumegroupsnapshotcontents/status"],
+                &["update", "patch"],
+            ),
+        ],
+        SidecarKind::Attacher | SidecarKind::Resizer => Vec::new(),
+    }
+}
+
 /// One ClusterRole per sidecar in use, with exactly what that sidecar calls (the rules of the
-/// kit's shared sidecar roles), and the SCC grants on OpenShift: `privileged` for the node
+/// kit's shared sidecar roles, and [`upstream_rules`]), and the SCC grants on OpenShift: `privileged` for the node
 /// ServiceAccount, the controller's SCC when its pod needs more than `restricted-v2`.
 fn cluster_rbac(
     def: &DriverDef,
@@ -513,6 +547,7 @@ fn cluster_rbac(
                 rules.extend(role.rules.clone().unwrap_or_default());
             }
         }
+        rules.extend(upstream_rules(kind));
         let short = kind.short_name();
         let role_name = format!("{}-csi-{short}-role", def.cluster_role_prefix);
         out.push((
