@@ -1050,3 +1050,32 @@ async fn snapshot_classes_wait_for_their_crd_and_go_with_their_templates_and_the
     );
     running.stop().await;
 }
+
+/// A restarted controller finds the VolumeSnapshotClass it made and leaves it alone (its cache
+/// starts empty; the unit test of `stale` covers the pass that builds before it fills).
+#[tokio::test]
+async fn a_restarted_controller_keeps_its_snapshot_class() {
+    let (cluster, admin) = setup().await;
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(&PostParams::default(), &snapshot_class_crd())
+        .await
+        .unwrap();
+    let running = start(&cluster);
+    create(&admin, example("hostpath.yaml", NS)).await;
+    let classes = snapshot_classes(&admin);
+    let class = eventually("the VolumeSnapshotClass", async || {
+        classes.get_opt("csi-hostpath-snapclass").await.unwrap()
+    })
+    .await;
+    wait_condition(&admin, NS, "hostpath", "Degraded", "False").await;
+    running.stop().await;
+
+    for _ in 0..3 {
+        cluster.clear_requests();
+        let running = start(&cluster);
+        quiet(&cluster, &running).await;
+        running.stop().await;
+        let now = classes.get("csi-hostpath-snapclass").await.unwrap();
+        assert_eq!(now.metadata.uid, class.metadata.uid, "never deleted");
+    }
+}

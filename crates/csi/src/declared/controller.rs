@@ -1151,11 +1151,23 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
             Err(error) => pass.failures.push(error),
         }
     }
-    let stale: Vec<Existing> = existing(context, cd)
+    let stale = stale(existing(context, cd), &wanted, inputs.snapshot_classes);
+    remove(context, cd, stale, Removal::Stale, pass).await;
+}
+
+/// The operands that exist and are no longer wanted. VolumeSnapshotClasses count only when
+/// this pass built them (`snapshot_classes_built`): their cache may have filled since the
+/// build, which then left them out, and they must not be taken for stale ones.
+fn stale(
+    existing: Vec<Existing>,
+    wanted: &BTreeSet<Existing>,
+    snapshot_classes_built: bool,
+) -> Vec<Existing> {
+    existing
         .into_iter()
         .filter(|e| !wanted.contains(e))
-        .collect();
-    remove(context, cd, stale, Removal::Stale, pass).await;
+        .filter(|(kind, _, _)| *kind != OwnedKind::VolumeSnapshotClass || snapshot_classes_built)
+        .collect()
 }
 
 /// Available, Progressing and Degraded from the observed workloads and the pass.
@@ -1477,4 +1489,22 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
     }
     opkit::rbac::dedupe(&mut rules);
     rules
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_classes_are_stale_only_when_this_pass_built_them() {
+        let class = (OwnedKind::VolumeSnapshotClass, None, "snap".to_owned());
+        let role = (OwnedKind::ClusterRole, None, "gone".to_owned());
+        let kept = (OwnedKind::StorageClass, None, "kept".to_owned());
+        let wanted = BTreeSet::from([kept.clone()]);
+        let existing = vec![class.clone(), role.clone(), kept];
+        // Built without the classes (their cache was filling): the class is not stale.
+        assert_eq!(stale(existing.clone(), &wanted, false), [role.clone()]);
+        // Built with them, and the template is gone: it is.
+        assert_eq!(stale(existing, &wanted, true), [class, role]);
+    }
 }
