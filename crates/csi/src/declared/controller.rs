@@ -1017,13 +1017,14 @@ async fn steps(context: &Context, cd: &CSIDriverDeployment) -> (Option<Duration>
         if !cd.finalizers().iter().any(|f| f == FINALIZER) {
             return (None, Vec::new());
         }
+        // While the snapshot classes' cache fills, some of ours may not be listed yet; its
+        // first full list asks for this object again. (Asked before listing: a cache that
+        // fills in between is then listed.)
+        let filling = matches!(context.caches.snapshot_api(), SnapshotApi::Filling);
         let cluster_scoped: Vec<Existing> = existing(context, cd)
             .into_iter()
             .filter(|(_, ns, _)| ns.is_none())
             .collect();
-        // While the snapshot classes' cache fills, some of ours may not be listed yet; its
-        // first full list asks for this object again.
-        let filling = matches!(context.caches.snapshot_api(), SnapshotApi::Filling);
         let left = !cluster_scoped.is_empty() || filling;
         remove(context, cd, cluster_scoped, Removal::Uninstall, &mut pass).await;
         if !left {
