@@ -82,6 +82,12 @@ pub struct CSIDriverDeploymentSpec {
     /// StorageClasses to create for the driver.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage_class_templates: Vec<StorageClassTemplate>,
+    /// VolumeSnapshotClasses to create for the driver (`driver` is the driverName); needs
+    /// `sidecars.snapshotter: true`. They are created once the cluster serves
+    /// `volumesnapshotclasses.snapshot.storage.k8s.io` (the snapshot CRDs and controller are
+    /// installed); until then the status says so and the rest of the driver is installed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volume_snapshot_class_templates: Vec<VolumeSnapshotClassTemplate>,
     /// How the node pods are updated; Rolling when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_update_strategy: Option<NodeUpdateStrategy>,
@@ -91,6 +97,8 @@ pub struct CSIDriverDeploymentSpec {
     /// The CSIDriver object's spec (attachRequired, podInfoOnMount, fsGroupPolicy, ...);
     /// Kubernetes' defaults when unset, except attachRequired, which is false when there is no
     /// driverControllerTemplate (no controller pod, so no external-attacher).
+    /// `storageCapacity: true` also makes external-provisioner publish the driver's capacity
+    /// (CSIStorageCapacity objects, owned by the workload that runs it).
     #[serde(rename = "csiDriver", default, skip_serializing_if = "Option::is_none")]
     pub csi_driver: Option<CSIDriverSpec>,
     /// Optional controller sidecars.
@@ -165,6 +173,26 @@ pub struct StorageClassTemplate {
     pub allowed_topologies: Vec<TopologySelectorTerm>,
 }
 
+/// A VolumeSnapshotClass to create for the driver.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeSnapshotClassTemplate {
+    /// Its name, labels and annotations.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Whether it is the default snapshot class of the driver's volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<bool>,
+    /// What happens to the storage snapshot when its VolumeSnapshot is deleted: Delete (when
+    /// unset) or Retain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["Delete", "Retain"]))]
+    pub deletion_policy: Option<String>,
+    /// Parameters passed to the driver's CreateSnapshot.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+}
+
 /// Sidecar images.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -189,14 +217,21 @@ pub struct CSIDeploymentContainerImages {
     pub snapshotter_image: Option<String>,
 }
 
-/// Optional controller sidecars.
+/// Optional sidecars.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SidecarsSpec {
-    /// Run external-resizer (the driver supports volume expansion).
+    /// Run external-resizer (the driver supports volume expansion), in the controller pod.
+    /// external-resizer has no per-node mode: with Distributed provisioning, a driver whose
+    /// volumes live in its node process should offer node expansion only (no controller
+    /// EXPAND_VOLUME), so that the resizer only records the new size and the kubelet asks the
+    /// node that holds the volume to expand it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resizer: Option<bool>,
-    /// Run external-snapshotter (the driver supports snapshots).
+    /// Run external-snapshotter (the driver supports snapshots): in the controller pod, or with
+    /// Distributed provisioning in every node pod (`--node-deployment`, each for the volumes
+    /// of its node), which needs the cluster's snapshot-controller to run with
+    /// `--enable-distributed-snapshotting`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshotter: Option<bool>,
 }

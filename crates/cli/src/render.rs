@@ -128,7 +128,8 @@ pub fn csi_driver_deployment(file: &Path, topology: Topology) -> anyhow::Result<
         }
         return Ok(ExitCode::from(2));
     }
-    let inputs = csi::declared::DeclaredInputs::offline(topology);
+    let mut inputs = csi::declared::DeclaredInputs::offline(topology);
+    inputs.env = std::env::vars().collect();
     let objects: Vec<serde_json::Value> = csi::declared::build_operands(&cd, &inputs)
         .iter()
         .map(csi::Operand::to_value)

@@ -106,6 +106,7 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
         .unwrap_or_else(|| storage_operator::plan::OPERATOR_NAMESPACE.to_owned());
     let settings = csi::declared::controller::Settings {
         instance: Some(process.identity.clone()),
+        env: std::env::vars().collect(),
     };
     serve(
         &process,

@@ -417,6 +417,85 @@ fn the_base_object_is_valid() {
     "spec.storageClassTemplates[0].volumeBindingMode",
     REASON_INVALID_SPEC
 )]
+#[case::snapshot_classes_without_snapshotter(
+    "/spec/volumeSnapshotClassTemplates",
+    json!([{"metadata": {"name": "snap"}}]),
+    "spec.volumeSnapshotClassTemplates",
+    REASON_INVALID_SPEC
+)]
+#[case::snapshot_class_policy_typo(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverControllerTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "sidecars": {"snapshotter": true},
+        "volumeSnapshotClassTemplates": [{"metadata": {"name": "snap"}, "deletionPolicy": "Keep"}],
+    }),
+    "spec.volumeSnapshotClassTemplates[0].deletionPolicy",
+    REASON_INVALID_SPEC
+)]
+#[case::snapshot_class_listed_twice(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverControllerTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "sidecars": {"snapshotter": true},
+        "volumeSnapshotClassTemplates": [{"metadata": {"name": "snap"}}, {"metadata": {"name": "snap"}}],
+    }),
+    "spec.volumeSnapshotClassTemplates[1].metadata.name",
+    REASON_INVALID_SPEC
+)]
+#[case::snapshot_class_without_name(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverControllerTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "sidecars": {"snapshotter": true},
+        "volumeSnapshotClassTemplates": [{"metadata": {}}],
+    }),
+    "spec.volumeSnapshotClassTemplates[0].metadata.name",
+    REASON_INVALID_SPEC
+)]
+#[case::two_default_snapshot_classes(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverControllerTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "sidecars": {"snapshotter": true},
+        "volumeSnapshotClassTemplates": [
+            {"metadata": {"name": "a"}, "default": true},
+            {"metadata": {"name": "b"}, "default": true},
+        ],
+    }),
+    "spec.volumeSnapshotClassTemplates[1].default",
+    REASON_INVALID_SPEC
+)]
+#[case::snapshot_class_empty_parameter_key(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverControllerTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "sidecars": {"snapshotter": true},
+        "volumeSnapshotClassTemplates": [{"metadata": {"name": "snap"}, "parameters": {"": "x"}}],
+    }),
+    "spec.volumeSnapshotClassTemplates[0].parameters",
+    REASON_INVALID_SPEC
+)]
+#[case::capacity_without_provisioner(
+    "/spec",
+    json!({
+        "driverName": "mine.csi.example.com", "driverSocket": "/csi/csi.sock",
+        "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
+        "csiDriver": {"storageCapacity": true},
+    }),
+    "spec.csiDriver.storageCapacity",
+    REASON_INVALID_SPEC
+)]
 fn each_rule_names_its_field(
     #[case] pointer: &str,
     #[case] value: Value,
@@ -607,4 +686,320 @@ fn the_sidecars_follow_the_declared_socket() {
         .find(|c| c.name == "csi-liveness-probe")
         .unwrap();
     assert!(args(probe).contains(&"--csi-address=/csi/socket".to_owned()));
+}
+
+fn containers(template: &k8s_openapi::api::core::v1::PodTemplateSpec) -> Vec<String> {
+    pod(template)
+        .containers
+        .iter()
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+fn container<'a>(
+    template: &'a k8s_openapi::api::core::v1::PodTemplateSpec,
+    name: &str,
+) -> &'a k8s_openapi::api::core::v1::Container {
+    pod(template)
+        .containers
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("container {name}"))
+}
+
+fn binding_subject(objects: &[Operand], name: &str) -> String {
+    objects
+        .iter()
+        .find_map(|o| match o {
+            Operand::ClusterRoleBinding(b) if b.metadata.name.as_deref() == Some(name) => {
+                Some(b.subjects.clone().unwrap()[0].name.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("ClusterRoleBinding {name}"))
+}
+
+/// With Distributed provisioning the snapshotter runs next to the driver in every node pod
+/// (`--node-deployment`, the node's name, no leader election) with its role bound to the node
+/// ServiceAccount, and needs no controller pod; the resizer stays in the controller pod.
+#[test]
+fn distributed_snapshots_are_taken_on_the_node_and_resizes_centrally() {
+    let mut object = base();
+    set(&mut object, "/spec/provisioning", json!("Distributed"));
+    set(
+        &mut object,
+        "/spec/storageClassTemplates/0/volumeBindingMode",
+        json!("WaitForFirstConsumer"),
+    );
+    set(
+        &mut object,
+        "/spec/sidecars",
+        json!({"resizer": true, "snapshotter": true}),
+    );
+    let cd: CSIDriverDeployment = serde_json::from_value(object.clone()).unwrap();
+    assert_eq!(validate(&cd, &ClusterFacts::default()), vec![]);
+    let objects = build_operands(&cd, &DeclaredInputs::offline(Topology::SingleReplica));
+
+    let controller = &deployment(&objects).spec.as_ref().unwrap().template;
+    assert_eq!(
+        containers(controller),
+        [
+            "driver",
+            "csi-attacher",
+            "csi-resizer",
+            "csi-liveness-probe"
+        ]
+    );
+    let node = &daemon_set(&objects).spec.as_ref().unwrap().template;
+    let snapshotter = container(node, "csi-snapshotter");
+    let args = snapshotter.args.clone().unwrap();
+    assert!(
+        args.contains(&"--node-deployment=true".to_owned()),
+        "{args:?}"
+    );
+    assert!(!args.iter().any(|a| a.starts_with("--leader-election")));
+    assert!(
+        snapshotter
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == "NODE_NAME")
+    );
+    assert_eq!(
+        binding_subject(&objects, "mine.csi.example.com-csi-snapshotter-binding"),
+        "mine-node-sa"
+    );
+    assert_eq!(
+        binding_subject(&objects, "mine.csi.example.com-csi-resizer-binding"),
+        "mine-controller-sa"
+    );
+
+    // No controller pod: still valid, the snapshotter needs none.
+    object["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("driverControllerTemplate");
+    object["spec"]["sidecars"] = json!({"snapshotter": true});
+    let cd: CSIDriverDeployment = serde_json::from_value(object).unwrap();
+    assert_eq!(validate(&cd, &ClusterFacts::default()), vec![]);
+    let objects = build_operands(&cd, &DeclaredInputs::offline(Topology::SingleReplica));
+    assert!(!objects.iter().any(|o| matches!(o, Operand::Deployment(_))));
+    container(
+        &daemon_set(&objects).spec.as_ref().unwrap().template,
+        "csi-snapshotter",
+    );
+}
+
+/// `storageCapacity: true` turns capacity tracking on wherever external-provisioner runs, with
+/// the owner its workload gives and the Role upstream's RBAC has for it.
+#[rstest]
+#[case::central(false, "--capacity-ownerref-level=2", "mine-controller-sa")]
+#[case::distributed(true, "--capacity-ownerref-level=1", "mine-node-sa")]
+fn capacity_tracking_follows_the_provisioner(
+    #[case] distributed: bool,
+    #[case] level: &str,
+    #[case] sa: &str,
+) {
+    let mut object = base();
+    set(
+        &mut object,
+        "/spec/csiDriver",
+        json!({"storageCapacity": true}),
+    );
+    if distributed {
+        set(&mut object, "/spec/provisioning", json!("Distributed"));
+        set(
+            &mut object,
+            "/spec/storageClassTemplates/0/volumeBindingMode",
+            json!("WaitForFirstConsumer"),
+        );
+    }
+    let cd: CSIDriverDeployment = serde_json::from_value(object).unwrap();
+    assert_eq!(validate(&cd, &ClusterFacts::default()), vec![]);
+    let objects = build_operands(&cd, &DeclaredInputs::offline(Topology::SingleReplica));
+    let template = if distributed {
+        &daemon_set(&objects).spec.as_ref().unwrap().template
+    } else {
+        &deployment(&objects).spec.as_ref().unwrap().template
+    };
+    let provisioner = container(template, "csi-provisioner");
+    let args = provisioner.args.clone().unwrap();
+    assert!(args.contains(&"--enable-capacity".to_owned()), "{args:?}");
+    assert!(args.contains(&level.to_owned()), "{args:?}");
+    let env: Vec<String> = provisioner
+        .env
+        .iter()
+        .flatten()
+        .map(|e| e.name.clone())
+        .collect();
+    assert!(env.contains(&"POD_NAME".to_owned()) && env.contains(&"NAMESPACE".to_owned()));
+
+    let role = objects
+        .iter()
+        .find_map(|o| match o {
+            Operand::Role(r)
+                if r.metadata.name.as_deref() == Some("mine-csi-provisioner-capacity") =>
+            {
+                Some(r)
+            }
+            _ => None,
+        })
+        .expect("the capacity Role");
+    let resources: Vec<String> = role
+        .rules
+        .iter()
+        .flatten()
+        .flat_map(|r| r.resources.clone().unwrap_or_default())
+        .collect();
+    assert!(resources.contains(&"csistoragecapacities".to_owned()));
+    assert!(resources.contains(&"pods".to_owned()));
+    assert_eq!(resources.contains(&"replicasets".to_owned()), !distributed);
+    let binding = objects
+        .iter()
+        .find_map(|o| match o {
+            Operand::RoleBinding(b)
+                if b.metadata.name.as_deref() == Some("mine-csi-provisioner-capacity") =>
+            {
+                Some(b)
+            }
+            _ => None,
+        })
+        .expect("the capacity RoleBinding");
+    assert_eq!(binding.subjects.clone().unwrap()[0].name, sa);
+    assert_eq!(
+        binding.metadata.owner_references, role.metadata.owner_references,
+        "owned like the other namespaced operands"
+    );
+}
+
+/// Without `storageCapacity` nothing of capacity tracking is rendered.
+#[test]
+fn no_capacity_tracking_unless_asked() {
+    let cd: CSIDriverDeployment = serde_json::from_value(base()).unwrap();
+    let objects = build_operands(&cd, &DeclaredInputs::offline(Topology::SingleReplica));
+    let provisioner = container(
+        &deployment(&objects).spec.as_ref().unwrap().template,
+        "csi-provisioner",
+    );
+    assert!(
+        !provisioner
+            .args
+            .iter()
+            .flatten()
+            .any(|a| a.contains("capacity"))
+    );
+    assert!(!objects.iter().any(|o| o.name().contains("capacity")));
+}
+
+/// VolumeSnapshotClasses: only once their CRD is served; `driver` is the driver, the template's
+/// labels and annotations kept, the owner labels added, and only `default` decides the default
+/// annotation.
+#[test]
+fn snapshot_classes_wait_for_their_api_and_carry_the_owner_labels() {
+    let mut object = base();
+    set(&mut object, "/spec/sidecars", json!({"snapshotter": true}));
+    set(
+        &mut object,
+        "/spec/volumeSnapshotClassTemplates",
+        json!([
+            {
+                "metadata": {
+                    "name": "snap",
+                    "labels": {"team": "storage"},
+                    "annotations": {
+                        "note": "kept",
+                        "snapshot.storage.kubernetes.io/is-default-class": "true",
+                    },
+                },
+                "parameters": {"p": "v"},
+            },
+            {"metadata": {"name": "snap-retain"}, "default": true, "deletionPolicy": "Retain"},
+        ]),
+    );
+    let cd: CSIDriverDeployment = serde_json::from_value(object).unwrap();
+    assert_eq!(validate(&cd, &ClusterFacts::default()), vec![]);
+    let mut inputs = DeclaredInputs::offline(Topology::SingleReplica);
+    inputs.snapshot_classes = false;
+    assert!(
+        !build_operands(&cd, &inputs)
+            .iter()
+            .any(|o| matches!(o, Operand::Dynamic(_)))
+    );
+
+    inputs.snapshot_classes = true;
+    let classes: Vec<Value> = build_operands(&cd, &inputs)
+        .into_iter()
+        .filter_map(|o| match o {
+            Operand::Dynamic(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        classes[0],
+        json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1",
+            "kind": "VolumeSnapshotClass",
+            "metadata": {
+                "name": "snap",
+                "labels": {
+                    "team": "storage",
+                    "csi.storage.openshift.io/driver": "mine.csi.example.com",
+                    "csidriver.storage.openshift.io/owner-namespace": "csi",
+                    "csidriver.storage.openshift.io/owner-name": "mine",
+                },
+                "annotations": {"note": "kept"},
+            },
+            "driver": "mine.csi.example.com",
+            "deletionPolicy": "Delete",
+            "parameters": {"p": "v"},
+        })
+    );
+    assert_eq!(classes[1]["deletionPolicy"], "Retain");
+    assert_eq!(
+        classes[1]["metadata"]["annotations"]["snapshot.storage.kubernetes.io/is-default-class"],
+        "true"
+    );
+}
+
+/// The sidecar images: `containerImages` first, then the process environment, then upstream.
+#[test]
+fn images_come_from_the_object_then_the_environment_then_upstream() {
+    let mut object = base();
+    set(
+        &mut object,
+        "/spec/sidecars",
+        json!({"resizer": true, "snapshotter": true}),
+    );
+    set(
+        &mut object,
+        "/spec/containerImages",
+        json!({"attacherImage": "mine/attacher"}),
+    );
+    let cd: CSIDriverDeployment = serde_json::from_value(object).unwrap();
+    let mut inputs = DeclaredInputs::offline(Topology::SingleReplica);
+    inputs.env = [
+        ("ATTACHER_IMAGE", "env/attacher"),
+        ("PROVISIONER_IMAGE", "env/provisioner"),
+        ("RESIZER_IMAGE", "env/resizer"),
+        ("SNAPSHOTTER_IMAGE", "env/snapshotter"),
+        ("NODE_DRIVER_REGISTRAR_IMAGE", "env/registrar"),
+        ("LIVENESS_PROBE_IMAGE", ""),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let objects = build_operands(&cd, &inputs);
+    let controller = &deployment(&objects).spec.as_ref().unwrap().template;
+    let node = &daemon_set(&objects).spec.as_ref().unwrap().template;
+    let image = |t, name| container(t, name).image.clone().unwrap();
+    assert_eq!(image(controller, "csi-attacher"), "mine/attacher");
+    assert_eq!(image(controller, "csi-provisioner"), "env/provisioner");
+    assert_eq!(image(controller, "csi-resizer"), "env/resizer");
+    assert_eq!(image(controller, "csi-snapshotter"), "env/snapshotter");
+    assert_eq!(image(node, "csi-node-driver-registrar"), "env/registrar");
+    // Empty is unset.
+    assert_eq!(
+        image(node, "csi-liveness-probe"),
+        csi::declared::build::LIVENESS_PROBE_IMAGE
+    );
 }

@@ -14,7 +14,9 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::{Api, Client};
 use opkit::metrics::Metrics;
 use serde_json::{Value, json};
@@ -262,6 +264,11 @@ async fn converges_then_writes_nothing_and_restores_drift() {
 #[tokio::test]
 async fn an_invalid_object_gets_a_condition_and_nothing_is_applied() {
     let (cluster, admin) = setup().await;
+    // The example's VolumeSnapshotClass needs the snapshot API to converge.
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(&PostParams::default(), &snapshot_class_crd())
+        .await
+        .unwrap();
     let running = start(&cluster);
     let mut object = example("hostpath.yaml", NS);
     object["spec"]["driverPerNodeTemplate"]["spec"]["volumes"][0]["name"] = json!("socket-dir");
@@ -871,6 +878,206 @@ async fn a_hanging_write_for_one_object_holds_up_no_other() {
         .unwrap();
     assert!(hung.is_none(), "the first object's write is still hanging");
     // Not stopped: a graceful stop would wait for the hanging write.
+}
+
+/// The VolumeSnapshotClass CRD as external-snapshotter installs it (schema left open).
+fn snapshot_class_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": "volumesnapshotclasses.snapshot.storage.k8s.io",
+            "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/814"},
+        },
+        "spec": {
+            "group": "snapshot.storage.k8s.io",
+            "scope": "Cluster",
+            "names": {
+                "kind": "VolumeSnapshotClass",
+                "plural": "volumesnapshotclasses",
+                "singular": "volumesnapshotclass",
+                "listKind": "VolumeSnapshotClassList",
+            },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            }],
+        }
+    }))
+    .unwrap()
+}
+
+fn snapshot_classes(client: &Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshotClass"),
+        "volumesnapshotclasses",
+    );
+    Api::all_with(client.clone(), &resource)
+}
+
+/// The hostpath example's VolumeSnapshotClass: while the cluster does not serve the kind,
+/// Degraded names the field and the fix and the rest is installed; once the CRD is installed the
+/// class appears (driver, owner labels), goes when its template is removed, and goes with the
+/// driver on uninstall.
+#[tokio::test]
+async fn snapshot_classes_wait_for_their_crd_and_go_with_their_templates_and_the_driver() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("hostpath.yaml", NS)).await;
+
+    let (_, reason, message) = wait_condition(&admin, NS, "hostpath", "Degraded", "True").await;
+    assert_eq!(reason, "SnapshotAPIMissing");
+    assert!(
+        message.starts_with("spec.volumeSnapshotClassTemplates: ")
+            && message.contains("install the VolumeSnapshot CRDs and the snapshot controller"),
+        "{message}"
+    );
+    for (what, present) in [
+        (
+            "the StorageClass",
+            Api::<StorageClass>::all(admin.clone())
+                .get_opt("csi-hostpath")
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+        (
+            "the node DaemonSet",
+            Api::<DaemonSet>::namespaced(admin.clone(), NS)
+                .get_opt("hostpath-node")
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+    ] {
+        assert!(present, "{what} is installed without the snapshot API");
+    }
+
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(&PostParams::default(), &snapshot_class_crd())
+        .await
+        .unwrap();
+    let classes = snapshot_classes(&admin);
+    let class = eventually("the VolumeSnapshotClass", async || {
+        classes.get_opt("csi-hostpath-snapclass").await.unwrap()
+    })
+    .await;
+    assert_eq!(class.data["driver"], "hostpath.csi.k8s.io");
+    assert_eq!(class.data["deletionPolicy"], "Delete");
+    let labels = class.metadata.labels.clone().unwrap();
+    assert_eq!(
+        labels["csidriver.storage.openshift.io/owner-name"],
+        "hostpath"
+    );
+    assert_eq!(labels["csidriver.storage.openshift.io/owner-namespace"], NS);
+    assert_eq!(labels["app.kubernetes.io/part-of"], "csi-driver-host-path");
+    wait_condition(&admin, NS, "hostpath", "Degraded", "False").await;
+    let cd = get(&admin, NS, "hostpath").await.unwrap();
+    assert!(
+        cd.status
+            .unwrap()
+            .children
+            .iter()
+            .any(|c| c.resource == "volumesnapshotclasses" && c.name == "csi-hostpath-snapclass")
+    );
+
+    // Drift: deleted by someone, recreated.
+    classes
+        .delete("csi-hostpath-snapclass", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the VolumeSnapshotClass recreated", async || {
+        classes
+            .get_opt("csi-hostpath-snapclass")
+            .await
+            .unwrap()
+            .filter(|c| c.metadata.uid != class.metadata.uid)
+    })
+    .await;
+
+    // The template removed: the class goes.
+    let declared: Api<CSIDriverDeployment> = Api::namespaced(admin.clone(), NS);
+    declared
+        .patch(
+            "hostpath",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"volumeSnapshotClassTemplates": null}})),
+        )
+        .await
+        .unwrap();
+    eventually("the stale VolumeSnapshotClass deleted", async || {
+        classes
+            .get_opt("csi-hostpath-snapclass")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    // Back, then uninstalled with the driver.
+    declared
+        .patch(
+            "hostpath",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"volumeSnapshotClassTemplates": [
+                {"metadata": {"name": "csi-hostpath-snapclass"}, "default": true},
+            ]}})),
+        )
+        .await
+        .unwrap();
+    let class = eventually("the VolumeSnapshotClass again", async || {
+        classes.get_opt("csi-hostpath-snapclass").await.unwrap()
+    })
+    .await;
+    assert_eq!(
+        class.metadata.annotations.unwrap()["snapshot.storage.kubernetes.io/is-default-class"],
+        "true"
+    );
+    declared
+        .delete("hostpath", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the CSIDriverDeployment gone", async || {
+        get(&admin, NS, "hostpath").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        classes
+            .get_opt("csi-hostpath-snapclass")
+            .await
+            .unwrap()
+            .is_none(),
+        "the VolumeSnapshotClass goes with the driver"
+    );
+    running.stop().await;
+}
+
+/// A restarted controller finds the VolumeSnapshotClass it made and leaves it alone (its cache
+/// starts empty; the unit test of `stale` covers the pass that builds before it fills).
+#[tokio::test]
+async fn a_restarted_controller_keeps_its_snapshot_class() {
+    let (cluster, admin) = setup().await;
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(&PostParams::default(), &snapshot_class_crd())
+        .await
+        .unwrap();
+    let running = start(&cluster);
+    create(&admin, example("hostpath.yaml", NS)).await;
+    let classes = snapshot_classes(&admin);
+    let class = eventually("the VolumeSnapshotClass", async || {
+        classes.get_opt("csi-hostpath-snapclass").await.unwrap()
+    })
+    .await;
+    wait_condition(&admin, NS, "hostpath", "Degraded", "False").await;
+    running.stop().await;
+
+    for _ in 0..3 {
+        cluster.clear_requests();
+        let running = start(&cluster);
+        quiet(&cluster, &running).await;
+        running.stop().await;
+        let now = classes.get("csi-hostpath-snapclass").await.unwrap();
+        assert_eq!(now.metadata.uid, class.metadata.uid, "never deleted");
+    }
 }
 
 /// Copies of the controller's own objects under other names, with everything ours carry

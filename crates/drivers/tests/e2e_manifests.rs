@@ -79,6 +79,11 @@ fn every_driver_has_a_manifest_naming_its_own_classes() {
     }
 }
 
+/// The directories of `test/e2e` that describe no catalogue driver: the hostpath driver of
+/// `examples/csidriverdeployment/hostpath.yaml`, which `tests/e2e/tests/on_a_node.rs` runs the
+/// suite against.
+const NOT_CATALOGUE: &[&str] = &["hostpath"];
+
 #[test]
 fn every_manifest_directory_is_a_driver_of_the_catalogue() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../test/e2e");
@@ -90,7 +95,7 @@ fn every_manifest_directory_is_a_driver_of_the_catalogue() {
         }
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         assert!(
-            known.contains(&name.as_str()),
+            known.contains(&name.as_str()) || NOT_CATALOGUE.contains(&name.as_str()),
             "test/e2e/{name} is not a driver of the catalogue ({known:?})"
         );
     }

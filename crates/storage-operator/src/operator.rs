@@ -93,7 +93,12 @@ pub async fn run(
         metrics: metrics.clone(),
     };
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
-    let declared = run_declared(&context.client, &metrics, shutdown.clone());
+    let declared = run_declared(
+        &context.client,
+        &context.settings.env,
+        &metrics,
+        shutdown.clone(),
+    );
     let starter = opkit::runtime::run(
         STARTER,
         informers.trigger(),
@@ -112,7 +117,12 @@ const DECLARED_CRD: &str = "csidriverdeployments.csidriver.storage.openshift.io"
 /// Runs the CSIDriverDeployment controller once its CRD is served: at once when it is, else as
 /// soon as the CRD is installed and established (watched, not polled). It failing to start
 /// leaves the rest of the operator running.
-async fn run_declared(client: &Client, metrics: &Metrics, shutdown: impl Future<Output = ()>) {
+async fn run_declared(
+    client: &Client,
+    env: &BTreeMap<String, String>,
+    metrics: &Metrics,
+    shutdown: impl Future<Output = ()>,
+) {
     let group_version = "csidriver.storage.openshift.io/v1alpha1";
     let mut shutdown = std::pin::pin!(shutdown);
     let mut said = false;
@@ -140,7 +150,10 @@ async fn run_declared(client: &Client, metrics: &Metrics, shutdown: impl Future<
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
-    let settings = csi::declared::controller::Settings { instance: None };
+    let settings = csi::declared::controller::Settings {
+        instance: None,
+        env: env.clone(),
+    };
     if let Err(error) =
         csi::declared::controller::run(client.clone(), settings, metrics.clone(), None, shutdown)
             .await

@@ -7,25 +7,33 @@ use std::collections::BTreeMap;
 
 use api::csidriver_v1alpha1::{
     CSIDriverDeployment, NodeUpdateStrategy, Provisioning, StorageClassTemplate,
+    VolumeSnapshotClassTemplate,
 };
 use k8s_openapi::api::apps::v1::{DaemonSetUpdateStrategy, Deployment};
 use k8s_openapi::api::core::v1::{
     Container, HostPathVolumeSource, PodTemplateSpec, SecurityContext, Volume, VolumeMount,
 };
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
+use serde_json::{Value, json};
 
 use super::validate::split_socket;
 use super::{OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::def::{
     CSIDriverDef, ControllerDef, DriverContainerDef, DriverDef, Hooks, ImageDef, Images, NodeDef,
-    SidecarDef, SidecarKind, StorageClassDef,
+    SidecarDef, SidecarKind, StorageClassDef, VolumeSnapshotClassDef,
 };
 use crate::inputs::{ExistingStorageClass, Inputs, ResolvedImages, Topology};
 use crate::render::Operand;
 use crate::{names, rbac, storage, workloads};
+
+// The sidecar images: `containerImages` when it names one, else the process environment's
+// variable (`PROVISIONER_IMAGE`, ..., as the platform drivers' operators read them, see
+// `driver_def`'s images), else these.
 
 /// external-provisioner, when `containerImages` names none.
 pub const PROVISIONER_IMAGE: &str = "registry.k8s.io/sig-storage/csi-provisioner:v5.2.0";
@@ -56,6 +64,13 @@ pub struct DeclaredInputs {
     pub scc_api: bool,
     /// StorageClasses that exist now, for the default-class rule.
     pub storage_classes: Vec<ExistingStorageClass>,
+    /// Whether `volumesnapshotclasses.snapshot.storage.k8s.io` is served: the
+    /// VolumeSnapshotClasses of the templates are built only then.
+    pub snapshot_classes: bool,
+    /// The process environment: the image variables (`PROVISIONER_IMAGE`, `ATTACHER_IMAGE`,
+    /// `RESIZER_IMAGE`, `SNAPSHOTTER_IMAGE`, `NODE_DRIVER_REGISTRAR_IMAGE`,
+    /// `LIVENESS_PROBE_IMAGE`) are read from it; unset or empty ones use the upstream images.
+    pub env: BTreeMap<String, String>,
 }
 
 impl DeclaredInputs {
@@ -65,13 +80,15 @@ impl DeclaredInputs {
             topology,
             scc_api: topology.is_openshift(),
             storage_classes: Vec::new(),
+            snapshot_classes: true,
+            env: BTreeMap::new(),
         }
     }
 }
 
-fn image(default: &str) -> ImageDef {
+fn image(env: &str, default: &str) -> ImageDef {
     ImageDef {
-        env: String::new(),
+        env: env.to_owned(),
         default: default.to_owned(),
     }
 }
@@ -126,6 +143,22 @@ pub fn distributed(cd: &CSIDriverDeployment) -> bool {
     cd.spec.provisioning == Some(Provisioning::Distributed)
 }
 
+/// Whether csi-snapshotter runs in the node pods (`--node-deployment`): with Distributed
+/// provisioning a volume lives on its node, and so do its snapshots, so each node snapshots its
+/// own volumes (external-snapshotter's distributed snapshotting).
+pub fn node_snapshotter(cd: &CSIDriverDeployment) -> bool {
+    distributed(cd) && cd.spec.sidecars.as_ref().and_then(|s| s.snapshotter) == Some(true)
+}
+
+/// Whether external-provisioner publishes the driver's capacity (`csiDriver.storageCapacity`).
+pub fn storage_capacity(cd: &CSIDriverDeployment) -> bool {
+    cd.spec
+        .csi_driver
+        .as_ref()
+        .and_then(|d| d.storage_capacity)
+        .unwrap_or(false)
+}
+
 /// Whether volumes are attached (`spec.csiDriver.attachRequired`). Unset, it is true when there
 /// is a controller pod (Kubernetes' own default) and false when there is none: with no controller
 /// there is no external-attacher, and a CSIDriver that requires attaching would leave every pod
@@ -140,7 +173,7 @@ pub fn attach_required(cd: &CSIDriverDeployment) -> bool {
 
 /// The controller sidecars: the provisioner whenever there is a controller and provisioning is
 /// central, the attacher when volumes are attached ([`attach_required`]), then the optional
-/// ones.
+/// ones (the snapshotter only with central provisioning, see [`node_snapshotter`]).
 pub fn sidecars(cd: &CSIDriverDeployment) -> Vec<SidecarKind> {
     let spec = &cd.spec;
     if spec.driver_controller_template.is_none() {
@@ -157,7 +190,7 @@ pub fn sidecars(cd: &CSIDriverDeployment) -> Vec<SidecarKind> {
     if optional.resizer == Some(true) {
         kinds.push(SidecarKind::Resizer);
     }
-    if optional.snapshotter == Some(true) {
+    if optional.snapshotter == Some(true) && !distributed(cd) {
         kinds.push(SidecarKind::Snapshotter);
     }
     kinds
@@ -176,6 +209,18 @@ fn storage_class_def(t: &StorageClassTemplate) -> StorageClassDef {
         allow_volume_expansion: t.allow_volume_expansion.unwrap_or(false),
         reclaim_policy: t
             .reclaim_policy
+            .clone()
+            .unwrap_or_else(|| "Delete".to_owned()),
+    }
+}
+
+fn snapshot_class_def(t: &VolumeSnapshotClassTemplate) -> VolumeSnapshotClassDef {
+    VolumeSnapshotClassDef {
+        name: t.metadata.name.clone().unwrap_or_default(),
+        default: t.default == Some(true),
+        parameters: t.parameters.clone(),
+        deletion_policy: t
+            .deletion_policy
             .clone()
             .unwrap_or_else(|| "Delete".to_owned()),
     }
@@ -246,14 +291,14 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         probe_example: Vec::new(),
         task_examples: BTreeMap::new(),
         images: Images {
-            driver: image(""),
-            provisioner: image(PROVISIONER_IMAGE),
-            attacher: image(ATTACHER_IMAGE),
-            resizer: image(RESIZER_IMAGE),
-            snapshotter: image(SNAPSHOTTER_IMAGE),
-            node_driver_registrar: image(REGISTRAR_IMAGE),
-            liveness_probe: image(LIVENESS_PROBE_IMAGE),
-            kube_rbac_proxy: image(""),
+            driver: image("", ""),
+            provisioner: image("PROVISIONER_IMAGE", PROVISIONER_IMAGE),
+            attacher: image("ATTACHER_IMAGE", ATTACHER_IMAGE),
+            resizer: image("RESIZER_IMAGE", RESIZER_IMAGE),
+            snapshotter: image("SNAPSHOTTER_IMAGE", SNAPSHOTTER_IMAGE),
+            node_driver_registrar: image("NODE_DRIVER_REGISTRAR_IMAGE", REGISTRAR_IMAGE),
+            liveness_probe: image("LIVENESS_PROBE_IMAGE", LIVENESS_PROBE_IMAGE),
+            kube_rbac_proxy: image("", ""),
         },
         controller: ControllerDef {
             name: None,
@@ -339,7 +384,11 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
             .iter()
             .map(storage_class_def)
             .collect(),
-        volume_snapshot_classes: Vec::new(),
+        volume_snapshot_classes: spec
+            .volume_snapshot_class_templates
+            .iter()
+            .map(snapshot_class_def)
+            .collect(),
         credentials: None,
         node_credentials: None,
         hooks: Hooks::default(),
@@ -349,21 +398,35 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
 fn kit_inputs(cd: &CSIDriverDeployment, def: &DriverDef, inputs: &DeclaredInputs) -> Inputs {
     let mut kit = Inputs::new(def, inputs.topology, &BTreeMap::new());
     let images = cd.spec.container_images.clone().unwrap_or_default();
-    let pick = |set: Option<String>, default: &str| {
-        set.filter(|i| !i.trim().is_empty())
-            .unwrap_or_else(|| default.to_owned())
+    let set = |i: &Option<String>| i.clone().filter(|i| !i.trim().is_empty());
+    // The object's choice, else the environment's, else the upstream image.
+    let pick = |chosen: Option<String>, image: &ImageDef| {
+        chosen
+            .or_else(|| {
+                inputs
+                    .env
+                    .get(&image.env)
+                    .filter(|i| !i.trim().is_empty())
+                    .cloned()
+            })
+            .unwrap_or_else(|| image.default.clone())
     };
+    let i = &def.images;
     kit.images = ResolvedImages {
         driver: String::new(),
-        provisioner: pick(images.provisioner_image, PROVISIONER_IMAGE),
-        attacher: pick(images.attacher_image, ATTACHER_IMAGE),
-        resizer: pick(images.resizer_image, RESIZER_IMAGE),
-        snapshotter: pick(images.snapshotter_image, SNAPSHOTTER_IMAGE),
-        node_driver_registrar: pick(images.driver_registrar_image, REGISTRAR_IMAGE),
-        liveness_probe: pick(images.liveness_probe_image, LIVENESS_PROBE_IMAGE),
+        provisioner: pick(set(&images.provisioner_image), &i.provisioner),
+        attacher: pick(set(&images.attacher_image), &i.attacher),
+        resizer: pick(set(&images.resizer_image), &i.resizer),
+        snapshotter: pick(set(&images.snapshotter_image), &i.snapshotter),
+        node_driver_registrar: pick(
+            set(&images.driver_registrar_image),
+            &i.node_driver_registrar,
+        ),
+        liveness_probe: pick(set(&images.liveness_probe_image), &i.liveness_probe),
         kube_rbac_proxy: String::new(),
     };
     kit.storage_classes = inputs.storage_classes.clone();
+    kit.crds.volume_snapshot_class = inputs.snapshot_classes;
     kit
 }
 
@@ -416,13 +479,48 @@ fn binding(def: &DriverDef, name: String, role: &str, sa: String) -> ClusterRole
     }
 }
 
+/// What the upstream sidecars (the images a CSIDriverDeployment runs unless it names others)
+/// call beyond the kit's shared roles, which follow OpenShift's releases of them, per each
+/// sidecar's upstream `deploy/kubernetes/rbac.yaml`: external-provisioner watches (and updates)
+/// VolumeSnapshots, csi-snapshotter handles VolumeGroupSnapshotContents (without these it
+/// turns group snapshots off).
+fn upstream_rules(kind: SidecarKind) -> Vec<PolicyRule> {
+    const READ: &[&str] = &["get", "list", "watch"];
+    match kind {
+        SidecarKind::Provisioner => vec![rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshots"],
+            &["get", "list", "watch", "update"],
+        )],
+        SidecarKind::Snapshotter => vec![
+            rule(
+                &["groupsnapshot.storage.k8s.io"],
+                &["volumegroupsnapshotclasses"],
+                READ,
+            ),
+            rule(
+                &["groupsnapshot.storage.k8s.io"],
+                &["volumegroupsnapshotcontents"],
+                &["get", "list", "watch", "update", "patch"],
+            ),
+            rule(
+                &["groupsnapshot.storage.k8s.io"],
+                &["volumegroupsnapshotcontents/status"],
+                &["update", "patch"],
+            ),
+        ],
+        SidecarKind::Attacher | SidecarKind::Resizer => Vec::new(),
+    }
+}
+
 /// One ClusterRole per sidecar in use, with exactly what that sidecar calls (the rules of the
-/// kit's shared sidecar roles), and the SCC grants on OpenShift: `privileged` for the node
+/// kit's shared sidecar roles, and [`upstream_rules`]), and the SCC grants on OpenShift: `privileged` for the node
 /// ServiceAccount, the controller's SCC when its pod needs more than `restricted-v2`.
 fn cluster_rbac(
     def: &DriverDef,
     inputs: &DeclaredInputs,
     distributed: bool,
+    node_snapshotter: bool,
 ) -> Vec<(ClusterRole, ClusterRoleBinding)> {
     let shared = rbac::build_shared_sidecar_cluster_roles();
     let mut out = Vec::new();
@@ -436,6 +534,9 @@ fn cluster_rbac(
     if distributed {
         in_use.insert(0, (SidecarKind::Provisioner, names::node_sa(def)));
     }
+    if node_snapshotter {
+        in_use.push((SidecarKind::Snapshotter, names::node_sa(def)));
+    }
     for (kind, sa) in in_use {
         let mut rules: Vec<PolicyRule> = Vec::new();
         for (_, shared_name) in rbac::sidecar_role_refs(kind) {
@@ -446,6 +547,7 @@ fn cluster_rbac(
                 rules.extend(role.rules.clone().unwrap_or_default());
             }
         }
+        rules.extend(upstream_rules(kind));
         let short = kind.short_name();
         let role_name = format!("{}-csi-{short}-role", def.cluster_role_prefix);
         out.push((
@@ -638,6 +740,9 @@ fn build_deployment(
         if let Some(pod) = spec.template.spec.as_mut() {
             for c in pod.containers.iter_mut().skip(1) {
                 retarget_container(c, socket.1, KIT_KUBELET_DIR);
+                if storage_capacity(cd) && c.name == SidecarKind::Provisioner.container_name() {
+                    enable_capacity(cd, c);
+                }
             }
         }
         adopt(
@@ -676,6 +781,28 @@ fn node_provisioner(image: &str, kit: &Inputs) -> Container {
     c
 }
 
+/// csi-snapshotter in a node pod (distributed snapshotting): it handles only the
+/// VolumeSnapshotContents the snapshot-controller labels with its node
+/// (`snapshot.storage.kubernetes.io/managed-by`, set when the controller runs with
+/// `--enable-distributed-snapshotting`), so it needs no leader election and the node's name.
+fn node_snapshotter_container(kit: &Inputs) -> Container {
+    let mut c = workloads::operand_container(
+        &SidecarKind::Snapshotter.container_name(),
+        &kit.images.snapshotter,
+        vec![
+            format!("--csi-address=/csi/{KIT_SOCKET_FILE}"),
+            "--node-deployment=true".to_owned(),
+            format!("--v={}", kit.verbosity()),
+        ],
+    );
+    c.env = Some(vec![crate::workloads::field_env(
+        "NODE_NAME",
+        "spec.nodeName",
+    )]);
+    c.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+    c
+}
+
 fn build_daemon_set(
     cd: &CSIDriverDeployment,
     def: &DriverDef,
@@ -696,8 +823,15 @@ fn build_daemon_set(
             if distributed(cd) {
                 // After the kit's driver container, which `adopt` replaces by the user's.
                 let at = pod.containers.len().min(1);
-                pod.containers
-                    .insert(at, node_provisioner(&kit.images.provisioner, kit));
+                let mut provisioner = node_provisioner(&kit.images.provisioner, kit);
+                if storage_capacity(cd) {
+                    enable_capacity(cd, &mut provisioner);
+                }
+                pod.containers.insert(at, provisioner);
+                if node_snapshotter(cd) {
+                    pod.containers
+                        .insert(at + 1, node_snapshotter_container(kit));
+                }
             }
             for c in pod.containers.iter_mut().skip(1) {
                 retarget_container(c, socket.1, &kubelet_dir);
@@ -797,9 +931,10 @@ pub fn build_operands(cd: &CSIDriverDeployment, inputs: &DeclaredInputs) -> Vec<
             .filter(|sa| has_controller || sa.metadata.name.as_ref() != Some(&controller_sa))
             .map(Operand::ServiceAccount),
     );
-    let (roles, bindings): (Vec<_>, Vec<_>) = cluster_rbac(&def, inputs, distributed(cd))
-        .into_iter()
-        .unzip();
+    let (roles, bindings): (Vec<_>, Vec<_>) =
+        cluster_rbac(&def, inputs, distributed(cd), node_snapshotter(cd))
+            .into_iter()
+            .unzip();
     out.extend(roles.into_iter().map(Operand::ClusterRole));
     out.extend(bindings.into_iter().map(Operand::ClusterRoleBinding));
     if has_controller {
@@ -809,6 +944,10 @@ pub fn build_operands(cd: &CSIDriverDeployment, inputs: &DeclaredInputs) -> Vec<
                 .into_iter()
                 .map(Operand::RoleBinding),
         );
+    }
+    if let Some((role, binding)) = capacity_rbac(cd, &def) {
+        out.push(Operand::Role(role));
+        out.push(Operand::RoleBinding(binding));
     }
     out.push(Operand::CSIDriver(build_csi_driver(cd, &def)));
     if let Some(template) = &cd.spec.driver_controller_template {
@@ -825,12 +964,147 @@ pub fn build_operands(cd: &CSIDriverDeployment, inputs: &DeclaredInputs) -> Vec<
             .into_iter()
             .map(Operand::StorageClass),
     );
+    out.extend(
+        build_snapshot_classes(cd, &def, &kit)
+            .into_iter()
+            .map(Operand::Dynamic),
+    );
     for operand in &mut out {
         if let Some(meta) = metadata_mut(operand) {
             own(cd, meta);
+        } else if let Operand::Dynamic(value) = operand {
+            own_value(cd, value);
         }
     }
     out
+}
+
+/// The VolumeSnapshotClasses of the templates (none until their CRD is served), with the
+/// templates' labels and annotations; only `default` decides the default-class annotation.
+fn build_snapshot_classes(cd: &CSIDriverDeployment, def: &DriverDef, kit: &Inputs) -> Vec<Value> {
+    let mut classes = storage::build_volume_snapshot_classes(def, kit);
+    for (class, template) in classes
+        .iter_mut()
+        .zip(&cd.spec.volume_snapshot_class_templates)
+    {
+        let meta = &mut class["metadata"];
+        let mut labels = template.metadata.labels.clone().unwrap_or_default();
+        labels.extend(string_map(&meta["labels"]));
+        meta["labels"] = json!(labels);
+        let mut annotations = template.metadata.annotations.clone().unwrap_or_default();
+        if template.default != Some(true) {
+            annotations.remove(names::DEFAULT_SNAPSHOT_CLASS_ANNOTATION);
+        }
+        annotations.extend(string_map(&meta["annotations"]));
+        if annotations.is_empty() {
+            if let Some(meta) = meta.as_object_mut() {
+                meta.remove("annotations");
+            }
+        } else {
+            meta["annotations"] = json!(annotations);
+        }
+    }
+    classes
+}
+
+fn string_map(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The owner labels on an operand without a Rust type (all of them are cluster-scoped).
+fn own_value(cd: &CSIDriverDeployment, value: &mut Value) {
+    let mut labels = string_map(&value["metadata"]["labels"]);
+    labels.insert(
+        OWNER_NAMESPACE_LABEL.to_owned(),
+        cd.metadata.namespace.clone().unwrap_or_default(),
+    );
+    labels.insert(
+        OWNER_NAME_LABEL.to_owned(),
+        cd.metadata.name.clone().unwrap_or_default(),
+    );
+    value["metadata"]["labels"] = json!(labels);
+}
+
+/// The name of the Role that lets external-provisioner publish capacity.
+pub fn capacity_role_name(def: &DriverDef) -> String {
+    format!("{}-csi-provisioner-capacity", def.object_prefix)
+}
+
+/// How many owners up from its pod external-provisioner finds the owner of its
+/// CSIStorageCapacity objects: the DaemonSet (1) in the node pods, the Deployment (pod, then
+/// ReplicaSet, then Deployment: 2) in the controller pod.
+fn capacity_owner_level(cd: &CSIDriverDeployment) -> u8 {
+    if distributed(cd) { 1 } else { 2 }
+}
+
+/// The Role (and its binding to the ServiceAccount of the pod the provisioner runs in) that
+/// capacity tracking needs, as upstream external-provisioner's RBAC has it: its
+/// CSIStorageCapacity objects in the driver namespace, and reading its own pod (and the
+/// ReplicaSet above it in the controller pod) to find their owner.
+fn capacity_rbac(cd: &CSIDriverDeployment, def: &DriverDef) -> Option<(Role, RoleBinding)> {
+    let provisioner = distributed(cd) || cd.spec.driver_controller_template.is_some();
+    if !storage_capacity(cd) || !provisioner {
+        return None;
+    }
+    let mut rules = vec![
+        rule(
+            &["storage.k8s.io"],
+            &["csistoragecapacities"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        rule(&[""], &["pods"], &["get"]),
+    ];
+    if !distributed(cd) {
+        rules.push(rule(&["apps"], &["replicasets"], &["get"]));
+    }
+    let sa = if distributed(cd) {
+        names::node_sa(def)
+    } else {
+        names::controller_sa(def)
+    };
+    let name = capacity_role_name(def);
+    Some((
+        Role {
+            metadata: names::ns_meta(def, name.clone()),
+            rules: Some(rules),
+        },
+        RoleBinding {
+            metadata: names::ns_meta(def, name.clone()),
+            role_ref: RoleRef {
+                api_group: Some("rbac.authorization.k8s.io".to_owned()),
+                kind: "Role".to_owned(),
+                name,
+            },
+            subjects: Some(vec![Subject {
+                kind: "ServiceAccount".to_owned(),
+                name: sa,
+                namespace: Some(def.namespace.clone()),
+                ..Subject::default()
+            }]),
+        },
+    ))
+}
+
+/// Turns capacity tracking on in an external-provisioner container: `--enable-capacity`, the
+/// owner level, and the pod's name and namespace, from which it finds the owner.
+fn enable_capacity(cd: &CSIDriverDeployment, c: &mut Container) {
+    c.args.get_or_insert_with(Vec::new).extend([
+        "--enable-capacity".to_owned(),
+        format!("--capacity-ownerref-level={}", capacity_owner_level(cd)),
+    ]);
+    c.env.get_or_insert_with(Vec::new).extend([
+        workloads::field_env("NAMESPACE", "metadata.namespace"),
+        workloads::field_env("POD_NAME", "metadata.name"),
+    ]);
 }
 
 fn metadata_mut(operand: &mut Operand) -> Option<&mut ObjectMeta> {

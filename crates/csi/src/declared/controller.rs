@@ -18,24 +18,28 @@
 //! Degraded and as Warning Events, counted by category, and the object is retried after its
 //! own backoff (a failed status write included) or as soon as it changes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use api::config_v1::Infrastructure;
 use api::csidriver_v1alpha1::{CSIDriverDeployment, CSIDriverDeploymentStatus, GenerationHistory};
 use api::operator_v1::{ConditionStatus, ManagementState, OperatorCondition};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -48,6 +52,7 @@ use opkit::runtime::{Informers, LoopConfig, ReconcileError, snapshot};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use tokio::task::JoinSet;
 
 use super::build::{DeclaredInputs, build_operands};
 use super::kinds::OwnedKind;
@@ -55,6 +60,7 @@ use super::validate::{Claimant, ClusterFacts, Invalid, validate};
 use super::{CONTROLLER_NAME, FINALIZER, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::inputs::Topology;
 use crate::inputs::from_objects;
+use crate::operator::observe::OptionalKind;
 use crate::render::Operand;
 use crate::status::{
     PROGRESSING_TIMEOUT, daemon_set_conditions, deployment_conditions, progressing_too_long,
@@ -75,6 +81,8 @@ pub const REASON_AS_EXPECTED: &str = "AsExpected";
 pub const REASON_PROGRESSING_TOO_LONG: &str = "ProgressingTooLong";
 /// Reason of Available when the driver is removed.
 pub const REASON_REMOVED: &str = "Removed";
+/// Reason of Degraded when VolumeSnapshotClass templates wait for the snapshot API.
+pub const REASON_SNAPSHOT_API_MISSING: &str = "SnapshotAPIMissing";
 
 /// The operator could not start.
 pub use opkit::runtime::StartError;
@@ -84,6 +92,11 @@ pub use opkit::runtime::StartError;
 pub struct Settings {
     /// This pod's name, the Events' reporting instance.
     pub instance: Option<String>,
+    /// The process environment: the sidecar image variables (`PROVISIONER_IMAGE`,
+    /// `ATTACHER_IMAGE`, `RESIZER_IMAGE`, `SNAPSHOTTER_IMAGE`, `NODE_DRIVER_REGISTRAR_IMAGE`,
+    /// `LIVENESS_PROBE_IMAGE`) are the images of the objects whose `containerImages` names
+    /// none; unset or empty ones use the upstream images.
+    pub env: BTreeMap<String, String>,
 }
 
 /// A step of a reconcile that failed. Each names the object; [`StepError::category`] is what
@@ -211,6 +224,96 @@ pub struct Caches {
     storage_classes: Store<StorageClass>,
     /// PersistentVolume name -> its CSI driver, for CSI volumes only.
     volumes: opkit::runtime::Projection<String>,
+    /// The VolumeSnapshotClass CRD, while it exists.
+    snapshot_crd: Store<CustomResourceDefinition>,
+    /// The VolumeSnapshotClasses with owner labels, cached once their CRD exists.
+    snapshot_classes: SnapshotClasses,
+}
+
+/// The cache of VolumeSnapshotClasses with owner labels: started the first time their CRD is
+/// seen (a watch of a kind that is not served would never fill, and would hold up the start).
+/// Each change asks for its owner; the first full list asks for every object, which may have
+/// been waiting for the kind.
+#[derive(Clone)]
+struct SnapshotClasses {
+    client: Client,
+    requests: Requests<CSIDriverDeployment>,
+    store: Arc<OnceLock<Store<DynamicObject>>>,
+    /// The watch task; dropped (and so stopped) with the last clone of the caches.
+    task: Arc<Mutex<JoinSet<()>>>,
+}
+
+impl SnapshotClasses {
+    fn resource() -> ApiResource {
+        OptionalKind::VolumeSnapshotClass.api_resource()
+    }
+
+    /// The cache, started now if it was not.
+    fn start(&self) -> Store<DynamicObject> {
+        self.store
+            .get_or_init(|| {
+                let resource = Self::resource();
+                let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+                let writer = Writer::new(resource);
+                let store = writer.as_reader();
+                let requests = self.requests.clone();
+                let events = watcher::watcher(api, owned_config())
+                    .default_backoff()
+                    .reflect(writer);
+                self.task
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .spawn(async move {
+                        let mut events = std::pin::pin!(events);
+                        while let Some(event) = events.next().await {
+                            match event {
+                                Ok(watcher::Event::InitDone) => requests.all(),
+                                Ok(
+                                    watcher::Event::Apply(o)
+                                    | watcher::Event::Delete(o)
+                                    | watcher::Event::InitApply(o),
+                                ) => {
+                                    if let Some(owner) = owner_of(&o) {
+                                        requests.object(owner);
+                                    }
+                                }
+                                Ok(watcher::Event::Init) => {}
+                                Err(error) => tracing::warn!(
+                                    watch = "volumesnapshotclasses",
+                                    %error,
+                                    "watch failed; retrying"
+                                ),
+                            }
+                        }
+                    });
+                store
+            })
+            .clone()
+    }
+}
+
+/// What the cache of VolumeSnapshotClasses knows.
+enum SnapshotApi {
+    /// Their CRD does not exist.
+    NotServed,
+    /// The CRD exists; the cache is still filling.
+    Filling,
+    /// The CRD exists and these are the classes with owner labels.
+    Served(Vec<Arc<DynamicObject>>),
+}
+
+impl Caches {
+    /// The VolumeSnapshotClasses, starting their cache once their CRD exists.
+    fn snapshot_api(&self) -> SnapshotApi {
+        if self.snapshot_crd.state().is_empty() {
+            return SnapshotApi::NotServed;
+        }
+        let store = self.snapshot_classes.start();
+        match store.wait_until_ready().now_or_never() {
+            Some(Ok(())) => SnapshotApi::Served(store.state()),
+            _ => SnapshotApi::Filling,
+        }
+    }
 }
 
 fn owned_config() -> watcher::Config {
@@ -317,6 +420,18 @@ pub async fn start_caches(
         |pv| Some(pv.spec.as_ref()?.csi.as_ref()?.driver.clone()),
         move || every.all(),
     );
+    let snapshot_crd = informers.watch_then(
+        "customresourcedefinitions/volumesnapshotclasses",
+        Api::all(c.clone()),
+        opkit::runtime::named(OptionalKind::VolumeSnapshotClass.crd_name()),
+        requests.every(),
+    );
+    let snapshot_classes = SnapshotClasses {
+        client: c.clone(),
+        requests: requests.clone(),
+        store: Arc::default(),
+        task: Arc::default(),
+    };
     let caches = Caches {
         deployments_declared,
         service_accounts,
@@ -330,6 +445,8 @@ pub async fn start_caches(
         csi_drivers,
         storage_classes,
         volumes,
+        snapshot_crd,
+        snapshot_classes,
     };
     informers.wait_synced(SYNC_TIMEOUT).await?;
     Ok((caches, informers))
@@ -390,6 +507,7 @@ pub async fn run(
         caches,
         topology,
         scc_api,
+        env: settings.env,
         metrics: metrics.clone(),
     };
     opkit::controller::run(
@@ -413,6 +531,7 @@ struct Context {
     caches: Caches,
     topology: Topology,
     scc_api: bool,
+    env: BTreeMap<String, String>,
     metrics: Metrics,
 }
 
@@ -537,6 +656,13 @@ fn existing(context: &Context, cd: &CSIDriverDeployment) -> Vec<Existing> {
     existing_of(&c.daemon_sets, OwnedKind::DaemonSet, cd, &mut out);
     existing_of(&c.csi_drivers, OwnedKind::CSIDriver, cd, &mut out);
     existing_of(&c.storage_classes, OwnedKind::StorageClass, cd, &mut out);
+    if let SnapshotApi::Served(classes) = c.snapshot_api() {
+        for class in classes {
+            if owned_by(cd, &class.metadata) {
+                out.push((OwnedKind::VolumeSnapshotClass, None, class.name_any()));
+            }
+        }
+    }
     out
 }
 
@@ -590,6 +716,10 @@ async fn delete(context: &Context, (kind, namespace, name): &Existing) -> Result
         OwnedKind::CSIDriver => delete_if_present(&Api::<CSIDriver>::all(c), name, &params).await,
         OwnedKind::StorageClass => {
             delete_if_present(&Api::<StorageClass>::all(c), name, &params).await
+        }
+        OwnedKind::VolumeSnapshotClass => {
+            let api = Api::<DynamicObject>::all_with(c, &SnapshotClasses::resource());
+            delete_if_present(&api, name, &params).await
         }
     };
     if let Ok(true) = result {
@@ -695,9 +825,41 @@ async fn apply(
         Operand::DaemonSet(o) => apply_typed(context, &c.daemon_sets, o).await,
         Operand::CSIDriver(o) => apply_typed(context, &c.csi_drivers, o).await,
         Operand::StorageClass(o) => return apply_storage_class(context, cd, o, replace).await,
+        Operand::Dynamic(v) if OwnedKind::of(operand) == Some(OwnedKind::VolumeSnapshotClass) => {
+            apply_snapshot_class(context, v).await
+        }
         other => return Err(StepError::NotAnOperand(other.key())),
     };
     Ok(result?)
+}
+
+/// Applies a VolumeSnapshotClass (built only once its cache has filled).
+async fn apply_snapshot_class(
+    context: &Context,
+    desired: &serde_json::Value,
+) -> Result<(Outcome, Option<i64>), opkit::apply::ApplyError> {
+    let resource = SnapshotClasses::resource();
+    let error = |source: serde_json::Error| opkit::apply::ApplyError {
+        kind: resource.kind.clone(),
+        object: desired["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        source: kube::Error::SerdeError(source),
+    };
+    let desired: DynamicObject = serde_json::from_value(desired.clone()).map_err(error)?;
+    let observed = context
+        .caches
+        .snapshot_classes
+        .store
+        .get()
+        .and_then(|store| store.get(&ObjectRef::new_with(&desired.name_any(), resource.clone())));
+    let generation = observed.as_ref().and_then(|o| o.metadata.generation);
+    context
+        .applier
+        .apply_dynamic(&resource, &desired, observed.as_deref())
+        .await
+        .map(|outcome| (outcome, generation))
 }
 
 fn history((kind, namespace, name): &Existing, generation: Option<i64>) -> GenerationHistory {
@@ -863,11 +1025,15 @@ async fn steps(context: &Context, cd: &CSIDriverDeployment) -> (Option<Duration>
         if !cd.finalizers().iter().any(|f| f == FINALIZER) {
             return (None, Vec::new());
         }
+        // While the snapshot classes' cache fills, some of ours may not be listed yet; its
+        // first full list asks for this object again. (Asked before listing: a cache that
+        // fills in between is then listed.)
+        let filling = matches!(context.caches.snapshot_api(), SnapshotApi::Filling);
         let cluster_scoped: Vec<Existing> = existing(context, cd)
             .into_iter()
             .filter(|(_, ns, _)| ns.is_none())
             .collect();
-        let left = !cluster_scoped.is_empty();
+        let left = !cluster_scoped.is_empty() || filling;
         remove(context, cd, cluster_scoped, Removal::Uninstall, &mut pass).await;
         if !left {
             // Everything is gone from the caches: nothing of ours is left.
@@ -920,6 +1086,7 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
         pass.failures.push(error);
         return;
     }
+    let snapshot_api = context.caches.snapshot_api();
     let inputs = DeclaredInputs {
         topology: context.topology,
         scc_api: context.scc_api,
@@ -930,7 +1097,21 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
             .iter()
             .map(|sc| from_objects::existing_storage_class(sc))
             .collect(),
+        snapshot_classes: matches!(snapshot_api, SnapshotApi::Served(_)),
+        env: context.env.clone(),
     };
+    if !cd.spec.volume_snapshot_class_templates.is_empty()
+        && matches!(snapshot_api, SnapshotApi::NotServed)
+    {
+        pass.kept.push(Invalid {
+            field: "spec.volumeSnapshotClassTemplates".to_owned(),
+            reason: REASON_SNAPSHOT_API_MISSING,
+            message: format!(
+                "the cluster does not serve {}: install the VolumeSnapshot CRDs and the snapshot controller (kubernetes-csi/external-snapshotter); the classes are created as soon as the CRD exists, and the rest of the driver is installed meanwhile",
+                OptionalKind::VolumeSnapshotClass.crd_name()
+            ),
+        });
+    }
     let desired = build_operands(cd, &inputs);
     let wanted: BTreeSet<Existing> = desired.iter().filter_map(operand_key).collect();
     for operand in &desired {
@@ -979,11 +1160,23 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
             Err(error) => pass.failures.push(error),
         }
     }
-    let stale: Vec<Existing> = existing(context, cd)
+    let stale = stale(existing(context, cd), &wanted, inputs.snapshot_classes);
+    remove(context, cd, stale, Removal::Stale, pass).await;
+}
+
+/// The operands that exist and are no longer wanted. VolumeSnapshotClasses count only when
+/// this pass built them (`snapshot_classes_built`): their cache may have filled since the
+/// build, which then left them out, and they must not be taken for stale ones.
+fn stale(
+    existing: Vec<Existing>,
+    wanted: &BTreeSet<Existing>,
+    snapshot_classes_built: bool,
+) -> Vec<Existing> {
+    existing
         .into_iter()
         .filter(|e| !wanted.contains(e))
-        .collect();
-    remove(context, cd, stale, Removal::Stale, pass).await;
+        .filter(|(kind, _, _)| *kind != OwnedKind::VolumeSnapshotClass || snapshot_classes_built)
+        .collect()
 }
 
 /// Available, Progressing and Degraded from the observed workloads and the pass.
@@ -1249,8 +1442,19 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
             ],
             MANAGE,
         ),
+        rule(
+            &["snapshot.storage.k8s.io"],
+            &["volumesnapshotclasses"],
+            MANAGE,
+        ),
         rule(&[""], &["persistentvolumes", "nodes"], READ),
         rule(&["config.openshift.io"], &["infrastructures"], READ),
+        // Whether the VolumeSnapshotClass CRD exists.
+        rule(
+            &["apiextensions.k8s.io"],
+            &["customresourcedefinitions"],
+            READ,
+        ),
         rule(
             &["", "events.k8s.io"],
             &["events"],
@@ -1259,15 +1463,23 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
     ];
     // What it grants: the roles of the largest declared drivers, on OpenShift.
     let inputs = DeclaredInputs::offline(Topology::HighlyAvailable);
-    for controller in [
-        json!({"spec": {"hostNetwork": true, "containers": [{"name": "driver"}]}}),
-        json!({"spec": {"containers": [{"name": "driver", "securityContext": {"privileged": true}}]}}),
+    for (controller, provisioning) in [
+        (
+            json!({"spec": {"hostNetwork": true, "containers": [{"name": "driver"}]}}),
+            "Central",
+        ),
+        (
+            json!({"spec": {"containers": [{"name": "driver", "securityContext": {"privileged": true}}]}}),
+            "Distributed",
+        ),
     ] {
         let object = json!({
             "metadata": {"name": "all", "namespace": "ns"},
             "spec": {
                 "driverName": "all.csi.example.com",
                 "driverSocket": "/csi/csi.sock",
+                "provisioning": provisioning,
+                "csiDriver": {"storageCapacity": true},
                 "sidecars": {"resizer": true, "snapshotter": true},
                 "driverControllerTemplate": controller,
                 "driverPerNodeTemplate": {"spec": {"containers": [{"name": "driver"}]}},
@@ -1286,4 +1498,25 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
     }
     opkit::rbac::dedupe(&mut rules);
     rules
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_classes_are_stale_only_when_this_pass_built_them() {
+        let class = (OwnedKind::VolumeSnapshotClass, None, "snap".to_owned());
+        let role = (OwnedKind::ClusterRole, None, "gone".to_owned());
+        let kept = (OwnedKind::StorageClass, None, "kept".to_owned());
+        let wanted = BTreeSet::from([kept.clone()]);
+        let existing = vec![class.clone(), role.clone(), kept];
+        // Built without the classes (their cache was filling): the class is not stale.
+        assert_eq!(
+            stale(existing.clone(), &wanted, false),
+            std::slice::from_ref(&role)
+        );
+        // Built with them, and the template is gone: it is.
+        assert_eq!(stale(existing, &wanted, true), [class, role]);
+    }
 }

@@ -27,11 +27,14 @@ pub enum OwnedKind {
     CSIDriver,
     /// The StorageClasses of the templates.
     StorageClass,
+    /// The VolumeSnapshotClasses of the templates (`snapshot.storage.k8s.io/v1`, whose CRD may
+    /// be missing).
+    VolumeSnapshotClass,
 }
 
 impl OwnedKind {
     /// Every owned kind.
-    pub const ALL: [OwnedKind; 10] = [
+    pub const ALL: [OwnedKind; 11] = [
         OwnedKind::ServiceAccount,
         OwnedKind::Role,
         OwnedKind::RoleBinding,
@@ -42,6 +45,7 @@ impl OwnedKind {
         OwnedKind::DaemonSet,
         OwnedKind::CSIDriver,
         OwnedKind::StorageClass,
+        OwnedKind::VolumeSnapshotClass,
     ];
 
     /// The kind's name, as in `kind:`.
@@ -57,6 +61,7 @@ impl OwnedKind {
             OwnedKind::DaemonSet => "DaemonSet",
             OwnedKind::CSIDriver => "CSIDriver",
             OwnedKind::StorageClass => "StorageClass",
+            OwnedKind::VolumeSnapshotClass => "VolumeSnapshotClass",
         }
     }
 
@@ -73,11 +78,13 @@ impl OwnedKind {
             OwnedKind::DaemonSet => ("apps", "daemonsets"),
             OwnedKind::CSIDriver => ("storage.k8s.io", "csidrivers"),
             OwnedKind::StorageClass => ("storage.k8s.io", "storageclasses"),
+            OwnedKind::VolumeSnapshotClass => ("snapshot.storage.k8s.io", "volumesnapshotclasses"),
         }
     }
 
     /// Whether objects of the kind hold the driver's volumes in place: kept while
-    /// PersistentVolumes of the driver exist.
+    /// PersistentVolumes of the driver exist. (A VolumeSnapshotClass does not: a snapshot's
+    /// deletion reads its VolumeSnapshotContent, not its class.)
     pub fn holds_volumes(self) -> bool {
         match self {
             OwnedKind::CSIDriver | OwnedKind::StorageClass => true,
@@ -88,7 +95,8 @@ impl OwnedKind {
             | OwnedKind::ClusterRoleBinding
             | OwnedKind::PodDisruptionBudget
             | OwnedKind::Deployment
-            | OwnedKind::DaemonSet => false,
+            | OwnedKind::DaemonSet
+            | OwnedKind::VolumeSnapshotClass => false,
         }
     }
 
@@ -105,6 +113,9 @@ impl OwnedKind {
             Operand::DaemonSet(_) => Some(OwnedKind::DaemonSet),
             Operand::CSIDriver(_) => Some(OwnedKind::CSIDriver),
             Operand::StorageClass(_) => Some(OwnedKind::StorageClass),
+            Operand::Dynamic(v) if v["kind"] == "VolumeSnapshotClass" => {
+                Some(OwnedKind::VolumeSnapshotClass)
+            }
             Operand::ConfigMap(_)
             | Operand::Secret(_)
             | Operand::NetworkPolicy(_)

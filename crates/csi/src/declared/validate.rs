@@ -293,11 +293,16 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
         );
     } else {
         let sidecars = spec.sidecars.clone().unwrap_or_default();
+        // With Distributed provisioning the snapshotter runs in the node pods.
+        let snapshotter_in_controller = spec.provisioning != Some(Provisioning::Distributed);
         for (field, on) in [
-            ("spec.sidecars.resizer", sidecars.resizer),
-            ("spec.sidecars.snapshotter", sidecars.snapshotter),
+            ("spec.sidecars.resizer", sidecars.resizer == Some(true)),
+            (
+                "spec.sidecars.snapshotter",
+                sidecars.snapshotter == Some(true) && snapshotter_in_controller,
+            ),
         ] {
-            if on == Some(true) {
+            if on {
                 out.push(invalid(
                     field,
                     REASON_INVALID_SPEC,
@@ -322,6 +327,14 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
         ));
     }
     let distributed = spec.provisioning == Some(Provisioning::Distributed);
+    let capacity = spec.csi_driver.as_ref().and_then(|d| d.storage_capacity);
+    if capacity == Some(true) && !distributed && spec.driver_controller_template.is_none() {
+        out.push(invalid(
+            "spec.csiDriver.storageCapacity",
+            REASON_INVALID_SPEC,
+            "is true, but external-provisioner, which publishes the capacity, runs in the controller pod and there is none (the scheduler would find no capacity and place no pod): unset it, add spec.driverControllerTemplate, or use Distributed provisioning",
+        ));
+    }
     let mut class_names = BTreeSet::new();
     let mut defaults = 0;
     for (i, class) in spec.storage_class_templates.iter().enumerate() {
@@ -390,6 +403,7 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
             }
         }
     }
+    check_snapshot_classes(cd, &mut out);
 
     let me = Claimant {
         namespace: cd.metadata.namespace.clone().unwrap_or_default(),
@@ -417,4 +431,73 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
         ));
     }
     out
+}
+
+/// The rules of `spec.volumeSnapshotClassTemplates`.
+fn check_snapshot_classes(cd: &CSIDriverDeployment, out: &mut Vec<Invalid>) {
+    let spec = &cd.spec;
+    if spec.volume_snapshot_class_templates.is_empty() {
+        return;
+    }
+    let snapshotter = spec.sidecars.as_ref().and_then(|s| s.snapshotter) == Some(true);
+    if !snapshotter {
+        out.push(invalid(
+            "spec.volumeSnapshotClassTemplates",
+            REASON_INVALID_SPEC,
+            "needs the snapshotter sidecar, which takes the snapshots: set spec.sidecars.snapshotter to true, or remove the templates",
+        ));
+    }
+    let mut names = BTreeSet::new();
+    let mut defaults = 0;
+    for (i, class) in spec.volume_snapshot_class_templates.iter().enumerate() {
+        let at = format!("spec.volumeSnapshotClassTemplates[{i}]");
+        // The CRD's enum refuses it; an object stored before it still gets a message.
+        if let Some(policy) = class.deletion_policy.as_deref()
+            && !["Delete", "Retain"].contains(&policy)
+        {
+            out.push(invalid(
+                format!("{at}.deletionPolicy"),
+                REASON_INVALID_SPEC,
+                format!("{policy:?} is not a deletion policy: use Delete or Retain"),
+            ));
+        }
+        if class.parameters.keys().any(String::is_empty) {
+            out.push(invalid(
+                format!("{at}.parameters"),
+                REASON_INVALID_SPEC,
+                "has an empty key: give every parameter a name",
+            ));
+        }
+        let field = format!("{at}.metadata.name");
+        match class.metadata.name.as_deref() {
+            None | Some("") => out.push(invalid(
+                field,
+                REASON_INVALID_SPEC,
+                "is missing: name the VolumeSnapshotClass",
+            )),
+            Some(n) if !is_dns_subdomain(n) => out.push(invalid(
+                field,
+                REASON_INVALID_SPEC,
+                format!(
+                    "{n:?} is not a valid object name: use lower-case alphanumerics, '-' or '.'"
+                ),
+            )),
+            Some(n) if !names.insert(n.to_owned()) => out.push(invalid(
+                field,
+                REASON_INVALID_SPEC,
+                format!("VolumeSnapshotClass {n:?} is listed twice: rename or remove one"),
+            )),
+            Some(_) => {}
+        }
+        if class.default == Some(true) {
+            defaults += 1;
+            if defaults == 2 {
+                out.push(invalid(
+                    format!("{at}.default"),
+                    REASON_INVALID_SPEC,
+                    "a second VolumeSnapshotClass is marked default: mark at most one",
+                ));
+            }
+        }
+    }
 }
