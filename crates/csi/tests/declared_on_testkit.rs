@@ -1090,8 +1090,16 @@ async fn copies_of_our_objects_under_other_names_are_never_deleted() {
     use csi::declared::kinds::OwnedKind;
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
     let (cluster, admin) = setup().await;
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(&PostParams::default(), &snapshot_class_crd())
+        .await
+        .unwrap();
     let running = start(&cluster);
     let mut object = example("fuse-ondelete.yaml", NS);
+    // A snapshot class too, so that there is one to copy.
+    object["spec"]["sidecars"]["snapshotter"] = json!(true);
+    object["spec"]["volumeSnapshotClassTemplates"] =
+        json!([{"metadata": {"name": "csi-s3-snapclass"}, "deletionPolicy": "Delete"}]);
     // A second class, whose template is removed below.
     let first = object["spec"]["storageClassTemplates"][0].clone();
     let mut second = first.clone();
@@ -1118,6 +1126,7 @@ async fn copies_of_our_objects_under_other_names_are_never_deleted() {
                 | OwnedKind::ClusterRoleBinding
                 | OwnedKind::CSIDriver
                 | OwnedKind::StorageClass
+                | OwnedKind::VolumeSnapshotClass
         );
         let api: Api<DynamicObject> = if namespaced {
             Api::namespaced_with(admin.clone(), NS, &resource)

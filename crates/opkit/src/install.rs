@@ -56,6 +56,33 @@ fn from_field(name: &str, path: &str) -> EnvVar {
     }
 }
 
+/// The pod security of this project's own workloads (the operators, the volume data source
+/// validator): non-root, the runtime's default seccomp profile (Pod Security `restricted`).
+pub fn restricted_pod() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The container security of this project's own workloads: no privilege escalation, no
+/// capability, a read-only root filesystem.
+pub fn restricted_container() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 fn probe(path: &str) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
@@ -101,14 +128,7 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
                     priority_class_name: spec.priority_class,
                     node_selector: spec.node_selector,
                     tolerations: (!spec.tolerations.is_empty()).then_some(spec.tolerations),
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
+                    security_context: Some(restricted_pod()),
                     containers: vec![Container {
                         name: spec.container,
                         image: Some(spec.image),
@@ -128,15 +148,7 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
                             requests: Some(requests),
                             ..Default::default()
                         }),
-                        security_context: Some(SecurityContext {
-                            allow_privilege_escalation: Some(false),
-                            read_only_root_filesystem: Some(true),
-                            capabilities: Some(Capabilities {
-                                drop: Some(vec!["ALL".into()]),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        }),
+                        security_context: Some(restricted_container()),
                         termination_message_policy: Some("FallbackToLogsOnError".into()),
                         ..Default::default()
                     }],

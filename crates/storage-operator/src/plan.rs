@@ -717,7 +717,7 @@ fn validator_objects(
 }
 
 /// `<type_>=True` with reason `SyncError`, listing what failed.
-fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
+pub(crate) fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
     let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
     condition(
         type_,

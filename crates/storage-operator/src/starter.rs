@@ -20,9 +20,8 @@ use api::operator_v1::{
 use csi::{DriverDef, Inputs, Operand, OptionalCrds, Topology};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, Namespace, ObjectFieldSelector, PodSecurityContext, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SeccompProfile, SecurityContext, ServiceAccount,
-    Toleration,
+    Container, EnvVar, EnvVarSource, Namespace, ObjectFieldSelector, PodSpec, PodTemplateSpec,
+    ResourceRequirements, ServiceAccount, Toleration,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -505,15 +504,7 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
             requests: Some(requests),
             ..Default::default()
         }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            capabilities: Some(k8s_openapi::api::core::v1::Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
+        security_context: Some(opkit::install::restricted_container()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Default::default()
     };
@@ -556,14 +547,7 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
                     node_selector: control_plane
                         .map(|label| [(label.to_owned(), String::new())].into()),
                     tolerations,
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
+                    security_context: Some(opkit::install::restricted_pod()),
                     containers: vec![container],
                     ..Default::default()
                 }),

@@ -18,8 +18,8 @@ use api::operator_v1::{ConditionStatus, OperatorCondition};
 use csi::Topology;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SeccompProfile, SecurityContext, ServiceAccount, Toleration,
+    Container, ContainerPort, PodSpec, PodTemplateSpec, ResourceRequirements, ServiceAccount,
+    Toleration,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subject};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -254,15 +254,7 @@ pub fn build_deployment(image: &str, verbosity: u8, topology: Topology) -> Deplo
             ),
             ..Default::default()
         }),
-        security_context: Some(SecurityContext {
-            read_only_root_filesystem: Some(true),
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
+        security_context: Some(opkit::install::restricted_container()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Default::default()
     };
@@ -311,14 +303,7 @@ pub fn build_deployment(image: &str, verbosity: u8, topology: Topology) -> Deplo
                         .is_openshift()
                         .then(|| "system-cluster-critical".into()),
                     containers: vec![container],
-                    security_context: Some(PodSecurityContext {
-                        run_as_non_root: Some(true),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
+                    security_context: Some(opkit::install::restricted_pod()),
                     ..Default::default()
                 }),
             },
@@ -337,15 +322,7 @@ pub fn conditions(
     static_failures: &[&WriteFailure],
     deployment_failures: &[&WriteFailure],
 ) -> Vec<OperatorCondition> {
-    let sync_error = |type_: String, failures: &[&WriteFailure]| {
-        let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
-        condition(
-            type_,
-            ConditionStatus::True,
-            "SyncError",
-            message.join("\n"),
-        )
-    };
+    let sync_error = crate::plan::sync_error;
     let mut out = vec![condition(
         format!("{STARTER}Degraded"),
         ConditionStatus::False,

@@ -77,3 +77,17 @@ pub async fn remove_validator(admin: &Client) {
     cleanup::delete_and_wait(&Api::<ClusterRoleBinding>::all(admin.clone()), NAME).await;
     cleanup::delete_and_wait(&Api::<ClusterRole>::all(admin.clone()), NAME).await;
 }
+
+/// A condition of `Storage/cluster`: its status, reason and message.
+pub async fn storage_condition(admin: &Client, type_: &str) -> Option<(String, String, String)> {
+    let storage = Api::<Storage>::all(admin.clone())
+        .get_opt("cluster")
+        .await
+        .unwrap_or_else(|e| panic!("reading Storage/cluster: {e}"))?;
+    let c = storage.status?.condition(type_)?.clone();
+    Some((
+        c.status.to_string(),
+        c.reason.unwrap_or_default(),
+        c.message.unwrap_or_default(),
+    ))
+}

@@ -38,6 +38,11 @@ pub async fn storage_operator(admin: &Client) -> Identity {
 /// operator as a pod.
 pub const OPERATOR_IMAGE_ENV: &str = "E2E_OPERATOR_IMAGE";
 
+/// The environment variable naming the volume data source validator's image the operator pod
+/// installs, when it is not upstream's (`localhost/volume-data-source-validator:dev` on the node
+/// of `../shared/k8s`).
+pub const VALIDATOR_IMAGE_ENV: &str = "E2E_VALIDATOR_IMAGE";
+
 /// The operator image the node has, or a panic saying how to provide one.
 pub fn operator_image() -> String {
     std::env::var(OPERATOR_IMAGE_ENV).unwrap_or_else(|_| {
@@ -67,6 +72,13 @@ pub async fn storage_operator_deployment(admin: &Client, image: &str) -> (String
             if env["name"] == "OPERATOR_IMAGE" {
                 env["value"] = Value::from(image);
             }
+        }
+        // Where no registry can be reached, the validator's image the node has.
+        if let Ok(validator) = std::env::var(VALIDATOR_IMAGE_ENV)
+            && let Some(env) = container["env"].as_array_mut()
+        {
+            env.push(serde_json::json!({
+                "name": storage_operator::validator::IMAGE_ENV, "value": validator}));
         }
     }
     let namespace = deployment["metadata"]["namespace"]
@@ -208,6 +220,27 @@ pub async fn wait_not_terminating(admin: &Client, name: &str) {
         },
     )
     .await;
+}
+
+/// Makes namespace `name` exist: waits until a deletion of it has finished, then creates it
+/// unless it is there.
+pub async fn ensure_namespace(admin: &Client, name: &str) {
+    wait_not_terminating(admin, name).await;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    if namespaces
+        .get_opt(name)
+        .await
+        .unwrap_or_else(|e| panic!("reading namespace {name}: {e}"))
+        .is_none()
+    {
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))
+                .unwrap_or_else(|e| panic!("namespace {name}: {e}"));
+        namespaces
+            .create(&kube::api::PostParams::default(), &namespace)
+            .await
+            .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+    }
 }
 
 /// Server-side applies one object as the harness (force: the harness owns the scene).

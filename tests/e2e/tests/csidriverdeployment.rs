@@ -9,7 +9,6 @@
 use api::csidriver_v1alpha1::CSIDriverDeployment;
 use e2e::{Background, cleanup, wait_for};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use kube::Api;
@@ -30,17 +29,7 @@ async fn converge_drift_and_delete() {
         .unwrap();
     e2e::apply_crd(&admin, &crd).await;
     let identity = e2e::install::storage_operator(&admin).await;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    e2e::install::wait_not_terminating(&admin, NS).await;
-    if namespaces.get_opt(NS).await.unwrap().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
+    e2e::install::ensure_namespace(&admin, NS).await;
     let client = identity.client.clone();
     let running = Background::start(move |stop| {
         csi::declared::controller::run(client, Default::default(), Metrics::new(), None, stop)
@@ -214,17 +203,7 @@ async fn typos_are_refused_and_an_admins_class_is_kept() {
         .unwrap();
     e2e::apply_crd(&admin, &crd).await;
     let identity = e2e::install::storage_operator(&admin).await;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    e2e::install::wait_not_terminating(&admin, NS_KEPT).await;
-    if namespaces.get_opt(NS_KEPT).await.unwrap().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": NS_KEPT}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
+    e2e::install::ensure_namespace(&admin, NS_KEPT).await;
     let classes: Api<StorageClass> = Api::all(admin.clone());
     cleanup::delete_and_wait(&classes, "e2e-admins").await;
     let admins = classes

@@ -18,7 +18,7 @@
 use api::operator_v1::Storage;
 use e2e::{cleanup, cso, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, ResourceExt};
@@ -73,15 +73,6 @@ fn deployment(name: &str, owner: Option<&DynamicObject>) -> Deployment {
     serde_json::from_value(value).unwrap()
 }
 
-async fn storage_condition(admin: &kube::Client, type_: &str) -> Option<(String, String)> {
-    let storage = Api::<Storage>::all(admin.clone())
-        .get_opt("cluster")
-        .await
-        .unwrap()?;
-    let c = storage.status?.condition(type_)?.clone();
-    Some((c.status.to_string(), c.reason.unwrap_or_default()))
-}
-
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
 async fn an_olm_installed_driver_operator_is_adopted_without_running_twice() {
@@ -103,17 +94,7 @@ async fn an_olm_installed_driver_operator_is_adopted_without_running_twice() {
     ] {
         e2e::apply_crd(&admin, &olm_crd(kind, plural, version)).await;
     }
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    e2e::install::wait_not_terminating(&admin, NS).await;
-    if namespaces.get_opt(NS).await.unwrap().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
+    e2e::install::ensure_namespace(&admin, NS).await;
 
     // What OLM made.
     let subscriptions = dynamic(&admin, "Subscription", "subscriptions", "v1alpha1");
@@ -209,9 +190,10 @@ async fn an_olm_installed_driver_operator_is_adopted_without_running_twice() {
         ("AWSEBSOLMOperatorRemovalAvailable", "True"),
     ] {
         let (_, reason) = wait_for(&format!("{type_}={status}"), async || {
-            storage_condition(&admin, type_)
+            cso::storage_condition(&admin, type_)
                 .await
                 .filter(|c| c.0 == status)
+                .map(|c| (c.0, c.1))
         })
         .await;
         assert_eq!(reason, "Finished", "{type_}");

@@ -13,7 +13,7 @@ use api::csidriver_v1alpha1::CSIDriverDeployment;
 use e2e::node::{self, wait_or_explain};
 use e2e::{cleanup, install};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::{DeleteParams, ListParams, LogParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -26,20 +26,6 @@ const APP_NS: &str = "e2e-hostpath-app";
 
 fn example() -> CSIDriverDeployment {
     serde_saphyr::from_str(EXAMPLE).unwrap()
-}
-
-async fn ensure_namespace(admin: &Client, name: &str) {
-    install::wait_not_terminating(admin, name).await;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    if namespaces.get_opt(name).await.unwrap().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
 }
 
 /// A claim of `class` and a pod that writes `token` into it, reads it back and stays.
@@ -164,7 +150,7 @@ async fn install_operator(admin: &Client, image: &str) -> (String, String) {
 async fn install_example(admin: &Client, explain: &[&str]) -> Api<CSIDriverDeployment> {
     let declared = example();
     let driver_ns = declared.namespace().unwrap();
-    ensure_namespace(admin, &driver_ns).await;
+    install::ensure_namespace(admin, &driver_ns).await;
     let declared_api: Api<CSIDriverDeployment> = Api::namespaced(admin.clone(), &driver_ns);
     declared_api
         .create(&PostParams::default(), &declared)
@@ -227,7 +213,7 @@ async fn the_operator_pod_installs_a_declared_driver_that_provisions_volumes() {
     }
 
     // The declared driver, from the example as is.
-    ensure_namespace(&admin, APP_NS).await;
+    install::ensure_namespace(&admin, APP_NS).await;
     let declared_api = install_example(&admin, &explain).await;
 
     let class = declared.spec.storage_class_templates[0]
@@ -360,4 +346,67 @@ async fn kubernetes_storage_suite_passes_against_the_installed_hostpath_driver()
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
         Api::namespaced(admin.clone(), &operator_ns);
     cleanup::delete_and_wait(&deployments, &deployment).await;
+}
+
+/// The volume data source validator that the operator pod installs (OpenShift's
+/// VolumeDataSourceValidatorStarter) really runs: its Deployment becomes available, and a claim
+/// whose `dataSourceRef` names a kind no VolumePopulator registers gets its Warning Event
+/// (`UnrecognizedDataSourceKind`) instead of staying Pending without a word. The node's image
+/// is named by `E2E_VALIDATOR_IMAGE` (`.ci/run` sets it).
+#[tokio::test]
+#[ignore = "needs a real cluster with a node: set E2E_KUBECONFIG, E2E_OPERATOR_IMAGE and E2E_VALIDATOR_IMAGE, pass --ignored"]
+async fn the_installed_volume_data_source_validator_reports_unknown_populators() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Event;
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+    use storage_operator::validator;
+    let admin = e2e::admin().await;
+    node::require_node(&admin).await;
+    let image = install::operator_image();
+    let (operator_ns, deployment) = install_operator(&admin, &image).await;
+    let explain = [operator_ns.as_str(), APP_NS];
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    wait_or_explain(&admin, &explain, "the validator available", async || {
+        let d = deployments.get_opt(validator::NAME).await.ok()??;
+        (d.status?.available_replicas? >= 1).then_some(())
+    })
+    .await;
+
+    install::ensure_namespace(&admin, APP_NS).await;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), APP_NS);
+    claims
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "from-a-populator"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Mi"}},
+                    "dataSourceRef": {"apiGroup": "hello.example.com", "kind": "Hello", "name": "world"}
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let events: Api<Event> = Api::namespaced(admin.clone(), APP_NS);
+    let event = wait_or_explain(
+        &admin,
+        &explain,
+        "the claim's UnrecognizedDataSourceKind Event",
+        async || {
+            let listed = events.list(&ListParams::default()).await.ok()?;
+            listed.items.into_iter().find(|e| {
+                e.involved_object.name.as_deref() == Some("from-a-populator")
+                    && e.reason.as_deref() == Some("UnrecognizedDataSourceKind")
+            })
+        },
+    )
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"), "{event:?}");
+
+    cleanup::delete_namespace(&admin, APP_NS).await;
+    let operator: Api<Deployment> = Api::namespaced(admin.clone(), &operator_ns);
+    cleanup::delete_and_wait(&operator, &deployment).await;
+    e2e::cso::remove_validator(&admin).await;
 }

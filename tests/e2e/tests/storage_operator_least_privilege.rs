@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -77,17 +77,7 @@ fn refused<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> (u16, String) 
 async fn reads_no_secret_and_escalates_only_the_roles_it_writes() {
     let admin = e2e::admin().await;
     let identity = cso::prepare(&admin).await;
-    e2e::install::wait_not_terminating(&admin, NS).await;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    if namespaces.get_opt(NS).await.unwrap().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
+    e2e::install::ensure_namespace(&admin, NS).await;
     let secret: Secret = serde_json::from_value(
         json!({"metadata": {"name": SECRET}, "stringData": {"password": "e2e"}}),
     )

@@ -214,20 +214,6 @@ async fn manila_gets_its_operand_namespace_and_roles_there() {
     cleanup::undeclare_platform(&admin, declared).await;
 }
 
-/// A Storage condition's status, reason and message.
-async fn storage_condition(admin: &kube::Client, type_: &str) -> Option<(String, String, String)> {
-    let storage = Api::<Storage>::all(admin.clone())
-        .get_opt("cluster")
-        .await
-        .unwrap()?;
-    let c = storage.status?.condition(type_)?.clone();
-    Some((
-        c.status.to_string(),
-        c.reason.unwrap_or_default(),
-        c.message.unwrap_or_default(),
-    ))
-}
-
 /// Taking over from OpenShift's cluster-storage-operator on the real API server, as the
 /// operator's own ServiceAccount: the GCP PD driver operator Deployment the Go operator made
 /// (with Update under its field manager, `strategy: {}` defaulted to RollingUpdate) is
@@ -239,22 +225,12 @@ async fn storage_condition(admin: &kube::Client, type_: &str) -> Option<(String,
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
 async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
-    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    use k8s_openapi::api::core::v1::ServiceAccount;
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
     let admin = e2e::admin().await;
     let declared = ensure_gcp(&admin).await;
     let identity = cso::prepare(&admin).await;
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    e2e::install::wait_not_terminating(&admin, NS).await;
-    if namespaces.get_opt(NS).await.unwrap().is_none() {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
+    e2e::install::ensure_namespace(&admin, NS).await;
     // As OpenShift's operator wrote them: created under its field manager.
     let former = PostParams {
         field_manager: Some(storage_operator::operator::FORMER_OPERATOR.into()),
@@ -319,7 +295,7 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
     wait_for(
         "the former operator's stale condition removed",
         async || {
-            storage_condition(
+            cso::storage_condition(
                 &admin,
                 "VSphereProblemDetectorDeploymentControllerAvailable",
             )
@@ -349,7 +325,7 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         "no field is left to the former operator"
     );
     wait_for("the Deployment's Degraded False", async || {
-        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+        cso::storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
             .await
             .filter(|c| c.0 == "False")
     })
@@ -420,7 +396,7 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
             .await
             .unwrap();
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+        cso::storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
             .await
             .filter(|c| c.0 == "True")
     })
@@ -441,7 +417,7 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         .await
         .unwrap();
     wait_for("the Deployment's Degraded False again", async || {
-        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+        cso::storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
             .await
             .filter(|c| c.0 == "False")
     })
