@@ -1449,12 +1449,17 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
         ),
         rule(&[""], &["persistentvolumes", "nodes"], READ),
         rule(&["config.openshift.io"], &["infrastructures"], READ),
-        // Whether the VolumeSnapshotClass CRD exists.
-        rule(
-            &["apiextensions.k8s.io"],
-            &["customresourcedefinitions"],
-            READ,
-        ),
+        // Whether the VolumeSnapshotClass CRD exists: that CRD only (it is watched by name).
+        k8s_openapi::api::rbac::v1::PolicyRule {
+            resource_names: Some(vec![
+                OptionalKind::VolumeSnapshotClass.crd_name().to_owned(),
+            ]),
+            ..rule(
+                &["apiextensions.k8s.io"],
+                &["customresourcedefinitions"],
+                READ,
+            )
+        },
         rule(
             &["", "events.k8s.io"],
             &["events"],
