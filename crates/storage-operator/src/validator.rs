@@ -303,7 +303,7 @@ pub fn build_deployment(image: &str, verbosity: u8, topology: Topology) -> Deplo
                         .is_openshift()
                         .then(|| "system-cluster-critical".into()),
                     containers: vec![container],
-                    security_context: Some(opkit::install::restricted_pod()),
+                    security_context: Some(pod_security(topology)),
                     ..Default::default()
                 }),
             },
@@ -312,6 +312,21 @@ pub fn build_deployment(image: &str, verbosity: u8, topology: Topology) -> Deplo
         ..Default::default()
     }
 }
+
+/// The pod's security: non-root everywhere. Upstream's image declares no user, so on plain
+/// Kubernetes the pod names one (`nobody`); on OpenShift the restricted SCC assigns the
+/// namespace's UID, and a fixed one would be refused.
+fn pod_security(topology: Topology) -> k8s_openapi::api::core::v1::PodSecurityContext {
+    let mut security = opkit::install::restricted_pod();
+    if !topology.is_openshift() {
+        security.run_as_user = Some(NOBODY);
+        security.run_as_group = Some(NOBODY);
+    }
+    security
+}
+
+/// The user and group of the validator on plain Kubernetes.
+const NOBODY: i64 = 65534;
 
 /// The validator's conditions: its starter's Degraded (it always starts while Managed), its
 /// static objects' Degraded (SyncError naming what could not be written), and its
@@ -385,6 +400,9 @@ mod tests {
             format!("{}.{}", crd.spec.names.plural, crd.spec.group),
             CRD_NAME
         );
+        // On OpenShift the SCC assigns the user; elsewhere the pod names a non-root one (the
+        // image declares none, and runAsNonRoot alone refuses to start it).
+        assert_eq!(pod.security_context.as_ref().unwrap().run_as_user, None);
         // Plain Kubernetes without control-plane nodes: no node selector.
         let anywhere = build_deployment(
             "i",
@@ -393,10 +411,9 @@ mod tests {
                 control_plane_nodes: false,
             },
         );
-        assert_eq!(
-            anywhere.spec.unwrap().template.spec.unwrap().node_selector,
-            None
-        );
+        let anywhere = anywhere.spec.unwrap().template.spec.unwrap();
+        assert_eq!(anywhere.node_selector, None);
+        assert_eq!(anywhere.security_context.unwrap().run_as_user, Some(65534));
     }
 
     #[test]
