@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use api::operator_v1::{
     ClusterCSIDriver, GenerationStatus, OperatorCondition, OperatorStatus, Storage,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
 use kube::api::{Patch, PatchParams};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
@@ -63,13 +63,19 @@ pub fn owned_condition_types(meta: &ObjectMeta, field_manager: &str) -> BTreeSet
         .iter()
         .flatten()
         .filter(|entry| entry.manager.as_deref() == Some(field_manager))
-        .filter_map(|entry| entry.fields_v1.as_ref())
-        .filter_map(|fields| {
-            fields
-                .0
-                .pointer("/f:status/f:conditions")
-                .and_then(Value::as_object)
-        })
+        .flat_map(entry_condition_types)
+        .collect()
+}
+
+/// The condition types one managedFields entry owns (`f:status` / `f:conditions` /
+/// `k:{"type":"..."}`).
+fn entry_condition_types(entry: &ManagedFieldsEntry) -> Vec<String> {
+    entry
+        .fields_v1
+        .as_ref()
+        .and_then(|fields| fields.0.pointer("/f:status/f:conditions"))
+        .and_then(Value::as_object)
+        .into_iter()
         .flat_map(|conditions| conditions.keys())
         .filter_map(|key| key.strip_prefix("k:"))
         .filter_map(|key| serde_json::from_str::<Value>(key).ok())
@@ -188,11 +194,7 @@ pub fn stale_condition_types(
     let mut owners: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for entry in meta.managed_fields.iter().flatten() {
         let manager = entry.manager.clone().unwrap_or_default();
-        let one = ObjectMeta {
-            managed_fields: Some(vec![entry.clone()]),
-            ..ObjectMeta::default()
-        };
-        for type_ in owned_condition_types(&one, &manager) {
+        for type_ in entry_condition_types(entry) {
             owners.entry(type_).or_default().insert(manager.clone());
         }
     }

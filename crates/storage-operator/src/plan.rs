@@ -302,9 +302,15 @@ pub fn plan_with_failures(
             .filter_map(|d| d.failed_in(failures))
             .collect();
         for (entry, def) in &started {
-            let own = start_driver(entry, def, &inputs);
-            let own_failures: Vec<&WriteFailure> =
-                own.iter().filter_map(|d| d.failed_in(failures)).collect();
+            // Its objects are built again only to name what failed, on a pass where something did.
+            let own_failures: Vec<&WriteFailure> = if failures.is_empty() {
+                Vec::new()
+            } else {
+                start_driver(entry, def, &inputs)
+                    .iter()
+                    .filter_map(|d| d.failed_in(failures))
+                    .collect()
+            };
             shared_failures.retain(|f| !own_failures.contains(f));
             // As OpenShift lists the namespace its static assets create for such a driver.
             if let Some(namespace) = starter::separate_operand_namespace(def) {
@@ -355,28 +361,20 @@ pub fn plan_with_failures(
                 .deployments
                 .iter()
                 .find(|d| d.name_any() == entry.operator_deployment);
-            let mut deployment_conditions =
-                starter::operator_deployment_conditions(entry, deployment);
-            let (deployment_failures, static_failures): (Vec<&WriteFailure>, Vec<&WriteFailure>) =
-                own_failures.iter().partition(|f| f.kind == "Deployment");
-            if !deployment_failures.is_empty() {
-                let degraded = format!(
+            let (static_degraded, deployment_conditions) = part_conditions(
+                &format!(
+                    "{}CSIDriverOperatorStaticControllerDegraded",
+                    entry.condition_prefix
+                ),
+                &format!(
                     "{}CSIDriverOperatorDeploymentDegraded",
                     entry.condition_prefix
-                );
-                deployment_conditions.retain(|c| c.type_ != degraded);
-                deployment_conditions.push(sync_error(degraded, &deployment_failures));
-            }
-            conditions.extend(deployment_conditions);
-            let static_degraded = format!(
-                "{}CSIDriverOperatorStaticControllerDegraded",
-                entry.condition_prefix
+                ),
+                starter::operator_deployment_conditions(entry, deployment),
+                &own_failures,
             );
-            conditions.push(if static_failures.is_empty() {
-                condition(static_degraded, ConditionStatus::False, "AsExpected", "")
-            } else {
-                sync_error(static_degraded, &static_failures)
-            });
+            conditions.extend(deployment_conditions);
+            conditions.push(static_degraded);
             if let Some(deployment) = observed
                 .deployments
                 .iter()
@@ -407,16 +405,9 @@ pub fn plan_with_failures(
             .filter_map(|d| d.failed_in(failures))
             .collect();
         shared_failures.retain(|f| !validator_failures.contains(f));
-        let (validator_deployment_failures, validator_static_failures): (
-            Vec<&WriteFailure>,
-            Vec<&WriteFailure>,
-        ) = validator_failures
-            .iter()
-            .partition(|f| f.kind == "Deployment");
         conditions.extend(validator::conditions(
             observed.validator_deployment.as_ref(),
-            &validator_static_failures,
-            &validator_deployment_failures,
+            &validator_failures,
         ));
         if let Some(deployment) = &observed.validator_deployment {
             generations.push(generation(
@@ -716,8 +707,33 @@ fn validator_objects(
     objects
 }
 
+/// The Degraded conditions of a part made of static objects and a Deployment, given the
+/// part's own failed writes of this pass (`failures`): its static objects' Degraded
+/// (`static_degraded`: False, or SyncError listing what failed), and the Deployment's
+/// conditions as observed (`deployment_conditions`) with their `deployment_degraded` replaced
+/// by SyncError when the Deployment itself could not be written.
+pub(crate) fn part_conditions(
+    static_degraded: &str,
+    deployment_degraded: &str,
+    mut deployment_conditions: Vec<OperatorCondition>,
+    failures: &[&WriteFailure],
+) -> (OperatorCondition, Vec<OperatorCondition>) {
+    let (deployment_failures, static_failures): (Vec<&WriteFailure>, Vec<&WriteFailure>) =
+        failures.iter().partition(|f| f.kind == "Deployment");
+    if !deployment_failures.is_empty() {
+        deployment_conditions.retain(|c| c.type_ != deployment_degraded);
+        deployment_conditions.push(sync_error(deployment_degraded.into(), &deployment_failures));
+    }
+    let static_condition = if static_failures.is_empty() {
+        condition(static_degraded, ConditionStatus::False, "AsExpected", "")
+    } else {
+        sync_error(static_degraded.into(), &static_failures)
+    };
+    (static_condition, deployment_conditions)
+}
+
 /// `<type_>=True` with reason `SyncError`, listing what failed.
-pub(crate) fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
+fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
     let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
     condition(
         type_,

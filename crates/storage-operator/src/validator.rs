@@ -331,35 +331,27 @@ const NOBODY: i64 = 65534;
 /// The validator's conditions: its starter's Degraded (it always starts while Managed), its
 /// static objects' Degraded (SyncError naming what could not be written), and its
 /// Deployment's Progressing and Degraded (from the Deployment as observed, or SyncError when
-/// it could not be written), as OpenShift names them.
+/// it could not be written), as OpenShift names them. `failures` are the validator's own
+/// failed writes of this pass.
 pub fn conditions(
     deployment: Option<&Deployment>,
-    static_failures: &[&WriteFailure],
-    deployment_failures: &[&WriteFailure],
+    failures: &[&WriteFailure],
 ) -> Vec<OperatorCondition> {
-    let sync_error = crate::plan::sync_error;
-    let mut out = vec![condition(
-        format!("{STARTER}Degraded"),
-        ConditionStatus::False,
-        "AsExpected",
-        "",
-    )];
-    out.push(if static_failures.is_empty() {
+    let (static_degraded, workload) = crate::plan::part_conditions(
+        &format!("{STATIC}Degraded"),
+        &format!("{DEPLOYMENT}Degraded"),
+        crate::starter::deployment_conditions(DEPLOYMENT, NAME, deployment),
+        failures,
+    );
+    let mut out = vec![
         condition(
-            format!("{STATIC}Degraded"),
+            format!("{STARTER}Degraded"),
             ConditionStatus::False,
             "AsExpected",
             "",
-        )
-    } else {
-        sync_error(format!("{STATIC}Degraded"), static_failures)
-    });
-    let mut workload = crate::starter::deployment_conditions(DEPLOYMENT, NAME, deployment);
-    if !deployment_failures.is_empty() {
-        let degraded = format!("{DEPLOYMENT}Degraded");
-        workload.retain(|c| c.type_ != degraded);
-        workload.push(sync_error(degraded, deployment_failures));
-    }
+        ),
+        static_degraded,
+    ];
     out.extend(workload);
     out
 }
@@ -430,7 +422,7 @@ mod tests {
                 .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
                 .unwrap()
         };
-        let clean = conditions(None, &[], &[]);
+        let clean = conditions(None, &[]);
         assert_eq!(
             find(&clean, "VolumeDataSourceValidatorStaticControllerDegraded"),
             (ConditionStatus::False, "AsExpected".into())
@@ -444,7 +436,12 @@ mod tests {
             ConditionStatus::True,
             "waiting for the Deployment"
         );
-        let failed = conditions(None, &[&failure], &[&failure]);
+        let deployment_failure = WriteFailure {
+            kind: "Deployment".into(),
+            object: format!("{OPERATOR_NAMESPACE}/{NAME}"),
+            message: "applying Deployment: refused (403)".into(),
+        };
+        let failed = conditions(None, &[&failure, &deployment_failure]);
         for type_ in [
             "VolumeDataSourceValidatorStaticControllerDegraded",
             "VolumeDataSourceValidatorDeploymentControllerDegraded",
