@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use crate::plan::OPERATOR_NAMESPACE;
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces};
 use crate::starter::STARTER_LABEL;
+use crate::validator;
 
 /// Which optional APIs the cluster serves (OpenShift's config.openshift.io kinds).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,10 +87,9 @@ pub struct Observed {
     pub role_bindings: Vec<RoleBinding>,
     /// Our driver operator Deployments, and the volume data source validator's.
     pub deployments: Vec<Deployment>,
-    /// The volume data source validator's Deployment (also in `deployments`).
-    pub validator_deployment: Option<Deployment>,
-    /// The `VolumePopulator` CRD, whoever made it.
-    pub volume_populator_crd: Option<CustomResourceDefinition>,
+    /// The volume data source validator's objects, whoever made them (also in
+    /// `service_accounts`, `cluster_roles`, `cluster_role_bindings` and `deployments`).
+    pub validator: ValidatorObjects,
     /// `openshift-config/selinux-conflicts`, on OpenShift (with the FeatureGate API).
     pub selinux_conflicts: Option<ConfigMap>,
     /// Every StorageClass (for the storage metrics).
@@ -100,6 +100,22 @@ pub struct Observed {
     pub cluster_roles: Vec<ClusterRole>,
     /// Our ClusterRoleBindings.
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+}
+
+/// The volume data source validator's objects, read by name whoever made them: the names are
+/// fixed (OpenShift's), so one that someone else made must be seen to be left alone.
+#[derive(Clone, Debug, Default)]
+pub struct ValidatorObjects {
+    /// Its ServiceAccount in the operator's namespace.
+    pub service_account: Option<ServiceAccount>,
+    /// Its ClusterRole.
+    pub cluster_role: Option<ClusterRole>,
+    /// Its ClusterRoleBinding.
+    pub cluster_role_binding: Option<ClusterRoleBinding>,
+    /// Its Deployment in the operator's namespace.
+    pub deployment: Option<Deployment>,
+    /// The `VolumePopulator` CRD.
+    pub crd: Option<CustomResourceDefinition>,
 }
 
 /// The caches behind [`Observed`].
@@ -121,10 +137,11 @@ pub struct Caches {
     roles: Vec<Store<Role>>,
     role_bindings: Vec<Store<RoleBinding>>,
     deployments: Store<Deployment>,
-    /// Ours in the operator's namespace: the volume data source validator's ServiceAccount and
-    /// Deployment.
-    operator_service_accounts: Store<ServiceAccount>,
-    operator_deployments: Store<Deployment>,
+    /// The volume data source validator's objects, by name.
+    validator_service_account: Store<ServiceAccount>,
+    validator_cluster_role: Store<ClusterRole>,
+    validator_cluster_role_binding: Store<ClusterRoleBinding>,
+    validator_deployment: Store<Deployment>,
     volume_populator_crd: Store<CustomResourceDefinition>,
     selinux_conflicts: Option<Store<ConfigMap>>,
     storage_classes: Store<StorageClass>,
@@ -231,20 +248,30 @@ impl Caches {
                 Api::namespaced(ns(client), DRIVER_NAMESPACE),
                 ours(),
             ),
-            operator_service_accounts: informers.watch(
+            validator_service_account: informers.watch(
                 &named_in("serviceaccounts", OPERATOR_NAMESPACE),
                 Api::namespaced(ns(client), OPERATOR_NAMESPACE),
-                ours(),
+                named(validator::NAME),
             ),
-            operator_deployments: informers.watch(
+            validator_cluster_role: informers.watch(
+                "clusterroles (volume data source validator)",
+                all(client),
+                named(validator::NAME),
+            ),
+            validator_cluster_role_binding: informers.watch(
+                "clusterrolebindings (volume data source validator)",
+                all(client),
+                named(validator::NAME),
+            ),
+            validator_deployment: informers.watch(
                 &named_in("deployments", OPERATOR_NAMESPACE),
                 Api::namespaced(ns(client), OPERATOR_NAMESPACE),
-                ours(),
+                named(validator::NAME),
             ),
             volume_populator_crd: informers.watch(
                 "customresourcedefinitions",
                 all(client),
-                named(crate::validator::CRD_NAME),
+                named(validator::CRD_NAME),
             ),
             selinux_conflicts: apis.feature_gate.then(|| {
                 informers.watch(
@@ -264,6 +291,13 @@ impl Caches {
 
     /// The current state of every cache.
     pub fn observe(&self) -> Observed {
+        let validator = ValidatorObjects {
+            service_account: single(&self.validator_service_account),
+            cluster_role: single(&self.validator_cluster_role),
+            cluster_role_binding: single(&self.validator_cluster_role_binding),
+            deployment: single(&self.validator_deployment),
+            crd: single(&self.volume_populator_crd),
+        };
         Observed {
             apis: self.apis,
             storage: single(&self.storage),
@@ -279,20 +313,10 @@ impl Caches {
             cluster_csi_drivers: snapshot(&self.cluster_csi_drivers),
             csi_drivers: snapshot(&self.csi_drivers),
             namespaces: self.namespaces.iter().flat_map(snapshot).collect(),
-            service_accounts: snapshot(&self.service_accounts)
-                .into_iter()
-                .chain(snapshot(&self.operator_service_accounts))
-                .collect(),
+            service_accounts: with(snapshot(&self.service_accounts), &validator.service_account),
             roles: self.roles.iter().flat_map(snapshot).collect(),
             role_bindings: self.role_bindings.iter().flat_map(snapshot).collect(),
-            deployments: snapshot(&self.deployments)
-                .into_iter()
-                .chain(snapshot(&self.operator_deployments))
-                .collect(),
-            validator_deployment: snapshot(&self.operator_deployments)
-                .into_iter()
-                .find(|d| d.metadata.name.as_deref() == Some(crate::validator::NAME)),
-            volume_populator_crd: single(&self.volume_populator_crd),
+            deployments: with(snapshot(&self.deployments), &validator.deployment),
             selinux_conflicts: self.selinux_conflicts.as_ref().and_then(single),
             storage_classes: snapshot(&self.storage_classes),
             volume_attributes_classes: self
@@ -300,10 +324,27 @@ impl Caches {
                 .as_ref()
                 .map(snapshot)
                 .unwrap_or_default(),
-            cluster_roles: snapshot(&self.cluster_roles),
-            cluster_role_bindings: snapshot(&self.cluster_role_bindings),
+            cluster_roles: with(snapshot(&self.cluster_roles), &validator.cluster_role),
+            cluster_role_bindings: with(
+                snapshot(&self.cluster_role_bindings),
+                &validator.cluster_role_binding,
+            ),
+            validator,
         }
     }
+}
+
+/// `objects` and `named`, unless an object of that name and namespace is already there (ours
+/// are in both the labelled cache and the by-name one).
+fn with<K: Resource + Clone>(mut objects: Vec<K>, named: &Option<K>) -> Vec<K> {
+    if let Some(named) = named
+        && !objects.iter().any(|o| {
+            o.meta().name == named.meta().name && o.meta().namespace == named.meta().namespace
+        })
+    {
+        objects.push(named.clone());
+    }
+    objects
 }
 
 /// Starts the caches and waits for them to sync.

@@ -415,9 +415,7 @@ async fn apply(
         ),
         Desired::CustomResourceDefinition(o) => (
             "CustomResourceDefinition",
-            applier
-                .apply(o, observed.volume_populator_crd.as_ref())
-                .await?,
+            applier.apply(o, observed.validator.crd.as_ref()).await?,
         ),
     })
 }

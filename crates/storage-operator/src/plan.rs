@@ -14,7 +14,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
 use opkit::conditions::condition;
@@ -399,17 +399,25 @@ pub fn plan_with_failures(
             observed.selinux_conflicts.as_ref(),
         ));
         // The volume data source validator, on every platform.
-        let validator_objects = validator_objects(observed, settings, &inputs, storage);
+        let (validator_objects, validator_not_ours) =
+            validator_objects(observed, settings, &inputs, storage);
         let validator_failures: Vec<&WriteFailure> = validator_objects
             .iter()
             .filter_map(|d| d.failed_in(failures))
             .collect();
         shared_failures.retain(|f| !validator_failures.contains(f));
+        // Someone else's Deployment of that name is not ours to report on.
+        let validator_deployment = observed
+            .validator
+            .deployment
+            .as_ref()
+            .filter(|d| ours_to_apply(Some(&d.metadata)));
         conditions.extend(validator::conditions(
-            observed.validator_deployment.as_ref(),
+            validator_deployment,
             &validator_failures,
+            &validator_not_ours,
         ));
-        if let Some(deployment) = &observed.validator_deployment {
+        if let Some(deployment) = validator_deployment {
             generations.push(generation(
                 "apps",
                 "deployments",
@@ -668,43 +676,116 @@ impl Desired {
     }
 }
 
-/// The volume data source validator's objects. Its CRD is applied only when it is absent or
-/// was written by us or by the operator ours replaces: a `VolumePopulator` CRD someone else
-/// installed (upstream's, or a populator's) serves the same API and is left as it is.
+/// Managers whose entries do not make an object someone else's: the cluster's own
+/// controllers, which add to objects whoever made them (on OpenShift, a ServiceAccount's image
+/// pull secrets).
+const PLATFORM_MANAGERS: [&str; 2] = ["kube-controller-manager", "openshift-controller-manager"];
+
+/// Whether an object of a fixed name is ours to apply: absent, applied by us, written by the
+/// operator ours replaces (whose fields the applier takes over on the first apply), or holding
+/// no field anyone else set. The last is how kube-apiserver keeps an object created with
+/// nothing but its name (OpenShift's operator creates its ServiceAccounts so): with no
+/// `managedFields` at all, since it keeps no empty entry; applying ours over it overwrites
+/// nothing. Anything else was made by someone else and is left as it is.
+pub(crate) fn ours_to_apply(meta: Option<&ObjectMeta>) -> bool {
+    let Some(meta) = meta else {
+        return true;
+    };
+    let mut others = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|e| e.subresource.as_deref().unwrap_or_default().is_empty())
+        .filter_map(|e| e.manager.as_deref())
+        .filter(|m| !PLATFORM_MANAGERS.contains(m));
+    opkit::ownership::applied_by_us(meta)
+        || meta
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
+        || others.next().is_none()
+}
+
+/// An object of a fixed name that someone else made, so it is not applied: a part reports it
+/// as Degraded, naming the object and what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotOurs {
+    /// The object's kind.
+    pub kind: &'static str,
+    /// `namespace/name`, or `name` for a cluster-scoped object.
+    pub object: String,
+}
+
+impl NotOurs {
+    fn of(desired: &Desired) -> Self {
+        let (kind, object) = desired.key();
+        Self { kind, object }
+    }
+
+    /// What status says about it.
+    pub fn message(&self) -> String {
+        format!(
+            "{} {} exists and was made neither by this operator nor by OpenShift's \
+             cluster-storage-operator, so it is left as it is: delete it to let the operator \
+             create its own",
+            self.kind, self.object
+        )
+    }
+}
+
+/// The volume data source validator's objects to apply, and those of its names someone else
+/// made ([`ours_to_apply`]), which are left alone and reported. A `VolumePopulator` CRD
+/// someone else installed (upstream's, or a populator's) serves the same API: it is left as it
+/// is without a report.
 fn validator_objects(
     observed: &Observed,
     settings: &Settings,
     inputs: &StarterInputs,
     storage: &Storage,
-) -> Vec<Desired> {
+) -> (Vec<Desired>, Vec<NotOurs>) {
     let image = settings
         .env
         .get(validator::IMAGE_ENV)
         .filter(|i| !i.is_empty())
         .map_or(validator::DEFAULT_IMAGE, String::as_str);
-    let mut objects = vec![
-        Desired::ServiceAccount(validator::build_service_account()),
-        Desired::ClusterRole(validator::build_cluster_role()),
-        Desired::ClusterRoleBinding(validator::build_cluster_role_binding()),
+    let found = &observed.validator;
+    let candidates = [
+        (
+            Desired::ServiceAccount(validator::build_service_account()),
+            found.service_account.as_ref().map(|o| &o.metadata),
+        ),
+        (
+            Desired::ClusterRole(validator::build_cluster_role()),
+            found.cluster_role.as_ref().map(|o| &o.metadata),
+        ),
+        (
+            Desired::ClusterRoleBinding(validator::build_cluster_role_binding()),
+            found.cluster_role_binding.as_ref().map(|o| &o.metadata),
+        ),
+        (
+            Desired::CustomResourceDefinition(validator::build_crd()),
+            found.crd.as_ref().map(|o| &o.metadata),
+        ),
+        (
+            Desired::Deployment(validator::build_deployment(
+                image,
+                storage.spec.operator.log_level().klog_verbosity(),
+                inputs.topology,
+            )),
+            found.deployment.as_ref().map(|o| &o.metadata),
+        ),
     ];
-    let crd_ours = observed.volume_populator_crd.as_ref().is_none_or(|crd| {
-        opkit::ownership::applied_by_us(&crd.metadata)
-            || crd
-                .metadata
-                .managed_fields
-                .iter()
-                .flatten()
-                .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
-    });
-    if crd_ours {
-        objects.push(Desired::CustomResourceDefinition(validator::build_crd()));
+    let mut objects = Vec::new();
+    let mut not_ours = Vec::new();
+    for (desired, live) in candidates {
+        if ours_to_apply(live) {
+            objects.push(desired);
+        } else if !matches!(desired, Desired::CustomResourceDefinition(_)) {
+            not_ours.push(NotOurs::of(&desired));
+        }
     }
-    objects.push(Desired::Deployment(validator::build_deployment(
-        image,
-        storage.spec.operator.log_level().klog_verbosity(),
-        inputs.topology,
-    )));
-    objects
+    (objects, not_ours)
 }
 
 /// The Degraded conditions of a part made of static objects and a Deployment, given the
@@ -866,6 +947,143 @@ mod tests {
         plan.objects.iter().any(|o| {
             matches!(o, Desired::Deployment(d) if d.metadata.name.as_deref() != Some(validator::NAME))
         })
+    }
+
+    #[test]
+    fn an_object_is_someone_elses_only_when_someone_else_set_a_field_of_it() {
+        let meta = |entries: serde_json::Value| -> ObjectMeta {
+            serde_json::from_value(json!({"name": "x", "managedFields": entries})).unwrap()
+        };
+        let entry = |manager: &str, operation: &str, subresource: Option<&str>| {
+            let mut e = json!({"manager": manager, "operation": operation, "apiVersion": "v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}});
+            if let Some(s) = subresource {
+                e["subresource"] = s.into();
+            }
+            e
+        };
+        let cases = [
+            (json!(null), true, "created with its name only"),
+            (
+                json!([entry("storage-operator/CSIDriverStarter", "Apply", None)]),
+                true,
+                "ours",
+            ),
+            (
+                json!([entry("cluster-storage-operator", "Update", None)]),
+                true,
+                "the former operator's",
+            ),
+            (
+                json!([
+                    entry("openshift-controller-manager", "Update", None),
+                    entry("kube-controller-manager", "Update", Some("status"))
+                ]),
+                true,
+                "only the cluster's controllers added to it",
+            ),
+            (
+                json!([entry("helm", "Update", None)]),
+                false,
+                "someone else's",
+            ),
+            (
+                json!([
+                    entry(
+                        "storage-operator/CSIDriverStarter",
+                        "Update",
+                        Some("status")
+                    ),
+                    entry("kubectl-create", "Update", None)
+                ]),
+                false,
+                "a copy whose status we wrote",
+            ),
+        ];
+        for (entries, expected, what) in cases {
+            assert_eq!(ours_to_apply(Some(&meta(entries))), expected, "{what}");
+        }
+        assert!(ours_to_apply(None), "absent");
+    }
+
+    /// The validator's objects have OpenShift's fixed names: each is applied when it is
+    /// absent, ours or the former operator's, and left alone (and reported) when someone
+    /// else made it; someone else's VolumePopulator CRD is left alone without a report.
+    #[test]
+    fn the_validators_objects_someone_else_made_are_left_alone() {
+        let made_by = |manager: &str, operation: &str| {
+            json!({"managedFields": [{"manager": manager, "operation": operation,
+                "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {}}]})
+        };
+        let meta = |name: &str, namespace: Option<&str>, by: serde_json::Value| {
+            let mut m = by;
+            m["name"] = name.into();
+            if let Some(ns) = namespace {
+                m["namespace"] = ns.into();
+            }
+            json!({"metadata": m})
+        };
+        let mut o = observed();
+        let theirs = made_by("kubectl-create", "Update");
+        let former = made_by(crate::operator::FORMER_OPERATOR, "Update");
+        let ours = made_by("storage-operator/CSIDriverStarter", "Apply");
+        o.validator.service_account = Some(
+            serde_json::from_value(meta(
+                validator::NAME,
+                Some(OPERATOR_NAMESPACE),
+                theirs.clone(),
+            ))
+            .unwrap(),
+        );
+        o.validator.cluster_role =
+            Some(serde_json::from_value(meta(validator::NAME, None, former)).unwrap());
+        o.validator.cluster_role_binding =
+            Some(serde_json::from_value(meta(validator::NAME, None, ours)).unwrap());
+        o.validator.crd =
+            Some(serde_json::from_value(meta(validator::CRD_NAME, None, theirs.clone())).unwrap());
+        let mut d: serde_json::Value = meta(validator::NAME, Some(OPERATOR_NAMESPACE), theirs);
+        d["status"] = json!({"availableReplicas": 1, "replicas": 1, "updatedReplicas": 1});
+        o.validator.deployment = Some(serde_json::from_value(d).unwrap());
+
+        let plan = plan_with_failures(&o, &settings(), &BTreeMap::new(), &[], &now());
+        let applied: Vec<(&str, String)> = plan
+            .objects
+            .iter()
+            .map(Desired::key)
+            .filter(|(_, name)| name.ends_with(validator::NAME) || name == validator::CRD_NAME)
+            .collect();
+        assert_eq!(
+            applied,
+            [
+                ("ClusterRole", validator::NAME.to_owned()),
+                ("ClusterRoleBinding", validator::NAME.to_owned()),
+            ]
+        );
+        let conditions = plan.storage_status.unwrap().conditions;
+        let get = |type_: &str| conditions.iter().find(|c| c.type_ == type_).unwrap();
+        for type_ in [
+            "VolumeDataSourceValidatorStaticControllerDegraded",
+            "VolumeDataSourceValidatorDeploymentControllerDegraded",
+        ] {
+            assert_eq!(get(type_).status, ConditionStatus::True, "{type_}");
+            assert_eq!(
+                get(type_).reason.as_deref(),
+                Some("ObjectNotOurs"),
+                "{type_}"
+            );
+        }
+        assert!(
+            get("VolumeDataSourceValidatorStaticControllerDegraded")
+                .message
+                .as_deref()
+                .unwrap()
+                .starts_with("ServiceAccount openshift-cluster-storage-operator/volume-data-source-validator exists"),
+        );
+        // Someone else's Deployment's state is not reported as ours.
+        assert_eq!(
+            get("VolumeDataSourceValidatorDeploymentControllerProgressing").status,
+            ConditionStatus::True
+        );
     }
 
     /// Each failed write is reported in the Degraded condition of its part: the driver

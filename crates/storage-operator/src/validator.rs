@@ -32,7 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use opkit::conditions::condition;
 use opkit::rbac::rule;
 
-use crate::plan::{OPERATOR_NAMESPACE, WriteFailure};
+use crate::plan::{NotOurs, OPERATOR_NAMESPACE, WriteFailure};
 use crate::starter::STARTER_LABEL;
 
 /// The name of every object of the validator.
@@ -332,17 +332,39 @@ const NOBODY: i64 = 65534;
 /// static objects' Degraded (SyncError naming what could not be written), and its
 /// Deployment's Progressing and Degraded (from the Deployment as observed, or SyncError when
 /// it could not be written), as OpenShift names them. `failures` are the validator's own
-/// failed writes of this pass.
+/// failed writes of this pass; `not_ours` its objects someone else made, which make their
+/// part Degraded (`ObjectNotOurs`) until they are gone.
 pub fn conditions(
     deployment: Option<&Deployment>,
     failures: &[&WriteFailure],
+    not_ours: &[NotOurs],
 ) -> Vec<OperatorCondition> {
-    let (static_degraded, workload) = crate::plan::part_conditions(
-        &format!("{STATIC}Degraded"),
-        &format!("{DEPLOYMENT}Degraded"),
+    let static_type = format!("{STATIC}Degraded");
+    let deployment_type = format!("{DEPLOYMENT}Degraded");
+    let (static_degraded, mut workload) = crate::plan::part_conditions(
+        &static_type,
+        &deployment_type,
         crate::starter::deployment_conditions(DEPLOYMENT, NAME, deployment),
         failures,
     );
+    let (foreign_deployment, foreign_static): (Vec<&NotOurs>, Vec<&NotOurs>) =
+        not_ours.iter().partition(|n| n.kind == "Deployment");
+    let static_degraded = with_not_ours(static_degraded, &foreign_static);
+    if !foreign_deployment.is_empty() {
+        let current = workload
+            .iter()
+            .position(|c| c.type_ == deployment_type)
+            .map(|i| workload.remove(i))
+            .unwrap_or_else(|| {
+                condition(
+                    deployment_type.clone(),
+                    ConditionStatus::False,
+                    "AsExpected",
+                    "",
+                )
+            });
+        workload.push(with_not_ours(current, &foreign_deployment));
+    }
     let mut out = vec![
         condition(
             format!("{STARTER}Degraded"),
@@ -354,6 +376,23 @@ pub fn conditions(
     ];
     out.extend(workload);
     out
+}
+
+/// `degraded`, made True by objects someone else made: reason `ObjectNotOurs` unless a write
+/// failed too (SyncError stays, and the messages are joined).
+fn with_not_ours(mut degraded: OperatorCondition, not_ours: &[&NotOurs]) -> OperatorCondition {
+    if not_ours.is_empty() {
+        return degraded;
+    }
+    let mut messages: Vec<String> = not_ours.iter().map(|n| n.message()).collect();
+    if degraded.status == ConditionStatus::True {
+        messages.insert(0, degraded.message.clone().unwrap_or_default());
+    } else {
+        degraded.status = ConditionStatus::True;
+        degraded.reason = Some("ObjectNotOurs".into());
+    }
+    degraded.message = Some(messages.join("\n"));
+    degraded
 }
 
 #[cfg(test)]
@@ -422,7 +461,7 @@ mod tests {
                 .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
                 .unwrap()
         };
-        let clean = conditions(None, &[]);
+        let clean = conditions(None, &[], &[]);
         assert_eq!(
             find(&clean, "VolumeDataSourceValidatorStaticControllerDegraded"),
             (ConditionStatus::False, "AsExpected".into())
@@ -441,7 +480,7 @@ mod tests {
             object: format!("{OPERATOR_NAMESPACE}/{NAME}"),
             message: "applying Deployment: refused (403)".into(),
         };
-        let failed = conditions(None, &[&failure, &deployment_failure]);
+        let failed = conditions(None, &[&failure, &deployment_failure], &[]);
         for type_ in [
             "VolumeDataSourceValidatorStaticControllerDegraded",
             "VolumeDataSourceValidatorDeploymentControllerDegraded",
@@ -451,5 +490,53 @@ mod tests {
                 (ConditionStatus::True, "SyncError".into())
             );
         }
+    }
+
+    #[test]
+    fn objects_someone_else_made_make_their_part_degraded_naming_them() {
+        let service_account = NotOurs {
+            kind: "ServiceAccount",
+            object: format!("{OPERATOR_NAMESPACE}/{NAME}"),
+        };
+        let deployment = NotOurs {
+            kind: "Deployment",
+            object: format!("{OPERATOR_NAMESPACE}/{NAME}"),
+        };
+        let failure = WriteFailure {
+            kind: "ClusterRole".into(),
+            object: NAME.into(),
+            message: "applying ClusterRole: refused (403)".into(),
+        };
+        let out = conditions(None, &[&failure], &[service_account, deployment]);
+        let get = |type_: &str| out.iter().find(|c| c.type_ == type_).unwrap();
+        let static_degraded = get("VolumeDataSourceValidatorStaticControllerDegraded");
+        assert_eq!(static_degraded.status, ConditionStatus::True);
+        // The failed write keeps its reason; both are said.
+        assert_eq!(static_degraded.reason.as_deref(), Some("SyncError"));
+        let message = static_degraded.message.clone().unwrap();
+        assert!(message.contains("refused (403)"), "{message}");
+        assert!(
+            message.contains(&format!(
+                "ServiceAccount {OPERATOR_NAMESPACE}/{NAME} exists and was made neither"
+            )) && message.contains("delete it"),
+            "{message}"
+        );
+        let deployment_degraded = get("VolumeDataSourceValidatorDeploymentControllerDegraded");
+        assert_eq!(deployment_degraded.status, ConditionStatus::True);
+        assert_eq!(deployment_degraded.reason.as_deref(), Some("ObjectNotOurs"));
+        assert!(
+            deployment_degraded
+                .message
+                .as_deref()
+                .unwrap()
+                .starts_with(&format!("Deployment {OPERATOR_NAMESPACE}/{NAME} exists")),
+            "{deployment_degraded:?}"
+        );
+        assert_eq!(
+            out.iter()
+                .filter(|c| c.type_ == "VolumeDataSourceValidatorDeploymentControllerDegraded")
+                .count(),
+            1
+        );
     }
 }

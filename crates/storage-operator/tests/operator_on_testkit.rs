@@ -1253,6 +1253,133 @@ async fn someone_elses_volume_populator_crd_is_left_alone() {
     running.stop().await;
 }
 
+/// The validator's objects have OpenShift's fixed names. A ServiceAccount and a Deployment of
+/// those names that someone else made are left as they are, and Storage says so, naming them;
+/// once they are deleted, the operator makes its own and the conditions clear.
+#[tokio::test]
+async fn someone_elses_validator_objects_are_left_alone_and_reported() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+    use storage_operator::validator;
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    let theirs = PostParams {
+        field_manager: Some("helm".into()),
+        ..PostParams::default()
+    };
+    let service_accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    service_accounts
+        .create(
+            &theirs,
+            &serde_json::from_value(json!({"metadata": {"name": validator::NAME,
+                "labels": {"app": "theirs"}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let image = "example.com/their-validator:1";
+    deployments
+        .create(
+            &theirs,
+            &serde_json::from_value(json!({
+                "metadata": {"name": validator::NAME},
+                "spec": {"selector": {"matchLabels": {"app": "theirs"}},
+                    "template": {"metadata": {"labels": {"app": "theirs"}},
+                        "spec": {"containers": [{"name": "validator", "image": image}]}}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    for (type_, object) in [
+        (
+            "VolumeDataSourceValidatorStaticControllerDegraded",
+            "ServiceAccount",
+        ),
+        (
+            "VolumeDataSourceValidatorDeploymentControllerDegraded",
+            "Deployment",
+        ),
+    ] {
+        let (_, reason, message) = eventually(&format!("{type_}=True"), async || {
+            storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == "True")
+        })
+        .await;
+        assert_eq!(reason, "ObjectNotOurs");
+        assert!(
+            message.starts_with(&format!(
+                "{object} {OPERATOR_NAMESPACE}/{} exists and was made neither",
+                validator::NAME
+            )),
+            "{message}"
+        );
+    }
+    running.converged(&cluster, "storage-operator").await;
+    // Theirs, untouched; the rest of the validator is in place.
+    let deployment = deployments.get(validator::NAME).await.unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(pod.containers[0].image.as_deref(), Some(image));
+    let service_account = service_accounts.get(validator::NAME).await.unwrap();
+    assert_eq!(
+        service_account.metadata.labels,
+        Some([("app".to_owned(), "theirs".to_owned())].into())
+    );
+    for object in [&deployment.metadata, &service_account.metadata] {
+        assert!(
+            !opkit::ownership::applied_by_us(object),
+            "{:?}",
+            object.managed_fields
+        );
+    }
+    assert!(
+        Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(admin.clone())
+            .get_opt(validator::NAME)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Once they are gone, the operator makes its own.
+    deployments
+        .delete(validator::NAME, &Default::default())
+        .await
+        .unwrap();
+    service_accounts
+        .delete(validator::NAME, &Default::default())
+        .await
+        .unwrap();
+    for type_ in [
+        "VolumeDataSourceValidatorStaticControllerDegraded",
+        "VolumeDataSourceValidatorDeploymentControllerDegraded",
+    ] {
+        eventually(&format!("{type_}=False"), async || {
+            storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == "False")
+        })
+        .await;
+    }
+    let ours = eventually("our validator's Deployment", async || {
+        deployments
+            .get_opt(validator::NAME)
+            .await
+            .unwrap()
+            .filter(|d| opkit::ownership::applied_by_us(&d.metadata))
+    })
+    .await;
+    assert_ne!(
+        ours.spec.unwrap().template.spec.unwrap().containers[0]
+            .image
+            .as_deref(),
+        Some(image)
+    );
+    running.stop().await;
+}
+
 /// OpenShift's SELinuxMountGAReadinessController, with its feature gate on: while
 /// `openshift-config/selinux-conflicts` says conflicting workloads are present, Storage and
 /// the ClusterOperator say the cluster is not Upgradeable, and why; once it says none, it is.

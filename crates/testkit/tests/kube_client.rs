@@ -1157,6 +1157,49 @@ async fn a_copy_created_with_the_originals_managed_fields_is_its_creators_alone(
     assert_eq!(created.labels()["a"], "b", "the labels are copied");
 }
 
+/// An object created with nothing but its name has no managedFields at all: the creator set no
+/// field, and kube-apiserver v1.36.2 keeps no empty entry (a ServiceAccount created so under
+/// field manager `cluster-storage-operator` on `../shared/k8s` has none). So the lack of an
+/// entry says nothing about who made it.
+#[tokio::test]
+async fn an_object_created_with_only_its_name_has_no_managed_fields() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let cluster = Cluster::start().await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client(), NS);
+    let created = accounts
+        .create(
+            &PostParams {
+                field_manager: Some("cluster-storage-operator".into()),
+                ..PostParams::default()
+            },
+            &serde_json::from_value(json!({"metadata": {"name": "bare"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.managed_fields, None, "{created:?}");
+    let with_a_label = accounts
+        .create(
+            &PostParams {
+                field_manager: Some("cluster-storage-operator".into()),
+                ..PostParams::default()
+            },
+            &serde_json::from_value(
+                json!({"metadata": {"name": "labelled", "labels": {"a": "b"}}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        with_a_label
+            .managed_fields()
+            .iter()
+            .map(|e| e.manager.clone().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        ["cluster-storage-operator"]
+    );
+}
+
 /// A Deployment recreated on update has no rolling update parameters: kube-apiserver v1.36.2
 /// refuses them with this 422 (the body below is its answer, read on `../shared/k8s`), also
 /// when a server-side apply of `Recreate` meets a RollingUpdate another manager owns.

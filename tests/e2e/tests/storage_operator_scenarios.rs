@@ -263,6 +263,38 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         .await
         .unwrap();
 
+    // The volume data source validator as OpenShift's operator made it: its ServiceAccount
+    // and its Deployment (RollingUpdate by default, with OpenShift's arguments).
+    let validators: Api<Deployment> =
+        Api::namespaced(admin.clone(), storage_operator::plan::OPERATOR_NAMESPACE);
+    {
+        use storage_operator::plan::OPERATOR_NAMESPACE;
+        use storage_operator::validator::NAME;
+        Api::<ServiceAccount>::namespaced(admin.clone(), OPERATOR_NAMESPACE)
+            .create(
+                &former,
+                &serde_json::from_value(json!({"metadata": {"name": NAME}})).unwrap(),
+            )
+            .await
+            .unwrap();
+        validators
+            .create(
+                &former,
+                &serde_json::from_value(json!({
+                    "metadata": {"name": NAME},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": {"name": NAME}},
+                        "template": {"metadata": {"labels": {"name": NAME}},
+                            "spec": {"serviceAccountName": NAME,
+                                "containers": [{"name": NAME,
+                                    "image": "quay.io/openshift/volume-data-source-validator:4.22",
+                                    "args": ["--v=2", "--http-endpoint=127.0.0.1:8443"]}]}}}
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+
     // Storage/cluster as OpenShift left it: a condition of a controller ours has no
     // counterpart for, written by the former operator, is removed once ours runs.
     let storages: Api<Storage> = Api::all(admin.clone());
@@ -330,6 +362,36 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
             .filter(|c| c.0 == "False")
     })
     .await;
+    // The validator's objects were OpenShift's operator's: adopted in place, not reported as
+    // someone else's.
+    let validator = wait_for("the validator's Deployment adopted", async || {
+        let d = validators
+            .get(storage_operator::validator::NAME)
+            .await
+            .unwrap();
+        opkit::ownership::applied_by_us(&d.metadata).then_some(d)
+    })
+    .await;
+    assert!(
+        validator
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.manager.as_deref() != Some(storage_operator::operator::FORMER_OPERATOR)),
+        "no field of the validator is left to the former operator"
+    );
+    for type_ in [
+        "VolumeDataSourceValidatorStaticControllerDegraded",
+        "VolumeDataSourceValidatorDeploymentControllerDegraded",
+    ] {
+        wait_for(&format!("{type_} False"), async || {
+            cso::storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == "False")
+        })
+        .await;
+    }
 
     // The API server refuses the operator's next write of that Deployment.
     let policy_resource = |kind: &str, plural: &str| {
