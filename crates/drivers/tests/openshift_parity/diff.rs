@@ -60,6 +60,10 @@ pub struct Expected {
     /// OpenShift's value (absent when omitted), compared when `only` is unset.
     #[serde(default)]
     pub openshift: Option<Value>,
+    /// Both sides have something here and the values are not compared (a whole part that is
+    /// ours by design, e.g. a role's rules, whose reason `why` gives); `only` must be unset.
+    #[serde(default)]
+    pub any_value: bool,
     pub kind: Kind,
     pub why: String,
 }
@@ -82,6 +86,7 @@ impl Expected {
         match self.only {
             Some(Side::Ours) => d.ours.is_some() && d.openshift.is_none(),
             Some(Side::Openshift) => d.ours.is_none() && d.openshift.is_some(),
+            None if self.any_value => true,
             None => self.ours == d.ours && self.openshift == d.openshift,
         }
     }

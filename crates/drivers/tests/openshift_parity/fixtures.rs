@@ -47,6 +47,7 @@ pub fn load_from(root: &Path, fixture: &str, substitutions: &[(String, String)])
 
 /// The placeholders of OpenShift's assets that do not depend on the driver: namespaces, log
 /// level Normal, leader election timings, the TLS profile given, the Default feature set.
+#[allow(dead_code)] // the cluster storage operator's comparison substitutes its own few
 pub fn common_substitutions(
     namespace: &str,
     ciphers: &[String],
