@@ -178,9 +178,48 @@ pub async fn apply_status<K: OperatorResource>(
     Ok(true)
 }
 
+/// The usages library-go names its controllers' field managers after
+/// (`<controller>-<usage>`): the server-side applies of an operator's status by its sync
+/// error reporter, management state, static resources, Deployment, config observer, resource
+/// sync and stale-condition controllers.
+const LIBRARY_GO_USAGES: [&str; 7] = [
+    "reportDegraded",
+    "ManagementState",
+    "StaticResources",
+    "Deployment",
+    "ConfigObserver",
+    "ResourceSync",
+    "RemoveStaleConditions",
+];
+
+/// The field managers in `meta` that are an OpenShift Go operator's, for
+/// [`stale_condition_types`]: `binary` (its Update writes, named after the binary by
+/// client-go) and its library-go controllers' server-side applies (`<controller>-<usage>`,
+/// e.g. `AWSEBSCSIDriverOperator-reportDegraded`, `storage-ManagementState`). OpenShift's
+/// cluster storage operator writes `Storage/cluster`'s conditions under a dozen such managers
+/// (seen on kube-apiserver v1.36.2). Never one of this project's.
+pub fn go_operator_managers(meta: &ObjectMeta, binary: &str) -> Vec<String> {
+    let mut managers: Vec<String> = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|e| e.manager.clone())
+        .filter(|m| !m.starts_with(crate::apply::FIELD_MANAGER_PREFIX))
+        .filter(|m| {
+            m == binary
+                || m.rsplit_once('-').is_some_and(|(controller, usage)| {
+                    !controller.is_empty() && LIBRARY_GO_USAGES.contains(&usage)
+                })
+        })
+        .collect();
+    managers.sort();
+    managers.dedup();
+    managers
+}
+
 /// The condition types of `status` that only an operator this one replaced maintained: every
 /// manager that owns the type in `meta`'s managedFields is one of `former` (OpenShift's Go
-/// operator, whose controllers write status with Update), and no part of ours writes it
+/// operator's, [`go_operator_managers`]), and no part of ours writes it
 /// (`ours`). Nobody updates them any more, so they would stay as they were forever (an old
 /// Degraded included) and keep feeding the ClusterOperator: they are removed, as OpenShift's
 /// `RemoveStaleConditionsController` removes what its removed controllers left. A type another
@@ -408,6 +447,48 @@ mod tests {
         );
         // Without a former operator, nothing is ever stale.
         assert!(stale_condition_types(&meta, &status, &[], &ours).is_empty());
+    }
+
+    /// The managers OpenShift's cluster storage operator wrote `Storage/cluster` under, as
+    /// kube-apiserver v1.36.2 recorded them: its binary's Update and its library-go
+    /// controllers' applies; ours and anyone else's are not among them.
+    #[test]
+    fn a_go_operators_managers_are_its_binary_and_its_library_go_controllers() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let meta = ObjectMeta {
+            managed_fields: Some(
+                [
+                    "CSIDriverStarter-reportDegraded",
+                    "AWSEBSCSIDriverOperatorStaticController-StaticResources",
+                    "VolumeDataSourceValidatorDeploymentController-Deployment",
+                    "openshift-storage-ConfigObserver",
+                    "storage-ManagementState",
+                    "cluster-storage-operator",
+                    "storage-operator/CSIDriverStarter",
+                    "kubectl-client-side-apply",
+                    "my-Deployment-tool",
+                    "-reportDegraded",
+                ]
+                .iter()
+                .map(|m| ManagedFieldsEntry {
+                    manager: Some((*m).into()),
+                    ..ManagedFieldsEntry::default()
+                })
+                .collect(),
+            ),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(
+            go_operator_managers(&meta, "cluster-storage-operator"),
+            [
+                "AWSEBSCSIDriverOperatorStaticController-StaticResources",
+                "CSIDriverStarter-reportDegraded",
+                "VolumeDataSourceValidatorDeploymentController-Deployment",
+                "cluster-storage-operator",
+                "openshift-storage-ConfigObserver",
+                "storage-ManagementState",
+            ]
+        );
     }
 
     fn at(seconds: i64) -> Time {

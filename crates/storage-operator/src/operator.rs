@@ -266,7 +266,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         return Ok(None);
     }
     // Every object is tried; what failed shows in this pass's status (then the loop retries).
-    let mut failed: Vec<ApplyError> = Vec::new();
+    let mut failed: Vec<Failure> = Vec::new();
     for desired in &plan.objects {
         match apply(&context.applier, desired, &observed).await {
             Ok((kind, outcome)) if outcome.wrote() => {
@@ -276,7 +276,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(%error, "apply failed");
-                failed.push(error);
+                failed.push(error.into());
             }
         }
     }
@@ -286,18 +286,25 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
                 tracing::info!(%patch, "observed config changed");
                 context.metrics.wrote(STARTER, "Storage/observedConfig");
             }
-            Err(error) => failed.push(error),
+            Err(error) => failed.push(error.into()),
+        }
+    }
+    for driver in &plan.create_cluster_csi_drivers {
+        match create(&context.client, driver).await {
+            Ok(true) => {
+                context.metrics.wrote(STARTER, "ClusterCSIDriver");
+                tracing::info!(driver = driver.name_any(), "created ClusterCSIDriver");
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::warn!(%error, "create failed");
+                failed.push(error);
+            }
         }
     }
     if !failed.is_empty() {
         let failures: Vec<WriteFailure> = failed.iter().map(WriteFailure::from).collect();
         plan = plan_with_failures(&observed, &context.settings, &adoption, &failures, &now);
-    }
-    for driver in &plan.create_cluster_csi_drivers {
-        if create(&context.client, driver).await? {
-            context.metrics.wrote(STARTER, "ClusterCSIDriver");
-            tracing::info!(driver = driver.name_any(), "created ClusterCSIDriver");
-        }
     }
     // What only OpenShift's operator maintained (controllers ours has no counterpart for, or
     // that it replaced) goes, so that no stale condition feeds the ClusterOperator.
@@ -307,7 +314,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         let stale = opkit::status::stale_condition_types(
             storage.meta(),
             &storage.status.clone().unwrap_or_default(),
-            &[FORMER_OPERATOR.to_owned()],
+            &opkit::status::go_operator_managers(storage.meta(), FORMER_OPERATOR),
             &ours,
         );
         // Before this pass's own status write, while the cache's resourceVersion, which
@@ -321,7 +328,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
                 context.metrics.wrote(STARTER, "Storage/status");
             }
             Ok(false) => {}
-            Err(error) => failed.push(error),
+            Err(error) => failed.push(error.into()),
         }
     }
     if let Some(part) = &plan.storage_status
@@ -343,7 +350,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         context.metrics.wrote(STARTER, "ClusterOperator/status");
     }
     match failed.into_iter().next() {
-        Some(first) => Err(Failure::Apply(first)),
+        Some(first) => Err(first),
         None => Ok(plan.requeue),
     }
 }

@@ -312,6 +312,18 @@ pub fn plan_with_failures(
                     .collect()
             };
             shared_failures.retain(|f| !own_failures.contains(f));
+            // OpenShift's CSIDriverOperatorCRController: its sync (creating the
+            // ClusterCSIDriver) reports `<Prefix>CSIDriverOperatorDegraded`.
+            let cr_failures: Vec<&WriteFailure> = failures
+                .iter()
+                .filter(|f| f.kind == "ClusterCSIDriver" && f.object == entry.csi_driver_name)
+                .collect();
+            let cr_degraded = format!("{}CSIDriverOperatorDegraded", entry.condition_prefix);
+            conditions.push(if cr_failures.is_empty() {
+                condition(cr_degraded, ConditionStatus::False, "AsExpected", "")
+            } else {
+                sync_error(cr_degraded, &cr_failures)
+            });
             // As OpenShift lists the namespace its static assets create for such a driver.
             if let Some(namespace) = starter::separate_operand_namespace(def) {
                 let namespace = reference("", "namespaces", None, namespace);
@@ -619,6 +631,19 @@ pub struct WriteFailure {
     pub object: String,
     /// The whole error: what was written, and the server's answer.
     pub message: String,
+}
+
+impl From<&crate::operator::Failure> for WriteFailure {
+    fn from(failure: &crate::operator::Failure) -> Self {
+        match failure {
+            crate::operator::Failure::Apply(error) => error.into(),
+            crate::operator::Failure::Create { kind, name, .. } => Self {
+                kind: kind.clone(),
+                object: name.clone(),
+                message: failure.to_string(),
+            },
+        }
+    }
 }
 
 impl From<&opkit::apply::ApplyError> for WriteFailure {
@@ -1004,6 +1029,68 @@ mod tests {
             assert_eq!(ours_to_apply(Some(&meta(entries))), expected, "{what}");
         }
         assert!(ours_to_apply(None), "absent");
+    }
+
+    /// Every condition type OpenShift's cluster storage operator (bb8d2fd) wrote on
+    /// `Storage/cluster` of an AWS cluster is one ours writes: run on kube-apiserver v1.36.2
+    /// (`../shared/k8s`) with OpenShift's config CRDs, an AWS Infrastructure, Proxy, APIServer,
+    /// FeatureGate and ClusterVersion, no nodes. Ours writes one more, named below with why.
+    #[test]
+    fn openshifts_condition_types_are_all_reported() {
+        const OPENSHIFT_AWS: [&str; 19] = [
+            "AWSEBSCSIDriverOperatorCRAvailable",
+            "AWSEBSCSIDriverOperatorCRDegraded",
+            "AWSEBSCSIDriverOperatorCRProgressing",
+            "AWSEBSCSIDriverOperatorCRUpgradeable",
+            "AWSEBSCSIDriverOperatorDegraded",
+            "AWSEBSCSIDriverOperatorDeploymentDegraded",
+            "AWSEBSCSIDriverOperatorStaticControllerDegraded",
+            "AWSEBSProgressing",
+            "CSIDriverStarterDegraded",
+            "ConfigObservationDegraded",
+            "DefaultStorageClassControllerAvailable",
+            "DefaultStorageClassControllerDegraded",
+            "DefaultStorageClassControllerProgressing",
+            "ManagementStateDegraded",
+            "VSphereProblemDetectorStarterDegraded",
+            "VolumeDataSourceValidatorDeploymentControllerDegraded",
+            "VolumeDataSourceValidatorDeploymentControllerProgressing",
+            "VolumeDataSourceValidatorStarterDegraded",
+            "VolumeDataSourceValidatorStaticControllerDegraded",
+        ];
+        // The starter's Available carries what it decided (the platform and where it was read,
+        // the drivers started) for the ClusterOperator's message; OpenShift's says it nowhere.
+        const ONLY_OURS: [&str; 1] = ["CSIDriverStarterAvailable"];
+        let mut o = observed();
+        o.nodes.clear();
+        o.apis = crate::observe::Apis {
+            infrastructure: true,
+            feature_gate: true,
+            proxy: true,
+            cluster_operator: true,
+            volume_attributes_classes: true,
+        };
+        o.infrastructure = Some(
+            serde_json::from_value(json!({"metadata": {"name": "cluster"}, "spec": {},
+                "status": {"platform": "AWS", "platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}},
+                    "infrastructureName": "x", "controlPlaneTopology": "HighlyAvailable",
+                    "infrastructureTopology": "HighlyAvailable"}}))
+            .unwrap(),
+        );
+        let plan = plan_with_failures(&o, &settings(), &BTreeMap::new(), &[], &now());
+        let ours: BTreeSet<&str> = plan
+            .storage_status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .iter()
+            .map(|c| c.type_.as_str())
+            .collect();
+        let openshift: BTreeSet<&str> = OPENSHIFT_AWS.into_iter().collect();
+        let missing: Vec<&&str> = openshift.difference(&ours).collect();
+        assert!(missing.is_empty(), "not reported: {missing:?}");
+        let extra: Vec<&str> = ours.difference(&openshift).copied().collect();
+        assert_eq!(extra, ONLY_OURS);
     }
 
     /// The validator's objects have OpenShift's fixed names: each is applied when it is

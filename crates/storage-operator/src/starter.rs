@@ -558,8 +558,10 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
     }
 }
 
-/// `<Prefix>CSIDriverOperatorDeployment{Progressing,Degraded}` from the driver operator
-/// Deployment as observed. Deliberately no Available: a single-replica operator being drained
+/// `<Prefix>Progressing` and `<Prefix>CSIDriverOperatorDeploymentDegraded` from the driver
+/// operator Deployment as observed: the names OpenShift's operator really writes (its
+/// Deployment controller is named after the prefix alone, its sync's Degraded after
+/// `<Prefix>CSIDriverOperatorDeployment`; seen on Storage/cluster of an AWS cluster it ran). Deliberately no Available: a single-replica operator being drained
 /// must not make the cluster look unavailable (OpenShift learned this the hard way), and a
 /// pod rescheduled after a node reboot is not a rollout, so it does not make it Progressing.
 pub fn operator_deployment_conditions(
@@ -567,34 +569,34 @@ pub fn operator_deployment_conditions(
     observed: Option<&Deployment>,
 ) -> Vec<OperatorCondition> {
     deployment_conditions(
-        &format!("{}CSIDriverOperatorDeployment", entry.condition_prefix),
+        &format!("{}Progressing", entry.condition_prefix),
+        &format!(
+            "{}CSIDriverOperatorDeploymentDegraded",
+            entry.condition_prefix
+        ),
         entry.operator_deployment,
         observed,
     )
 }
 
-/// `<prefix>{Progressing,Degraded}` from the Deployment `name` as observed, as library-go's
-/// Deployment controller reports a workload of the operator (see
+/// `progressing_type` and `degraded_type` from the Deployment `name` as observed, as
+/// library-go's Deployment controller reports a workload of the operator (see
 /// [`operator_deployment_conditions`]).
 pub fn deployment_conditions(
-    prefix: &str,
+    progressing_type: &str,
+    degraded_type: &str,
     name: &str,
     observed: Option<&Deployment>,
 ) -> Vec<OperatorCondition> {
     let Some(deployment) = observed else {
         return vec![
             condition(
-                format!("{prefix}Progressing"),
+                progressing_type,
                 ConditionStatus::True,
                 "Deploying",
                 "Waiting for the Deployment to be created",
             ),
-            condition(
-                format!("{prefix}Degraded"),
-                ConditionStatus::False,
-                "AsExpected",
-                "",
-            ),
+            condition(degraded_type, ConditionStatus::False, "AsExpected", ""),
         ];
     };
     let status = deployment.status.clone().unwrap_or_default();
@@ -649,31 +651,16 @@ pub fn deployment_conditions(
     vec![
         match progressing {
             Some(message) => condition(
-                format!("{prefix}Progressing"),
+                progressing_type,
                 ConditionStatus::True,
                 "Deploying",
                 message,
             ),
-            None => condition(
-                format!("{prefix}Progressing"),
-                ConditionStatus::False,
-                "AsExpected",
-                "",
-            ),
+            None => condition(progressing_type, ConditionStatus::False, "AsExpected", ""),
         },
         match stuck {
-            Some(message) => condition(
-                format!("{prefix}Degraded"),
-                ConditionStatus::True,
-                "SyncError",
-                message,
-            ),
-            None => condition(
-                format!("{prefix}Degraded"),
-                ConditionStatus::False,
-                "AsExpected",
-                "",
-            ),
+            Some(message) => condition(degraded_type, ConditionStatus::True, "SyncError", message),
+            None => condition(degraded_type, ConditionStatus::False, "AsExpected", ""),
         },
     ]
 }
@@ -1231,10 +1218,7 @@ mod tests {
         let (entry, _) = gcp();
         let conditions =
             operator_deployment_conditions(&entry, Some(&deployment(generation, status)));
-        assert_eq!(
-            conditions[0].type_,
-            "GCPPDCSIDriverOperatorDeploymentProgressing"
-        );
+        assert_eq!(conditions[0].type_, "GCPPDProgressing");
         assert_eq!(
             conditions[1].type_,
             "GCPPDCSIDriverOperatorDeploymentDegraded"

@@ -344,7 +344,12 @@ pub fn conditions(
     let (static_degraded, mut workload) = crate::plan::part_conditions(
         &static_type,
         &deployment_type,
-        crate::starter::deployment_conditions(DEPLOYMENT, NAME, deployment),
+        crate::starter::deployment_conditions(
+            &format!("{DEPLOYMENT}Progressing"),
+            &deployment_type,
+            NAME,
+            deployment,
+        ),
         failures,
     );
     let (foreign_deployment, foreign_static): (Vec<&NotOurs>, Vec<&NotOurs>) =
