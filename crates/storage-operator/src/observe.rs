@@ -3,7 +3,9 @@
 //! watched only where there is no Infrastructure API to read the platform from. The namespaces
 //! are the catalogue's ([`driver_namespaces`]): the driver namespace, where the driver operators
 //! run, and the operand namespaces of the drivers whose operands live apart, where only their
-//! Roles and RoleBindings are ours.
+//! Roles and RoleBindings are ours. Prometheus' ServiceMonitor and PrometheusRule CRDs are
+//! watched by name; the operator's object of each kind (by name, in its namespace, whoever made
+//! it) gets a cache once that CRD exists.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

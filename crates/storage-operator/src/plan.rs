@@ -220,7 +220,8 @@ pub fn plan(
 /// Degraded condition of the part it belongs to, naming the object and the server's answer
 /// (a driver operator's Deployment in `<Prefix>CSIDriverOperatorDeploymentDegraded`, its
 /// ServiceAccount and RBAC in `<Prefix>CSIDriverOperatorStaticControllerDegraded`, the
-/// namespaces and shared roles in `CSIDriverStarterDegraded`), and so in the ClusterOperator.
+/// namespaces and shared roles in `CSIDriverStarterDegraded`, the ServiceMonitor and
+/// PrometheusRule in `StorageOperatorMonitoringControllerDegraded`), and so in the ClusterOperator.
 /// The controller plans once, applies, and plans again with what failed, so that a write that
 /// keeps failing is never silent.
 pub fn plan_with_failures(
