@@ -30,6 +30,7 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
+use crate::monitoring;
 use crate::plan::{self, Desired, OPERATOR_NAMESPACE};
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
@@ -129,7 +130,8 @@ impl Written {
                 Desired::Namespace(_)
                 | Desired::ServiceAccount(_)
                 | Desired::Deployment(_)
-                | Desired::CustomResourceDefinition(_) => {}
+                | Desired::CustomResourceDefinition(_)
+                | Desired::Monitoring(..) => {}
             }
         }
     }
@@ -227,12 +229,17 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["namespaces"],
             &["get", "list", "watch", "create", "update", "patch"],
         ),
-        // It starts the CSIDriverDeployment controller once that CRD is established, and
-        // installs the volume data source validator's VolumePopulator CRD: it watches those
-        // two CRDs (a list and watch of one name are asked with that name), and writes the
-        // second.
+        // It starts the CSIDriverDeployment controller once that CRD is established,
+        // installs the volume data source validator's VolumePopulator CRD, and applies its
+        // ServiceMonitor and PrometheusRule once Prometheus' CRDs exist: it watches those four
+        // CRDs (a list and watch of one name are asked with that name), and writes the second.
         PolicyRule {
-            resource_names: Some(vec![declared_crd(), validator::CRD_NAME.to_owned()]),
+            resource_names: Some(
+                [declared_crd(), validator::CRD_NAME.to_owned()]
+                    .into_iter()
+                    .chain(monitoring::Kind::ALL.map(|k| k.crd_name().to_owned()))
+                    .collect(),
+            ),
             ..rule(
                 &["apiextensions.k8s.io"],
                 &["customresourcedefinitions"],
@@ -357,18 +364,24 @@ pub const NAMESPACE_POLICY_LABELS: [(&str, &[&str]); 2] = [
     ),
 ];
 
+/// The annotations of OpenShift's payload manifests that this project ships as they are (every
+/// cluster profile includes them).
+fn release_annotations() -> Value {
+    serde_json::json!({
+        "include.release.openshift.io/hypershift": "true",
+        "include.release.openshift.io/ibm-cloud-managed": "true",
+        "include.release.openshift.io/self-managed-high-availability": "true",
+        "include.release.openshift.io/single-node-developer": "true",
+    })
+}
+
 /// The ValidatingAdmissionPolicy OpenShift ships beside its storage operator, and its binding
 /// (`openshift-storage-policy-validation`): a namespace created or updated with one of
 /// [`NAMESPACE_POLICY_LABELS`] set to a value that label does not take is refused, naming the
 /// label and the values it takes. OpenShift only: on plain Kubernetes nothing reads these
 /// labels.
 pub fn namespace_label_policy() -> Vec<Value> {
-    let release = serde_json::json!({
-        "include.release.openshift.io/hypershift": "true",
-        "include.release.openshift.io/ibm-cloud-managed": "true",
-        "include.release.openshift.io/self-managed-high-availability": "true",
-        "include.release.openshift.io/single-node-developer": "true",
-    });
+    let release = release_annotations();
     let namespaces = serde_json::json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
         "operations": ["CREATE", "UPDATE"], "resources": ["namespaces"]}]});
     let validations: Vec<Value> = NAMESPACE_POLICY_LABELS
@@ -409,13 +422,26 @@ pub fn namespace_label_policy() -> Vec<Value> {
     ]
 }
 
-/// The operator's rules in its own namespace, where it runs the volume data source validator.
+/// The operator's rules in its own namespace, where it runs the volume data source validator
+/// and applies its ServiceMonitor and PrometheusRule (each by its name: it reads, creates and
+/// patches no other; a watch of one name is asked with that name).
 pub fn operator_namespace_rules() -> Vec<PolicyRule> {
-    vec![rule(
+    let mut rules = vec![rule(
         &["", "apps"],
         &["serviceaccounts", "deployments"],
         MANAGE,
-    )]
+    )];
+    for kind in monitoring::Kind::ALL {
+        rules.push(PolicyRule {
+            resource_names: Some(vec![kind.object_name().to_owned()]),
+            ..rule(
+                &["monitoring.coreos.com"],
+                &[kind.plural()],
+                &["get", "list", "watch", "create", "patch"],
+            )
+        });
+    }
+    rules
 }
 
 fn subject() -> Subject {
@@ -479,8 +505,15 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
             push(serde_json::to_value(crd));
         }
     }
+    // Labelled as OpenShift's: its cluster monitoring reads ServiceMonitors and PrometheusRules
+    // only in namespaces that carry `openshift.io/cluster-monitoring`.
+    let mut operator_namespace = meta(OPERATOR_NAMESPACE, None);
+    operator_namespace
+        .labels
+        .get_or_insert_default()
+        .insert("openshift.io/cluster-monitoring".into(), "true".into());
     push(serde_json::to_value(Namespace {
-        metadata: meta(OPERATOR_NAMESPACE, None),
+        metadata: operator_namespace,
         ..Default::default()
     }));
     push(serde_json::to_value(starter::build_namespace()));
@@ -532,7 +565,18 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
         subjects: Some(vec![subject()]),
     }));
     push(serde_json::to_value(build_deployment(flavour, image)));
+    // Its metrics Service (its ServiceMonitor and PrometheusRule it applies itself, once
+    // Prometheus' CRDs exist).
+    push(serde_json::to_value(monitoring::build_service()));
     if flavour == Flavour::OpenShift {
+        // OpenShift's cluster monitoring finds the targets with this Role.
+        let (role, binding) = monitoring::build_prometheus_rbac();
+        for object in [serde_json::to_value(role), serde_json::to_value(binding)] {
+            push(object.map(|mut object| {
+                object["metadata"]["annotations"] = release_annotations();
+                object
+            }));
+        }
         objects.extend(namespace_label_policy());
     }
     objects
@@ -874,6 +918,79 @@ mod tests {
             scc.contains(&"privileged") && scc.contains(&"hostnetwork-v2"),
             "{scc:?}"
         );
+    }
+
+    /// Its ServiceMonitor and PrometheusRule: read and written in its namespace by their names
+    /// only, their CRDs watched by name, nothing of Prometheus' cluster-wide; the metrics Service
+    /// on both flavours, Prometheus' Role on OpenShift only.
+    #[test]
+    fn the_operator_writes_only_its_own_monitoring_objects() {
+        let rules = operator_namespace_rules();
+        let (cluster_role, _) = build_rbac();
+        let cluster = cluster_role.rules.unwrap();
+        let group = "monitoring.coreos.com";
+        for kind in monitoring::Kind::ALL {
+            let resource = kind.plural();
+            for verb in ["get", "list", "watch", "create", "patch"] {
+                assert!(allows_name(
+                    &rules,
+                    group,
+                    resource,
+                    verb,
+                    kind.object_name()
+                ));
+                assert!(!allows_name(&rules, group, resource, verb, "someone-elses"));
+                assert!(
+                    !allows(&cluster, group, resource, verb),
+                    "{verb} {resource}"
+                );
+            }
+            assert!(!allows(&rules, group, resource, "delete"));
+            let crds = "customresourcedefinitions";
+            for verb in READ {
+                assert!(allows_name(
+                    &cluster,
+                    "apiextensions.k8s.io",
+                    crds,
+                    verb,
+                    kind.crd_name()
+                ));
+            }
+            assert!(!allows_name(
+                &cluster,
+                "apiextensions.k8s.io",
+                crds,
+                "patch",
+                kind.crd_name()
+            ));
+        }
+        for flavour in [Flavour::OpenShift, Flavour::Kubernetes] {
+            let objects = build(flavour, "example.com/so:1");
+            let has = |kind: &str, name: &str| {
+                objects.iter().any(|o| {
+                    o["kind"] == kind
+                        && o["metadata"]["name"] == name
+                        && o["metadata"]["namespace"] == OPERATOR_NAMESPACE
+                })
+            };
+            assert!(has("Service", monitoring::SERVICE), "{flavour:?}");
+            assert_eq!(
+                has("Role", monitoring::PROMETHEUS_RBAC),
+                flavour == Flavour::OpenShift
+            );
+            assert_eq!(
+                has("RoleBinding", monitoring::PROMETHEUS_RBAC),
+                flavour == Flavour::OpenShift
+            );
+            let namespace = objects
+                .iter()
+                .find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == OPERATOR_NAMESPACE)
+                .unwrap();
+            assert_eq!(
+                namespace["metadata"]["labels"]["openshift.io/cluster-monitoring"],
+                "true"
+            );
+        }
     }
 
     #[test]

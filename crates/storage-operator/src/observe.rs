@@ -3,23 +3,32 @@
 //! watched only where there is no Infrastructure API to read the platform from. The namespaces
 //! are the catalogue's ([`driver_namespaces`]): the driver namespace, where the driver operators
 //! run, and the operand namespaces of the drivers whose operands live apart, where only their
-//! Roles and RoleBindings are ours.
+//! Roles and RoleBindings are ours. Prometheus' ServiceMonitor and PrometheusRule CRDs are
+//! watched by name; the operator's object of each kind (by name, in its namespace, whoever made
+//! it) gets a cache once that CRD exists.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
 use api::operator_v1::{ClusterCSIDriver, Storage};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttributesClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::DynamicObject;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::Store;
-use kube::runtime::watcher::Config;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher::{self, Config};
 use kube::{Api, Client, Resource};
 use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
 use serde::de::DeserializeOwned;
 
+use crate::monitoring;
 use crate::plan::OPERATOR_NAMESPACE;
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces};
 use crate::starter::STARTER_LABEL;
@@ -100,6 +109,9 @@ pub struct Observed {
     pub cluster_roles: Vec<ClusterRole>,
     /// Our ClusterRoleBindings.
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// The ServiceMonitor and PrometheusRule of our names in the operator's namespace, whoever
+    /// made them, and whether their CRDs exist (absent from the map: no CRD).
+    pub monitoring: BTreeMap<monitoring::Kind, monitoring::Seen>,
 }
 
 /// The volume data source validator's objects, read by name whoever made them: the names are
@@ -148,6 +160,61 @@ pub struct Caches {
     volume_attributes_classes: Option<Store<VolumeAttributesClass>>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
+    /// The monitoring kinds' CRDs, each by name.
+    monitoring_crds: BTreeMap<monitoring::Kind, Store<CustomResourceDefinition>>,
+    /// The monitoring objects of our names, each watched (by name) once its CRD exists.
+    monitoring: MonitoringCaches,
+}
+
+/// The caches of the monitoring kinds, started lazily: a watch of a kind whose CRD is missing
+/// would fail, and keep the caches from syncing at start.
+#[derive(Clone)]
+struct MonitoringCaches {
+    client: Client,
+    trigger: Arc<opkit::runtime::Trigger>,
+    stores: Arc<Mutex<BTreeMap<monitoring::Kind, Store<DynamicObject>>>>,
+    tasks: Arc<Mutex<tokio::task::JoinSet<()>>>,
+}
+
+impl MonitoringCaches {
+    /// The cache of `kind`'s object of our name, started the first time its CRD is seen. Its
+    /// changes pull the trigger every other cache pulls. A poisoned lock (a panic while it was
+    /// held) still holds a consistent map, so it is used.
+    fn store(&self, kind: monitoring::Kind) -> Store<DynamicObject> {
+        let mut stores = self
+            .stores
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(store) = stores.get(&kind) {
+            return store.clone();
+        }
+        let resource = kind.api_resource();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), OPERATOR_NAMESPACE, &resource);
+        let writer = Writer::new(resource);
+        let store = writer.as_reader();
+        let trigger = self.trigger.clone();
+        self.tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .spawn(async move {
+                let mut events = std::pin::pin!(
+                    watcher::watcher(api, named(kind.object_name()))
+                        .backoff(opkit::backoff::WatchBackoff::default())
+                        .reflect(writer)
+                );
+                while let Some(event) = events.next().await {
+                    match event {
+                        Ok(_) => trigger.pull(),
+                        Err(error) => {
+                            tracing::warn!(watch = kind.kind(), %error, "watch failed; retrying")
+                        }
+                    }
+                }
+            });
+        stores.insert(kind, store.clone());
+        store
+    }
 }
 
 impl std::fmt::Debug for Caches {
@@ -286,7 +353,44 @@ impl Caches {
             }),
             cluster_roles: informers.watch("clusterroles", all(client), ours()),
             cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
+            monitoring_crds: monitoring::Kind::ALL
+                .into_iter()
+                .map(|kind| {
+                    let name = format!("customresourcedefinitions/{}", kind.crd_name());
+                    (
+                        kind,
+                        informers.watch(&name, all(client), named(kind.crd_name())),
+                    )
+                })
+                .collect(),
+            monitoring: MonitoringCaches {
+                client: client.clone(),
+                trigger: informers.trigger(),
+                stores: Arc::default(),
+                tasks: Arc::default(),
+            },
         }
+    }
+
+    /// What is seen of each monitoring kind (see [`monitoring::Seen`]).
+    fn observe_monitoring(&self) -> BTreeMap<monitoring::Kind, monitoring::Seen> {
+        self.monitoring_crds
+            .iter()
+            .filter(|(_, crd)| !crd.state().is_empty())
+            .map(|(kind, _)| {
+                let store = self.monitoring.store(*kind);
+                let ready = store
+                    .wait_until_ready()
+                    .now_or_never()
+                    .is_some_and(|r| r.is_ok());
+                let seen = if ready {
+                    monitoring::Seen::Cached(store.state().first().map(|o| (**o).clone()))
+                } else {
+                    monitoring::Seen::Filling
+                };
+                (*kind, seen)
+            })
+            .collect()
     }
 
     /// The current state of every cache.
@@ -330,6 +434,7 @@ impl Caches {
                 &validator.cluster_role_binding,
             ),
             validator,
+            monitoring: self.observe_monitoring(),
         }
     }
 }

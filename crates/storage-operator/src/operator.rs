@@ -86,6 +86,14 @@ pub async fn run(
         // (e.g. the server's RollingUpdate defaults of a driver operator Deployment, which our
         // Recreate cannot be merged with) becomes ours, so the apply replaces it whole.
         applier: Applier::new(client.clone(), STARTER).adopting(&[FORMER_OPERATOR.to_owned()]),
+        // OpenShift's ServiceMonitor and PrometheusRule are the cluster-version-operator's
+        // (its payload, written with Update): taken over in place as well.
+        monitoring_applier: Applier::new(client.clone(), crate::monitoring::CONTROLLER).adopting(
+            &[
+                FORMER_OPERATOR.to_owned(),
+                crate::monitoring::CLUSTER_VERSION_OPERATOR.to_owned(),
+            ],
+        ),
         client,
         caches,
         settings,
@@ -196,6 +204,8 @@ struct Context {
     /// Drivers whose OLM adoption is settled (nothing to adopt, or adopted) in this process.
     settled: std::sync::Mutex<BTreeMap<String, olm::Progress>>,
     applier: Applier,
+    /// The monitoring objects' applier ([`crate::monitoring::CONTROLLER`]).
+    monitoring_applier: Applier,
     caches: Caches,
     settings: Settings,
     metrics: Metrics,
@@ -268,12 +278,20 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     // Every object is tried; what failed shows in this pass's status (then the loop retries).
     let mut failed: Vec<Failure> = Vec::new();
     for desired in &plan.objects {
-        match apply(&context.applier, desired, &observed).await {
+        match apply(context, desired, &observed).await {
             Ok((kind, outcome)) if outcome.wrote() => {
                 context.metrics.wrote(STARTER, kind);
                 tracing::info!(kind, ?outcome, "applied");
             }
             Ok(_) => {}
+            Err(error)
+                if matches!(desired, Desired::Monitoring(..))
+                    && error.category() == "not-found" =>
+            {
+                // Its CRD went away (or is not served yet) since the cache saw it: nothing to
+                // monitor with; the CRD's watch brings the next pass.
+                tracing::debug!(%error, "monitoring object not applied");
+            }
             Err(error) => {
                 tracing::warn!(%error, "apply failed");
                 failed.push(error.into());
@@ -386,10 +404,11 @@ fn find<'a, K: Resource + 'a>(objects: &'a [K], object: &K) -> Option<&'a K> {
 }
 
 async fn apply(
-    applier: &Applier,
+    context: &Context,
     desired: &Desired,
     observed: &Observed,
 ) -> Result<(&'static str, Outcome), ApplyError> {
+    let applier = &context.applier;
     Ok(match desired {
         Desired::Namespace(o) => (
             "Namespace",
@@ -424,6 +443,19 @@ async fn apply(
             "CustomResourceDefinition",
             applier.apply(o, observed.validator.crd.as_ref()).await?,
         ),
+        Desired::Monitoring(kind, o) => {
+            let existing = match observed.monitoring.get(kind) {
+                Some(crate::monitoring::Seen::Cached(existing)) => existing.as_ref(),
+                _ => None,
+            };
+            (
+                kind.kind(),
+                context
+                    .monitoring_applier
+                    .apply_dynamic(&kind.api_resource(), o, existing)
+                    .await?,
+            )
+        }
     })
 }
 

@@ -23,6 +23,7 @@ use opkit::status::StatusPart;
 
 use crate::default_storage_class;
 use crate::driver_status::storage_conditions;
+use crate::monitoring;
 use crate::observe::Observed;
 use crate::olm;
 use crate::platform::{self, ClusterPlatform, Source};
@@ -76,6 +77,8 @@ pub enum Desired {
     Deployment(Deployment),
     /// The volume data source validator's `VolumePopulator` CRD.
     CustomResourceDefinition(CustomResourceDefinition),
+    /// The operator's ServiceMonitor or PrometheusRule ([`monitoring`]).
+    Monitoring(monitoring::Kind, kube::api::DynamicObject),
 }
 
 /// Everything one reconcile does.
@@ -217,7 +220,8 @@ pub fn plan(
 /// Degraded condition of the part it belongs to, naming the object and the server's answer
 /// (a driver operator's Deployment in `<Prefix>CSIDriverOperatorDeploymentDegraded`, its
 /// ServiceAccount and RBAC in `<Prefix>CSIDriverOperatorStaticControllerDegraded`, the
-/// namespaces and shared roles in `CSIDriverStarterDegraded`), and so in the ClusterOperator.
+/// namespaces and shared roles in `CSIDriverStarterDegraded`, the ServiceMonitor and
+/// PrometheusRule in `StorageOperatorMonitoringControllerDegraded`), and so in the ClusterOperator.
 /// The controller plans once, applies, and plans again with what failed, so that a write that
 /// keeps failing is never silent.
 pub fn plan_with_failures(
@@ -445,6 +449,18 @@ pub fn plan_with_failures(
             validator::NAME,
         ));
         plan.objects.extend(validator_objects);
+        // The operator's ServiceMonitor and PrometheusRule, where their CRDs exist.
+        let (monitoring_objects, foreign) = monitoring::desired(&observed.monitoring);
+        let monitoring_failures: Vec<&WriteFailure> = failures
+            .iter()
+            .filter(|f| monitoring::Kind::ALL.iter().any(|k| k.kind() == f.kind))
+            .collect();
+        conditions.push(monitoring::degraded(&monitoring_failures, &foreign));
+        plan.objects.extend(
+            monitoring_objects
+                .into_iter()
+                .map(|(kind, object)| Desired::Monitoring(kind, object)),
+        );
         let names: Vec<&str> = started.iter().map(|(e, _)| e.short_name).collect();
         if names.is_empty() {
             // No driver operator reports Upgradeable: OpenShift's starter says it itself, so
@@ -660,6 +676,7 @@ impl Desired {
     /// The object's kind and `namespace/name` (or `name`), as [`WriteFailure`] names it.
     pub fn key(&self) -> (&'static str, String) {
         let (kind, meta) = match self {
+            Self::Monitoring(kind, o) => (kind.kind(), &o.metadata),
             Self::Namespace(o) => ("Namespace", &o.metadata),
             Self::ServiceAccount(o) => ("ServiceAccount", &o.metadata),
             Self::ClusterRole(o) => ("ClusterRole", &o.metadata),
@@ -695,6 +712,7 @@ impl Desired {
             Self::RoleBinding(o) => serde_json::to_value(o),
             Self::Deployment(o) => serde_json::to_value(o),
             Self::CustomResourceDefinition(o) => serde_json::to_value(o),
+            Self::Monitoring(_, o) => serde_json::to_value(o),
         };
         // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
         value.unwrap_or_default()
@@ -1301,6 +1319,82 @@ mod tests {
                 .contains("gcp-pd-csi-driver-operator"),
             "{degraded:?}"
         );
+    }
+
+    /// Where Prometheus' CRDs exist the plan applies the ServiceMonitor and PrometheusRule (not
+    /// before); a failed write of one shows as `StorageOperatorMonitoringControllerDegraded`
+    /// (only there), which is False again once the write succeeds.
+    #[test]
+    fn monitoring_objects_are_planned_where_their_crds_exist() {
+        use crate::monitoring::{Kind, Seen};
+        let monitoring = |plan: &Plan| -> Vec<Kind> {
+            plan.objects
+                .iter()
+                .filter_map(|o| match o {
+                    Desired::Monitoring(kind, _) => Some(*kind),
+                    _ => None,
+                })
+                .collect()
+        };
+        let degraded = |plan: &Plan| {
+            plan.storage_status
+                .as_ref()
+                .unwrap()
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "StorageOperatorMonitoringControllerDegraded")
+                .cloned()
+                .unwrap()
+        };
+        let without = plan(&observed(), &settings(), &BTreeMap::new(), &now());
+        assert!(monitoring(&without).is_empty());
+        assert_eq!(degraded(&without).status, ConditionStatus::False);
+
+        let mut with = observed();
+        with.monitoring = [
+            (Kind::ServiceMonitor, Seen::Cached(None)),
+            (Kind::PrometheusRule, Seen::Cached(None)),
+        ]
+        .into();
+        let clean = plan(&with, &settings(), &BTreeMap::new(), &now());
+        assert_eq!(
+            monitoring(&clean),
+            [Kind::ServiceMonitor, Kind::PrometheusRule]
+        );
+        assert_eq!(degraded(&clean).status, ConditionStatus::False);
+
+        let failed = WriteFailure {
+            kind: "ServiceMonitor".into(),
+            object: "openshift-cluster-storage-operator/cluster-storage-operator".into(),
+            message: "applying ServiceMonitor openshift-cluster-storage-operator/cluster-storage-operator: forbidden (403)".into(),
+        };
+        let failing = plan_with_failures(
+            &with,
+            &settings(),
+            &BTreeMap::new(),
+            std::slice::from_ref(&failed),
+            &now(),
+        );
+        assert_eq!(failing.objects, clean.objects);
+        let condition = degraded(&failing);
+        assert_eq!(
+            (
+                condition.status,
+                condition.reason.as_deref(),
+                condition.message.as_deref()
+            ),
+            (
+                ConditionStatus::True,
+                Some("SyncError"),
+                Some(failed.message.as_str())
+            )
+        );
+        // Nowhere else.
+        for c in &failing.storage_status.as_ref().unwrap().conditions {
+            if c.type_ != condition.type_ && c.type_.ends_with("Degraded") {
+                assert_eq!(c.status, ConditionStatus::False, "{c:?}");
+            }
+        }
     }
 
     #[test]

@@ -1531,3 +1531,260 @@ async fn the_cluster_proxy_is_observed_into_storage() {
     .await;
     running.stop().await;
 }
+
+/// A minimal CRD of a Prometheus operator kind (what kube-prometheus or OpenShift's cluster
+/// monitoring installs, with no schema to speak of).
+fn monitoring_crd(kind: storage_operator::monitoring::Kind) -> CustomResourceDefinition {
+    let plural = kind.plural();
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": kind.crd_name()},
+        "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": kind.kind().to_lowercase(),
+                           "kind": kind.kind(), "listKind": format!("{}List", kind.kind())},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap()
+}
+
+async fn install_monitoring_crd(admin: &Client, kind: storage_operator::monitoring::Kind) {
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(&PostParams::default(), &monitoring_crd(kind))
+        .await
+        .unwrap();
+}
+
+fn monitoring_api(
+    client: &Client,
+    kind: storage_operator::monitoring::Kind,
+) -> Api<kube::api::DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        storage_operator::plan::OPERATOR_NAMESPACE,
+        &kind.api_resource(),
+    )
+}
+
+const MONITORING_DEGRADED: &str = "StorageOperatorMonitoringControllerDegraded";
+
+/// Without Prometheus' CRDs the operator applies no monitoring object and says all is well;
+/// each CRD installed later brings its object at once (the CRDs are watched); once in place
+/// nothing is written again.
+#[tokio::test]
+async fn the_service_monitor_and_rules_come_with_their_crds() {
+    use storage_operator::monitoring::{Kind, build_prometheus_rule, build_service_monitor};
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    eventually("monitoring not Degraded", async || {
+        storage_condition(&admin, MONITORING_DEGRADED)
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+    running.converged(&cluster, "storage-operator").await;
+
+    install_monitoring_crd(&admin, Kind::ServiceMonitor).await;
+    let monitor = eventually("the ServiceMonitor", async || {
+        monitoring_api(&admin, Kind::ServiceMonitor)
+            .get_opt(Kind::ServiceMonitor.object_name())
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(monitor.data["spec"], build_service_monitor()["spec"]);
+    assert!(
+        monitor
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|e| e.manager.as_deref()
+                == Some("storage-operator/StorageOperatorMonitoringController")),
+        "{:?}",
+        monitor.metadata.managed_fields
+    );
+    running.converged(&cluster, "storage-operator").await;
+
+    install_monitoring_crd(&admin, Kind::PrometheusRule).await;
+    let rule = eventually("the PrometheusRule", async || {
+        monitoring_api(&admin, Kind::PrometheusRule)
+            .get_opt(Kind::PrometheusRule.object_name())
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(rule.data["spec"], build_prometheus_rule()["spec"]);
+
+    // Drift is put back.
+    monitoring_api(&admin, Kind::PrometheusRule)
+        .patch(
+            Kind::PrometheusRule.object_name(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"groups": []}})),
+        )
+        .await
+        .unwrap();
+    eventually("the rules restored", async || {
+        let rule = monitoring_api(&admin, Kind::PrometheusRule)
+            .get(Kind::PrometheusRule.object_name())
+            .await
+            .unwrap();
+        (rule.data["spec"] == build_prometheus_rule()["spec"]).then_some(())
+    })
+    .await;
+    assert_eq!(
+        storage_condition(&admin, MONITORING_DEGRADED)
+            .await
+            .map(|c| c.0),
+        Some("False".into())
+    );
+    running.converged(&cluster, "storage-operator").await;
+    running.stop().await;
+}
+
+/// A ServiceMonitor of our name that someone else made is left as it is (and the condition
+/// says so, without Degraded); the PrometheusRule OpenShift's cluster-version-operator applied
+/// from the payload (with Update) is taken over in place: ours whole, no field left to it.
+#[tokio::test]
+async fn someone_elses_service_monitor_is_left_alone_and_the_payloads_rules_taken_over() {
+    use storage_operator::monitoring::{Kind, build_prometheus_rule};
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    for kind in Kind::ALL {
+        install_monitoring_crd(&admin, kind).await;
+    }
+    let theirs = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+        "metadata": {"name": Kind::ServiceMonitor.object_name(),
+                     "namespace": storage_operator::plan::OPERATOR_NAMESPACE},
+        "spec": {"endpoints": [{"port": "theirs"}], "selector": {"matchLabels": {"app": "theirs"}}}});
+    monitoring_api(&cluster.client_with_agent("kubectl"), Kind::ServiceMonitor)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(theirs.clone()).unwrap(),
+        )
+        .await
+        .unwrap();
+    let payload = json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+        "metadata": {"name": Kind::PrometheusRule.object_name(),
+                     "namespace": storage_operator::plan::OPERATOR_NAMESPACE,
+                     "annotations": {"include.release.openshift.io/self-managed-high-availability": "true"},
+                     "labels": {"role": "alert-rules"}},
+        "spec": {"groups": [{"name": "retired.rules", "rules": [{"alert": "Retired", "expr": "vector(1)"}]}]}});
+    monitoring_api(
+        &cluster.client_with_agent("cluster-version-operator"),
+        Kind::PrometheusRule,
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(payload).unwrap(),
+    )
+    .await
+    .unwrap();
+
+    let running = start(cluster.client_with_agent("storage-operator"));
+    let rule = eventually("the PrometheusRule taken over", async || {
+        let rule = monitoring_api(&admin, Kind::PrometheusRule)
+            .get(Kind::PrometheusRule.object_name())
+            .await
+            .unwrap();
+        (rule.data["spec"] == build_prometheus_rule()["spec"]).then_some(rule)
+    })
+    .await;
+    assert!(
+        rule.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.manager.as_deref() != Some("cluster-version-operator")),
+        "no field is left to the cluster-version-operator: {:?}",
+        rule.metadata.managed_fields
+    );
+    assert!(
+        !rule
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("include.release.openshift.io/self-managed-high-availability"),
+        "what only the payload set is gone"
+    );
+    let (_, reason, message) = eventually("the condition says what was left", async || {
+        storage_condition(&admin, MONITORING_DEGRADED)
+            .await
+            .filter(|c| c.0 == "False" && !c.2.is_empty())
+    })
+    .await;
+    assert_eq!(reason, "AsExpected");
+    assert!(message.contains("ServiceMonitor"), "{message}");
+    running.converged(&cluster, "storage-operator").await;
+    let monitor = monitoring_api(&admin, Kind::ServiceMonitor)
+        .get(Kind::ServiceMonitor.object_name())
+        .await
+        .unwrap();
+    assert_eq!(monitor.data["spec"], theirs["spec"]);
+    assert!(
+        monitor.metadata.managed_fields.iter().flatten().all(|e| !e
+            .manager
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("storage-operator")),
+        "{:?}",
+        monitor.metadata.managed_fields
+    );
+    running.stop().await;
+}
+
+/// A monitoring write that the API server refuses is Degraded in the same pass, naming the
+/// object and the answer; once it goes through, Degraded is False again.
+#[tokio::test]
+async fn a_refused_monitoring_write_is_degraded() {
+    use storage_operator::monitoring::Kind;
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    for kind in Kind::ALL {
+        install_monitoring_crd(&admin, kind).await;
+    }
+    cluster.inject(testkit::FaultRule::status(
+        Some("patch"),
+        Some("prometheusrules"),
+        403,
+    ));
+    let running = start(cluster.client_with_agent("storage-operator"));
+    let (_, reason, message) = eventually("monitoring Degraded", async || {
+        storage_condition(&admin, MONITORING_DEGRADED)
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(reason, "SyncError");
+    assert!(
+        message.contains("PrometheusRule openshift-cluster-storage-operator/prometheus")
+            && message.contains("403"),
+        "{message}"
+    );
+    // The ServiceMonitor went through.
+    assert!(
+        monitoring_api(&admin, Kind::ServiceMonitor)
+            .get_opt(Kind::ServiceMonitor.object_name())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    cluster.clear_faults();
+    eventually("Degraded cleared", async || {
+        storage_condition(&admin, MONITORING_DEGRADED)
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+    assert!(
+        monitoring_api(&admin, Kind::PrometheusRule)
+            .get_opt(Kind::PrometheusRule.object_name())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    running.stop().await;
+}

@@ -569,3 +569,97 @@ async fn the_namespace_label_policy_refuses_unknown_storage_policies() {
         api.delete(&name, &DeleteParams::default()).await.unwrap();
     }
 }
+
+/// A minimal CRD of a Prometheus operator kind (no schema to speak of), as a cluster without
+/// Prometheus' operator gets it in this test.
+fn monitoring_crd(
+    kind: storage_operator::monitoring::Kind,
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": kind.crd_name()},
+        "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                 "names": {"plural": kind.plural(), "singular": kind.kind().to_lowercase(),
+                           "kind": kind.kind(), "listKind": format!("{}List", kind.kind())},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap()
+}
+
+/// The operator's ServiceMonitor and PrometheusRule on the real API server, as the
+/// ServiceAccount of the install manifests: with Prometheus' CRDs installed after the operator
+/// started, both objects appear (the operator watches the CRDs by name, then each object by
+/// name, and applies it), under its field manager, with nothing refused by the RBAC it ships;
+/// `StorageOperatorMonitoringControllerDegraded` is False throughout. The CRDs this test
+/// installed are removed at the end (with the objects).
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn the_service_monitor_and_rules_appear_once_prometheus_crds_exist() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::DynamicObject;
+    use storage_operator::monitoring::{Kind, build_prometheus_rule, build_service_monitor};
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+
+    let admin = e2e::admin().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let mut installed = Vec::new();
+    for kind in Kind::ALL {
+        if crds.get_opt(kind.crd_name()).await.unwrap().is_none() {
+            installed.push(kind);
+        }
+    }
+    let declared = ensure_gcp(&admin).await;
+    let identity = cso::prepare(&admin).await;
+    let running = cso::start(&identity);
+    let degraded = "StorageOperatorMonitoringControllerDegraded";
+    wait_for("monitoring not Degraded", async || {
+        cso::storage_condition(&admin, degraded)
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+
+    for kind in &installed {
+        e2e::apply_crd(&admin, &monitoring_crd(*kind)).await;
+    }
+    let api = |kind: Kind| -> Api<DynamicObject> {
+        Api::namespaced_with(admin.clone(), OPERATOR_NAMESPACE, &kind.api_resource())
+    };
+    for (kind, built) in [
+        (Kind::ServiceMonitor, build_service_monitor()),
+        (Kind::PrometheusRule, build_prometheus_rule()),
+    ] {
+        let object = wait_for(&format!("the {}", kind.kind()), async || {
+            api(kind)
+                .get_opt(kind.object_name())
+                .await
+                .unwrap()
+                .filter(|o| o.data["spec"] == built["spec"])
+        })
+        .await;
+        assert!(
+            object.metadata.managed_fields.iter().flatten().any(|e| {
+                e.manager.as_deref() == Some("storage-operator/StorageOperatorMonitoringController")
+                    && e.operation.as_deref() == Some("Apply")
+            }),
+            "{:?}",
+            object.metadata.managed_fields
+        );
+    }
+    assert_eq!(
+        cso::storage_condition(&admin, degraded).await.map(|c| c.0),
+        Some("False".into())
+    );
+
+    running.stop().await;
+    for kind in Kind::ALL {
+        cleanup::delete_and_wait(&api(kind), kind.object_name()).await;
+    }
+    for kind in installed {
+        cleanup::delete_and_wait(&crds, kind.crd_name()).await;
+    }
+    cso::finish(&admin, &identity, "gcp-pd").await;
+    cleanup::undeclare_platform(&admin, declared).await;
+}
