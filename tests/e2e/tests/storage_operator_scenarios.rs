@@ -323,7 +323,34 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         .await
         .unwrap();
 
+    // OpenShift's library-go controllers apply their conditions under their own field
+    // managers (`<controller>-reportDegraded`, ...): a Degraded=True one left by a controller
+    // ours has no counterpart for here (AWS EBS's, on this GCP cluster) must not linger.
+    storages
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("AWSEBSCSIDriverOperator-reportDegraded"),
+            &Patch::Apply(
+                json!({"apiVersion": "operator.openshift.io/v1", "kind": "Storage",
+                "status": {"conditions": [{"type": "AWSEBSCSIDriverOperatorDegraded",
+                    "status": "True", "reason": "SyncError", "message": "left behind",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+            ),
+        )
+        .await
+        .unwrap();
+
     let running = cso::start(&identity);
+    wait_for(
+        "the stale condition of a library-go controller removed",
+        async || {
+            cso::storage_condition(&admin, "AWSEBSCSIDriverOperatorDegraded")
+                .await
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
     wait_for(
         "the former operator's stale condition removed",
         async || {
