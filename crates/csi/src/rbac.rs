@@ -513,11 +513,21 @@ pub fn build_shared_sidecar_cluster_roles() -> Vec<ClusterRole> {
         ),
         shared_role(
             "openshift-csi-provisioner-volumesnapshot-reader-role",
-            vec![rule(
-                &["snapshot.storage.k8s.io"],
-                &["volumesnapshots", "volumesnapshotcontents"],
-                &["get", "list"],
-            )],
+            vec![
+                // Watch and update: the provisioner puts a finalizer on the VolumeSnapshot a
+                // claim is restored from, so that it is not deleted while the volume is made,
+                // and sweeps leftover finalizers (external-provisioner's RBAC, and OpenShift's).
+                rule(
+                    &["snapshot.storage.k8s.io"],
+                    &["volumesnapshots"],
+                    &["get", "list", "watch", "update"],
+                ),
+                rule(
+                    &["snapshot.storage.k8s.io"],
+                    &["volumesnapshotcontents"],
+                    &["get", "list"],
+                ),
+            ],
         ),
         shared_role(
             "openshift-csi-provisioner-volumeattributesclass-reader-role",

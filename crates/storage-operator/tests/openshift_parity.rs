@@ -282,3 +282,81 @@ fn the_volume_data_source_validator_matches_openshift_but_for_the_listed_differe
         &[("volume-data-source-validator", actual)],
     );
 }
+
+/// Every object of a multi-document YAML file, normalised as the fixtures are.
+fn load_all(path: &std::path::Path, substitutions: &[(&str, &str)]) -> Vec<Value> {
+    let mut text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    for (from, to) in substitutions {
+        text = text.replace(from, to);
+    }
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()));
+    docs.into_iter()
+        .filter(|v| v.is_object())
+        .map(|mut v| {
+            fixtures::normalise(&mut v);
+            diff::drop_hash_annotations(&mut v);
+            rules_by_resource(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// What OpenShift's release payload installs beside its cluster storage operator (`manifests/`,
+/// the standalone profile: not the HyperShift and IBM Cloud variants, and not the
+/// CredentialsRequests, which the drivers' comparison covers), against what ours installs in
+/// their place: `deploy/openshift/storage-operator.yaml`, and what ours applies itself at run
+/// time (the shared sidecar roles, the ServiceMonitor and PrometheusRule, Storage/cluster).
+#[test]
+fn the_payload_matches_openshift_but_for_the_listed_differences() {
+    let dir = manifest_dir().join("tests/fixtures/openshift/manifests");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let openshift: Vec<Value> = files
+        .iter()
+        .flat_map(|path| {
+            load_all(
+                path,
+                &[
+                    ("${OPERATOR_IMAGE}", "${OPERATOR_IMAGE}"),
+                    (
+                        "quay.io/openshift/origin-cluster-storage-operator:latest",
+                        "${OPERATOR_IMAGE}",
+                    ),
+                ],
+            )
+        })
+        .collect();
+    let mut ours = load_all(
+        &manifest_dir().join("../../deploy/openshift/storage-operator.yaml"),
+        &[],
+    );
+    let runtime = csi::build_shared_cluster_roles()
+        .into_iter()
+        .map(|mut role| {
+            role.metadata
+                .labels
+                .get_or_insert_default()
+                .insert(STARTER_LABEL.into(), "shared".into());
+            Desired::ClusterRole(role).to_value()
+        })
+        .chain([
+            storage_operator::monitoring::build_service_monitor(),
+            storage_operator::monitoring::build_prometheus_rule(),
+        ]);
+    for mut v in runtime {
+        fixtures::normalise(&mut v);
+        rules_by_resource(&mut v);
+        ours.push(v);
+    }
+    let actual = diff::diff_objects(&ours, &openshift);
+    check(
+        "manifests.openshift-differences.yaml",
+        &[("manifests", actual)],
+    );
+}
