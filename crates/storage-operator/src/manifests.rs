@@ -36,6 +36,7 @@ use opkit::rbac::{MANAGE, READ, dedupe, rule};
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
 use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
 use crate::validator;
+use crate::vsphere_detector;
 
 /// The name of the operator's Deployment, ServiceAccount and RBAC objects.
 pub const NAME: &str = "cluster-storage-operator";
@@ -129,7 +130,9 @@ impl Written {
                 Desired::Namespace(_)
                 | Desired::ServiceAccount(_)
                 | Desired::Deployment(_)
-                | Desired::CustomResourceDefinition(_) => {}
+                | Desired::CustomResourceDefinition(_)
+                | Desired::ConfigMap(_)
+                | Desired::Service(_) => {}
             }
         }
     }
@@ -159,6 +162,13 @@ pub fn written() -> Written {
     written.add(&[
         Desired::ClusterRole(validator::build_cluster_role()),
         Desired::ClusterRoleBinding(validator::build_cluster_role_binding()),
+    ]);
+    // The vSphere problem detector's, on vSphere.
+    written.add(&[
+        Desired::ClusterRole(vsphere_detector::build_cluster_role()),
+        Desired::ClusterRoleBinding(vsphere_detector::build_cluster_role_binding()),
+        Desired::Role(vsphere_detector::build_role()),
+        Desired::RoleBinding(vsphere_detector::build_role_binding()),
     ]);
     written
 }
@@ -257,6 +267,13 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
         // (a ClusterRole rule, so that it needs no Role in a namespace plain Kubernetes lacks).
         PolicyRule {
             resource_names: Some(vec![crate::selinux::CONFIG_MAP.to_owned()]),
+            ..rule(&[""], &["configmaps"], READ)
+        },
+        // The vSphere problem detector restarts when openshift-config/cloud-provider-config
+        // changes: the operator watches it by that name only, for its hash (as above, a
+        // ClusterRole rule).
+        PolicyRule {
+            resource_names: Some(vec![vsphere_detector::CLOUD_CONFIG.to_owned()]),
             ..rule(&[""], &["configmaps"], READ)
         },
         // Its caches of the ClusterRoles and bindings it applies (by label).
@@ -409,13 +426,58 @@ pub fn namespace_label_policy() -> Vec<Value> {
     ]
 }
 
-/// The operator's rules in its own namespace, where it runs the volume data source validator.
+/// The operator's rules in its own namespace, where it runs the volume data source validator
+/// and the vSphere problem detector. The detector's objects are watched and written by name;
+/// its two Secrets (credentials, serving certificate) are read by name, for their hashes only.
 pub fn operator_namespace_rules() -> Vec<PolicyRule> {
-    vec![rule(
-        &["", "apps"],
-        &["serviceaccounts", "deployments"],
-        MANAGE,
-    )]
+    let named = |resource: &str, verbs: &[&str], names: &[&str]| PolicyRule {
+        resource_names: Some(names.iter().map(|n| (*n).to_owned()).collect()),
+        ..rule(&[""], &[resource], verbs)
+    };
+    let written = written();
+    let mut rules = vec![
+        rule(&["", "apps"], &["serviceaccounts", "deployments"], MANAGE),
+        named(
+            "configmaps",
+            &["get", "list", "watch", "create", "patch"],
+            &[
+                vsphere_detector::TRUSTED_CA_BUNDLE,
+                vsphere_detector::OPERATOR_CONFIG,
+            ],
+        ),
+        named(
+            "services",
+            &["get", "list", "watch", "create", "patch"],
+            &[vsphere_detector::SERVICE],
+        ),
+        named(
+            "secrets",
+            READ,
+            &[
+                vsphere_detector::CREDENTIALS,
+                vsphere_detector::SERVING_CERT,
+            ],
+        ),
+    ];
+    let roles = written.roles.get(OPERATOR_NAMESPACE);
+    let bindings = written.role_bindings.get(OPERATOR_NAMESPACE);
+    rules.extend(
+        [
+            by_name("roles", READ, roles),
+            by_name("rolebindings", READ, bindings),
+            by_name("roles", &["create", "patch", "escalate"], roles),
+            by_name("rolebindings", &["create", "patch"], bindings),
+            by_name(
+                "roles",
+                &["bind"],
+                written.bound_roles.get(OPERATOR_NAMESPACE),
+            ),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    dedupe(&mut rules);
+    rules
 }
 
 fn subject() -> Subject {
@@ -534,6 +596,9 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
     push(serde_json::to_value(build_deployment(flavour, image)));
     if flavour == Flavour::OpenShift {
         objects.extend(namespace_label_policy());
+        // OpenShift's payload asks the cloud credential operator for the vSphere problem
+        // detector's credentials (used on vSphere only).
+        objects.push(vsphere_detector::build_credentials_request());
     }
     objects
 }
@@ -576,13 +641,20 @@ mod tests {
                 );
             }
         }
-        // ConfigMaps: only SELinuxMountGAReadiness's, by name (the driver operators read and
-        // write others).
+        // ConfigMaps: only SELinuxMountGAReadiness's and the cloud config (whose hash restarts
+        // the vSphere problem detector), by name (the driver operators read and write others).
         assert!(!allows_name(
             &rules,
             "",
             "configmaps",
             "get",
+            "kube-root-ca.crt"
+        ));
+        assert!(allows_name(
+            &rules,
+            "",
+            "configmaps",
+            "watch",
             "cloud-provider-config"
         ));
         assert!(allows_name(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use api::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttributesClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -100,6 +100,32 @@ pub struct Observed {
     pub cluster_roles: Vec<ClusterRole>,
     /// Our ClusterRoleBindings.
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// The vSphere problem detector's objects and inputs, on OpenShift.
+    pub vsphere_detector: DetectorObserved,
+}
+
+/// The vSphere problem detector's objects, whoever made them (each watched by its name), and
+/// the hashes of what it reads (the Secrets are kept as hashes only, never their data).
+#[derive(Clone, Debug, Default)]
+pub struct DetectorObserved {
+    /// Its ServiceAccount.
+    pub service_accounts: Vec<ServiceAccount>,
+    /// Its Role.
+    pub roles: Vec<Role>,
+    /// Its RoleBinding.
+    pub role_bindings: Vec<RoleBinding>,
+    /// Its ClusterRole.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// Its ClusterRoleBinding.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// Its ConfigMaps (trusted CA bundle, configuration).
+    pub config_maps: Vec<ConfigMap>,
+    /// Its metrics Service.
+    pub services: Vec<Service>,
+    /// Its Deployment.
+    pub deployment: Option<Deployment>,
+    /// The hashes of its credentials, serving certificate and cloud config.
+    pub hashes: crate::vsphere_detector::InputHashes,
 }
 
 /// The caches behind [`Observed`].
@@ -131,6 +157,124 @@ pub struct Caches {
     volume_attributes_classes: Option<Store<VolumeAttributesClass>>,
     cluster_roles: Store<ClusterRole>,
     cluster_role_bindings: Store<ClusterRoleBinding>,
+    /// With the Infrastructure API (OpenShift) only: the detector runs nowhere else.
+    vsphere_detector: Option<DetectorCaches>,
+}
+
+/// The vSphere problem detector's caches: each object by its name, in its namespace (so that
+/// one made by someone else is seen, and left alone), and the hashes of its inputs.
+#[derive(Clone)]
+struct DetectorCaches {
+    service_account: Store<ServiceAccount>,
+    role: Store<Role>,
+    role_binding: Store<RoleBinding>,
+    cluster_role: Store<ClusterRole>,
+    cluster_role_binding: Store<ClusterRoleBinding>,
+    trusted_ca_bundle: Store<ConfigMap>,
+    operator_config: Store<ConfigMap>,
+    service: Store<Service>,
+    deployment: Store<Deployment>,
+    credentials: opkit::runtime::Projection<String>,
+    serving_cert: opkit::runtime::Projection<String>,
+    cloud_config: opkit::runtime::Projection<String>,
+}
+
+impl DetectorCaches {
+    fn start(client: &Client, informers: &mut Informers) -> Self {
+        use crate::vsphere_detector as d;
+        fn in_ns<K>(client: &Client) -> Api<K>
+        where
+            K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+        {
+            Api::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        }
+        let watch_name =
+            |kind: &str, name: &str| format!("{kind} {name} (vsphere-problem-detector)");
+        Self {
+            service_account: informers.watch(
+                &watch_name("serviceaccount", d::NAME),
+                in_ns(client),
+                named(d::NAME),
+            ),
+            role: informers.watch(&watch_name("role", d::ROLE), in_ns(client), named(d::ROLE)),
+            role_binding: informers.watch(
+                &watch_name("rolebinding", d::ROLE_BINDING),
+                in_ns(client),
+                named(d::ROLE_BINDING),
+            ),
+            cluster_role: informers.watch(
+                &watch_name("clusterrole", d::CLUSTER_ROLE),
+                Api::all(client.clone()),
+                named(d::CLUSTER_ROLE),
+            ),
+            cluster_role_binding: informers.watch(
+                &watch_name("clusterrolebinding", d::CLUSTER_ROLE_BINDING),
+                Api::all(client.clone()),
+                named(d::CLUSTER_ROLE_BINDING),
+            ),
+            trusted_ca_bundle: informers.watch(
+                &watch_name("configmap", d::TRUSTED_CA_BUNDLE),
+                in_ns(client),
+                named(d::TRUSTED_CA_BUNDLE),
+            ),
+            operator_config: informers.watch(
+                &watch_name("configmap", d::OPERATOR_CONFIG),
+                in_ns(client),
+                named(d::OPERATOR_CONFIG),
+            ),
+            service: informers.watch(
+                &watch_name("service", d::SERVICE),
+                in_ns(client),
+                named(d::SERVICE),
+            ),
+            deployment: informers.watch(
+                &watch_name("deployment", d::NAME),
+                in_ns(client),
+                named(d::NAME),
+            ),
+            credentials: informers.watch_projected(
+                &watch_name("secret", d::CREDENTIALS),
+                Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE),
+                named(d::CREDENTIALS),
+                |secret| Some(csi::hash::secret_hash(secret)),
+            ),
+            serving_cert: informers.watch_projected(
+                &watch_name("secret", d::SERVING_CERT),
+                Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE),
+                named(d::SERVING_CERT),
+                |secret| Some(csi::hash::secret_hash(secret)),
+            ),
+            cloud_config: informers.watch_projected(
+                &watch_name("configmap", d::CLOUD_CONFIG),
+                Api::<ConfigMap>::namespaced(client.clone(), d::CLOUD_CONFIG_NAMESPACE),
+                named(d::CLOUD_CONFIG),
+                |config_map| Some(csi::hash::config_map_hash(config_map)),
+            ),
+        }
+    }
+
+    fn observe(&self) -> DetectorObserved {
+        let hash =
+            |p: &opkit::runtime::Projection<String>| p.entries().into_iter().next().map(|(_, h)| h);
+        DetectorObserved {
+            service_accounts: snapshot(&self.service_account),
+            roles: snapshot(&self.role),
+            role_bindings: snapshot(&self.role_binding),
+            cluster_roles: snapshot(&self.cluster_role),
+            cluster_role_bindings: snapshot(&self.cluster_role_binding),
+            config_maps: snapshot(&self.trusted_ca_bundle)
+                .into_iter()
+                .chain(snapshot(&self.operator_config))
+                .collect(),
+            services: snapshot(&self.service),
+            deployment: single(&self.deployment),
+            hashes: crate::vsphere_detector::InputHashes {
+                credentials: hash(&self.credentials),
+                serving_cert: hash(&self.serving_cert),
+                cloud_config: hash(&self.cloud_config),
+            },
+        }
+    }
 }
 
 impl std::fmt::Debug for Caches {
@@ -259,6 +403,9 @@ impl Caches {
             }),
             cluster_roles: informers.watch("clusterroles", all(client), ours()),
             cluster_role_bindings: informers.watch("clusterrolebindings", all(client), ours()),
+            vsphere_detector: apis
+                .infrastructure
+                .then(|| DetectorCaches::start(client, informers)),
         }
     }
 
@@ -302,6 +449,11 @@ impl Caches {
                 .unwrap_or_default(),
             cluster_roles: snapshot(&self.cluster_roles),
             cluster_role_bindings: snapshot(&self.cluster_role_bindings),
+            vsphere_detector: self
+                .vsphere_detector
+                .as_ref()
+                .map(DetectorCaches::observe)
+                .unwrap_or_default(),
         }
     }
 }
