@@ -3,7 +3,9 @@
 //! watched only where there is no Infrastructure API to read the platform from. The namespaces
 //! are the catalogue's ([`driver_namespaces`]): the driver namespace, where the driver operators
 //! run, and the operand namespaces of the drivers whose operands live apart, where only their
-//! Roles and RoleBindings are ours.
+//! Roles and RoleBindings are ours. On OpenShift (with the Infrastructure API) the vSphere
+//! problem detector's objects are watched each by its name, whoever made them, and the two
+//! Secrets and the cloud config it restarts on are watched by name and kept as hashes only.
 
 use std::time::Duration;
 

@@ -432,21 +432,14 @@ pub fn plan_with_failures(
         plan.objects.extend(validator_objects);
         // The vSphere problem detector, on vSphere only.
         if platform.platform == api::config_v1::PlatformType::VSphere {
-            let part = vsphere_detector_part(observed, settings, &inputs, storage, &platform);
-            let (objects, detector_failures) = match &part {
+            match vsphere_detector_part(observed, settings, &inputs, storage, &platform) {
                 DetectorPart::Started { objects, kept } => {
-                    let mut own: Vec<&WriteFailure> = objects
+                    let mut detector_failures: Vec<&WriteFailure> = objects
                         .iter()
                         .filter_map(|d| d.failed_in(failures))
                         .collect();
-                    own.extend(kept.iter());
-                    (objects.clone(), own)
-                }
-                DetectorPart::NotStarted(_) => (Vec::new(), Vec::new()),
-            };
-            shared_failures.retain(|f| !detector_failures.contains(f));
-            match &part {
-                DetectorPart::Started { .. } => {
+                    shared_failures.retain(|f| !detector_failures.contains(f));
+                    detector_failures.extend(kept.iter());
                     let deployment = observed.vsphere_detector.deployment.as_ref();
                     conditions.extend(vsphere_detector::conditions(deployment, &detector_failures));
                     if let Some(deployment) = deployment {
@@ -458,12 +451,12 @@ pub fn plan_with_failures(
                             deployment.metadata.generation,
                         ));
                     }
+                    plan.objects.extend(objects);
                 }
                 DetectorPart::NotStarted(reason) => {
-                    conditions.extend(vsphere_detector::not_started(reason));
+                    conditions.extend(vsphere_detector::not_started(&reason));
                 }
             }
-            plan.objects.extend(objects);
         }
         let names: Vec<&str> = started.iter().map(|(e, _)| e.short_name).collect();
         if names.is_empty() {
@@ -816,12 +809,24 @@ fn vsphere_detector_part(
         ));
     };
     let detector = &observed.vsphere_detector;
+    // The cloud config is the ConfigMap the Infrastructure names; the operator watches it
+    // under the name OpenShift's installer gives it, so any other name (or none) has no hash,
+    // as OpenShift sets none for a ConfigMap it cannot find.
+    let mut hashes = detector.hashes.clone();
+    let cloud_config = observed
+        .infrastructure
+        .as_ref()
+        .and_then(|i| i.spec.cloud_config.as_ref())
+        .map(|c| c.name.as_str());
+    if cloud_config != Some(vsphere_detector::CLOUD_CONFIG) {
+        hashes.cloud_config = None;
+    }
     let deployment = vsphere_detector::build_deployment(&vsphere_detector::DeploymentInputs {
         image: image.clone(),
         verbosity: storage.spec.operator.log_level().klog_verbosity(),
         topology: inputs.topology,
         proxy: inputs.proxy.clone(),
-        hashes: detector.hashes.clone(),
+        hashes,
     });
     let candidates = [
         Desired::ServiceAccount(vsphere_detector::build_service_account()),
@@ -1326,7 +1331,8 @@ mod tests {
                 ..Default::default()
             },
             infrastructure: Some(
-                serde_json::from_value(json!({"metadata": {"name": "cluster"}, "spec": {},
+                serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                    "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}},
                     "status": {"infrastructureName": "c", "controlPlaneTopology": "HighlyAvailable",
                                "platformStatus": {"type": platform}}}))
                 .unwrap(),
@@ -1490,6 +1496,19 @@ mod tests {
         observed.vsphere_detector.hashes.cloud_config = Some("c".into());
         let cloud = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
         assert_ne!(template(&after), template(&cloud));
+        // An Infrastructure naming another cloud config: that one is not watched, so no hash
+        // (rather than the hash of a ConfigMap the detector does not read).
+        observed
+            .infrastructure
+            .as_mut()
+            .unwrap()
+            .spec
+            .cloud_config
+            .as_mut()
+            .unwrap()
+            .name = "my-cloud-config".into();
+        let other = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        assert_eq!(template(&after), template(&other));
     }
 
     /// A failed write of the detector shows in its part, in the same pass; an object of its

@@ -1426,6 +1426,17 @@ async fn vsphere_openshift(cluster: &testkit::Cluster) -> Client {
                "platformStatus": {"type": "VSphere"}}),
     )
     .await;
+    // The installer names the cloud config in the Infrastructure's spec.
+    Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"cloudConfig": {"name": d::CLOUD_CONFIG, "key": "config"}}}),
+            ),
+        )
+        .await
+        .unwrap();
     create::<Storage>(&admin, json!({
         "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
         "spec": {"managementState": "Managed"}

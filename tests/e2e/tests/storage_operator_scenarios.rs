@@ -523,6 +523,19 @@ async fn runs_the_vsphere_problem_detector_with_what_its_rbac_allows() {
     use storage_operator::vsphere_detector as d;
     let admin = e2e::admin().await;
     let declared = e2e::ensure_platform(&admin, json!({"type": "VSphere"})).await;
+    if declared {
+        // As the installer names the cloud config.
+        Api::<api::config_v1::Infrastructure>::all(admin.clone())
+            .patch(
+                "cluster",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"spec": {"cloudConfig": {"name": d::CLOUD_CONFIG, "key": "config"}}}),
+                ),
+            )
+            .await
+            .unwrap();
+    }
     let identity = cso::prepare(&admin).await;
     e2e::install::ensure_namespace(&admin, d::CLOUD_CONFIG_NAMESPACE).await;
     let cloud_configs: Api<ConfigMap> = Api::namespaced(admin.clone(), d::CLOUD_CONFIG_NAMESPACE);
