@@ -948,6 +948,72 @@ mod tests {
         );
     }
 
+    /// In its own namespace, the operator reads the vSphere problem detector's two Secrets by
+    /// name (for their hashes) and no other Secret; it writes the detector's ConfigMaps and
+    /// Service by name; it may escalate and bind the detector's Role, and its ClusterRole,
+    /// which grant reading Secrets it does not hold.
+    #[test]
+    fn the_vsphere_problem_detector_is_run_by_name() {
+        use crate::vsphere_detector as d;
+        let rules = operator_namespace_rules();
+        for verb in READ {
+            for name in [d::CREDENTIALS, d::SERVING_CERT] {
+                assert!(
+                    allows_name(&rules, "", "secrets", verb, name),
+                    "{verb} {name}"
+                );
+            }
+            // Any other name (a rule without names would allow it).
+            assert!(!allows_name(&rules, "", "secrets", verb, "other"), "{verb}");
+        }
+        for verb in ["create", "patch"] {
+            for (resource, name) in [
+                ("configmaps", d::TRUSTED_CA_BUNDLE),
+                ("configmaps", d::OPERATOR_CONFIG),
+                ("services", d::SERVICE),
+            ] {
+                assert!(
+                    allows_name(&rules, "", resource, verb, name),
+                    "{verb} {name}"
+                );
+            }
+            assert!(!allows_name(&rules, "", "configmaps", verb, "other"));
+        }
+        assert!(allows_name(&rules, RBAC, "roles", "escalate", d::ROLE));
+        assert!(allows_name(&rules, RBAC, "roles", "bind", d::ROLE));
+        assert!(allows_name(
+            &rules,
+            RBAC,
+            "rolebindings",
+            "patch",
+            d::ROLE_BINDING
+        ));
+        assert!(!allows_name(&rules, RBAC, "roles", "escalate", "other"));
+        let (cluster_role, _) = build_rbac();
+        let cluster_rules = cluster_role.rules.unwrap();
+        assert!(allows_name(
+            &cluster_rules,
+            RBAC,
+            "clusterroles",
+            "escalate",
+            d::CLUSTER_ROLE
+        ));
+        assert!(allows_name(
+            &cluster_rules,
+            RBAC,
+            "clusterroles",
+            "bind",
+            d::CLUSTER_ROLE
+        ));
+        assert!(allows_name(
+            &cluster_rules,
+            RBAC,
+            "clusterrolebindings",
+            "patch",
+            d::CLUSTER_ROLE_BINDING
+        ));
+    }
+
     #[test]
     fn flavours_differ_where_the_platforms_do() {
         let kubernetes = build(Flavour::Kubernetes, "example.com/so:1");
