@@ -18,3 +18,4 @@ pub mod selinux;
 pub mod starter;
 pub mod storage_metrics;
 pub mod validator;
+pub mod vsphere_detector;

@@ -37,6 +37,7 @@ use opkit::rbac::{MANAGE, READ, dedupe, rule};
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
 use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
 use crate::validator;
+use crate::vsphere_detector;
 
 /// The name of the operator's Deployment, ServiceAccount and RBAC objects.
 pub const NAME: &str = "cluster-storage-operator";
@@ -131,7 +132,9 @@ impl Written {
                 | Desired::ServiceAccount(_)
                 | Desired::Deployment(_)
                 | Desired::CustomResourceDefinition(_)
-                | Desired::Monitoring(..) => {}
+                | Desired::Monitoring(..)
+                | Desired::ConfigMap(_)
+                | Desired::Service(_) => {}
             }
         }
     }
@@ -161,6 +164,13 @@ pub fn written() -> Written {
     written.add(&[
         Desired::ClusterRole(validator::build_cluster_role()),
         Desired::ClusterRoleBinding(validator::build_cluster_role_binding()),
+    ]);
+    // The vSphere problem detector's, on vSphere.
+    written.add(&[
+        Desired::ClusterRole(vsphere_detector::build_cluster_role()),
+        Desired::ClusterRoleBinding(vsphere_detector::build_cluster_role_binding()),
+        Desired::Role(vsphere_detector::build_role()),
+        Desired::RoleBinding(vsphere_detector::build_role_binding()),
     ]);
     written
 }
@@ -264,6 +274,13 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
         // (a ClusterRole rule, so that it needs no Role in a namespace plain Kubernetes lacks).
         PolicyRule {
             resource_names: Some(vec![crate::selinux::CONFIG_MAP.to_owned()]),
+            ..rule(&[""], &["configmaps"], READ)
+        },
+        // The vSphere problem detector restarts when openshift-config/cloud-provider-config
+        // changes: the operator watches it by that name only, for its hash (as above, a
+        // ClusterRole rule).
+        PolicyRule {
+            resource_names: Some(vec![vsphere_detector::CLOUD_CONFIG.to_owned()]),
             ..rule(&[""], &["configmaps"], READ)
         },
         // Its caches of the ClusterRoles and bindings it applies (by label).
@@ -423,14 +440,55 @@ pub fn namespace_label_policy() -> Vec<Value> {
 }
 
 /// The operator's rules in its own namespace, where it runs the volume data source validator
-/// and applies its ServiceMonitor and PrometheusRule (each by its name: it reads, creates and
-/// patches no other; a watch of one name is asked with that name).
+/// and the vSphere problem detector. The detector's objects are watched and written by name;
+/// its two Secrets (credentials, serving certificate) are read by name, for their hashes only.
 pub fn operator_namespace_rules() -> Vec<PolicyRule> {
-    let mut rules = vec![rule(
-        &["", "apps"],
-        &["serviceaccounts", "deployments"],
-        MANAGE,
-    )];
+    let named = |resource: &str, verbs: &[&str], names: &[&str]| PolicyRule {
+        resource_names: Some(names.iter().map(|n| (*n).to_owned()).collect()),
+        ..rule(&[""], &[resource], verbs)
+    };
+    let written = written();
+    let mut rules = vec![
+        rule(&["", "apps"], &["serviceaccounts", "deployments"], MANAGE),
+        named(
+            "configmaps",
+            &["get", "list", "watch", "create", "patch"],
+            &[
+                vsphere_detector::TRUSTED_CA_BUNDLE,
+                vsphere_detector::OPERATOR_CONFIG,
+            ],
+        ),
+        named(
+            "services",
+            &["get", "list", "watch", "create", "patch"],
+            &[vsphere_detector::SERVICE],
+        ),
+        named(
+            "secrets",
+            READ,
+            &[
+                vsphere_detector::CREDENTIALS,
+                vsphere_detector::SERVING_CERT,
+            ],
+        ),
+    ];
+    let roles = written.roles.get(OPERATOR_NAMESPACE);
+    let bindings = written.role_bindings.get(OPERATOR_NAMESPACE);
+    rules.extend(
+        [
+            by_name("roles", READ, roles),
+            by_name("rolebindings", READ, bindings),
+            by_name("roles", &["create", "patch", "escalate"], roles),
+            by_name("rolebindings", &["create", "patch"], bindings),
+            by_name(
+                "roles",
+                &["bind"],
+                written.bound_roles.get(OPERATOR_NAMESPACE),
+            ),
+        ]
+        .into_iter()
+        .flatten(),
+    );
     for kind in monitoring::Kind::ALL {
         rules.push(PolicyRule {
             resource_names: Some(vec![kind.object_name().to_owned()]),
@@ -441,6 +499,7 @@ pub fn operator_namespace_rules() -> Vec<PolicyRule> {
             )
         });
     }
+    dedupe(&mut rules);
     rules
 }
 
@@ -578,6 +637,9 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
             }));
         }
         objects.extend(namespace_label_policy());
+        // OpenShift's payload asks the cloud credential operator for the vSphere problem
+        // detector's credentials (used on vSphere only).
+        objects.push(vsphere_detector::build_credentials_request());
     }
     objects
 }
@@ -620,13 +682,20 @@ mod tests {
                 );
             }
         }
-        // ConfigMaps: only SELinuxMountGAReadiness's, by name (the driver operators read and
-        // write others).
+        // ConfigMaps: only SELinuxMountGAReadiness's and the cloud config (whose hash restarts
+        // the vSphere problem detector), by name (the driver operators read and write others).
         assert!(!allows_name(
             &rules,
             "",
             "configmaps",
             "get",
+            "kube-root-ca.crt"
+        ));
+        assert!(allows_name(
+            &rules,
+            "",
+            "configmaps",
+            "watch",
             "cloud-provider-config"
         ));
         assert!(allows_name(
@@ -991,6 +1060,72 @@ mod tests {
                 "true"
             );
         }
+    }
+
+    /// In its own namespace, the operator reads the vSphere problem detector's two Secrets by
+    /// name (for their hashes) and no other Secret; it writes the detector's ConfigMaps and
+    /// Service by name; it may escalate and bind the detector's Role, and its ClusterRole,
+    /// which grant reading Secrets it does not hold.
+    #[test]
+    fn the_vsphere_problem_detector_is_run_by_name() {
+        use crate::vsphere_detector as d;
+        let rules = operator_namespace_rules();
+        for verb in READ {
+            for name in [d::CREDENTIALS, d::SERVING_CERT] {
+                assert!(
+                    allows_name(&rules, "", "secrets", verb, name),
+                    "{verb} {name}"
+                );
+            }
+            // Any other name (a rule without names would allow it).
+            assert!(!allows_name(&rules, "", "secrets", verb, "other"), "{verb}");
+        }
+        for verb in ["create", "patch"] {
+            for (resource, name) in [
+                ("configmaps", d::TRUSTED_CA_BUNDLE),
+                ("configmaps", d::OPERATOR_CONFIG),
+                ("services", d::SERVICE),
+            ] {
+                assert!(
+                    allows_name(&rules, "", resource, verb, name),
+                    "{verb} {name}"
+                );
+            }
+            assert!(!allows_name(&rules, "", "configmaps", verb, "other"));
+        }
+        assert!(allows_name(&rules, RBAC, "roles", "escalate", d::ROLE));
+        assert!(allows_name(&rules, RBAC, "roles", "bind", d::ROLE));
+        assert!(allows_name(
+            &rules,
+            RBAC,
+            "rolebindings",
+            "patch",
+            d::ROLE_BINDING
+        ));
+        assert!(!allows_name(&rules, RBAC, "roles", "escalate", "other"));
+        let (cluster_role, _) = build_rbac();
+        let cluster_rules = cluster_role.rules.unwrap();
+        assert!(allows_name(
+            &cluster_rules,
+            RBAC,
+            "clusterroles",
+            "escalate",
+            d::CLUSTER_ROLE
+        ));
+        assert!(allows_name(
+            &cluster_rules,
+            RBAC,
+            "clusterroles",
+            "bind",
+            d::CLUSTER_ROLE
+        ));
+        assert!(allows_name(
+            &cluster_rules,
+            RBAC,
+            "clusterrolebindings",
+            "patch",
+            d::CLUSTER_ROLE_BINDING
+        ));
     }
 
     #[test]

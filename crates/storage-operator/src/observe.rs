@@ -5,7 +5,9 @@
 //! run, and the operand namespaces of the drivers whose operands live apart, where only their
 //! Roles and RoleBindings are ours. Prometheus' ServiceMonitor and PrometheusRule CRDs are
 //! watched by name; the operator's object of each kind (by name, in its namespace, whoever made
-//! it) gets a cache once that CRD exists.
+//! it) gets a cache once that CRD exists. On OpenShift (with the Infrastructure API) the vSphere
+//! problem detector's objects are watched each by its name, whoever made them, and the two
+//! Secrets and the cloud config it restarts on are watched by name and kept as hashes only.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -15,7 +17,7 @@ use api::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttributesClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -112,6 +114,8 @@ pub struct Observed {
     /// The ServiceMonitor and PrometheusRule of our names in the operator's namespace, whoever
     /// made them, and whether their CRDs exist (absent from the map: no CRD).
     pub monitoring: BTreeMap<monitoring::Kind, monitoring::Seen>,
+    /// The vSphere problem detector's objects and inputs, on OpenShift.
+    pub vsphere_detector: DetectorObserved,
 }
 
 /// The volume data source validator's objects, read by name whoever made them: the names are
@@ -128,6 +132,30 @@ pub struct ValidatorObjects {
     pub deployment: Option<Deployment>,
     /// The `VolumePopulator` CRD.
     pub crd: Option<CustomResourceDefinition>,
+}
+
+/// The vSphere problem detector's objects, whoever made them (each watched by its name), and
+/// the hashes of what it reads (the Secrets are kept as hashes only, never their data).
+#[derive(Clone, Debug, Default)]
+pub struct DetectorObserved {
+    /// Its ServiceAccount.
+    pub service_accounts: Vec<ServiceAccount>,
+    /// Its Role.
+    pub roles: Vec<Role>,
+    /// Its RoleBinding.
+    pub role_bindings: Vec<RoleBinding>,
+    /// Its ClusterRole.
+    pub cluster_roles: Vec<ClusterRole>,
+    /// Its ClusterRoleBinding.
+    pub cluster_role_bindings: Vec<ClusterRoleBinding>,
+    /// Its ConfigMaps (trusted CA bundle, configuration).
+    pub config_maps: Vec<ConfigMap>,
+    /// Its metrics Service.
+    pub services: Vec<Service>,
+    /// Its Deployment.
+    pub deployment: Option<Deployment>,
+    /// The hashes of its credentials, serving certificate and cloud config.
+    pub hashes: crate::vsphere_detector::InputHashes,
 }
 
 /// The caches behind [`Observed`].
@@ -164,6 +192,8 @@ pub struct Caches {
     monitoring_crds: BTreeMap<monitoring::Kind, Store<CustomResourceDefinition>>,
     /// The monitoring objects of our names, each watched (by name) once its CRD exists.
     monitoring: MonitoringCaches,
+    /// With the Infrastructure API (OpenShift) only: the detector runs nowhere else.
+    vsphere_detector: Option<DetectorCaches>,
 }
 
 /// The caches of the monitoring kinds, started lazily: a watch of a kind whose CRD is missing
@@ -214,6 +244,122 @@ impl MonitoringCaches {
             });
         stores.insert(kind, store.clone());
         store
+    }
+}
+
+/// The vSphere problem detector's caches: each object by its name, in its namespace (so that
+/// one made by someone else is seen, and left alone), and the hashes of its inputs.
+#[derive(Clone)]
+struct DetectorCaches {
+    service_account: Store<ServiceAccount>,
+    role: Store<Role>,
+    role_binding: Store<RoleBinding>,
+    cluster_role: Store<ClusterRole>,
+    cluster_role_binding: Store<ClusterRoleBinding>,
+    trusted_ca_bundle: Store<ConfigMap>,
+    operator_config: Store<ConfigMap>,
+    service: Store<Service>,
+    deployment: Store<Deployment>,
+    credentials: opkit::runtime::Projection<String>,
+    serving_cert: opkit::runtime::Projection<String>,
+    cloud_config: opkit::runtime::Projection<String>,
+}
+
+impl DetectorCaches {
+    fn start(client: &Client, informers: &mut Informers) -> Self {
+        use crate::vsphere_detector as d;
+        fn in_ns<K>(client: &Client) -> Api<K>
+        where
+            K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+        {
+            Api::namespaced(client.clone(), OPERATOR_NAMESPACE)
+        }
+        let watch_name =
+            |kind: &str, name: &str| format!("{kind} {name} (vsphere-problem-detector)");
+        Self {
+            service_account: informers.watch(
+                &watch_name("serviceaccount", d::NAME),
+                in_ns(client),
+                named(d::NAME),
+            ),
+            role: informers.watch(&watch_name("role", d::ROLE), in_ns(client), named(d::ROLE)),
+            role_binding: informers.watch(
+                &watch_name("rolebinding", d::ROLE_BINDING),
+                in_ns(client),
+                named(d::ROLE_BINDING),
+            ),
+            cluster_role: informers.watch(
+                &watch_name("clusterrole", d::CLUSTER_ROLE),
+                Api::all(client.clone()),
+                named(d::CLUSTER_ROLE),
+            ),
+            cluster_role_binding: informers.watch(
+                &watch_name("clusterrolebinding", d::CLUSTER_ROLE_BINDING),
+                Api::all(client.clone()),
+                named(d::CLUSTER_ROLE_BINDING),
+            ),
+            trusted_ca_bundle: informers.watch(
+                &watch_name("configmap", d::TRUSTED_CA_BUNDLE),
+                in_ns(client),
+                named(d::TRUSTED_CA_BUNDLE),
+            ),
+            operator_config: informers.watch(
+                &watch_name("configmap", d::OPERATOR_CONFIG),
+                in_ns(client),
+                named(d::OPERATOR_CONFIG),
+            ),
+            service: informers.watch(
+                &watch_name("service", d::SERVICE),
+                in_ns(client),
+                named(d::SERVICE),
+            ),
+            deployment: informers.watch(
+                &watch_name("deployment", d::NAME),
+                in_ns(client),
+                named(d::NAME),
+            ),
+            credentials: informers.watch_projected(
+                &watch_name("secret", d::CREDENTIALS),
+                Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE),
+                named(d::CREDENTIALS),
+                |secret| Some(csi::hash::secret_hash(secret)),
+            ),
+            serving_cert: informers.watch_projected(
+                &watch_name("secret", d::SERVING_CERT),
+                Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE),
+                named(d::SERVING_CERT),
+                |secret| Some(csi::hash::secret_hash(secret)),
+            ),
+            cloud_config: informers.watch_projected(
+                &watch_name("configmap", d::CLOUD_CONFIG),
+                Api::<ConfigMap>::namespaced(client.clone(), d::CLOUD_CONFIG_NAMESPACE),
+                named(d::CLOUD_CONFIG),
+                |config_map| Some(csi::hash::config_map_hash(config_map)),
+            ),
+        }
+    }
+
+    fn observe(&self) -> DetectorObserved {
+        let hash =
+            |p: &opkit::runtime::Projection<String>| p.entries().into_iter().next().map(|(_, h)| h);
+        DetectorObserved {
+            service_accounts: snapshot(&self.service_account),
+            roles: snapshot(&self.role),
+            role_bindings: snapshot(&self.role_binding),
+            cluster_roles: snapshot(&self.cluster_role),
+            cluster_role_bindings: snapshot(&self.cluster_role_binding),
+            config_maps: snapshot(&self.trusted_ca_bundle)
+                .into_iter()
+                .chain(snapshot(&self.operator_config))
+                .collect(),
+            services: snapshot(&self.service),
+            deployment: single(&self.deployment),
+            hashes: crate::vsphere_detector::InputHashes {
+                credentials: hash(&self.credentials),
+                serving_cert: hash(&self.serving_cert),
+                cloud_config: hash(&self.cloud_config),
+            },
+        }
     }
 }
 
@@ -369,6 +515,9 @@ impl Caches {
                 stores: Arc::default(),
                 tasks: Arc::default(),
             },
+            vsphere_detector: apis
+                .infrastructure
+                .then(|| DetectorCaches::start(client, informers)),
         }
     }
 
@@ -435,6 +584,11 @@ impl Caches {
             ),
             validator,
             monitoring: self.observe_monitoring(),
+            vsphere_detector: self
+                .vsphere_detector
+                .as_ref()
+                .map(DetectorCaches::observe)
+                .unwrap_or_default(),
         }
     }
 }

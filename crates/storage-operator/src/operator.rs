@@ -409,6 +409,8 @@ async fn apply(
     observed: &Observed,
 ) -> Result<(&'static str, Outcome), ApplyError> {
     let applier = &context.applier;
+    // The vSphere problem detector's objects are watched by name, apart from the others.
+    let detector = &observed.vsphere_detector;
     Ok(match desired {
         Desired::Namespace(o) => (
             "Namespace",
@@ -417,27 +419,59 @@ async fn apply(
         Desired::ServiceAccount(o) => (
             "ServiceAccount",
             applier
-                .apply(o, find(&observed.service_accounts, o))
+                .apply(
+                    o,
+                    find(&observed.service_accounts, o)
+                        .or_else(|| find(&detector.service_accounts, o)),
+                )
                 .await?,
         ),
         Desired::ClusterRole(o) => (
             "ClusterRole",
-            applier.apply(o, find(&observed.cluster_roles, o)).await?,
+            applier
+                .apply(
+                    o,
+                    find(&observed.cluster_roles, o).or_else(|| find(&detector.cluster_roles, o)),
+                )
+                .await?,
         ),
         Desired::ClusterRoleBinding(o) => (
             "ClusterRoleBinding",
             applier
-                .apply(o, find(&observed.cluster_role_bindings, o))
+                .apply(
+                    o,
+                    find(&observed.cluster_role_bindings, o)
+                        .or_else(|| find(&detector.cluster_role_bindings, o)),
+                )
                 .await?,
         ),
-        Desired::Role(o) => ("Role", applier.apply(o, find(&observed.roles, o)).await?),
+        Desired::Role(o) => (
+            "Role",
+            applier
+                .apply(
+                    o,
+                    find(&observed.roles, o).or_else(|| find(&detector.roles, o)),
+                )
+                .await?,
+        ),
         Desired::RoleBinding(o) => (
             "RoleBinding",
-            applier.apply(o, find(&observed.role_bindings, o)).await?,
+            applier
+                .apply(
+                    o,
+                    find(&observed.role_bindings, o).or_else(|| find(&detector.role_bindings, o)),
+                )
+                .await?,
         ),
         Desired::Deployment(o) => (
             "Deployment",
-            applier.apply(o, find(&observed.deployments, o)).await?,
+            applier
+                .apply(
+                    o,
+                    find(&observed.deployments, o)
+                        .or_else(|| find(detector.deployment.as_slice(), o)),
+                )
+                .await?,
         ),
         Desired::CustomResourceDefinition(o) => (
             "CustomResourceDefinition",
@@ -456,6 +490,14 @@ async fn apply(
                     .await?,
             )
         }
+        Desired::ConfigMap(o) => (
+            "ConfigMap",
+            applier.apply(o, find(&detector.config_maps, o)).await?,
+        ),
+        Desired::Service(o) => (
+            "Service",
+            applier.apply(o, find(&detector.services, o)).await?,
+        ),
     })
 }
 

@@ -11,7 +11,7 @@ use api::operator_v1::{
 };
 use csi::Topology;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -32,6 +32,7 @@ use crate::registry::{
 };
 use crate::starter::{self, STARTER_LABEL, StarterInputs};
 use crate::validator;
+use crate::vsphere_detector;
 
 /// The namespace this operator runs in.
 pub const OPERATOR_NAMESPACE: &str = "openshift-cluster-storage-operator";
@@ -79,6 +80,10 @@ pub enum Desired {
     CustomResourceDefinition(CustomResourceDefinition),
     /// The operator's ServiceMonitor or PrometheusRule ([`monitoring`]).
     Monitoring(monitoring::Kind, kube::api::DynamicObject),
+    /// The vSphere problem detector's ConfigMaps.
+    ConfigMap(ConfigMap),
+    /// The vSphere problem detector's metrics Service.
+    Service(Service),
 }
 
 /// Everything one reconcile does.
@@ -461,6 +466,42 @@ pub fn plan_with_failures(
                 .into_iter()
                 .map(|(kind, object)| Desired::Monitoring(kind, object)),
         );
+        // The vSphere problem detector, on vSphere only.
+        if platform.platform == api::config_v1::PlatformType::VSphere {
+            match vsphere_detector_part(observed, settings, &inputs, storage, &platform) {
+                DetectorPart::Started { objects, kept } => {
+                    let mut detector_failures: Vec<&WriteFailure> = objects
+                        .iter()
+                        .filter_map(|d| d.failed_in(failures))
+                        .collect();
+                    shared_failures.retain(|f| !detector_failures.contains(f));
+                    detector_failures.extend(kept.iter());
+                    let deployment = observed.vsphere_detector.deployment.as_ref();
+                    conditions.extend(vsphere_detector::conditions(deployment, &detector_failures));
+                    if let Some(deployment) = deployment {
+                        generations.push(generation(
+                            "apps",
+                            "deployments",
+                            OPERATOR_NAMESPACE,
+                            vsphere_detector::NAME,
+                            deployment.metadata.generation,
+                        ));
+                    }
+                    plan.objects.extend(objects);
+                }
+                DetectorPart::NotStarted(reason) => {
+                    conditions.extend(vsphere_detector::not_started(&reason));
+                }
+            }
+        } else {
+            // OpenShift's starter runs on every platform and says so (seen on AWS).
+            conditions.push(condition(
+                format!("{}Degraded", vsphere_detector::STARTER),
+                ConditionStatus::False,
+                "AsExpected",
+                "",
+            ));
+        }
         let names: Vec<&str> = started.iter().map(|(e, _)| e.short_name).collect();
         if names.is_empty() {
             // No driver operator reports Upgradeable: OpenShift's starter says it itself, so
@@ -685,6 +726,8 @@ impl Desired {
             Self::RoleBinding(o) => ("RoleBinding", &o.metadata),
             Self::Deployment(o) => ("Deployment", &o.metadata),
             Self::CustomResourceDefinition(o) => ("CustomResourceDefinition", &o.metadata),
+            Self::ConfigMap(o) => ("ConfigMap", &o.metadata),
+            Self::Service(o) => ("Service", &o.metadata),
         };
         let name = meta.name.clone().unwrap_or_default();
         let object = match &meta.namespace {
@@ -713,9 +756,28 @@ impl Desired {
             Self::Deployment(o) => serde_json::to_value(o),
             Self::CustomResourceDefinition(o) => serde_json::to_value(o),
             Self::Monitoring(_, o) => serde_json::to_value(o),
+            Self::ConfigMap(o) => serde_json::to_value(o),
+            Self::Service(o) => serde_json::to_value(o),
         };
         // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
         value.unwrap_or_default()
+    }
+
+    /// The object's metadata.
+    pub fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        match self {
+            Self::Namespace(o) => &o.metadata,
+            Self::ServiceAccount(o) => &o.metadata,
+            Self::ClusterRole(o) => &o.metadata,
+            Self::ClusterRoleBinding(o) => &o.metadata,
+            Self::Role(o) => &o.metadata,
+            Self::RoleBinding(o) => &o.metadata,
+            Self::Deployment(o) => &o.metadata,
+            Self::CustomResourceDefinition(o) => &o.metadata,
+            Self::ConfigMap(o) => &o.metadata,
+            Self::Service(o) => &o.metadata,
+            Self::Monitoring(_, o) => &o.metadata,
+        }
     }
 }
 
@@ -829,6 +891,157 @@ fn validator_objects(
         }
     }
     (objects, not_ours)
+}
+
+/// What the plan does about the vSphere problem detector on a vSphere cluster.
+#[derive(Clone, Debug)]
+enum DetectorPart {
+    /// It runs: these objects are applied; `kept` are objects of its names someone else made,
+    /// left alone and reported.
+    Started {
+        objects: Vec<Desired>,
+        kept: Vec<WriteFailure>,
+    },
+    /// It cannot run here, and why.
+    NotStarted(String),
+}
+
+/// The vSphere problem detector's objects, as OpenShift's `VSphereProblemDetectorStarter`
+/// applies them: only on OpenShift (it reads OpenShift's Infrastructure and cloud config) and
+/// with its image given (`VSPHERE_PROBLEM_DETECTOR_OPERATOR_IMAGE`; there is no upstream
+/// image). An object of its names that someone other than this operator or OpenShift's made
+/// is not written, and is reported in the Degraded condition of its part.
+fn vsphere_detector_part(
+    observed: &Observed,
+    settings: &Settings,
+    inputs: &StarterInputs,
+    storage: &Storage,
+    platform: &ClusterPlatform,
+) -> DetectorPart {
+    if platform.source != Source::Infrastructure {
+        return DetectorPart::NotStarted(
+            "it runs on OpenShift only (it reads OpenShift's Infrastructure and cloud config)"
+                .into(),
+        );
+    }
+    let Some(image) = settings
+        .env
+        .get(vsphere_detector::IMAGE_ENV)
+        .filter(|i| !i.is_empty())
+    else {
+        return DetectorPart::NotStarted(format!(
+            "{} is not set (it names the detector's image, which OpenShift's release provides)",
+            vsphere_detector::IMAGE_ENV
+        ));
+    };
+    let detector = &observed.vsphere_detector;
+    // The cloud config is the ConfigMap the Infrastructure names; the operator watches it
+    // under the name OpenShift's installer gives it, so any other name (or none) has no hash,
+    // as OpenShift sets none for a ConfigMap it cannot find.
+    let mut hashes = detector.hashes.clone();
+    let cloud_config = observed
+        .infrastructure
+        .as_ref()
+        .and_then(|i| i.spec.cloud_config.as_ref())
+        .map(|c| c.name.as_str());
+    if cloud_config != Some(vsphere_detector::CLOUD_CONFIG) {
+        hashes.cloud_config = None;
+    }
+    let deployment = vsphere_detector::build_deployment(&vsphere_detector::DeploymentInputs {
+        image: image.clone(),
+        verbosity: storage.spec.operator.log_level().klog_verbosity(),
+        topology: inputs.topology,
+        proxy: inputs.proxy.clone(),
+        hashes,
+    });
+    let candidates = [
+        Desired::ServiceAccount(vsphere_detector::build_service_account()),
+        Desired::Role(vsphere_detector::build_role()),
+        Desired::RoleBinding(vsphere_detector::build_role_binding()),
+        Desired::ClusterRole(vsphere_detector::build_cluster_role()),
+        Desired::ClusterRoleBinding(vsphere_detector::build_cluster_role_binding()),
+        Desired::ConfigMap(vsphere_detector::build_trusted_ca_bundle()),
+        Desired::ConfigMap(vsphere_detector::build_operator_config()),
+        Desired::Service(vsphere_detector::build_service()),
+        Desired::Deployment(deployment),
+    ];
+    let mut objects = Vec::new();
+    let mut kept = Vec::new();
+    for desired in candidates {
+        match detector_existing(detector, &desired).filter(|meta| !ours_to_apply(Some(meta))) {
+            None => objects.push(desired),
+            Some(meta) => {
+                let (kind, object) = desired.key();
+                let managers: BTreeSet<&str> = meta
+                    .managed_fields
+                    .iter()
+                    .flatten()
+                    .filter_map(|e| e.manager.as_deref())
+                    .collect();
+                let managers: Vec<&str> = managers.into_iter().collect();
+                kept.push(WriteFailure {
+                    kind: kind.into(),
+                    object: object.clone(),
+                    message: format!(
+                        "{kind} {object} was made by someone else ({}), not by this operator or OpenShift's; it is left as it is: delete it to have the operator manage it",
+                        managers.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    DetectorPart::Started { objects, kept }
+}
+
+/// The detector's object of the same kind and name as `desired`, as observed.
+fn detector_existing<'a>(
+    detector: &'a crate::observe::DetectorObserved,
+    desired: &Desired,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    let same = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        meta.name == desired.metadata().name && meta.namespace == desired.metadata().namespace
+    };
+    match desired {
+        Desired::ServiceAccount(_) => detector
+            .service_accounts
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Role(_) => detector.roles.iter().map(|o| &o.metadata).find(|m| same(m)),
+        Desired::RoleBinding(_) => detector
+            .role_bindings
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::ClusterRole(_) => detector
+            .cluster_roles
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::ClusterRoleBinding(_) => detector
+            .cluster_role_bindings
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::ConfigMap(_) => detector
+            .config_maps
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Service(_) => detector
+            .services
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Deployment(_) => detector
+            .deployment
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Namespace(_) | Desired::CustomResourceDefinition(_) | Desired::Monitoring(..) => {
+            None
+        }
+    }
 }
 
 /// The Degraded conditions of a part made of static objects and a Deployment, given the
@@ -1078,7 +1291,12 @@ mod tests {
         ];
         // The starter's Available carries what it decided (the platform and where it was read,
         // the drivers started) for the ClusterOperator's message; OpenShift's says it nowhere.
-        const ONLY_OURS: [&str; 1] = ["CSIDriverStarterAvailable"];
+        // OpenShift's cluster version operator applies its ServiceMonitor and PrometheusRule;
+        // ours applies them itself, and says when it cannot.
+        const ONLY_OURS: [&str; 2] = [
+            "CSIDriverStarterAvailable",
+            "StorageOperatorMonitoringControllerDegraded",
+        ];
         let mut o = observed();
         o.nodes.clear();
         o.apis = crate::observe::Apis {
@@ -1511,6 +1729,277 @@ mod tests {
                 "Deployment"
             ]
         );
+    }
+
+    /// An OpenShift cluster on `platform` (Infrastructure/cluster), Storage Managed.
+    fn openshift_on(platform: &str) -> Observed {
+        Observed {
+            apis: crate::observe::Apis {
+                infrastructure: true,
+                ..Default::default()
+            },
+            infrastructure: Some(
+                serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                    "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}},
+                    "status": {"infrastructureName": "c", "controlPlaneTopology": "HighlyAvailable",
+                               "platformStatus": {"type": platform}}}))
+                .unwrap(),
+            ),
+            ..observed()
+        }
+    }
+
+    fn with_detector_image() -> Settings {
+        let mut settings = settings();
+        settings.env.insert(
+            vsphere_detector::IMAGE_ENV.into(),
+            "quay.io/openshift/origin-vsphere-problem-detector:4.22".into(),
+        );
+        settings
+    }
+
+    fn detector_deployment(plan: &Plan) -> Option<&k8s_openapi::api::apps::v1::Deployment> {
+        plan.objects.iter().find_map(|o| match o {
+            Desired::Deployment(d)
+                if d.metadata.name.as_deref() == Some(vsphere_detector::NAME) =>
+            {
+                Some(d)
+            }
+            _ => None,
+        })
+    }
+
+    fn detector_conditions(plan: &Plan) -> Vec<(String, ConditionStatus, String)> {
+        plan.storage_status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .iter()
+            .filter(|c| c.type_.starts_with("VSphereProblemDetector"))
+            .map(|c| {
+                (
+                    c.type_.clone(),
+                    c.status.clone(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// The vSphere problem detector runs on vSphere under OpenShift with its image given;
+    /// elsewhere nothing of it is planned and no condition of it is written (so none is left
+    /// behind either); on vSphere without the image or without OpenShift, a condition says
+    /// why it is not started.
+    #[test]
+    fn the_vsphere_problem_detector_runs_on_vsphere_only() {
+        let vsphere = plan(
+            &openshift_on("VSphere"),
+            &with_detector_image(),
+            &BTreeMap::new(),
+            &now(),
+        );
+        let deployment = detector_deployment(&vsphere).expect("the detector's Deployment");
+        assert_eq!(
+            deployment
+                .spec
+                .as_ref()
+                .unwrap()
+                .template
+                .spec
+                .as_ref()
+                .unwrap()
+                .containers[0]
+                .image
+                .as_deref(),
+            Some("quay.io/openshift/origin-vsphere-problem-detector:4.22")
+        );
+        let kinds: Vec<(&str, String)> = vsphere
+            .objects
+            .iter()
+            .map(Desired::key)
+            .filter(|(_, object)| {
+                object.contains("vsphere-problem-detector") || object.ends_with("trusted-ca-bundle")
+            })
+            .collect();
+        assert_eq!(kinds.len(), 9, "{kinds:?}");
+        let types: Vec<String> = detector_conditions(&vsphere)
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "VSphereProblemDetectorStarterDegraded",
+                "VSphereProblemDetectorStarterStaticControllerDegraded",
+                "VSphereProblemDetectorDeploymentControllerProgressing",
+                "VSphereProblemDetectorDeploymentControllerDegraded",
+            ]
+        );
+
+        let gcp = plan(
+            &openshift_on("GCP"),
+            &with_detector_image(),
+            &BTreeMap::new(),
+            &now(),
+        );
+        assert!(detector_deployment(&gcp).is_none());
+        assert!(
+            gcp.objects
+                .iter()
+                .all(|o| !matches!(o, Desired::ConfigMap(_) | Desired::Service(_)))
+        );
+        // Elsewhere only the starter's Degraded, False, as OpenShift's starter reports it on
+        // every platform.
+        assert_eq!(
+            detector_conditions(&gcp),
+            [(
+                "VSphereProblemDetectorStarterDegraded".to_owned(),
+                ConditionStatus::False,
+                String::new()
+            )]
+        );
+
+        let no_image = plan(
+            &openshift_on("VSphere"),
+            &settings(),
+            &BTreeMap::new(),
+            &now(),
+        );
+        assert!(detector_deployment(&no_image).is_none());
+        let conditions = detector_conditions(&no_image);
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0].1, ConditionStatus::False);
+        assert!(
+            conditions[0].2.contains(vsphere_detector::IMAGE_ENV),
+            "{conditions:?}"
+        );
+
+        let mut kubernetes = observed();
+        kubernetes.nodes = vec![
+            serde_json::from_value(json!({"metadata": {"name": "n"},
+            "spec": {"providerID": "vsphere://4237e5b4-0000-0000-0000-000000000000"}}))
+            .unwrap(),
+        ];
+        let kubernetes = plan(
+            &kubernetes,
+            &with_detector_image(),
+            &BTreeMap::new(),
+            &now(),
+        );
+        assert!(detector_deployment(&kubernetes).is_none());
+        let conditions = detector_conditions(&kubernetes);
+        assert!(conditions[0].2.contains("OpenShift only"), "{conditions:?}");
+    }
+
+    /// A changed cloud config or credentials Secret changes the detector's pod template.
+    #[test]
+    fn a_changed_input_hash_rolls_the_detector() {
+        let mut observed = openshift_on("VSphere");
+        observed.vsphere_detector.hashes.credentials = Some("one".into());
+        let before = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        observed.vsphere_detector.hashes.credentials = Some("two".into());
+        let after = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        let template = |plan: &Plan| {
+            detector_deployment(plan)
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .template
+                .metadata
+                .clone()
+        };
+        assert_ne!(template(&before), template(&after));
+        observed.vsphere_detector.hashes.cloud_config = Some("c".into());
+        let cloud = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        assert_ne!(template(&after), template(&cloud));
+        // An Infrastructure naming another cloud config: that one is not watched, so no hash
+        // (rather than the hash of a ConfigMap the detector does not read).
+        observed
+            .infrastructure
+            .as_mut()
+            .unwrap()
+            .spec
+            .cloud_config
+            .as_mut()
+            .unwrap()
+            .name = "my-cloud-config".into();
+        let other = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        assert_eq!(template(&after), template(&other));
+    }
+
+    /// A failed write of the detector shows in its part, in the same pass; an object of its
+    /// names someone else made is not written and is reported; one OpenShift's operator made
+    /// is written (taken over).
+    #[test]
+    fn the_detectors_failures_and_foreign_objects_are_degraded() {
+        let observed = openshift_on("VSphere");
+        let failed = WriteFailure {
+            kind: "Deployment".into(),
+            object: format!("{OPERATOR_NAMESPACE}/{}", vsphere_detector::NAME),
+            message: "applying Deployment: refused (403)".into(),
+        };
+        let plan_failed = plan_with_failures(
+            &observed,
+            &with_detector_image(),
+            &BTreeMap::new(),
+            std::slice::from_ref(&failed),
+            &now(),
+        );
+        let conditions = detector_conditions(&plan_failed);
+        let degraded = conditions
+            .iter()
+            .find(|c| c.0 == "VSphereProblemDetectorDeploymentControllerDegraded")
+            .unwrap();
+        assert_eq!(
+            (degraded.1.clone(), degraded.2.as_str()),
+            (ConditionStatus::True, failed.message.as_str())
+        );
+        let starter = plan_failed
+            .storage_status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "CSIDriverStarterDegraded")
+            .unwrap();
+        assert_eq!(
+            starter.status,
+            ConditionStatus::False,
+            "not the CSI driver starter's"
+        );
+
+        let service_by = |manager: &str| -> k8s_openapi::api::core::v1::Service {
+            serde_json::from_value(json!({"metadata": {"name": vsphere_detector::SERVICE,
+                "namespace": OPERATOR_NAMESPACE,
+                "managedFields": [{"manager": manager, "operation": "Update", "apiVersion": "v1"}]}}))
+            .unwrap()
+        };
+        let has_service = |plan: &Plan| {
+            plan.objects
+                .iter()
+                .any(|o| matches!(o, Desired::Service(_)))
+        };
+        let mut foreign = observed.clone();
+        foreign.vsphere_detector.services = vec![service_by("kubectl-create")];
+        let kept = plan(&foreign, &with_detector_image(), &BTreeMap::new(), &now());
+        assert!(!has_service(&kept), "someone else's Service is left alone");
+        let conditions = detector_conditions(&kept);
+        let static_degraded = conditions
+            .iter()
+            .find(|c| c.0 == "VSphereProblemDetectorStarterStaticControllerDegraded")
+            .unwrap();
+        assert_eq!(static_degraded.1, ConditionStatus::True);
+        assert!(
+            static_degraded.2.contains("kubectl-create"),
+            "{static_degraded:?}"
+        );
+        assert!(detector_deployment(&kept).is_some(), "the rest is applied");
+
+        let mut former = observed;
+        former.vsphere_detector.services = vec![service_by(crate::operator::FORMER_OPERATOR)];
+        let taken = plan(&former, &with_detector_image(), &BTreeMap::new(), &now());
+        assert!(has_service(&taken), "OpenShift's Service is taken over");
     }
 
     #[test]

@@ -1788,3 +1788,263 @@ async fn a_refused_monitoring_write_is_degraded() {
     );
     running.stop().await;
 }
+
+/// A vSphere cluster on OpenShift, Storage Managed, with the cloud config and the detector's
+/// credentials Secret (which OpenShift's installer and cloud credential operator make).
+async fn vsphere_openshift(cluster: &testkit::Cluster) -> Client {
+    use storage_operator::vsphere_detector as d;
+    let admin = cluster.client();
+    install_crds(
+        &admin,
+        &[
+            "ClusterCSIDriver",
+            "Storage",
+            "ClusterOperator",
+            "Infrastructure",
+        ],
+    )
+    .await;
+    install_infrastructure(
+        &admin,
+        json!({"infrastructureName": "demo-v5x", "controlPlaneTopology": "HighlyAvailable",
+               "platformStatus": {"type": "VSphere"}}),
+    )
+    .await;
+    // The installer names the cloud config in the Infrastructure's spec.
+    Api::<api::config_v1::Infrastructure>::all(admin.clone())
+        .patch(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"cloudConfig": {"name": d::CLOUD_CONFIG, "key": "config"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    create::<Storage>(&admin, json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
+        "spec": {"managementState": "Managed"}
+    }))
+    .await;
+    create::<k8s_openapi::api::core::v1::Namespace>(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": d::CLOUD_CONFIG_NAMESPACE}}),
+    )
+    .await;
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+        admin.clone(),
+        d::CLOUD_CONFIG_NAMESPACE,
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": d::CLOUD_CONFIG},
+                "data": {"config": "[Global]\nsecret-name = \"vsphere-creds\"\n"}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
+        admin.clone(),
+        storage_operator::plan::OPERATOR_NAMESPACE,
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": d::CREDENTIALS},
+            "stringData": {"vcenter.example.com.username": "u", "vcenter.example.com.password": "p"}}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    admin
+}
+
+/// The vSphere problem detector, as OpenShift's VSphereProblemDetectorStarter runs it: its
+/// objects with OpenShift's names, the Deployment OpenShift's operator made taken over in
+/// place, a Service of its name someone else made left alone and reported, the hashes of the
+/// credentials and cloud config on the pod template (a changed Secret rolls the pods), and
+/// OpenShift's conditions; once in place nothing is written again.
+#[tokio::test]
+async fn it_runs_the_vsphere_problem_detector_on_vsphere() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+    use storage_operator::vsphere_detector as d;
+    let cluster = testkit::Cluster::start().await;
+    let admin = vsphere_openshift(&cluster).await;
+    cluster.simulate_workloads(testkit::SimConfig::default());
+    cluster.add_node("master-0", true);
+    // What OpenShift's operator made: the Deployment (an older image).
+    let former = cluster.client_with_agent(storage_operator::operator::FORMER_OPERATOR);
+    Api::<Deployment>::namespaced(former, OPERATOR_NAMESPACE)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": d::NAME, "namespace": OPERATOR_NAMESPACE},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"name": d::NAME}},
+                    "template": {"metadata": {"labels": {"name": d::NAME}},
+                        "spec": {"serviceAccountName": d::NAME,
+                            "containers": [{"name": d::NAME, "image": "quay.io/openshift/origin-vsphere-problem-detector:4.21",
+                                "args": ["start", "--v=2"]}]}}}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    // Someone else's Service of the detector's name.
+    let someone = cluster.client_with_agent("someone-else");
+    Api::<Service>::namespaced(someone, OPERATOR_NAMESPACE)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": d::SERVICE, "namespace": OPERATOR_NAMESPACE},
+                "spec": {"ports": [{"name": "theirs", "port": 9000}]}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut settings = settings();
+    settings.env.insert(
+        d::IMAGE_ENV.into(),
+        "quay.io/openshift/origin-vsphere-problem-detector:4.22".into(),
+    );
+    let running = start_with(cluster.client_with_agent("storage-operator"), settings);
+
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let template_annotations = |d: &Deployment| {
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.annotations.clone())
+            .unwrap_or_default()
+    };
+    let credentials_key = csi::hash::annotation_key(
+        OPERATOR_NAMESPACE,
+        d::CREDENTIALS,
+        csi::hash::HashedKind::Secret,
+    );
+    let cloud_key = csi::hash::annotation_key(
+        d::CLOUD_CONFIG_NAMESPACE,
+        d::CLOUD_CONFIG,
+        csi::hash::HashedKind::ConfigMap,
+    );
+    let deployment = eventually("the detector's Deployment, ours", async || {
+        let deployment = deployments.get_opt(d::NAME).await.unwrap()?;
+        let pod = deployment.spec.as_ref()?.template.spec.as_ref()?;
+        (pod.containers[0].image.as_deref()
+            == Some("quay.io/openshift/origin-vsphere-problem-detector:4.22"))
+        .then_some(deployment)
+    })
+    .await;
+    let annotations = template_annotations(&deployment);
+    assert!(
+        annotations.contains_key(&credentials_key) && annotations.contains_key(&cloud_key),
+        "{annotations:?}"
+    );
+    let args = deployment.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert_eq!(args[0], "start");
+    assert!(
+        args.contains(&"--listen=0.0.0.0:8444".to_owned()),
+        "{args:?}"
+    );
+    for (kind, exists) in [
+        (
+            "ServiceAccount",
+            Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(
+                admin.clone(),
+                OPERATOR_NAMESPACE,
+            )
+            .get_opt(d::NAME)
+            .await
+            .unwrap()
+            .is_some(),
+        ),
+        (
+            "Role",
+            Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(admin.clone(), OPERATOR_NAMESPACE)
+                .get_opt(d::ROLE)
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+        (
+            "ClusterRoleBinding",
+            Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin.clone())
+                .get_opt(d::CLUSTER_ROLE_BINDING)
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+        (
+            "ConfigMap",
+            Api::<ConfigMap>::namespaced(admin.clone(), OPERATOR_NAMESPACE)
+                .get_opt(d::OPERATOR_CONFIG)
+                .await
+                .unwrap()
+                .is_some_and(|c| c.data.unwrap_or_default().contains_key("config.yaml")),
+        ),
+    ] {
+        assert!(exists, "{kind}");
+    }
+    for (type_, status) in [
+        ("VSphereProblemDetectorStarterDegraded", "False"),
+        (
+            "VSphereProblemDetectorDeploymentControllerDegraded",
+            "False",
+        ),
+        (
+            "VSphereProblemDetectorDeploymentControllerProgressing",
+            "False",
+        ),
+    ] {
+        eventually(&format!("{type_}={status}"), async || {
+            storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == status)
+        })
+        .await;
+    }
+    let (status, reason, message) = eventually("the foreign Service reported", async || {
+        storage_condition(
+            &admin,
+            "VSphereProblemDetectorStarterStaticControllerDegraded",
+        )
+        .await
+        .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "SyncError"));
+    assert!(message.contains("someone-else"), "{message}");
+    running.converged(&cluster, "storage-operator").await;
+    let service = Api::<Service>::namespaced(admin.clone(), OPERATOR_NAMESPACE)
+        .get(d::SERVICE)
+        .await
+        .unwrap();
+    assert_eq!(
+        service.spec.unwrap().ports.unwrap()[0].name.as_deref(),
+        Some("theirs"),
+        "someone else's Service is not written"
+    );
+
+    // New credentials: the pods roll.
+    let before = annotations[&credentials_key].clone();
+    Api::<Secret>::namespaced(admin.clone(), OPERATOR_NAMESPACE)
+        .patch(
+            d::CREDENTIALS,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"vcenter.example.com.password": "new"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the credentials hash changed", async || {
+        let deployment = deployments.get(d::NAME).await.unwrap();
+        template_annotations(&deployment)
+            .get(&credentials_key)
+            .filter(|hash| **hash != before)
+            .cloned()
+    })
+    .await;
+    running.stop().await;
+}

@@ -31,10 +31,19 @@ pub async fn prepare(admin: &Client) -> Identity {
 
 /// Starts the cluster storage operator as `identity`.
 pub fn start(identity: &Identity) -> Background<storage_operator::operator::StartError> {
+    start_with_env(identity, Default::default())
+}
+
+/// Starts the cluster storage operator as `identity`, with `env` as its environment (image
+/// variables).
+pub fn start_with_env(
+    identity: &Identity,
+    env: std::collections::BTreeMap<String, String>,
+) -> Background<storage_operator::operator::StartError> {
     let client = identity.client.clone();
     let settings = storage_operator::plan::Settings {
         operator_image: OPERATOR_IMAGE.into(),
-        env: Default::default(),
+        env,
         version: "e2e".into(),
         operator_log_level: None,
     };
@@ -90,4 +99,62 @@ pub async fn storage_condition(admin: &Client, type_: &str) -> Option<(String, S
         c.reason.unwrap_or_default(),
         c.message.unwrap_or_default(),
     ))
+}
+
+/// Removes the vSphere problem detector the cluster storage operator installs, with the
+/// inputs a test made for it (its credentials Secret, the cloud config).
+pub async fn remove_vsphere_detector(admin: &Client) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+    use storage_operator::vsphere_detector as d;
+    cleanup::delete_and_wait(
+        &Api::<Deployment>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        d::NAME,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<ServiceAccount>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        d::NAME,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<Service>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        d::SERVICE,
+    )
+    .await;
+    for name in [d::TRUSTED_CA_BUNDLE, d::OPERATOR_CONFIG] {
+        cleanup::delete_and_wait(
+            &Api::<ConfigMap>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+            name,
+        )
+        .await;
+    }
+    cleanup::delete_and_wait(
+        &Api::<Secret>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        d::CREDENTIALS,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<ConfigMap>::namespaced(admin.clone(), d::CLOUD_CONFIG_NAMESPACE),
+        d::CLOUD_CONFIG,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<RoleBinding>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        d::ROLE_BINDING,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<Role>::namespaced(admin.clone(), OPERATOR_NAMESPACE),
+        d::ROLE,
+    )
+    .await;
+    cleanup::delete_and_wait(
+        &Api::<ClusterRoleBinding>::all(admin.clone()),
+        d::CLUSTER_ROLE_BINDING,
+    )
+    .await;
+    cleanup::delete_and_wait(&Api::<ClusterRole>::all(admin.clone()), d::CLUSTER_ROLE).await;
 }

@@ -690,3 +690,129 @@ async fn the_service_monitor_and_rules_appear_once_prometheus_crds_exist() {
     cso::finish(&admin, &identity, "gcp-pd").await;
     cleanup::undeclare_platform(&admin, declared).await;
 }
+
+/// The vSphere problem detector on a real API server, as the ServiceAccount of
+/// `deploy/kubernetes/storage-operator.yaml`: on a cluster that says it is vSphere (an
+/// Infrastructure), with the detector's image given, the operator installs the detector's
+/// objects (its Role and ClusterRole grant reading Secrets, which the operator itself may not:
+/// `escalate` by name), puts the hashes of the credentials and cloud config on the pod template,
+/// and rolls it when the credentials change, without a single refused request.
+#[tokio::test]
+#[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
+async fn runs_the_vsphere_problem_detector_with_what_its_rbac_allows() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use kube::api::PostParams;
+    use storage_operator::plan::OPERATOR_NAMESPACE;
+    use storage_operator::vsphere_detector as d;
+    let admin = e2e::admin().await;
+    let declared = e2e::ensure_platform(&admin, json!({"type": "VSphere"})).await;
+    if declared {
+        // As the installer names the cloud config.
+        Api::<api::config_v1::Infrastructure>::all(admin.clone())
+            .patch(
+                "cluster",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"spec": {"cloudConfig": {"name": d::CLOUD_CONFIG, "key": "config"}}}),
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    let identity = cso::prepare(&admin).await;
+    e2e::install::ensure_namespace(&admin, d::CLOUD_CONFIG_NAMESPACE).await;
+    let cloud_configs: Api<ConfigMap> = Api::namespaced(admin.clone(), d::CLOUD_CONFIG_NAMESPACE);
+    if cloud_configs
+        .get_opt(d::CLOUD_CONFIG)
+        .await
+        .unwrap()
+        .is_none()
+    {
+        cloud_configs
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(
+                    json!({"metadata": {"name": d::CLOUD_CONFIG}, "data": {"config": "[Global]\n"}}),
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    if secrets.get_opt(d::CREDENTIALS).await.unwrap().is_none() {
+        secrets
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": d::CREDENTIALS},
+                    "stringData": {"vc.example.com.username": "u", "vc.example.com.password": "p"}}))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let running = cso::start_with_env(
+        &identity,
+        [(
+            d::IMAGE_ENV.to_owned(),
+            "quay.io/openshift/origin-vsphere-problem-detector:latest".to_owned(),
+        )]
+        .into(),
+    );
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let credentials_key = csi::hash::annotation_key(
+        OPERATOR_NAMESPACE,
+        d::CREDENTIALS,
+        csi::hash::HashedKind::Secret,
+    );
+    let cloud_key = csi::hash::annotation_key(
+        d::CLOUD_CONFIG_NAMESPACE,
+        d::CLOUD_CONFIG,
+        csi::hash::HashedKind::ConfigMap,
+    );
+    let hash_of = async |key: &str| {
+        let deployment = deployments.get_opt(d::NAME).await.unwrap()?;
+        deployment
+            .spec?
+            .template
+            .metadata?
+            .annotations?
+            .get(key)
+            .cloned()
+    };
+    let first = wait_for(
+        "the detector's Deployment with the credentials hash",
+        async || hash_of(&credentials_key).await,
+    )
+    .await;
+    assert!(hash_of(&cloud_key).await.is_some(), "the cloud config hash");
+    for type_ in [
+        "VSphereProblemDetectorStarterDegraded",
+        "VSphereProblemDetectorStarterStaticControllerDegraded",
+        "VSphereProblemDetectorDeploymentControllerDegraded",
+    ] {
+        wait_for(&format!("{type_}=False"), async || {
+            cso::storage_condition(&admin, type_)
+                .await
+                .filter(|c| c.0 == "False")
+        })
+        .await;
+    }
+    secrets
+        .patch(
+            d::CREDENTIALS,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"vc.example.com.password": "rotated"}})),
+        )
+        .await
+        .unwrap();
+    wait_for("the credentials hash changed", async || {
+        hash_of(&credentials_key).await.filter(|h| *h != first)
+    })
+    .await;
+
+    running.stop().await;
+    cso::remove_vsphere_detector(&admin).await;
+    cso::finish(&admin, &identity, "vsphere").await;
+    cleanup::undeclare_platform(&admin, declared).await;
+}
