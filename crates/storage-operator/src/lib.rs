@@ -7,6 +7,7 @@
 pub mod default_storage_class;
 pub mod driver_status;
 pub mod manifests;
+pub mod network_policy;
 pub mod observe;
 pub mod olm;
 pub mod operator;

@@ -455,6 +455,7 @@ pub fn build_deployment(flavour: Flavour, image: &str) -> Deployment {
             ..Default::default()
         }],
         priority_class: openshift.then(|| "system-cluster-critical".into()),
+        pod_labels: crate::network_policy::operator_pod_labels(),
         // On plain Kubernetes the control plane may be managed and invisible: prefer it
         // through the toleration, never require it.
         node_selector: openshift.then(|| [(control_plane.to_owned(), String::new())].into()),
@@ -531,6 +532,9 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
         role_ref: role_ref("Role", &format!("{NAME}-lease")),
         subjects: Some(vec![subject()]),
     }));
+    for policy in crate::network_policy::build(flavour) {
+        push(serde_json::to_value(policy));
+    }
     push(serde_json::to_value(build_deployment(flavour, image)));
     if flavour == Flavour::OpenShift {
         objects.extend(namespace_label_policy());

@@ -20,8 +20,8 @@ use api::operator_v1::{
 use csi::{DriverDef, Inputs, Operand, OptionalCrds, Topology};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, Namespace, ObjectFieldSelector, PodSpec, PodTemplateSpec,
-    ResourceRequirements, ServiceAccount, Toleration,
+    Container, ContainerPort, EnvVar, EnvVarSource, Namespace, ObjectFieldSelector, PodSpec,
+    PodTemplateSpec, ResourceRequirements, ServiceAccount, Toleration,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -32,6 +32,7 @@ use opkit::conditions::condition;
 
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
+use crate::network_policy;
 use crate::registry::{DRIVER_NAMESPACE, DriverEntry, SIDECAR_IMAGE_ENVS};
 
 /// Label on everything the starter creates, naming the driver.
@@ -500,6 +501,12 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         image_pull_policy: Some("IfNotPresent".into()),
         args: Some(vec!["driver".into(), entry.short_name.into()]),
         env: Some(env_vars),
+        // Where it serves /healthz, /readyz and /metrics (the process's default address).
+        ports: Some(vec![ContainerPort {
+            name: Some("admin".into()),
+            container_port: opkit::install::ADMIN_PORT,
+            ..Default::default()
+        }]),
         resources: Some(ResourceRequirements {
             requests: Some(requests),
             ..Default::default()
@@ -508,6 +515,18 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Default::default()
     };
+    // OpenShift's NetworkPolicies of the namespace let the pod reach the API server and DNS,
+    // anywhere when the driver operator talks to its cloud, and take metrics ingress.
+    let mut template_labels = labels.clone();
+    let mut opt_in = vec![
+        network_policy::DNS,
+        network_policy::API_SERVER,
+        network_policy::OPERATOR_METRICS_RANGE,
+    ];
+    if entry.operator_all_egress {
+        opt_in.push(network_policy::ALL_EGRESS);
+    }
+    template_labels.extend(network_policy::labels(&opt_in));
     let tolerations = control_plane.map(|label| {
         vec![Toleration {
             key: Some(label.into()),
@@ -525,7 +544,7 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         spec: Some(DeploymentSpec {
             replicas: Some(1),
             selector: LabelSelector {
-                match_labels: Some(labels.clone()),
+                match_labels: Some(labels),
                 ..Default::default()
             },
             // One replica that holds a lease: stop the old pod before starting the new one.
@@ -535,7 +554,7 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
             }),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels),
+                    labels: Some(template_labels),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {
