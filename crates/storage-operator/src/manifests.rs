@@ -129,10 +129,19 @@ impl Written {
                 Desired::Namespace(_)
                 | Desired::ServiceAccount(_)
                 | Desired::Deployment(_)
-                | Desired::CustomResourceDefinition(_) => {}
+                | Desired::CustomResourceDefinition(_)
+                | Desired::ConfigMap(_) => {}
             }
         }
     }
+}
+
+/// The names of the driver operators' config ConfigMaps, over the whole registry.
+fn operator_config_names() -> Vec<String> {
+    registry()
+        .iter()
+        .filter_map(starter::operator_config_name)
+        .collect()
 }
 
 /// What the starter applies for the whole catalogue, in each topology.
@@ -152,6 +161,7 @@ pub fn written() -> Written {
             proxy: Default::default(),
             env: BTreeMap::new(),
             operator_image: String::new(),
+            tls_profile: None,
         };
         written.add(&plan::starter_objects(&started, &inputs));
     }
@@ -220,6 +230,11 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["infrastructures", "featuregates", "proxies"],
             READ,
         ),
+        // The TLS profile of the driver operators' config ConfigMaps: APIServer/cluster only.
+        PolicyRule {
+            resource_names: Some(vec!["cluster".to_owned()]),
+            ..rule(&["config.openshift.io"], &["apiservers"], READ)
+        },
         rule(&[""], &["nodes"], READ),
         rule(&["storage.k8s.io"], &["csidrivers"], READ),
         rule(
@@ -309,6 +324,15 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
                     &["serviceaccounts", "deployments"],
                     MANAGE,
                 ));
+                // The driver operators' config ConfigMaps, by name (each watched by name).
+                rules.push(PolicyRule {
+                    resource_names: Some(operator_config_names()),
+                    ..rule(
+                        &[""],
+                        &["configmaps"],
+                        &["get", "list", "watch", "create", "patch"],
+                    )
+                });
             }
             rules.push(rule(&[RBAC_GROUP], &["roles", "rolebindings"], READ));
             rules.extend(
@@ -555,6 +579,7 @@ mod tests {
             proxy: Default::default(),
             env: BTreeMap::new(),
             operator_image: String::new(),
+            tls_profile: None,
         }
     }
 

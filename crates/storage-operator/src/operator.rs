@@ -419,6 +419,10 @@ async fn apply(
                 .apply(o, observed.volume_populator_crd.as_ref())
                 .await?,
         ),
+        Desired::ConfigMap(o) => (
+            "ConfigMap",
+            applier.apply(o, find(&observed.config_maps, o)).await?,
+        ),
     })
 }
 

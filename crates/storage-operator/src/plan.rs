@@ -11,7 +11,7 @@ use api::operator_v1::{
 };
 use csi::Topology;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -76,6 +76,8 @@ pub enum Desired {
     Deployment(Deployment),
     /// The volume data source validator's `VolumePopulator` CRD.
     CustomResourceDefinition(CustomResourceDefinition),
+    /// A driver operator's config ConfigMap (the cluster's TLS profile).
+    ConfigMap(ConfigMap),
 }
 
 /// Everything one reconcile does.
@@ -264,6 +266,10 @@ pub fn plan_with_failures(
                 .unwrap_or_default(),
             env: settings.env.clone(),
             operator_image: settings.operator_image.clone(),
+            tls_profile: observed
+                .api_server
+                .as_ref()
+                .and_then(|a| a.spec.tls_security_profile.clone()),
         };
         let previous = storage
             .status
@@ -373,6 +379,11 @@ pub fn plan_with_failures(
                 starter::operator_deployment_conditions(entry, deployment),
                 &own_failures,
             );
+            let mut deployment_conditions = deployment_conditions;
+            if let Some(invalid) = operator_config_degraded(entry, &inputs) {
+                deployment_conditions.retain(|c| c.type_ != invalid.type_);
+                deployment_conditions.push(invalid);
+            }
             conditions.extend(deployment_conditions);
             conditions.push(static_degraded);
             if let Some(deployment) = observed
@@ -635,6 +646,7 @@ impl Desired {
             Self::RoleBinding(o) => ("RoleBinding", &o.metadata),
             Self::Deployment(o) => ("Deployment", &o.metadata),
             Self::CustomResourceDefinition(o) => ("CustomResourceDefinition", &o.metadata),
+            Self::ConfigMap(o) => ("ConfigMap", &o.metadata),
         };
         let name = meta.name.clone().unwrap_or_default();
         let object = match &meta.namespace {
@@ -662,6 +674,7 @@ impl Desired {
             Self::RoleBinding(o) => serde_json::to_value(o),
             Self::Deployment(o) => serde_json::to_value(o),
             Self::CustomResourceDefinition(o) => serde_json::to_value(o),
+            Self::ConfigMap(o) => serde_json::to_value(o),
         };
         // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
         value.unwrap_or_default()
@@ -753,10 +766,37 @@ fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInput
     ];
     objects.extend(roles.into_iter().map(Desired::Role));
     objects.extend(bindings.into_iter().map(Desired::RoleBinding));
+    // Before the Deployment that mounts it. An invalid profile leaves it as it is (reported
+    // by [`operator_config_degraded`]).
+    if let Some(Ok(config)) = starter::build_operator_config(entry, inputs.tls_profile.as_ref()) {
+        objects.push(Desired::ConfigMap(config));
+    }
     objects.push(Desired::Deployment(starter::build_deployment(
         entry, inputs,
     )));
     objects
+}
+
+/// `<Prefix>CSIDriverOperatorDeploymentDegraded` when the driver operator's config ConfigMap
+/// cannot be written because the cluster's TLS profile is invalid (where OpenShift's
+/// Deployment controller reports it): what is wrong, in which field, and how to fix it.
+fn operator_config_degraded(
+    entry: &DriverEntry,
+    inputs: &StarterInputs,
+) -> Option<OperatorCondition> {
+    let error = starter::build_operator_config(entry, inputs.tls_profile.as_ref())?.err()?;
+    let name = starter::operator_config_name(entry).unwrap_or_default();
+    Some(condition(
+        format!(
+            "{}CSIDriverOperatorDeploymentDegraded",
+            entry.condition_prefix
+        ),
+        ConditionStatus::True,
+        "SyncError",
+        format!(
+            "cannot write ConfigMap {DRIVER_NAMESPACE}/{name} with the cluster's TLS profile: {error}"
+        ),
+    ))
 }
 
 fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
@@ -866,6 +906,104 @@ mod tests {
         plan.objects.iter().any(|o| {
             matches!(o, Desired::Deployment(d) if d.metadata.name.as_deref() != Some(validator::NAME))
         })
+    }
+
+    fn profile(value: serde_json::Value) -> Option<api::config_v1::APIServer> {
+        Some(
+            serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                "spec": {"tlsSecurityProfile": value}}))
+            .unwrap(),
+        )
+    }
+
+    fn config_maps(plan: &Plan) -> Vec<&ConfigMap> {
+        plan.objects
+            .iter()
+            .filter_map(|o| match o {
+                Desired::ConfigMap(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The started driver operator gets its config ConfigMap with the cluster's TLS profile
+    /// (Intermediate without an APIServer, as on plain Kubernetes), before its Deployment.
+    #[test]
+    fn the_driver_operator_config_carries_the_tls_profile() {
+        let mut observed = observed();
+        let plan = plan(&observed, &settings(), &BTreeMap::new(), &now());
+        let maps = config_maps(&plan);
+        assert_eq!(maps.len(), 1);
+        assert_eq!(
+            maps[0].metadata.name.as_deref(),
+            Some("gcp-pd-csi-driver-operator-config")
+        );
+        let intermediate = &maps[0].data.as_ref().unwrap()["config.yaml"];
+        assert!(
+            intermediate.contains("minTLSVersion: VersionTLS12"),
+            "{intermediate}"
+        );
+        let position = |f: &dyn Fn(&Desired) -> bool| plan.objects.iter().position(f).unwrap();
+        assert!(
+            position(&|o| matches!(o, Desired::ConfigMap(_)))
+                < position(
+                    &|o| matches!(o, Desired::Deployment(d) if d.metadata.name.as_deref() == Some("gcp-pd-csi-driver-operator"))
+                )
+        );
+        observed.api_server = profile(json!({"type": "Modern", "modern": {}}));
+        let plan = plan_fn(&observed);
+        let modern = &config_maps(&plan)[0].data.as_ref().unwrap()["config.yaml"];
+        assert!(modern.contains("minTLSVersion: VersionTLS13"), "{modern}");
+        assert_ne!(modern, intermediate);
+    }
+
+    fn plan_fn(observed: &Observed) -> Plan {
+        plan(observed, &settings(), &BTreeMap::new(), &now())
+    }
+
+    /// A Custom profile the driver operators cannot serve leaves the ConfigMap as it is and
+    /// says so in the Deployment's Degraded condition, naming the field and the fix; the rest
+    /// of the plan goes on.
+    #[rstest::rstest]
+    #[case::no_usable_cipher(
+        json!({"type": "Custom", "custom": {"ciphers": ["NOT-A-CIPHER"], "minTLSVersion": "VersionTLS12"}}),
+        "spec.tlsSecurityProfile.custom.ciphers"
+    )]
+    #[case::unknown_version(
+        json!({"type": "Custom", "custom": {"ciphers": ["ECDHE-RSA-AES128-GCM-SHA256"], "minTLSVersion": "TLS1.2"}}),
+        "spec.tlsSecurityProfile.custom.minTLSVersion"
+    )]
+    #[case::custom_without_settings(json!({"type": "Custom"}), "spec.tlsSecurityProfile.custom")]
+    fn an_invalid_custom_profile_is_degraded_not_written(
+        #[case] value: serde_json::Value,
+        #[case] field: &str,
+    ) {
+        let mut observed = observed();
+        observed.api_server = profile(value);
+        let plan = plan_fn(&observed);
+        assert!(config_maps(&plan).is_empty());
+        assert!(has_deployment(&plan));
+        let conditions = &plan.storage_status.as_ref().unwrap().conditions;
+        let degraded = conditions
+            .iter()
+            .find(|c| c.type_ == "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::True);
+        assert_eq!(degraded.reason.as_deref(), Some("SyncError"));
+        let message = degraded.message.clone().unwrap_or_default();
+        assert!(
+            message.contains(field)
+                && message
+                    .contains("openshift-cluster-csi-drivers/gcp-pd-csi-driver-operator-config"),
+            "{message}"
+        );
+        assert_eq!(
+            conditions
+                .iter()
+                .filter(|c| c.type_ == degraded.type_)
+                .count(),
+            1
+        );
     }
 
     /// Each failed write is reported in the Degraded condition of its part: the driver
@@ -1059,6 +1197,7 @@ mod tests {
             proxy: Default::default(),
             env: Default::default(),
             operator_image: "i".into(),
+            tls_profile: None,
         }
     }
 
@@ -1109,6 +1248,7 @@ mod tests {
                 "ClusterRoleBinding",
                 "Role",
                 "RoleBinding",
+                "ConfigMap",
                 "Deployment"
             ]
         );

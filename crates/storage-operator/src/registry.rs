@@ -75,6 +75,9 @@ pub struct DriverEntry {
     /// API, vCenter), so its pod opts in to OpenShift's all-egress NetworkPolicy as OpenShift's
     /// operator pod of that driver does; the others reach only the API server and DNS.
     pub operator_all_egress: bool,
+    /// Whether the driver operator gets a config ConfigMap (`<operator Deployment>-config`)
+    /// with the cluster's TLS profile, as OpenShift's platform driver operators do.
+    pub operator_config: bool,
 }
 
 /// An OLM-installed predecessor of a driver operator.
@@ -121,6 +124,7 @@ const fn platform_driver(
         skip: &[],
         olm: None,
         operator_all_egress: false,
+        operator_config: true,
     }
 }
 
@@ -260,6 +264,7 @@ pub fn registry() -> Vec<DriverEntry> {
         DriverEntry {
             removable: true,
             optional: true,
+            operator_config: false,
             olm: Some(OlmPackage {
                 package: "aws-efs-csi-driver-operator",
                 operator_deployment: "aws-efs-csi-driver-operator",
@@ -277,6 +282,7 @@ pub fn registry() -> Vec<DriverEntry> {
             platforms: Platforms::All,
             removable: true,
             optional: true,
+            operator_config: false,
             olm: Some(OlmPackage {
                 package: "smb-csi-driver-operator",
                 operator_deployment: "smb-csi-driver-operator",

@@ -282,6 +282,7 @@ fn everything(flavour: Flavour) -> (Vec<Pod>, Vec<NetworkPolicy>) {
             proxy: Default::default(),
             env: env.clone(),
             operator_image: "example.com/so:1".into(),
+            tls_profile: None,
         };
         for entry in registry() {
             // The driver operator.
