@@ -621,6 +621,50 @@ mod tests {
             "watch",
             "selinux-conflicts"
         ));
+        // In the driver namespace: the driver operators' config ConfigMaps, by name (their
+        // TLS profile), and no other ConfigMap there.
+        let driver_role = roles
+            .iter()
+            .find(|r| r.metadata.namespace.as_deref() == Some(DRIVER_NAMESPACE))
+            .unwrap();
+        for verb in ["get", "watch", "create", "patch"] {
+            assert!(allows_name(
+                rules_of(driver_role),
+                "",
+                "configmaps",
+                verb,
+                "aws-ebs-csi-driver-operator-config"
+            ));
+            assert!(!allows_name(
+                rules_of(driver_role),
+                "",
+                "configmaps",
+                verb,
+                "aws-ebs-cloud-config"
+            ));
+        }
+        assert!(!allows_name(
+            rules_of(driver_role),
+            "",
+            "configmaps",
+            "get",
+            "aws-efs-csi-driver-operator-config"
+        ));
+        // APIServer/cluster only.
+        assert!(allows_name(
+            &rules,
+            "config.openshift.io",
+            "apiservers",
+            "watch",
+            "cluster"
+        ));
+        assert!(!allows_name(
+            &rules,
+            "config.openshift.io",
+            "apiservers",
+            "list",
+            ""
+        ));
         // Nor what only the driver operators do.
         for (group, resource, verb) in [
             (

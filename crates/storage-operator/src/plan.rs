@@ -367,7 +367,7 @@ pub fn plan_with_failures(
                 .deployments
                 .iter()
                 .find(|d| d.name_any() == entry.operator_deployment);
-            let (static_degraded, deployment_conditions) = part_conditions(
+            let (static_degraded, mut deployment_conditions) = part_conditions(
                 &format!(
                     "{}CSIDriverOperatorStaticControllerDegraded",
                     entry.condition_prefix
@@ -379,7 +379,6 @@ pub fn plan_with_failures(
                 starter::operator_deployment_conditions(entry, deployment),
                 &own_failures,
             );
-            let mut deployment_conditions = deployment_conditions;
             if let Some(invalid) = operator_config_degraded(entry, &inputs) {
                 deployment_conditions.retain(|c| c.type_ != invalid.type_);
                 deployment_conditions.push(invalid);
