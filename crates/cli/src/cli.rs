@@ -100,6 +100,11 @@ pub enum Command {
         /// `pd.csi.storage.gke.io`.
         name: String,
 
+        /// The driver operator's config (`GenericOperatorConfig` YAML with the cluster's TLS
+        /// profile), as the cluster storage operator mounts it from `<operator>-config`.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
+
         #[command(flatten)]
         process: ProcessArgs,
     },

@@ -12,7 +12,11 @@ use crate::render;
 pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => crate::run::run(args, log),
-        Command::Driver { name, process } => crate::run::driver(&name, process, log),
+        Command::Driver {
+            name,
+            config,
+            process,
+        } => crate::run::driver(&name, config.as_deref(), process, log),
         Command::Builds {
             selector,
             watch_namespace,

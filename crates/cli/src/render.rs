@@ -85,6 +85,7 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
             .get(OPERATOR_IMAGE_ENV)
             .cloned()
             .unwrap_or_else(|| DEFAULT_IMAGE.to_owned()),
+        tls_profile: None,
     };
     // What the cluster storage operator creates, then what each driver operator creates.
     let mut objects: Vec<serde_json::Value> = starter_objects(&started, &inputs)

@@ -44,10 +44,14 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
 /// `storage-operator driver <name>`.
 pub fn driver(
     name: &str,
+    config: Option<&std::path::Path>,
     process: ProcessArgs,
     log: crate::logging::LogControl,
 ) -> anyhow::Result<ExitCode> {
     let def = drivers::by_name(name)?;
+    if let Some(path) = config {
+        read_operator_config(path);
+    }
     let settings = csi::operator::Settings {
         env: std::env::vars().collect(),
         instance: Some(process.identity.clone()),
@@ -75,6 +79,31 @@ pub fn driver(
             .map_err(anyhow::Error::from)
         },
     )
+}
+
+/// Reads the driver operator's config file (the cluster's TLS profile, from the cluster
+/// storage operator's `<operator>-config` ConfigMap), as OpenShift's driver operators take it.
+/// This process serves no TLS itself (its admin port is plain HTTP) and its operands' metrics
+/// proxies follow `APIServer/cluster` directly, so the settings are checked and logged, for
+/// parity and for whoever compares them with the proxies'; a missing or unreadable file is
+/// logged and does not stop the operator.
+fn read_operator_config(path: &std::path::Path) {
+    let read = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| storage_operator::starter::parse_operator_config(&text));
+    match read {
+        Ok(tls) => tracing::info!(
+            file = %path.display(),
+            min_tls_version = tls.min_version.as_deref().unwrap_or_default(),
+            cipher_suites = tls.cipher_suites.len(),
+            "read the operator config (TLS profile); this process serves no TLS endpoint"
+        ),
+        Err(error) => tracing::warn!(
+            file = %path.display(),
+            %error,
+            "cannot read the operator config; continuing without it"
+        ),
+    }
 }
 
 /// `storage-operator builds`.

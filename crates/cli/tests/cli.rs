@@ -152,6 +152,43 @@ fn driver_names_the_known_drivers_and_needs_a_cluster() {
     );
 }
 
+/// The driver operator takes its config file (`--config`, the TLS profile the cluster storage
+/// operator mounts) as OpenShift's driver operators do: read and logged before it connects; a
+/// file it cannot read is logged and does not stop it.
+#[test]
+fn driver_reads_its_config_file() {
+    let dir = std::env::temp_dir().join(format!("cso-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: operator.openshift.io/v1alpha1\nkind: GenericOperatorConfig\nservingInfo:\n  cipherSuites:\n  - TLS_AES_128_GCM_SHA256\n  minTLSVersion: VersionTLS13\n",
+    )
+    .unwrap();
+    let run = |config: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+            .args(["driver", "gcp-pd", "--admin-address", "127.0.0.1:0"])
+            .arg(format!("--config={}", config.display()))
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .unwrap()
+    };
+    let read = run(&file);
+    let said = format!("{}{}", stdout(&read), stderr(&read));
+    assert!(
+        said.contains("read the operator config") && said.contains("VersionTLS13"),
+        "{said}"
+    );
+    // Then it goes on, to the missing cluster.
+    assert!(said.contains("no Kubernetes API to connect to"), "{said}");
+    let missing = run(&dir.join("missing.yaml"));
+    let said = format!("{}{}", stdout(&missing), stderr(&missing));
+    assert!(said.contains("cannot read the operator config"), "{said}");
+    assert!(said.contains("no Kubernetes API to connect to"), "{said}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Out of a cluster, a Lease namespace that does not exist is named with the flag that fixes
 /// it, once, instead of the API server's 404.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,7 +350,23 @@ fn render_platform_prints_every_operand_of_its_drivers() {
             let operator = find(&docs, "Deployment", &format!("{short}-csi-driver-operator"));
             assert_eq!(
                 operator["spec"]["template"]["spec"]["containers"][0]["args"],
-                serde_json::json!(["driver", short])
+                serde_json::json!([
+                    "driver",
+                    short,
+                    "--config=/var/run/configmaps/config/config.yaml"
+                ])
+            );
+            // Its config ConfigMap (the TLS profile: Intermediate when rendered offline).
+            let config = find(
+                &docs,
+                "ConfigMap",
+                &format!("{short}-csi-driver-operator-config"),
+            );
+            assert!(
+                config["data"]["config.yaml"]
+                    .as_str()
+                    .unwrap()
+                    .contains("minTLSVersion: VersionTLS12")
             );
             find(&docs, "ClusterCSIDriver", csi_name);
         }

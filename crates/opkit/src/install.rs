@@ -36,6 +36,8 @@ pub struct OperatorDeployment {
     pub env: Vec<EnvVar>,
     /// A priority class.
     pub priority_class: Option<String>,
+    /// Pod labels besides `name` (e.g. the opt-in labels of NetworkPolicies).
+    pub pod_labels: BTreeMap<String, String>,
     /// A node selector.
     pub node_selector: Option<BTreeMap<String, String>>,
     /// Tolerations.
@@ -120,7 +122,7 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
             }),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels),
+                    labels: Some(labels.into_iter().chain(spec.pod_labels).collect()),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {

@@ -8,6 +8,7 @@ pub mod default_storage_class;
 pub mod driver_status;
 pub mod manifests;
 pub mod monitoring;
+pub mod network_policy;
 pub mod observe;
 pub mod olm;
 pub mod operator;

@@ -140,6 +140,14 @@ impl Written {
     }
 }
 
+/// The names of the driver operators' config ConfigMaps, over the whole registry.
+fn operator_config_names() -> Vec<String> {
+    registry()
+        .iter()
+        .filter_map(starter::operator_config_name)
+        .collect()
+}
+
 /// What the starter applies for the whole catalogue, in each topology.
 pub fn written() -> Written {
     let started: Vec<_> = registry()
@@ -157,6 +165,7 @@ pub fn written() -> Written {
             proxy: Default::default(),
             env: BTreeMap::new(),
             operator_image: String::new(),
+            tls_profile: None,
         };
         written.add(&plan::starter_objects(&started, &inputs));
     }
@@ -232,6 +241,11 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["infrastructures", "featuregates", "proxies"],
             READ,
         ),
+        // The TLS profile of the driver operators' config ConfigMaps: APIServer/cluster only.
+        PolicyRule {
+            resource_names: Some(vec!["cluster".to_owned()]),
+            ..rule(&["config.openshift.io"], &["apiservers"], READ)
+        },
         rule(&[""], &["nodes"], READ),
         rule(&["storage.k8s.io"], &["csidrivers"], READ),
         rule(
@@ -333,6 +347,15 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
                     &["serviceaccounts", "deployments"],
                     MANAGE,
                 ));
+                // The driver operators' config ConfigMaps, by name (each watched by name).
+                rules.push(PolicyRule {
+                    resource_names: Some(operator_config_names()),
+                    ..rule(
+                        &[""],
+                        &["configmaps"],
+                        &["get", "list", "watch", "create", "patch"],
+                    )
+                });
             }
             rules.push(rule(&[RBAC_GROUP], &["roles", "rolebindings"], READ));
             rules.extend(
@@ -540,6 +563,7 @@ pub fn build_deployment(flavour: Flavour, image: &str) -> Deployment {
             ..Default::default()
         }],
         priority_class: openshift.then(|| "system-cluster-critical".into()),
+        pod_labels: crate::network_policy::operator_pod_labels(),
         // On plain Kubernetes the control plane may be managed and invisible: prefer it
         // through the toleration, never require it.
         node_selector: openshift.then(|| [(control_plane.to_owned(), String::new())].into()),
@@ -623,6 +647,9 @@ pub fn build(flavour: Flavour, image: &str) -> Vec<Value> {
         role_ref: role_ref("Role", &format!("{NAME}-lease")),
         subjects: Some(vec![subject()]),
     }));
+    for policy in crate::network_policy::build(flavour) {
+        push(serde_json::to_value(policy));
+    }
     push(serde_json::to_value(build_deployment(flavour, image)));
     // Its metrics Service (its ServiceMonitor and PrometheusRule it applies itself, once
     // Prometheus' CRDs exist).
@@ -657,6 +684,7 @@ mod tests {
             proxy: Default::default(),
             env: BTreeMap::new(),
             operator_image: String::new(),
+            tls_profile: None,
         }
     }
 
@@ -704,6 +732,50 @@ mod tests {
             "configmaps",
             "watch",
             "selinux-conflicts"
+        ));
+        // In the driver namespace: the driver operators' config ConfigMaps, by name (their
+        // TLS profile), and no other ConfigMap there.
+        let driver_role = roles
+            .iter()
+            .find(|r| r.metadata.namespace.as_deref() == Some(DRIVER_NAMESPACE))
+            .unwrap();
+        for verb in ["get", "watch", "create", "patch"] {
+            assert!(allows_name(
+                rules_of(driver_role),
+                "",
+                "configmaps",
+                verb,
+                "aws-ebs-csi-driver-operator-config"
+            ));
+            assert!(!allows_name(
+                rules_of(driver_role),
+                "",
+                "configmaps",
+                verb,
+                "aws-ebs-cloud-config"
+            ));
+        }
+        assert!(!allows_name(
+            rules_of(driver_role),
+            "",
+            "configmaps",
+            "get",
+            "aws-efs-csi-driver-operator-config"
+        ));
+        // APIServer/cluster only.
+        assert!(allows_name(
+            &rules,
+            "config.openshift.io",
+            "apiservers",
+            "watch",
+            "cluster"
+        ));
+        assert!(!allows_name(
+            &rules,
+            "config.openshift.io",
+            "apiservers",
+            "list",
+            ""
         ));
         // Nor what only the driver operators do.
         for (group, resource, verb) in [

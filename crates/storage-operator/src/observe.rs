@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use api::config_v1::{ClusterOperator, FeatureGate, Infrastructure, Proxy};
+use api::config_v1::{APIServer, ClusterOperator, FeatureGate, Infrastructure, Proxy};
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 
 use crate::monitoring;
 use crate::plan::OPERATOR_NAMESPACE;
-use crate::registry::{DRIVER_NAMESPACE, driver_namespaces};
+use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
 use crate::starter::STARTER_LABEL;
 use crate::validator;
 
@@ -47,6 +47,9 @@ pub struct Apis {
     pub proxy: bool,
     /// `clusteroperators.config.openshift.io`.
     pub cluster_operator: bool,
+    /// `apiservers.config.openshift.io` (its TLS profile goes into the driver operators'
+    /// config ConfigMaps).
+    pub api_server: bool,
     /// `volumeattributesclasses.storage.k8s.io/v1` (Kubernetes 1.34 and later).
     pub volume_attributes_classes: bool,
 }
@@ -62,6 +65,7 @@ impl Apis {
             feature_gate: has("featuregates"),
             proxy: has("proxies"),
             cluster_operator: has("clusteroperators"),
+            api_server: has("apiservers"),
             volume_attributes_classes: storage.contains("volumeattributesclasses"),
         })
     }
@@ -84,6 +88,10 @@ pub struct Observed {
     pub proxy: Option<Proxy>,
     /// `ClusterOperator/storage`.
     pub cluster_operator: Option<ClusterOperator>,
+    /// `APIServer/cluster`.
+    pub api_server: Option<APIServer>,
+    /// The driver operators' config ConfigMaps (each watched by name).
+    pub config_maps: Vec<ConfigMap>,
     /// Every ClusterCSIDriver.
     pub cluster_csi_drivers: Vec<ClusterCSIDriver>,
     /// Every CSIDriver.
@@ -169,6 +177,10 @@ pub struct Caches {
     feature_gate: Option<Store<FeatureGate>>,
     proxy: Option<Store<Proxy>>,
     cluster_operator: Option<Store<ClusterOperator>>,
+    api_server: Option<Store<APIServer>>,
+    /// One per driver operator config ConfigMap of the registry, by name: the operator reads
+    /// no other ConfigMap of the driver namespace.
+    config_maps: Vec<Store<ConfigMap>>,
     cluster_csi_drivers: Store<ClusterCSIDriver>,
     csi_drivers: Store<CSIDriver>,
     /// One per namespace of [`driver_namespaces`], as are `roles` and `role_bindings`.
@@ -415,6 +427,20 @@ impl Caches {
             cluster_operator: apis
                 .cluster_operator
                 .then(|| informers.watch("clusteroperators", all(client), named("storage"))),
+            api_server: apis
+                .api_server
+                .then(|| informers.watch("apiservers", all(client), named("cluster"))),
+            config_maps: registry()
+                .iter()
+                .filter_map(crate::starter::operator_config_name)
+                .map(|name| {
+                    informers.watch(
+                        &format!("configmaps {name}"),
+                        Api::namespaced(ns(client), DRIVER_NAMESPACE),
+                        named(&name),
+                    )
+                })
+                .collect(),
             cluster_csi_drivers: informers.watch(
                 "clustercsidrivers",
                 all(client),
@@ -563,6 +589,8 @@ impl Caches {
             feature_gate: self.feature_gate.as_ref().and_then(single),
             proxy: self.proxy.as_ref().and_then(single),
             cluster_operator: self.cluster_operator.as_ref().and_then(single),
+            api_server: self.api_server.as_ref().and_then(single),
+            config_maps: self.config_maps.iter().flat_map(snapshot).collect(),
             cluster_csi_drivers: snapshot(&self.cluster_csi_drivers),
             csi_drivers: snapshot(&self.csi_drivers),
             namespaces: self.namespaces.iter().flat_map(snapshot).collect(),

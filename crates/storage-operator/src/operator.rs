@@ -490,9 +490,15 @@ async fn apply(
                     .await?,
             )
         }
+        // A driver operator's config, or one of the vSphere problem detector's.
         Desired::ConfigMap(o) => (
             "ConfigMap",
-            applier.apply(o, find(&detector.config_maps, o)).await?,
+            applier
+                .apply(
+                    o,
+                    find(&observed.config_maps, o).or_else(|| find(&detector.config_maps, o)),
+                )
+                .await?,
         ),
         Desired::Service(o) => (
             "Service",

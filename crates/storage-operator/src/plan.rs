@@ -80,7 +80,8 @@ pub enum Desired {
     CustomResourceDefinition(CustomResourceDefinition),
     /// The operator's ServiceMonitor or PrometheusRule ([`monitoring`]).
     Monitoring(monitoring::Kind, kube::api::DynamicObject),
-    /// The vSphere problem detector's ConfigMaps.
+    /// A driver operator's config ConfigMap (the cluster's TLS profile), or the vSphere
+    /// problem detector's ConfigMaps.
     ConfigMap(ConfigMap),
     /// The vSphere problem detector's metrics Service.
     Service(Service),
@@ -273,6 +274,10 @@ pub fn plan_with_failures(
                 .unwrap_or_default(),
             env: settings.env.clone(),
             operator_image: settings.operator_image.clone(),
+            tls_profile: observed
+                .api_server
+                .as_ref()
+                .and_then(|a| a.spec.tls_security_profile.clone()),
         };
         let previous = storage
             .status
@@ -382,7 +387,7 @@ pub fn plan_with_failures(
                 .deployments
                 .iter()
                 .find(|d| d.name_any() == entry.operator_deployment);
-            let (static_degraded, deployment_conditions) = part_conditions(
+            let (static_degraded, mut deployment_conditions) = part_conditions(
                 &format!(
                     "{}CSIDriverOperatorStaticControllerDegraded",
                     entry.condition_prefix
@@ -394,6 +399,10 @@ pub fn plan_with_failures(
                 starter::operator_deployment_conditions(entry, deployment),
                 &own_failures,
             );
+            if let Some(invalid) = operator_config_degraded(entry, &inputs) {
+                deployment_conditions.retain(|c| c.type_ != invalid.type_);
+                deployment_conditions.push(invalid);
+            }
             conditions.extend(deployment_conditions);
             conditions.push(static_degraded);
             if let Some(deployment) = observed
@@ -1090,10 +1099,37 @@ fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInput
     ];
     objects.extend(roles.into_iter().map(Desired::Role));
     objects.extend(bindings.into_iter().map(Desired::RoleBinding));
+    // Before the Deployment that mounts it. An invalid profile leaves it as it is (reported
+    // by [`operator_config_degraded`]).
+    if let Some(Ok(config)) = starter::build_operator_config(entry, inputs.tls_profile.as_ref()) {
+        objects.push(Desired::ConfigMap(config));
+    }
     objects.push(Desired::Deployment(starter::build_deployment(
         entry, inputs,
     )));
     objects
+}
+
+/// `<Prefix>CSIDriverOperatorDeploymentDegraded` when the driver operator's config ConfigMap
+/// cannot be written because the cluster's TLS profile is invalid (where OpenShift's
+/// Deployment controller reports it): what is wrong, in which field, and how to fix it.
+fn operator_config_degraded(
+    entry: &DriverEntry,
+    inputs: &StarterInputs,
+) -> Option<OperatorCondition> {
+    let error = starter::build_operator_config(entry, inputs.tls_profile.as_ref())?.err()?;
+    let name = starter::operator_config_name(entry).unwrap_or_default();
+    Some(condition(
+        format!(
+            "{}CSIDriverOperatorDeploymentDegraded",
+            entry.condition_prefix
+        ),
+        ConditionStatus::True,
+        "SyncError",
+        format!(
+            "cannot write ConfigMap {DRIVER_NAMESPACE}/{name} with the cluster's TLS profile: {error}"
+        ),
+    ))
 }
 
 fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
@@ -1305,6 +1341,7 @@ mod tests {
             proxy: true,
             cluster_operator: true,
             volume_attributes_classes: true,
+            api_server: true,
         };
         o.infrastructure = Some(
             serde_json::from_value(json!({"metadata": {"name": "cluster"}, "spec": {},
@@ -1406,6 +1443,104 @@ mod tests {
         assert_eq!(
             get("VolumeDataSourceValidatorDeploymentControllerProgressing").status,
             ConditionStatus::True
+        );
+    }
+
+    fn profile(value: serde_json::Value) -> Option<api::config_v1::APIServer> {
+        Some(
+            serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                "spec": {"tlsSecurityProfile": value}}))
+            .unwrap(),
+        )
+    }
+
+    fn config_maps(plan: &Plan) -> Vec<&ConfigMap> {
+        plan.objects
+            .iter()
+            .filter_map(|o| match o {
+                Desired::ConfigMap(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The started driver operator gets its config ConfigMap with the cluster's TLS profile
+    /// (Intermediate without an APIServer, as on plain Kubernetes), before its Deployment.
+    #[test]
+    fn the_driver_operator_config_carries_the_tls_profile() {
+        let mut observed = observed();
+        let plan = plan(&observed, &settings(), &BTreeMap::new(), &now());
+        let maps = config_maps(&plan);
+        assert_eq!(maps.len(), 1);
+        assert_eq!(
+            maps[0].metadata.name.as_deref(),
+            Some("gcp-pd-csi-driver-operator-config")
+        );
+        let intermediate = &maps[0].data.as_ref().unwrap()["config.yaml"];
+        assert!(
+            intermediate.contains("minTLSVersion: VersionTLS12"),
+            "{intermediate}"
+        );
+        let position = |f: &dyn Fn(&Desired) -> bool| plan.objects.iter().position(f).unwrap();
+        assert!(
+            position(&|o| matches!(o, Desired::ConfigMap(_)))
+                < position(
+                    &|o| matches!(o, Desired::Deployment(d) if d.metadata.name.as_deref() == Some("gcp-pd-csi-driver-operator"))
+                )
+        );
+        observed.api_server = profile(json!({"type": "Modern", "modern": {}}));
+        let plan = plan_fn(&observed);
+        let modern = &config_maps(&plan)[0].data.as_ref().unwrap()["config.yaml"];
+        assert!(modern.contains("minTLSVersion: VersionTLS13"), "{modern}");
+        assert_ne!(modern, intermediate);
+    }
+
+    fn plan_fn(observed: &Observed) -> Plan {
+        plan(observed, &settings(), &BTreeMap::new(), &now())
+    }
+
+    /// A Custom profile the driver operators cannot serve leaves the ConfigMap as it is and
+    /// says so in the Deployment's Degraded condition, naming the field and the fix; the rest
+    /// of the plan goes on.
+    #[rstest::rstest]
+    #[case::no_usable_cipher(
+        json!({"type": "Custom", "custom": {"ciphers": ["NOT-A-CIPHER"], "minTLSVersion": "VersionTLS12"}}),
+        "spec.tlsSecurityProfile.custom.ciphers"
+    )]
+    #[case::unknown_version(
+        json!({"type": "Custom", "custom": {"ciphers": ["ECDHE-RSA-AES128-GCM-SHA256"], "minTLSVersion": "TLS1.2"}}),
+        "spec.tlsSecurityProfile.custom.minTLSVersion"
+    )]
+    #[case::custom_without_settings(json!({"type": "Custom"}), "spec.tlsSecurityProfile.custom")]
+    fn an_invalid_custom_profile_is_degraded_not_written(
+        #[case] value: serde_json::Value,
+        #[case] field: &str,
+    ) {
+        let mut observed = observed();
+        observed.api_server = profile(value);
+        let plan = plan_fn(&observed);
+        assert!(config_maps(&plan).is_empty());
+        assert!(has_deployment(&plan));
+        let conditions = &plan.storage_status.as_ref().unwrap().conditions;
+        let degraded = conditions
+            .iter()
+            .find(|c| c.type_ == "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::True);
+        assert_eq!(degraded.reason.as_deref(), Some("SyncError"));
+        let message = degraded.message.clone().unwrap_or_default();
+        assert!(
+            message.contains(field)
+                && message
+                    .contains("openshift-cluster-csi-drivers/gcp-pd-csi-driver-operator-config"),
+            "{message}"
+        );
+        assert_eq!(
+            conditions
+                .iter()
+                .filter(|c| c.type_ == degraded.type_)
+                .count(),
+            1
         );
     }
 
@@ -1676,6 +1811,7 @@ mod tests {
             proxy: Default::default(),
             env: Default::default(),
             operator_image: "i".into(),
+            tls_profile: None,
         }
     }
 
@@ -1726,6 +1862,7 @@ mod tests {
                 "ClusterRoleBinding",
                 "Role",
                 "RoleBinding",
+                "ConfigMap",
                 "Deployment"
             ]
         );
@@ -1843,11 +1980,11 @@ mod tests {
             &now(),
         );
         assert!(detector_deployment(&gcp).is_none());
-        assert!(
-            gcp.objects
-                .iter()
-                .all(|o| !matches!(o, Desired::ConfigMap(_) | Desired::Service(_)))
-        );
+        // No object of the detector's (the driver operator's config ConfigMap is there).
+        assert!(gcp.objects.iter().all(|o| {
+            o.metadata().namespace.as_deref() != Some(OPERATOR_NAMESPACE)
+                || !matches!(o, Desired::ConfigMap(_) | Desired::Service(_))
+        }));
         // Elsewhere only the starter's Degraded, False, as OpenShift's starter reports it on
         // every platform.
         assert_eq!(

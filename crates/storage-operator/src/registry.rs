@@ -71,6 +71,13 @@ pub struct DriverEntry {
     /// The OLM package this driver's operator was once installed from, if any: such an
     /// installation is adopted (its Subscription and CSV removed) before ours starts.
     pub olm: Option<OlmPackage>,
+    /// Whether the driver operator itself talks to something outside the cluster (the cloud's
+    /// API, vCenter), so its pod opts in to OpenShift's all-egress NetworkPolicy as OpenShift's
+    /// operator pod of that driver does; the others reach only the API server and DNS.
+    pub operator_all_egress: bool,
+    /// Whether the driver operator gets a config ConfigMap (`<operator Deployment>-config`)
+    /// with the cluster's TLS profile, as OpenShift's platform driver operators do.
+    pub operator_config: bool,
 }
 
 /// An OLM-installed predecessor of a driver operator.
@@ -116,6 +123,8 @@ const fn platform_driver(
         required_feature_gate: None,
         skip: &[],
         olm: None,
+        operator_all_egress: false,
+        operator_config: true,
     }
 }
 
@@ -181,6 +190,7 @@ pub fn registry() -> Vec<DriverEntry> {
         ),
         DriverEntry {
             skip: &[Skip::OnExternalControlPlane],
+            operator_all_egress: true,
             ..platform_driver(
                 "vpc.block.csi.ibm.io",
                 "ibm-vpc-block",
@@ -196,6 +206,7 @@ pub fn registry() -> Vec<DriverEntry> {
         DriverEntry {
             extra_image_envs: &[("MANILA_NFS_DRIVER_IMAGE", "NFS_DRIVER_IMAGE")],
             allow_disabled: true,
+            operator_all_egress: true,
             olm: Some(OlmPackage {
                 package: "manila-csi-driver-operator",
                 operator_deployment: "csi-driver-manila-operator",
@@ -209,17 +220,20 @@ pub fn registry() -> Vec<DriverEntry> {
                 ("MANILA_DRIVER_OPERATOR_IMAGE", "MANILA_DRIVER_IMAGE"),
             )
         },
-        platform_driver(
-            "cinder.csi.openstack.org",
-            "openstack-cinder",
-            PlatformType::OpenStack,
-            "OpenStackCinder",
-            "openstack-cinder-csi-driver-operator",
-            (
-                "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
-                "OPENSTACK_CINDER_DRIVER_IMAGE",
-            ),
-        ),
+        DriverEntry {
+            operator_all_egress: true,
+            ..platform_driver(
+                "cinder.csi.openstack.org",
+                "openstack-cinder",
+                PlatformType::OpenStack,
+                "OpenStackCinder",
+                "openstack-cinder-csi-driver-operator",
+                (
+                    "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
+                    "OPENSTACK_CINDER_DRIVER_IMAGE",
+                ),
+            )
+        },
         platform_driver(
             "powervs.csi.ibm.com",
             "powervs-block",
@@ -234,6 +248,7 @@ pub fn registry() -> Vec<DriverEntry> {
         DriverEntry {
             extra_image_envs: &[("VMWARE_VSPHERE_SYNCER_IMAGE", "VMWARE_VSPHERE_SYNCER_IMAGE")],
             allow_disabled: true,
+            operator_all_egress: true,
             ..platform_driver(
                 "csi.vsphere.vmware.com",
                 "vsphere",
@@ -249,6 +264,7 @@ pub fn registry() -> Vec<DriverEntry> {
         DriverEntry {
             removable: true,
             optional: true,
+            operator_config: false,
             olm: Some(OlmPackage {
                 package: "aws-efs-csi-driver-operator",
                 operator_deployment: "aws-efs-csi-driver-operator",
@@ -266,6 +282,7 @@ pub fn registry() -> Vec<DriverEntry> {
             platforms: Platforms::All,
             removable: true,
             optional: true,
+            operator_config: false,
             olm: Some(OlmPackage {
                 package: "smb-csi-driver-operator",
                 operator_deployment: "smb-csi-driver-operator",

@@ -12,16 +12,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use api::config_v1::ProxyStatus;
+use api::config_v1::{ProxyStatus, TLSSecurityProfile};
 use api::operator_v1::{
     ClusterCSIDriver, ClusterCSIDriverSpec, ConditionStatus, LogLevel, ManagementState,
     OperatorCondition, OperatorSpec,
 };
-use csi::{DriverDef, Inputs, Operand, OptionalCrds, Topology};
+use csi::{DriverDef, Inputs, Operand, OptionalCrds, ServingTls, Topology};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, Namespace, ObjectFieldSelector, PodSpec, PodTemplateSpec,
-    ResourceRequirements, ServiceAccount, Toleration,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, Namespace,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, ServiceAccount,
+    Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
@@ -32,6 +33,7 @@ use opkit::conditions::condition;
 
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
+use crate::network_policy;
 use crate::registry::{DRIVER_NAMESPACE, DriverEntry, SIDECAR_IMAGE_ENVS};
 
 /// Label on everything the starter creates, naming the driver.
@@ -52,6 +54,9 @@ pub struct StarterInputs {
     pub env: BTreeMap<String, String>,
     /// The image of this binary.
     pub operator_image: String,
+    /// `APIServer/cluster` `spec.tlsSecurityProfile` (none on plain Kubernetes: Intermediate),
+    /// written into each driver operator's config ConfigMap.
+    pub tls_profile: Option<TLSSecurityProfile>,
 }
 
 /// The namespace of driver operators and their operands, labelled for privileged CSI pods and
@@ -456,6 +461,91 @@ fn field_env(name: &str, field_path: &str) -> EnvVar {
     }
 }
 
+/// The key of the driver operator's config in its ConfigMap.
+pub const OPERATOR_CONFIG_KEY: &str = "config.yaml";
+/// The name of the config ConfigMap's volume in the driver operator's pod, as OpenShift's.
+pub const OPERATOR_CONFIG_VOLUME: &str = "operator-config";
+/// Where the driver operator's pod mounts its config ConfigMap, as OpenShift's.
+pub const OPERATOR_CONFIG_DIR: &str = "/var/run/configmaps/config";
+
+/// The name of a driver operator's config ConfigMap (`<operator Deployment>-config`, e.g.
+/// `aws-ebs-csi-driver-operator-config`), when its driver has one (OpenShift's platform
+/// drivers; not the optional ones OLM once installed).
+pub fn operator_config_name(entry: &DriverEntry) -> Option<String> {
+    entry
+        .operator_config
+        .then(|| format!("{}-config", entry.operator_deployment))
+}
+
+/// The `config.yaml` of a driver operator's config ConfigMap: a `GenericOperatorConfig` with
+/// only the serving TLS settings, the minimum version and the IANA cipher suite names, laid
+/// out as OpenShift's operator writes it (keys sorted, list items not indented), so that an
+/// unchanged profile leaves OpenShift's ConfigMap byte for byte as it was.
+pub fn operator_config_yaml(tls: &ServingTls) -> String {
+    let mut yaml = String::from(
+        "apiVersion: operator.openshift.io/v1alpha1\nkind: GenericOperatorConfig\nservingInfo:\n",
+    );
+    if tls.cipher_suites.is_empty() {
+        yaml.push_str("  cipherSuites: []\n");
+    } else {
+        yaml.push_str("  cipherSuites:\n");
+        for suite in &tls.cipher_suites {
+            yaml.push_str(&format!("  - {suite}\n"));
+        }
+    }
+    yaml.push_str(&format!(
+        "  minTLSVersion: {}\n",
+        tls.min_version.as_deref().unwrap_or("VersionTLS12")
+    ));
+    yaml
+}
+
+/// Reads a driver operator's `config.yaml` (as [`operator_config_yaml`] writes it, or as
+/// OpenShift's operator does): its serving TLS settings.
+pub fn parse_operator_config(text: &str) -> Result<ServingTls, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Config {
+        kind: Option<String>,
+        #[serde(default)]
+        serving_info: ServingInfo,
+    }
+    #[derive(Default, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ServingInfo {
+        #[serde(rename = "minTLSVersion")]
+        min_tls_version: Option<String>,
+        #[serde(default)]
+        cipher_suites: Vec<String>,
+    }
+    let config: Config = api::yaml::from_str(text).map_err(|e| e.to_string())?;
+    if config.kind.as_deref() != Some("GenericOperatorConfig") {
+        return Err(format!(
+            "kind is {:?}, not GenericOperatorConfig",
+            config.kind.unwrap_or_default()
+        ));
+    }
+    Ok(ServingTls {
+        min_version: config.serving_info.min_tls_version,
+        cipher_suites: config.serving_info.cipher_suites,
+    })
+}
+
+/// The driver operator's config ConfigMap for the cluster's TLS profile, when its driver has
+/// one. The error (an invalid Custom profile) names the field and the fix; the ConfigMap is
+/// then left as it is.
+pub fn build_operator_config(
+    entry: &DriverEntry,
+    profile: Option<&TLSSecurityProfile>,
+) -> Option<Result<ConfigMap, String>> {
+    let name = operator_config_name(entry)?;
+    Some(csi::tls::serving_tls(profile).map(|tls| ConfigMap {
+        metadata: meta(entry, name, Some(DRIVER_NAMESPACE)),
+        data: Some([(OPERATOR_CONFIG_KEY.to_owned(), operator_config_yaml(&tls))].into()),
+        ..Default::default()
+    }))
+}
+
 /// The driver operator's Deployment: this binary running `driver <short name>`, one replica,
 /// on control-plane nodes when the cluster has them, with the images, log level and proxy
 /// passed through its environment.
@@ -487,6 +577,15 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
             .map(|(name, value)| env(name, value)),
     );
 
+    // The config ConfigMap (the cluster's TLS profile), mounted and passed as OpenShift's
+    // driver operators get it.
+    let config = operator_config_name(entry);
+    let mut args = vec!["driver".to_owned(), entry.short_name.to_owned()];
+    if config.is_some() {
+        args.push(format!(
+            "--config={OPERATOR_CONFIG_DIR}/{OPERATOR_CONFIG_KEY}"
+        ));
+    }
     let control_plane = inputs.topology.control_plane_node_label();
     let requests: BTreeMap<String, Quantity> = [
         ("cpu".to_owned(), Quantity("10m".into())),
@@ -498,16 +597,41 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         image: Some(inputs.operator_image.clone()),
         // As OpenShift's operands: a node pulls an image it lacks, never one it has.
         image_pull_policy: Some("IfNotPresent".into()),
-        args: Some(vec!["driver".into(), entry.short_name.into()]),
+        args: Some(args),
         env: Some(env_vars),
+        // Where it serves /healthz, /readyz and /metrics (the process's default address).
+        ports: Some(vec![ContainerPort {
+            name: Some("admin".into()),
+            container_port: opkit::install::ADMIN_PORT,
+            ..Default::default()
+        }]),
         resources: Some(ResourceRequirements {
             requests: Some(requests),
             ..Default::default()
         }),
         security_context: Some(opkit::install::restricted_container()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
+        volume_mounts: config.as_ref().map(|_| {
+            vec![VolumeMount {
+                name: OPERATOR_CONFIG_VOLUME.into(),
+                mount_path: OPERATOR_CONFIG_DIR.into(),
+                ..Default::default()
+            }]
+        }),
         ..Default::default()
     };
+    // OpenShift's NetworkPolicies of the namespace let the pod reach the API server and DNS,
+    // anywhere when the driver operator talks to its cloud, and take metrics ingress.
+    let mut template_labels = labels.clone();
+    let mut opt_in = vec![
+        network_policy::DNS,
+        network_policy::API_SERVER,
+        network_policy::OPERATOR_METRICS_RANGE,
+    ];
+    if entry.operator_all_egress {
+        opt_in.push(network_policy::ALL_EGRESS);
+    }
+    template_labels.extend(network_policy::labels(&opt_in));
     let tolerations = control_plane.map(|label| {
         vec![Toleration {
             key: Some(label.into()),
@@ -525,7 +649,7 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         spec: Some(DeploymentSpec {
             replicas: Some(1),
             selector: LabelSelector {
-                match_labels: Some(labels.clone()),
+                match_labels: Some(labels),
                 ..Default::default()
             },
             // One replica that holds a lease: stop the old pod before starting the new one.
@@ -535,7 +659,7 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
             }),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels),
+                    labels: Some(template_labels),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {
@@ -549,6 +673,16 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
                     tolerations,
                     security_context: Some(opkit::install::restricted_pod()),
                     containers: vec![container],
+                    volumes: config.map(|name| {
+                        vec![Volume {
+                            name: OPERATOR_CONFIG_VOLUME.into(),
+                            config_map: Some(ConfigMapVolumeSource {
+                                name,
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }]
+                    }),
                     ..Default::default()
                 }),
             },
@@ -715,6 +849,7 @@ mod tests {
             ]
             .into(),
             operator_image: "example.com/storage-operator:1".into(),
+            tls_profile: None,
         }
     }
 
@@ -734,7 +869,13 @@ mod tests {
         );
         assert_eq!(
             container.args.as_deref(),
-            Some(&["driver".to_owned(), "gcp-pd".to_owned()][..])
+            Some(
+                &[
+                    "driver".to_owned(),
+                    "gcp-pd".to_owned(),
+                    "--config=/var/run/configmaps/config/config.yaml".to_owned()
+                ][..]
+            )
         );
         let env: BTreeMap<_, _> = container
             .env
@@ -1228,6 +1369,140 @@ mod tests {
             (degraded.0.to_owned(), degraded.1.to_owned()),
         ];
         assert_eq!(summary(&conditions), expected);
+    }
+
+    fn tls_profile(type_: &str, custom: Option<(&[&str], &str)>) -> TLSSecurityProfile {
+        TLSSecurityProfile {
+            type_: Some(api::config_v1::TLSProfileType::from(type_)),
+            custom: custom.map(|(ciphers, min)| api::config_v1::CustomTLSProfile {
+                ciphers: ciphers.iter().map(|c| (*c).to_owned()).collect(),
+                min_tls_version: Some(min.to_owned()),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn config_yaml(entry: &DriverEntry, profile: Option<&TLSSecurityProfile>) -> String {
+        let config = build_operator_config(entry, profile).unwrap().unwrap();
+        assert_eq!(config.metadata.namespace.as_deref(), Some(DRIVER_NAMESPACE));
+        config.data.unwrap()[OPERATOR_CONFIG_KEY].clone()
+    }
+
+    /// Each profile as OpenShift's operator writes it (sigs.k8s.io/yaml of a map: keys sorted,
+    /// list items at the key's indentation), with IANA cipher names.
+    #[test]
+    fn each_profile_becomes_the_config_openshift_writes() {
+        let (entry, _) = gcp();
+        let intermediate = "apiVersion: operator.openshift.io/v1alpha1
+kind: GenericOperatorConfig
+servingInfo:
+  cipherSuites:
+  - TLS_AES_128_GCM_SHA256
+  - TLS_AES_256_GCM_SHA384
+  - TLS_CHACHA20_POLY1305_SHA256
+  - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+  - TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+  - TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+  - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+  - TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+  minTLSVersion: VersionTLS12
+";
+        assert_eq!(config_yaml(&entry, None), intermediate);
+        assert_eq!(
+            config_yaml(&entry, Some(&tls_profile("Intermediate", None))),
+            intermediate
+        );
+        assert_eq!(
+            config_yaml(&entry, Some(&tls_profile("Modern", None))),
+            "apiVersion: operator.openshift.io/v1alpha1
+kind: GenericOperatorConfig
+servingInfo:
+  cipherSuites:
+  - TLS_AES_128_GCM_SHA256
+  - TLS_AES_256_GCM_SHA384
+  - TLS_CHACHA20_POLY1305_SHA256
+  minTLSVersion: VersionTLS13
+"
+        );
+        let old = config_yaml(&entry, Some(&tls_profile("Old", None)));
+        assert!(
+            old.ends_with("  - TLS_RSA_WITH_3DES_EDE_CBC_SHA\n  minTLSVersion: VersionTLS10\n")
+        );
+        // Custom: OpenSSL names become IANA names; ones Go cannot serve are left out.
+        assert_eq!(
+            config_yaml(
+                &entry,
+                Some(&tls_profile(
+                    "Custom",
+                    Some((
+                        &["ECDHE-RSA-AES128-GCM-SHA256", "DHE-RSA-AES128-GCM-SHA256"],
+                        "VersionTLS11"
+                    ))
+                ))
+            ),
+            "apiVersion: operator.openshift.io/v1alpha1
+kind: GenericOperatorConfig
+servingInfo:
+  cipherSuites:
+  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+  minTLSVersion: VersionTLS11
+"
+        );
+        // What the driver operator reads back.
+        let read = parse_operator_config(intermediate).unwrap();
+        assert_eq!(read, csi::tls::serving_tls(None).unwrap());
+        assert!(parse_operator_config("kind: Other").is_err());
+        assert!(parse_operator_config(": not yaml [").is_err());
+    }
+
+    #[test]
+    fn an_invalid_custom_profile_is_an_error_naming_the_field() {
+        let (entry, _) = gcp();
+        let error = build_operator_config(
+            &entry,
+            Some(&tls_profile("Custom", Some((&["BOGUS"], "VersionTLS12")))),
+        )
+        .unwrap()
+        .unwrap_err();
+        assert!(
+            error.contains("spec.tlsSecurityProfile.custom.ciphers"),
+            "{error}"
+        );
+    }
+
+    /// The platform drivers' operators mount their config as OpenShift's do (volume
+    /// `operator-config`, `/var/run/configmaps/config`, `--config=.../config.yaml`); the
+    /// optional drivers' have none, as on OpenShift.
+    #[test]
+    fn the_operator_deployment_mounts_its_config_as_openshift_does() {
+        for entry in crate::registry::registry() {
+            let deployment = build_deployment(&entry, &inputs(Topology::HighlyAvailable));
+            let pod = deployment.spec.unwrap().template.spec.unwrap();
+            let container = &pod.containers[0];
+            let args = container.args.clone().unwrap();
+            match operator_config_name(&entry) {
+                Some(name) => {
+                    assert_eq!(name, format!("{}-config", entry.operator_deployment));
+                    assert!(
+                        args.contains(
+                            &"--config=/var/run/configmaps/config/config.yaml".to_owned()
+                        )
+                    );
+                    let volumes = pod.volumes.unwrap();
+                    assert_eq!(volumes[0].name, "operator-config");
+                    assert_eq!(volumes[0].config_map.as_ref().unwrap().name, name);
+                    let mounts = container.volume_mounts.clone().unwrap();
+                    assert_eq!(mounts[0].name, "operator-config");
+                    assert_eq!(mounts[0].mount_path, "/var/run/configmaps/config");
+                }
+                None => {
+                    assert!(["aws-efs", "smb"].contains(&entry.short_name));
+                    assert!(pod.volumes.is_none() && container.volume_mounts.is_none());
+                    assert_eq!(args, ["driver", entry.short_name]);
+                }
+            }
+        }
     }
 
     #[test]

@@ -125,6 +125,8 @@ fn inputs(env: BTreeMap<String, String>) -> StarterInputs {
         proxy: Default::default(),
         env,
         operator_image: "${OPERATOR_IMAGE}".to_owned(),
+        // The assets assume the default profile (Intermediate).
+        tls_profile: None,
     }
 }
 
@@ -298,9 +300,23 @@ fn load_all(path: &std::path::Path, substitutions: &[(&str, &str)]) -> Vec<Value
             fixtures::normalise(&mut v);
             diff::drop_hash_annotations(&mut v);
             rules_by_resource(&mut v);
+            name_by_namespace(&mut v);
             v
         })
         .collect()
+}
+
+/// NetworkPolicies of one name exist in both namespaces: the comparison, which matches objects
+/// by kind and name, names them `<namespace>.<name>`.
+fn name_by_namespace(v: &mut Value) {
+    if v["kind"] == "NetworkPolicy" {
+        let qualified = format!(
+            "{}.{}",
+            v["metadata"]["namespace"].as_str().unwrap_or_default(),
+            v["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        v["metadata"]["name"] = qualified.into();
+    }
 }
 
 /// What OpenShift's release payload installs beside its cluster storage operator (`manifests/`,

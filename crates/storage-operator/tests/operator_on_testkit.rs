@@ -195,7 +195,14 @@ async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
     })
     .await;
     let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
-    assert_eq!(container.args.as_deref().unwrap(), ["driver", "gcp-pd"]);
+    assert_eq!(
+        container.args.as_deref().unwrap(),
+        [
+            "driver",
+            "gcp-pd",
+            "--config=/var/run/configmaps/config/config.yaml"
+        ]
+    );
     assert!(
         container
             .env
@@ -918,6 +925,25 @@ async fn gcp_openshift(cluster: &testkit::Cluster) -> Client {
     admin
 }
 
+/// The `config.yaml` OpenShift's cluster-storage-operator writes into a driver operator's
+/// config ConfigMap when the cluster has no TLS profile (Intermediate): sigs.k8s.io/yaml of
+/// its GenericOperatorConfig map.
+const OPENSHIFTS_INTERMEDIATE_CONFIG: &str = "apiVersion: operator.openshift.io/v1alpha1
+kind: GenericOperatorConfig
+servingInfo:
+  cipherSuites:
+  - TLS_AES_128_GCM_SHA256
+  - TLS_AES_256_GCM_SHA384
+  - TLS_CHACHA20_POLY1305_SHA256
+  - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+  - TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+  - TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+  - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+  - TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+  minTLSVersion: VersionTLS12
+";
+
 /// The GCP PD driver operator as OpenShift's cluster-storage-operator wrote it: its namespace,
 /// ServiceAccount and Deployment (`strategy: {}`, so the API server's RollingUpdate defaults),
 /// created under its field manager.
@@ -933,6 +959,17 @@ async fn seed_openshifts_gcp_pd_operator(cluster: &testkit::Cluster, admin: &Cli
             &PostParams::default(),
             &serde_json::from_value(json!({"metadata": {"name": "gcp-pd-csi-driver-operator",
                 "namespace": NS}, "automountServiceAccountToken": true}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(former.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "gcp-pd-csi-driver-operator-config", "namespace": NS},
+                "data": {"config.yaml": OPENSHIFTS_INTERMEDIATE_CONFIG}
+            }))
             .unwrap(),
         )
         .await
@@ -978,7 +1015,13 @@ async fn takes_over_the_driver_operator_openshifts_cso_made() {
         let args = d.spec.as_ref()?.template.spec.as_ref()?.containers[0]
             .args
             .clone()?;
-        (args == ["driver", "gcp-pd"]).then_some(d)
+        (args
+            == [
+                "driver",
+                "gcp-pd",
+                "--config=/var/run/configmaps/config/config.yaml",
+            ])
+        .then_some(d)
     })
     .await;
     let spec = deployment.spec.clone().unwrap();
@@ -996,6 +1039,24 @@ async fn takes_over_the_driver_operator_openshifts_cso_made() {
             .all(|e| e.manager.as_deref() != Some(storage_operator::operator::FORMER_OPERATOR)),
         "no field is left to the former operator: {:?}",
         deployment.metadata.managed_fields
+    );
+    // OpenShift's config ConfigMap is ours now, its content as it was.
+    let config = eventually("the config ConfigMap taken over", async || {
+        let c = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(admin.clone(), NS)
+            .get("gcp-pd-csi-driver-operator-config")
+            .await
+            .unwrap();
+        c.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.manager.as_deref() != Some(storage_operator::operator::FORMER_OPERATOR))
+            .then_some(c)
+    })
+    .await;
+    assert_eq!(
+        config.data.unwrap()["config.yaml"],
+        OPENSHIFTS_INTERMEDIATE_CONFIG
     );
     for type_ in [
         "GCPPDCSIDriverOperatorDeploymentDegraded",
@@ -1021,6 +1082,100 @@ async fn takes_over_the_driver_operator_openshifts_cso_made() {
         storage_condition(&admin, "DefaultStorageClassControllerDisabled").await,
         None
     );
+    running.converged(&cluster, "storage-operator").await;
+    running.stop().await;
+}
+
+/// The cluster's TLS profile (`APIServer/cluster`) goes into the driver operator's config
+/// ConfigMap and follows it when it changes; a Custom profile no server can use is reported
+/// in the Deployment's Degraded, naming the field, and leaves the ConfigMap as it was until
+/// the profile is fixed.
+#[tokio::test]
+async fn the_tls_profile_follows_apiserver_into_the_operator_config() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    crds.create(
+        &PostParams::default(),
+        &<api::config_v1::APIServer as kube::CustomResourceExt>::crd(),
+    )
+    .await
+    .unwrap();
+    let api_servers: Api<api::config_v1::APIServer> = Api::all(admin.clone());
+    let set_profile = async |profile: Value| {
+        api_servers
+            .patch(
+                "cluster",
+                &PatchParams::apply("admin").force(),
+                &Patch::Apply(
+                    json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer",
+                    "metadata": {"name": "cluster"}, "spec": {"tlsSecurityProfile": profile}}),
+                ),
+            )
+            .await
+            .unwrap();
+    };
+    set_profile(json!({"type": "Intermediate", "intermediate": {}})).await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(admin.clone(), NS);
+    let config_yaml = async || {
+        config_maps
+            .get_opt("gcp-pd-csi-driver-operator-config")
+            .await
+            .unwrap()
+            .and_then(|c| c.data)
+            .and_then(|mut d| d.remove("config.yaml"))
+    };
+    let intermediate = eventually("the Intermediate config", async || config_yaml().await).await;
+    assert_eq!(intermediate, OPENSHIFTS_INTERMEDIATE_CONFIG);
+
+    set_profile(json!({"type": "Modern", "modern": {}})).await;
+    let modern = eventually("the Modern config", async || {
+        config_yaml()
+            .await
+            .filter(|c| c.contains("minTLSVersion: VersionTLS13"))
+    })
+    .await;
+    assert!(!modern.contains("ECDHE"), "{modern}");
+
+    set_profile(
+        json!({"type": "Custom", "custom": {"ciphers": ["NOT-A-CIPHER"],
+        "minTLSVersion": "VersionTLS12"}}),
+    )
+    .await;
+    let (_, reason, message) = eventually("the invalid profile's Degraded", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(reason, "SyncError");
+    assert!(
+        message.contains("spec.tlsSecurityProfile.custom.ciphers")
+            && message.contains("gcp-pd-csi-driver-operator-config"),
+        "{message}"
+    );
+    assert_eq!(config_yaml().await.unwrap(), modern);
+
+    set_profile(
+        json!({"type": "Custom", "custom": {"ciphers": ["ECDHE-RSA-AES128-GCM-SHA256"],
+        "minTLSVersion": "VersionTLS12"}}),
+    )
+    .await;
+    eventually("the Custom config", async || {
+        config_yaml().await.filter(|c| {
+            c.contains("  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n  minTLSVersion: VersionTLS12")
+        })
+    })
+    .await;
+    eventually("Degraded cleared", async || {
+        storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
     running.converged(&cluster, "storage-operator").await;
     running.stop().await;
 }

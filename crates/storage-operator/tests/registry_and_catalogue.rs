@@ -76,6 +76,7 @@ fn azure_driver_operators_get_the_credentials_injector_image(#[case] driver: &st
         )]
         .into(),
         operator_image: "example.com/operator:1".to_owned(),
+        tls_profile: None,
     };
     let deployment = build_deployment(&entry, &inputs);
     let container = &deployment.spec.unwrap().template.spec.unwrap().containers[0];
@@ -133,6 +134,7 @@ fn driver_operators_read_the_config_maps_they_copy_by_name(
         proxy: Default::default(),
         env: Default::default(),
         operator_image: "example.com/operator:1".to_owned(),
+        tls_profile: None,
     };
     let (cluster_role, _) = build_rbac(&entry, &def, &inputs);
     let config_map_rules: Vec<_> = cluster_role

@@ -116,6 +116,7 @@ pub async fn driver_operator(admin: &Client, short: &str) -> Identity {
         proxy: Default::default(),
         env: Default::default(),
         operator_image: "localhost/storage-operator:e2e".into(),
+        tls_profile: None,
     };
     let namespaces = std::iter::once(starter::build_namespace())
         .chain(starter::separate_operand_namespace(&def).map(starter::build_operand_namespace));

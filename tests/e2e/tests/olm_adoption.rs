@@ -168,7 +168,14 @@ async fn an_olm_installed_driver_operator_is_adopted_without_running_twice() {
         .args
         .clone()
         .unwrap();
-    assert_eq!(args, ["driver", "aws-ebs"]);
+    assert_eq!(
+        args,
+        [
+            "driver",
+            "aws-ebs",
+            "--config=/var/run/configmaps/config/config.yaml"
+        ]
+    );
     assert!(subscriptions.get_opt(OPERATOR).await.unwrap().is_none());
     assert!(csvs.get_opt(CSV).await.unwrap().is_none());
     wait_for("the CSV's ServiceAccount collected", async || {

@@ -174,6 +174,34 @@ async fn reads_no_secret_and_escalates_only_the_roles_it_writes() {
             false,
         ),
         ("get", "", "configmaps", "kube-system", "", false),
+        // The driver operators' config ConfigMaps, by name, and no other ConfigMap there.
+        (
+            "patch",
+            "",
+            "configmaps",
+            DRIVER_NAMESPACE,
+            "aws-ebs-csi-driver-operator-config",
+            true,
+        ),
+        ("get", "", "configmaps", DRIVER_NAMESPACE, "", false),
+        (
+            "get",
+            "",
+            "configmaps",
+            DRIVER_NAMESPACE,
+            "aws-ebs-cloud-config",
+            false,
+        ),
+        // APIServer/cluster (its TLS profile), by name.
+        (
+            "get",
+            "config.openshift.io",
+            "apiservers",
+            "",
+            "cluster",
+            true,
+        ),
+        ("list", "config.openshift.io", "apiservers", "", "", false),
         // Its own roles, by name, and nothing else.
         ("create", rbac, "clusterroles", "", gcp_role.as_str(), true),
         (

@@ -368,7 +368,13 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         let d = deployments.get(OPERATOR).await.unwrap();
         let spec = d.spec.clone()?;
         let args = spec.template.spec.as_ref()?.containers[0].args.clone()?;
-        (args == ["driver", "gcp-pd"]).then_some(d)
+        (args
+            == [
+                "driver",
+                "gcp-pd",
+                "--config=/var/run/configmaps/config/config.yaml",
+            ])
+        .then_some(d)
     })
     .await;
     let strategy = adopted.spec.unwrap().strategy.unwrap();
