@@ -38,6 +38,8 @@ pub struct OperatorDeployment {
     pub priority_class: Option<String>,
     /// Pod labels besides `name` (e.g. the opt-in labels of NetworkPolicies).
     pub pod_labels: BTreeMap<String, String>,
+    /// Pod annotations (e.g. OpenShift's required SCC and workload partitioning).
+    pub pod_annotations: BTreeMap<String, String>,
     /// A node selector.
     pub node_selector: Option<BTreeMap<String, String>>,
     /// Tolerations.
@@ -123,6 +125,7 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels.into_iter().chain(spec.pod_labels).collect()),
+                    annotations: (!spec.pod_annotations.is_empty()).then_some(spec.pod_annotations),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {

@@ -567,12 +567,29 @@ pub fn build_deployment(flavour: Flavour, image: &str) -> Deployment {
         // On plain Kubernetes the control plane may be managed and invisible: prefer it
         // through the toleration, never require it.
         node_selector: openshift.then(|| [(control_plane.to_owned(), String::new())].into()),
-        tolerations: vec![Toleration {
-            key: Some(control_plane.into()),
+        // restricted-v2, where OpenShift's (bound to cluster-admin) asks for nonroot-v2: ours
+        // may use only what every ServiceAccount may, and needs no more.
+        pod_annotations: if openshift {
+            crate::starter::openshift_pod_annotations("restricted-v2")
+        } else {
+            BTreeMap::new()
+        },
+        // As OpenShift's: moved off an unreachable or not-ready node after 2 minutes rather
+        // than the default 5, so that storage keeps being managed.
+        tolerations: [
+            (control_plane, "NoSchedule", None),
+            ("node.kubernetes.io/unreachable", "NoExecute", Some(120)),
+            ("node.kubernetes.io/not-ready", "NoExecute", Some(120)),
+        ]
+        .into_iter()
+        .map(|(key, effect, seconds)| Toleration {
+            key: Some(key.into()),
             operator: Some("Exists".into()),
-            effect: Some("NoSchedule".into()),
+            effect: Some(effect.into()),
+            toleration_seconds: seconds,
             ..Default::default()
-        }],
+        })
+        .collect(),
     })
 }
 

@@ -62,7 +62,14 @@ pub struct StarterInputs {
 /// The namespace of driver operators and their operands, labelled for privileged CSI pods and
 /// for cluster monitoring.
 pub fn build_namespace() -> Namespace {
-    namespace(DRIVER_NAMESPACE, &[("openshift.io/node-selector", "")])
+    namespace(
+        DRIVER_NAMESPACE,
+        &[
+            ("openshift.io/node-selector", ""),
+            // Workload partitioning: its pods may run on the CPUs reserved for management.
+            ("workload.openshift.io/allowed", "management"),
+        ],
+    )
 }
 
 /// The namespace of a driver whose operands live apart from its operator (OpenShift's Manila:
@@ -546,6 +553,22 @@ pub fn build_operator_config(
     }))
 }
 
+/// The pod annotations of OpenShift's operators: the SCC the pod must be admitted under
+/// (`openshift.io/required-scc`, so that a custom SCC cannot capture it) and workload
+/// partitioning (management pods may run on the reserved CPUs).
+pub fn openshift_pod_annotations(scc: &str) -> BTreeMap<String, String> {
+    [
+        ("openshift.io/required-scc", scc),
+        (
+            "target.workload.openshift.io/management",
+            r#"{"effect": "PreferredDuringScheduling"}"#,
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
 /// The driver operator's Deployment: this binary running `driver <short name>`, one replica,
 /// on control-plane nodes when the cluster has them, with the images, log level and proxy
 /// passed through its environment.
@@ -632,13 +655,21 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         opt_in.push(network_policy::ALL_EGRESS);
     }
     template_labels.extend(network_policy::labels(&opt_in));
+    // As OpenShift's driver operators: CriticalAddonsOnly, then the control-plane taint.
     let tolerations = control_plane.map(|label| {
-        vec![Toleration {
-            key: Some(label.into()),
-            operator: Some("Exists".into()),
-            effect: Some("NoSchedule".into()),
-            ..Default::default()
-        }]
+        vec![
+            Toleration {
+                key: Some("CriticalAddonsOnly".into()),
+                operator: Some("Exists".into()),
+                ..Default::default()
+            },
+            Toleration {
+                key: Some(label.into()),
+                operator: Some("Exists".into()),
+                effect: Some("NoSchedule".into()),
+                ..Default::default()
+            },
+        ]
     });
     Deployment {
         metadata: meta(
@@ -660,6 +691,10 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(template_labels),
+                    annotations: inputs
+                        .topology
+                        .is_openshift()
+                        .then(|| openshift_pod_annotations("restricted-v2")),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {
@@ -1226,7 +1261,7 @@ mod tests {
         let annotations = namespace.metadata.annotations.unwrap();
         assert_eq!(annotations["openshift.io/node-selector"], "");
         assert_eq!(annotations["workload.openshift.io/allowed"], "management");
-        // The driver namespace is as it was.
+        // The driver namespace has OpenShift's annotations (manifests/02).
         let driver = build_namespace();
         assert_eq!(driver.metadata.name.as_deref(), Some(DRIVER_NAMESPACE));
         assert_eq!(
@@ -1236,7 +1271,10 @@ mod tests {
                 .unwrap()
                 .keys()
                 .collect::<Vec<_>>(),
-            ["openshift.io/node-selector"]
+            [
+                "openshift.io/node-selector",
+                "workload.openshift.io/allowed"
+            ]
         );
         assert_eq!(driver.metadata.labels.unwrap(), labels);
     }
