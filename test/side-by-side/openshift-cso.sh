@@ -2,7 +2,8 @@
 # OpenShift's cluster-storage-operator, then ours, on one real API server: the takeover of
 # issue #32, checked by hand. Needs the Go operator's binary (build it from
 # openshift/cluster-storage-operator: `go build ./cmd/cluster-storage-operator`, with its
-# vendored modules) and a control plane from ../shared/k8s (`start.sh --kcm`).
+# vendored modules), a control plane from ../shared/k8s (`start.sh --kcm`), kubectl and python3
+# with PyYAML (Debian: python3-yaml).
 #
 #   KUBECONFIG=$(../shared/k8s/start.sh --kcm) \
 #   CSO_BIN=/path/to/cluster-storage-operator test/side-by-side/openshift-cso.sh
@@ -77,14 +78,16 @@ kind: ClusterOperator
 metadata: {name: storage}
 spec: {}
 EOF
-# deploy/openshift without the operator's Deployment: its namespaces, ServiceAccount and RBAC.
-kubectl apply -f "$root/deploy/openshift/storage-operator.yaml" --dry-run=client -o json \
-  | python3 -c '
+# deploy/openshift without the operator's Deployment (and its CredentialsRequest, whose kind
+# only OpenShift serves): its namespaces, ServiceAccount, RBAC and policies.
+python3 - "$root/deploy/openshift/storage-operator.yaml" > "$work/install.json" <<'PY'
 import json, sys
-items = json.load(sys.stdin)["items"]
-print(json.dumps({"apiVersion": "v1", "kind": "List",
-                  "items": [i for i in items if i["kind"] != "Deployment"]}))' \
-  | kubectl apply -f - >/dev/null
+import yaml
+items = [d for d in yaml.safe_load_all(open(sys.argv[1]))
+         if d and d["kind"] not in ("Deployment", "CredentialsRequest")]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+PY
+kubectl apply -f "$work/install.json" >/dev/null
 status() { kubectl patch "$1" cluster --subresource=status --type=merge -p "$2" >/dev/null; }
 status infrastructure '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"side-by-side","controlPlaneTopology":"HighlyAvailable","infrastructureTopology":"HighlyAvailable","apiServerURL":"https://api.x:6443","apiServerInternalURI":"https://api-int.x:6443","etcdDiscoveryDomain":""}}'
 status featuregate "{\"status\":{\"featureGates\":[{\"version\":\"$version\",\"enabled\":[],\"disabled\":[{\"name\":\"SELinuxMountGAReadiness\"},{\"name\":\"Example\"}]}]}}"
