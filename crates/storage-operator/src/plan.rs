@@ -963,19 +963,33 @@ fn vsphere_detector_part(
         proxy: inputs.proxy.clone(),
         hashes,
     });
-    let candidates = [
+    let mut kept = Vec::new();
+    let mut candidates = vec![
         Desired::ServiceAccount(vsphere_detector::build_service_account()),
         Desired::Role(vsphere_detector::build_role()),
         Desired::RoleBinding(vsphere_detector::build_role_binding()),
         Desired::ClusterRole(vsphere_detector::build_cluster_role()),
         Desired::ClusterRoleBinding(vsphere_detector::build_cluster_role_binding()),
         Desired::ConfigMap(vsphere_detector::build_trusted_ca_bundle()),
-        Desired::ConfigMap(vsphere_detector::build_operator_config()),
-        Desired::Service(vsphere_detector::build_service()),
-        Desired::Deployment(deployment),
     ];
+    // With the cluster's TLS profile; an invalid one leaves the configuration as it is, and
+    // the starter (which writes it) says why.
+    match vsphere_detector::build_operator_config(inputs.tls_profile.as_ref()) {
+        Ok(config) => candidates.push(Desired::ConfigMap(config)),
+        Err(error) => {
+            let object = format!("{OPERATOR_NAMESPACE}/{}", vsphere_detector::OPERATOR_CONFIG);
+            kept.push(WriteFailure {
+                kind: "ConfigMap".into(),
+                message: format!(
+                    "cannot write ConfigMap {object} with the cluster's TLS profile: {error}"
+                ),
+                object,
+            });
+        }
+    }
+    candidates.push(Desired::Service(vsphere_detector::build_service()));
+    candidates.push(Desired::Deployment(deployment));
     let mut objects = Vec::new();
-    let mut kept = Vec::new();
     for desired in candidates {
         match detector_existing(detector, &desired).filter(|meta| !ours_to_apply(Some(meta))) {
             None => objects.push(desired),
@@ -1893,6 +1907,72 @@ mod tests {
             "quay.io/openshift/origin-vsphere-problem-detector:4.22".into(),
         );
         settings
+    }
+
+    /// The detector's configuration carries the cluster's TLS profile (APIServer/cluster), as
+    /// OpenShift's starter writes it; an invalid Custom profile leaves it as it is and the
+    /// starter's Degraded names the field.
+    #[test]
+    fn the_detectors_config_carries_the_tls_profile() {
+        let config_of = |plan: &Plan| {
+            plan.objects.iter().find_map(|o| match o {
+                Desired::ConfigMap(c)
+                    if c.metadata.name.as_deref() == Some(vsphere_detector::OPERATOR_CONFIG) =>
+                {
+                    Some(c.data.clone().unwrap_or_default()["config.yaml"].clone())
+                }
+                _ => None,
+            })
+        };
+        let mut observed = openshift_on("VSphere");
+        let intermediate = config_of(&plan(
+            &observed,
+            &with_detector_image(),
+            &BTreeMap::new(),
+            &now(),
+        ))
+        .unwrap();
+        assert!(
+            intermediate.contains("minTLSVersion: VersionTLS12"),
+            "{intermediate}"
+        );
+        observed.api_server = Some(
+            serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                "spec": {"tlsSecurityProfile": {"type": "Modern", "modern": {}}}}))
+            .unwrap(),
+        );
+        let modern = config_of(&plan(
+            &observed,
+            &with_detector_image(),
+            &BTreeMap::new(),
+            &now(),
+        ))
+        .unwrap();
+        assert!(modern.contains("minTLSVersion: VersionTLS13"), "{modern}");
+
+        observed.api_server = Some(
+            serde_json::from_value(json!({"metadata": {"name": "cluster"},
+                "spec": {"tlsSecurityProfile": {"type": "Custom",
+                    "custom": {"ciphers": ["NOT-A-CIPHER"], "minTLSVersion": "VersionTLS12"}}}}))
+            .unwrap(),
+        );
+        let invalid = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        assert_eq!(config_of(&invalid), None);
+        assert!(detector_deployment(&invalid).is_some(), "the rest goes on");
+        let starter = invalid
+            .storage_status
+            .unwrap()
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "VSphereProblemDetectorStarterDegraded")
+            .unwrap();
+        assert_eq!(starter.status, ConditionStatus::True);
+        let message = starter.message.unwrap_or_default();
+        assert!(
+            message.contains("spec.tlsSecurityProfile.custom.ciphers")
+                && message.contains("vsphere-problem-detector-operator-config"),
+            "{message}"
+        );
     }
 
     fn detector_deployment(plan: &Plan) -> Option<&k8s_openapi::api::apps::v1::Deployment> {

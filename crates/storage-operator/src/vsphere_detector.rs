@@ -29,8 +29,6 @@
 //!   the operator reads that ConfigMap by name only ([`CLOUD_CONFIG`]); when the Infrastructure
 //!   names another one, no cloud config hash is set (as OpenShift does when the ConfigMap is
 //!   missing);
-//! - the TLS settings in its config are the Intermediate profile's (OpenShift's default), not
-//!   `APIServer/cluster`'s profile: the operator does not read the APIServer yet;
 //! - `operator.openshift.io/spec-hash` is this project's hash of everything applied, not
 //!   library-go's hash of the spec (the key is the same, the value differs).
 
@@ -242,32 +240,26 @@ pub fn build_trusted_ca_bundle() -> ConfigMap {
     }
 }
 
-/// The detector's `config.yaml`: a GenericOperatorConfig with the TLS serving settings of the
-/// Intermediate profile, written as OpenShift writes it (keys sorted, lists not indented), so
-/// that taking over a cluster on the default profile changes nothing (the detector exits when
-/// this file changes).
-pub fn operator_config_yaml() -> String {
-    let tls = csi::tls::serving_tls(None).unwrap_or_default();
-    let mut out = String::from(
-        "apiVersion: operator.openshift.io/v1alpha1\nkind: GenericOperatorConfig\nservingInfo:\n  cipherSuites:\n",
-    );
-    for suite in &tls.cipher_suites {
-        out.push_str(&format!("  - {suite}\n"));
-    }
-    out.push_str(&format!(
-        "  minTLSVersion: {}\n",
-        tls.min_version.as_deref().unwrap_or("VersionTLS12")
-    ));
-    out
-}
-
-/// The detector's configuration ConfigMap (08_operator_config.yaml with the TLS settings).
-pub fn build_operator_config() -> ConfigMap {
-    ConfigMap {
+/// The detector's configuration ConfigMap (08_operator_config.yaml with the TLS serving
+/// settings of the cluster's profile, `APIServer/cluster`, Intermediate when unset), written as
+/// OpenShift writes it (the driver operators' config, [`crate::starter::operator_config_yaml`]),
+/// so that taking over an unchanged cluster changes nothing (the detector exits when this file
+/// changes). The error (an invalid Custom profile) names the field and the fix.
+pub fn build_operator_config(
+    profile: Option<&api::config_v1::TLSSecurityProfile>,
+) -> Result<ConfigMap, String> {
+    let tls = csi::tls::serving_tls(profile)?;
+    Ok(ConfigMap {
         metadata: meta(OPERATOR_CONFIG, Some(OPERATOR_NAMESPACE)),
-        data: Some([("config.yaml".to_owned(), operator_config_yaml())].into()),
+        data: Some(
+            [(
+                "config.yaml".to_owned(),
+                crate::starter::operator_config_yaml(&tls),
+            )]
+            .into(),
+        ),
         ..Default::default()
-    }
+    })
 }
 
 /// Its metrics Service (10_service.yaml); the annotation has OpenShift's service CA make the
@@ -968,7 +960,7 @@ mod tests {
         );
         // What OpenShift's tls.OperatorConfigYAML writes for the default (Intermediate) profile.
         assert_eq!(
-            operator_config_yaml(),
+            build_operator_config(None).unwrap().data.unwrap()["config.yaml"],
             "apiVersion: operator.openshift.io/v1alpha1\nkind: GenericOperatorConfig\nservingInfo:\n  cipherSuites:\n  - TLS_AES_128_GCM_SHA256\n  - TLS_AES_256_GCM_SHA384\n  - TLS_CHACHA20_POLY1305_SHA256\n  - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256\n  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n  - TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384\n  - TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384\n  - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256\n  - TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256\n  minTLSVersion: VersionTLS12\n"
         );
     }

@@ -32,7 +32,7 @@ fn every_object_of_the_detector() {
         value(d::build_cluster_role()),
         value(d::build_cluster_role_binding()),
         value(d::build_trusted_ca_bundle()),
-        value(d::build_operator_config()),
+        value(d::build_operator_config(None).unwrap()),
         value(d::build_service()),
         value(deployment),
         d::build_service_monitor(),
