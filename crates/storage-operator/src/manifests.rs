@@ -512,9 +512,14 @@ pub fn operator_namespace_rules() -> Vec<PolicyRule> {
         .into_iter()
         .flatten(),
     );
+    // Its own ServiceMonitor and PrometheusRule, and the vSphere problem detector's (whose
+    // rule it deletes when the admin disables the detector's alerts).
     for kind in monitoring::Kind::ALL {
         rules.push(PolicyRule {
-            resource_names: Some(vec![kind.object_name().to_owned()]),
+            resource_names: Some(vec![
+                kind.object_name().to_owned(),
+                vsphere_detector::MONITORING_NAME.to_owned(),
+            ]),
             ..rule(
                 &["monitoring.coreos.com"],
                 &[kind.plural()],
@@ -522,6 +527,16 @@ pub fn operator_namespace_rules() -> Vec<PolicyRule> {
             )
         });
     }
+    rules.push(PolicyRule {
+        resource_names: Some(vec![vsphere_detector::MONITORING_NAME.to_owned()]),
+        ..rule(
+            &["monitoring.coreos.com"],
+            &[monitoring::Kind::PrometheusRule.plural()],
+            &["delete"],
+        )
+    });
+    // The admin's switch of the detector's alerts.
+    rules.push(named("configmaps", READ, &[vsphere_detector::USER_CONFIG]));
     dedupe(&mut rules);
     rules
 }
@@ -1103,7 +1118,21 @@ mod tests {
                     "{verb} {resource}"
                 );
             }
-            assert!(!allows(&rules, group, resource, "delete"));
+            // It deletes only the vSphere problem detector's rule (when its alerts are
+            // disabled), by that name.
+            for name in [kind.object_name(), "someone-elses"] {
+                assert!(!allows_name(&rules, group, resource, "delete", name));
+            }
+            assert_eq!(
+                allows_name(
+                    &rules,
+                    group,
+                    resource,
+                    "delete",
+                    vsphere_detector::MONITORING_NAME
+                ),
+                kind == monitoring::Kind::PrometheusRule
+            );
             let crds = "customresourcedefinitions";
             for verb in READ {
                 assert!(allows_name(

@@ -164,6 +164,10 @@ pub struct DetectorObserved {
     pub deployment: Option<Deployment>,
     /// The hashes of its credentials, serving certificate and cloud config.
     pub hashes: crate::vsphere_detector::InputHashes,
+    /// The admin's ConfigMap `vsphere-problem-detector` (`alertsDisabled`).
+    pub user_config: Option<ConfigMap>,
+    /// Its ServiceMonitor and PrometheusRule, on vSphere (as [`Observed::monitoring`]).
+    pub monitoring: BTreeMap<monitoring::Kind, monitoring::Seen>,
 }
 
 /// The caches behind [`Observed`].
@@ -214,7 +218,7 @@ pub struct Caches {
 struct MonitoringCaches {
     client: Client,
     trigger: Arc<opkit::runtime::Trigger>,
-    stores: Arc<Mutex<BTreeMap<monitoring::Kind, Store<DynamicObject>>>>,
+    stores: Arc<Mutex<BTreeMap<(monitoring::Kind, &'static str), Store<DynamicObject>>>>,
     tasks: Arc<Mutex<tokio::task::JoinSet<()>>>,
 }
 
@@ -222,12 +226,12 @@ impl MonitoringCaches {
     /// The cache of `kind`'s object of our name, started the first time its CRD is seen. Its
     /// changes pull the trigger every other cache pulls. A poisoned lock (a panic while it was
     /// held) still holds a consistent map, so it is used.
-    fn store(&self, kind: monitoring::Kind) -> Store<DynamicObject> {
+    fn store(&self, kind: monitoring::Kind, name: &'static str) -> Store<DynamicObject> {
         let mut stores = self
             .stores
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(store) = stores.get(&kind) {
+        if let Some(store) = stores.get(&(kind, name)) {
             return store.clone();
         }
         let resource = kind.api_resource();
@@ -241,7 +245,7 @@ impl MonitoringCaches {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .spawn(async move {
                 let mut events = std::pin::pin!(
-                    watcher::watcher(api, named(kind.object_name()))
+                    watcher::watcher(api, named(name))
                         .backoff(opkit::backoff::WatchBackoff::default())
                         .reflect(writer)
                 );
@@ -254,7 +258,7 @@ impl MonitoringCaches {
                     }
                 }
             });
-        stores.insert(kind, store.clone());
+        stores.insert((kind, name), store.clone());
         store
     }
 }
@@ -275,6 +279,7 @@ struct DetectorCaches {
     credentials: opkit::runtime::Projection<String>,
     serving_cert: opkit::runtime::Projection<String>,
     cloud_config: opkit::runtime::Projection<String>,
+    user_config: Store<ConfigMap>,
 }
 
 impl DetectorCaches {
@@ -348,6 +353,11 @@ impl DetectorCaches {
                 named(d::CLOUD_CONFIG),
                 |config_map| Some(csi::hash::config_map_hash(config_map)),
             ),
+            user_config: informers.watch(
+                &watch_name("configmap", d::USER_CONFIG),
+                in_ns(client),
+                named(d::USER_CONFIG),
+            ),
         }
     }
 
@@ -371,6 +381,8 @@ impl DetectorCaches {
                 serving_cert: hash(&self.serving_cert),
                 cloud_config: hash(&self.cloud_config),
             },
+            user_config: single(&self.user_config),
+            monitoring: BTreeMap::new(),
         }
     }
 }
@@ -547,13 +559,17 @@ impl Caches {
         }
     }
 
-    /// What is seen of each monitoring kind (see [`monitoring::Seen`]).
-    fn observe_monitoring(&self) -> BTreeMap<monitoring::Kind, monitoring::Seen> {
+    /// What is seen of each monitoring kind (see [`monitoring::Seen`]), for the objects named
+    /// `name_of` each kind.
+    fn observe_monitoring(
+        &self,
+        name_of: impl Fn(monitoring::Kind) -> &'static str,
+    ) -> BTreeMap<monitoring::Kind, monitoring::Seen> {
         self.monitoring_crds
             .iter()
             .filter(|(_, crd)| !crd.state().is_empty())
             .map(|(kind, _)| {
-                let store = self.monitoring.store(*kind);
+                let store = self.monitoring.store(*kind, name_of(*kind));
                 let ready = store
                     .wait_until_ready()
                     .now_or_never()
@@ -611,11 +627,26 @@ impl Caches {
                 &validator.cluster_role_binding,
             ),
             validator,
-            monitoring: self.observe_monitoring(),
+            monitoring: self.observe_monitoring(monitoring::Kind::object_name),
             vsphere_detector: self
                 .vsphere_detector
                 .as_ref()
-                .map(DetectorCaches::observe)
+                .map(|caches| {
+                    let mut detector = caches.observe();
+                    // Its ServiceMonitor and PrometheusRule are watched (by name) only on
+                    // vSphere, where it runs.
+                    let on_vsphere = self.infrastructure.as_ref().and_then(single).is_some_and(
+                        |i: Infrastructure| {
+                            crate::platform::from_infrastructure(&i).platform
+                                == api::config_v1::PlatformType::VSphere
+                        },
+                    );
+                    if on_vsphere {
+                        detector.monitoring =
+                            self.observe_monitoring(crate::vsphere_detector::monitoring_name);
+                    }
+                    detector
+                })
                 .unwrap_or_default(),
         }
     }

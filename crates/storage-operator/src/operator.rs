@@ -42,6 +42,17 @@ pub enum Failure {
     /// Applying an object failed.
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// Deleting an object failed.
+    #[error("deleting {kind} {name}: {source}")]
+    Delete {
+        /// Its kind.
+        kind: String,
+        /// `namespace/name`.
+        name: String,
+        /// What the API server said.
+        #[source]
+        source: kube::Error,
+    },
     /// Creating an object failed.
     #[error("creating {kind} {name}: {source}")]
     Create {
@@ -60,6 +71,7 @@ impl ReconcileError for Failure {
         match self {
             Self::Apply(error) => error.category(),
             Self::Create { .. } => "create",
+            Self::Delete { source, .. } => opkit::apply::category(source),
         }
     }
 }
@@ -320,6 +332,29 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             }
         }
     }
+    for (kind, name) in &plan.delete_monitoring {
+        let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
+            context.client.clone(),
+            crate::plan::OPERATOR_NAMESPACE,
+            &kind.api_resource(),
+        );
+        match opkit::apply::delete_if_present(&api, name, &Default::default()).await {
+            Ok(true) => {
+                context.metrics.wrote(STARTER, kind.kind());
+                tracing::info!(kind = kind.kind(), name, "deleted");
+            }
+            Ok(false) => {}
+            Err(source) => {
+                let failure = Failure::Delete {
+                    kind: kind.kind().into(),
+                    name: format!("{}/{name}", crate::plan::OPERATOR_NAMESPACE),
+                    source,
+                };
+                tracing::warn!(error = %failure, "delete failed");
+                failed.push(failure);
+            }
+        }
+    }
     if !failed.is_empty() {
         let failures: Vec<WriteFailure> = failed.iter().map(WriteFailure::from).collect();
         plan = plan_with_failures(&observed, &context.settings, &adoption, &failures, &now);
@@ -478,7 +513,13 @@ async fn apply(
             applier.apply(o, observed.validator.crd.as_ref()).await?,
         ),
         Desired::Monitoring(kind, o) => {
-            let existing = match observed.monitoring.get(kind) {
+            // Ours, or the vSphere problem detector's (each kind's objects seen by name).
+            let seen = if o.metadata.name.as_deref() == Some(kind.object_name()) {
+                &observed.monitoring
+            } else {
+                &detector.monitoring
+            };
+            let existing = match seen.get(kind) {
                 Some(crate::monitoring::Seen::Cached(existing)) => existing.as_ref(),
                 _ => None,
             };

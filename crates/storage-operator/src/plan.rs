@@ -105,6 +105,9 @@ pub struct Plan {
     /// The JSON merge patch of Storage's `spec.observedConfig` ([`config_observation`]), when
     /// it changes.
     pub observed_config: Option<serde_json::Value>,
+    /// Monitoring objects of ours to delete (the vSphere problem detector's PrometheusRule
+    /// once its alerts are disabled), by kind and name in the operator's namespace.
+    pub delete_monitoring: Vec<(monitoring::Kind, String)>,
 }
 
 /// The config observer's name, as OpenShift's (its field manager is
@@ -467,7 +470,12 @@ pub fn plan_with_failures(
         let (monitoring_objects, foreign) = monitoring::desired(&observed.monitoring);
         let monitoring_failures: Vec<&WriteFailure> = failures
             .iter()
-            .filter(|f| monitoring::Kind::ALL.iter().any(|k| k.kind() == f.kind))
+            .filter(|f| {
+                monitoring::Kind::ALL.iter().any(|k| {
+                    k.kind() == f.kind
+                        && f.object == format!("{OPERATOR_NAMESPACE}/{}", k.object_name())
+                })
+            })
             .collect();
         conditions.push(monitoring::degraded(&monitoring_failures, &foreign));
         plan.objects.extend(
@@ -497,6 +505,25 @@ pub fn plan_with_failures(
                         ));
                     }
                     plan.objects.extend(objects);
+                    let (objects, delete, kept, alerts) = detector_monitoring(observed);
+                    let mut monitoring_failures: Vec<&WriteFailure> = failures
+                        .iter()
+                        .filter(|f| {
+                            monitoring::Kind::ALL.iter().any(|k| k.kind() == f.kind)
+                                && f.object
+                                    == format!(
+                                        "{OPERATOR_NAMESPACE}/{}",
+                                        vsphere_detector::MONITORING_NAME
+                                    )
+                        })
+                        .collect();
+                    monitoring_failures.extend(kept.iter());
+                    conditions.extend(vsphere_detector::monitoring_conditions(
+                        alerts,
+                        &monitoring_failures,
+                    ));
+                    plan.objects.extend(objects);
+                    plan.delete_monitoring.extend(delete);
                 }
                 DetectorPart::NotStarted(reason) => {
                     conditions.extend(vsphere_detector::not_started(&reason));
@@ -703,7 +730,8 @@ impl From<&crate::operator::Failure> for WriteFailure {
     fn from(failure: &crate::operator::Failure) -> Self {
         match failure {
             crate::operator::Failure::Apply(error) => error.into(),
-            crate::operator::Failure::Create { kind, name, .. } => Self {
+            crate::operator::Failure::Create { kind, name, .. }
+            | crate::operator::Failure::Delete { kind, name, .. } => Self {
                 kind: kind.clone(),
                 object: name.clone(),
                 message: failure.to_string(),
@@ -1014,6 +1042,69 @@ fn vsphere_detector_part(
         }
     }
     DetectorPart::Started { objects, kept }
+}
+
+/// OpenShift's VSphereProblemDetectorMonitoringController: the detector's ServiceMonitor,
+/// and its PrometheusRule unless the admin disabled its alerts (ConfigMap
+/// `vsphere-problem-detector`) or removed the vSphere CSI driver (its ClusterCSIDriver
+/// `Removed`), in which case a rule of ours is deleted. Each only where its CRD exists, never
+/// over someone else's object. Returns what to apply, what to delete, and whether the alerts
+/// are disabled (the error names the admin's ConfigMap and the fix; the rule is then left as
+/// it is).
+fn detector_monitoring(
+    observed: &Observed,
+) -> (
+    Vec<Desired>,
+    Vec<(monitoring::Kind, String)>,
+    Vec<WriteFailure>,
+    Result<bool, String>,
+) {
+    let seen = &observed.vsphere_detector.monitoring;
+    let alerts = vsphere_detector::alerts_disabled(observed.vsphere_detector.user_config.as_ref());
+    let driver_removed = observed.cluster_csi_drivers.iter().any(|d| {
+        d.name_any() == "csi.vsphere.vmware.com"
+            && d.spec.operator.management_state == api::operator_v1::ManagementState::Removed
+    });
+    let mut apply = Vec::new();
+    let mut delete = Vec::new();
+    let mut kept = Vec::new();
+    for kind in monitoring::Kind::ALL {
+        let existing = match seen.get(&kind) {
+            Some(monitoring::Seen::Cached(existing)) => existing.as_ref(),
+            // No CRD (nothing to do) or its cache still filling (wait).
+            _ => continue,
+        };
+        if existing.is_some_and(|o| !ours_to_apply(Some(&o.metadata))) {
+            let object = format!("{OPERATOR_NAMESPACE}/{}", vsphere_detector::MONITORING_NAME);
+            kept.push(WriteFailure {
+                kind: kind.kind().into(),
+                message: format!(
+                    "{} {object} was made by someone else, not by this operator or OpenShift's; it is left as it is: delete it to have the operator manage it",
+                    kind.kind()
+                ),
+                object,
+            });
+            continue;
+        }
+        let wanted = match kind {
+            monitoring::Kind::ServiceMonitor => true,
+            monitoring::Kind::PrometheusRule => match &alerts {
+                Ok(disabled) => !disabled && !driver_removed,
+                // Left as it is until the admin's ConfigMap can be read.
+                Err(_) => continue,
+            },
+        };
+        if wanted {
+            apply.push(Desired::Monitoring(
+                kind,
+                vsphere_detector::monitoring_object(kind),
+            ));
+        } else if existing.is_some() {
+            delete.push((kind, vsphere_detector::MONITORING_NAME.to_owned()));
+        }
+    }
+    let alerts = alerts.map(|disabled| disabled || driver_removed);
+    (apply, delete, kept, alerts)
 }
 
 /// The detector's object of the same kind and name as `desired`, as observed.
@@ -1909,6 +2000,72 @@ mod tests {
         settings
     }
 
+    /// The detector's PrometheusRule goes with the vSphere CSI driver: its ClusterCSIDriver
+    /// `Removed` deletes a rule of ours (never someone else's), as OpenShift's controller does.
+    #[test]
+    fn the_detectors_rule_goes_when_the_vsphere_driver_is_removed() {
+        use crate::monitoring::{Kind, Seen};
+        let rule = |manager: &str| {
+            Seen::Cached(Some(
+                serde_json::from_value(json!({"apiVersion": "monitoring.coreos.com/v1",
+                    "kind": "PrometheusRule", "metadata": {"name": vsphere_detector::MONITORING_NAME,
+                    "namespace": OPERATOR_NAMESPACE, "managedFields": [{"manager": manager,
+                    "operation": "Apply", "apiVersion": "monitoring.coreos.com/v1",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]}}))
+                .unwrap(),
+            ))
+        };
+        let mut observed = openshift_on("VSphere");
+        observed.cluster_csi_drivers = vec![
+            serde_json::from_value(json!({"metadata": {"name": "csi.vsphere.vmware.com"},
+                "spec": {"managementState": "Removed"}}))
+            .unwrap(),
+        ];
+        observed.vsphere_detector.monitoring = [
+            (Kind::ServiceMonitor, Seen::Cached(None)),
+            (
+                Kind::PrometheusRule,
+                rule("storage-operator/CSIDriverStarter"),
+            ),
+        ]
+        .into();
+        let plan = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        assert_eq!(
+            plan.delete_monitoring,
+            [(
+                Kind::PrometheusRule,
+                vsphere_detector::MONITORING_NAME.to_owned()
+            )]
+        );
+        assert!(plan.objects.iter().any(|o| matches!(o,
+            Desired::Monitoring(Kind::ServiceMonitor, m) if m.metadata.name.as_deref() == Some(vsphere_detector::MONITORING_NAME))));
+        // Someone else's rule stays, and is reported.
+        observed
+            .vsphere_detector
+            .monitoring
+            .insert(Kind::PrometheusRule, rule("helm"));
+        let plan = plan_fn_with(&observed, &with_detector_image());
+        assert!(plan.delete_monitoring.is_empty());
+        let degraded = plan
+            .storage_status
+            .unwrap()
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "VSphereProblemDetectorMonitoringControllerDegraded")
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::True);
+        assert!(
+            degraded
+                .message
+                .unwrap_or_default()
+                .contains("made by someone else"),
+        );
+    }
+
+    fn plan_fn_with(observed: &Observed, settings: &Settings) -> Plan {
+        plan(observed, settings, &BTreeMap::new(), &now())
+    }
+
     /// The detector's configuration carries the cluster's TLS profile (APIServer/cluster), as
     /// OpenShift's starter writes it; an invalid Custom profile leaves it as it is and the
     /// starter's Degraded names the field.
@@ -2050,6 +2207,8 @@ mod tests {
                 "VSphereProblemDetectorStarterStaticControllerDegraded",
                 "VSphereProblemDetectorDeploymentControllerProgressing",
                 "VSphereProblemDetectorDeploymentControllerDegraded",
+                "VSphereProblemDetectorMonitoringControllerAvailable",
+                "VSphereProblemDetectorMonitoringControllerDegraded",
             ]
         );
 

@@ -9,9 +9,11 @@
 //! ServiceAccount, Role and RoleBinding, ClusterRole and ClusterRoleBinding, the
 //! `trusted-ca-bundle` ConfigMap (filled by OpenShift's network operator), the
 //! `vsphere-problem-detector-operator-config` ConfigMap (its TLS serving settings), the metrics
-//! Service, and the Deployment. Its ServiceMonitor and PrometheusRule are built here
-//! ([`build_service_monitor`], [`build_prometheus_rule`]) but not applied yet: the operator
-//! has no way yet to apply monitoring objects only when their CRDs are served. Its credentials
+//! Service, and the Deployment. Its ServiceMonitor and PrometheusRule
+//! ([`build_service_monitor`], [`build_prometheus_rule`]) are applied where Prometheus' CRDs
+//! exist, as OpenShift's VSphereProblemDetectorMonitoringController does: the rule only while
+//! the admin's ConfigMap `vsphere-problem-detector` does not say `alertsDisabled: true` and the
+//! vSphere CSI driver is not `Removed` (a rule of ours is deleted then). Its credentials
 //! come from the CredentialsRequest OpenShift ships in its payload
 //! ([`build_credentials_request`], in `deploy/openshift/`).
 //!
@@ -260,6 +262,104 @@ pub fn build_operator_config(
         ),
         ..Default::default()
     })
+}
+
+/// The admin's ConfigMap (in the operator's namespace) whose `config.yaml` may say
+/// `alertsDisabled: true`, as OpenShift's detector reads it.
+pub const USER_CONFIG: &str = "vsphere-problem-detector";
+/// The monitoring controller's condition prefix, as OpenShift names it.
+pub const MONITORING: &str = "VSphereProblemDetectorMonitoringController";
+
+/// The name of the detector's object of a monitoring kind (both are [`MONITORING_NAME`]).
+pub fn monitoring_name(_kind: crate::monitoring::Kind) -> &'static str {
+    MONITORING_NAME
+}
+
+/// Whether the admin disabled the detector's alerts, from the ConfigMap [`USER_CONFIG`]: absent
+/// means enabled. Its `config.yaml` may hold `alertsDisabled` only (OpenShift reads it
+/// strictly); anything else is an error naming the ConfigMap, the key and the fix.
+pub fn alerts_disabled(config: Option<&ConfigMap>) -> Result<bool, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Config {
+        #[serde(default)]
+        alerts_disabled: bool,
+    }
+    let Some(config) = config else {
+        return Ok(false);
+    };
+    let where_ = format!("ConfigMap {OPERATOR_NAMESPACE}/{USER_CONFIG}");
+    let text = config
+        .data
+        .as_ref()
+        .and_then(|d| d.get("config.yaml"))
+        .ok_or_else(|| {
+            format!("{where_} has no key config.yaml: put `alertsDisabled: true` (or false) there")
+        })?;
+    if text.trim().is_empty() {
+        return Ok(false);
+    }
+    api::yaml::from_str::<Config>(text)
+        .map(|c| c.alerts_disabled)
+        .map_err(|e| {
+            format!(
+                "{where_}, key config.yaml, is not valid: {e}; it takes only `alertsDisabled: true` or `false`"
+            )
+        })
+}
+
+/// The detector's monitoring object of `kind` ([`build_service_monitor`],
+/// [`build_prometheus_rule`]).
+pub fn monitoring_object(kind: crate::monitoring::Kind) -> kube::api::DynamicObject {
+    let value = match kind {
+        crate::monitoring::Kind::ServiceMonitor => build_service_monitor(),
+        crate::monitoring::Kind::PrometheusRule => build_prometheus_rule(),
+    };
+    // Both are literals of this module with apiVersion, kind and metadata: they parse.
+    serde_json::from_value(value).unwrap_or_else(|_| {
+        kube::api::DynamicObject::new(MONITORING_NAME, &kind.api_resource())
+            .within(OPERATOR_NAMESPACE)
+    })
+}
+
+/// The monitoring controller's conditions, as OpenShift's: Available True saying whether the
+/// alerts are enabled (when that could be read), and Degraded, SyncError with what failed
+/// (a write, a delete, or the admin's ConfigMap), else False.
+pub fn monitoring_conditions(
+    alerts: Result<bool, String>,
+    failures: &[&WriteFailure],
+) -> Vec<OperatorCondition> {
+    let mut problems: Vec<String> = failures.iter().map(|f| f.message.clone()).collect();
+    let mut out = Vec::new();
+    match alerts {
+        Ok(disabled) => out.push(condition(
+            format!("{MONITORING}Available"),
+            ConditionStatus::True,
+            "AsExpected",
+            if disabled {
+                "vsphere-problem-detector alerts are disabled"
+            } else {
+                "vsphere-problem-detector alerts are enabled"
+            },
+        )),
+        Err(error) => problems.insert(0, error),
+    }
+    out.push(if problems.is_empty() {
+        condition(
+            format!("{MONITORING}Degraded"),
+            ConditionStatus::False,
+            "AsExpected",
+            "",
+        )
+    } else {
+        condition(
+            format!("{MONITORING}Degraded"),
+            ConditionStatus::True,
+            "SyncError",
+            problems.join("\n"),
+        )
+    });
+    out
 }
 
 /// Its metrics Service (10_service.yaml); the annotation has OpenShift's service CA make the
@@ -963,6 +1063,46 @@ mod tests {
             build_operator_config(None).unwrap().data.unwrap()["config.yaml"],
             "apiVersion: operator.openshift.io/v1alpha1\nkind: GenericOperatorConfig\nservingInfo:\n  cipherSuites:\n  - TLS_AES_128_GCM_SHA256\n  - TLS_AES_256_GCM_SHA384\n  - TLS_CHACHA20_POLY1305_SHA256\n  - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256\n  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n  - TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384\n  - TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384\n  - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256\n  - TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256\n  minTLSVersion: VersionTLS12\n"
         );
+    }
+
+    /// The admin's switch: absent or empty means enabled; anything but `alertsDisabled` is an
+    /// error naming the ConfigMap and the fix.
+    #[test]
+    fn the_alerts_switch_is_read_strictly() {
+        let config = |text: Option<&str>| -> ConfigMap {
+            serde_json::from_value(json!({"metadata": {"name": USER_CONFIG},
+                "data": text.map(|t| json!({"config.yaml": t})).unwrap_or(json!({}))}))
+            .unwrap()
+        };
+        assert_eq!(alerts_disabled(None), Ok(false));
+        assert_eq!(alerts_disabled(Some(&config(Some("")))), Ok(false));
+        assert_eq!(
+            alerts_disabled(Some(&config(Some("alertsDisabled: true")))),
+            Ok(true)
+        );
+        assert_eq!(
+            alerts_disabled(Some(&config(Some("alertsDisabled: false\n")))),
+            Ok(false)
+        );
+        for bad in [Some("alertsDisabled: maybe"), Some("alerts: off"), None] {
+            let error = alerts_disabled(Some(&config(bad))).unwrap_err();
+            assert!(
+                error.contains(
+                    "ConfigMap openshift-cluster-storage-operator/vsphere-problem-detector"
+                ) && error.contains("alertsDisabled"),
+                "{bad:?}: {error}"
+            );
+        }
+        let conditions = monitoring_conditions(Err("bad".into()), &[]);
+        assert_eq!(conditions.len(), 1, "no Available without the switch read");
+        assert_eq!(conditions[0].status, ConditionStatus::True);
+        assert_eq!(conditions[0].message.as_deref(), Some("bad"));
+        let conditions = monitoring_conditions(Ok(true), &[]);
+        assert_eq!(
+            conditions[0].message.as_deref(),
+            Some("vsphere-problem-detector alerts are disabled")
+        );
+        assert_eq!(conditions[1].status, ConditionStatus::False);
     }
 
     #[test]

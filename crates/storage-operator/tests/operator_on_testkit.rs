@@ -2203,3 +2203,124 @@ async fn it_runs_the_vsphere_problem_detector_on_vsphere() {
     .await;
     running.stop().await;
 }
+
+/// OpenShift's VSphereProblemDetectorMonitoringController: with Prometheus' CRDs, the
+/// detector's ServiceMonitor and PrometheusRule are applied and Available says its alerts are
+/// enabled; the admin's ConfigMap `vsphere-problem-detector` with `alertsDisabled: true`
+/// removes the rule (ours) and says so; a ConfigMap it cannot read makes the controller
+/// Degraded, naming the ConfigMap and the fix, and leaves the rule as it is.
+#[tokio::test]
+async fn the_vsphere_problem_detectors_alerts_follow_the_admins_switch() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use storage_operator::monitoring::Kind;
+    use storage_operator::vsphere_detector as d;
+    let cluster = testkit::Cluster::start().await;
+    let admin = vsphere_openshift(&cluster).await;
+    for kind in Kind::ALL {
+        install_monitoring_crd(&admin, kind).await;
+    }
+    let mut settings = settings();
+    settings
+        .env
+        .insert(d::IMAGE_ENV.into(), "example.com/detector:1".into());
+    let running = start_with(cluster.client_with_agent("storage-operator"), settings);
+    let api = |kind: Kind| {
+        Api::<kube::api::DynamicObject>::namespaced_with(
+            admin.clone(),
+            storage_operator::plan::OPERATOR_NAMESPACE,
+            &kind.api_resource(),
+        )
+    };
+    for kind in Kind::ALL {
+        eventually(&format!("the detector's {}", kind.kind()), async || {
+            api(kind).get_opt(d::MONITORING_NAME).await.unwrap()
+        })
+        .await;
+    }
+    let available = "VSphereProblemDetectorMonitoringControllerAvailable";
+    eventually("alerts enabled", async || {
+        storage_condition(&admin, available)
+            .await
+            .filter(|c| c.0 == "True" && c.2.contains("alerts are enabled"))
+    })
+    .await;
+
+    let config_maps: Api<ConfigMap> =
+        Api::namespaced(admin.clone(), storage_operator::plan::OPERATOR_NAMESPACE);
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": d::USER_CONFIG},
+                "data": {"config.yaml": "alertsDisabled: true\n"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    eventually("the rule removed", async || {
+        api(Kind::PrometheusRule)
+            .get_opt(d::MONITORING_NAME)
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    eventually("alerts disabled", async || {
+        storage_condition(&admin, available)
+            .await
+            .filter(|c| c.0 == "True" && c.2.contains("alerts are disabled"))
+    })
+    .await;
+    assert!(
+        api(Kind::ServiceMonitor)
+            .get_opt(d::MONITORING_NAME)
+            .await
+            .unwrap()
+            .is_some(),
+        "the ServiceMonitor stays"
+    );
+
+    config_maps
+        .patch(
+            d::USER_CONFIG,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"config.yaml": "alertsDisabled: maybe\n"}})),
+        )
+        .await
+        .unwrap();
+    let (_, reason, message) = eventually("Degraded", async || {
+        storage_condition(&admin, "VSphereProblemDetectorMonitoringControllerDegraded")
+            .await
+            .filter(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(reason, "SyncError");
+    assert!(
+        message.contains("ConfigMap openshift-cluster-storage-operator/vsphere-problem-detector")
+            && message.contains("alertsDisabled"),
+        "{message}"
+    );
+    config_maps
+        .patch(
+            d::USER_CONFIG,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"config.yaml": "alertsDisabled: false\n"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the rule back", async || {
+        api(Kind::PrometheusRule)
+            .get_opt(d::MONITORING_NAME)
+            .await
+            .unwrap()
+    })
+    .await;
+    eventually("not Degraded", async || {
+        storage_condition(&admin, "VSphereProblemDetectorMonitoringControllerDegraded")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+    running.converged(&cluster, "storage-operator").await;
+    running.stop().await;
+}

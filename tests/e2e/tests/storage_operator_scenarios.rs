@@ -757,6 +757,18 @@ async fn runs_the_vsphere_problem_detector_with_what_its_rbac_allows() {
             .await
             .unwrap();
     }
+    // Prometheus' CRDs, for the detector's ServiceMonitor and PrometheusRule.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(admin.clone());
+    let mut installed = Vec::new();
+    for kind in storage_operator::monitoring::Kind::ALL {
+        if crds.get_opt(kind.crd_name()).await.unwrap().is_none() {
+            crds.create(&PostParams::default(), &monitoring_crd(kind))
+                .await
+                .unwrap();
+            installed.push(kind);
+        }
+    }
     let running = cso::start_with_env(
         &identity,
         [(
@@ -817,7 +829,57 @@ async fn runs_the_vsphere_problem_detector_with_what_its_rbac_allows() {
     })
     .await;
 
+    // Its monitoring objects, and the admin's switch of its alerts (delete, by name only).
+    let monitoring = |kind: storage_operator::monitoring::Kind| {
+        Api::<kube::api::DynamicObject>::namespaced_with(
+            admin.clone(),
+            OPERATOR_NAMESPACE,
+            &kind.api_resource(),
+        )
+    };
+    for kind in storage_operator::monitoring::Kind::ALL {
+        wait_for(&format!("the detector's {}", kind.kind()), async || {
+            monitoring(kind).get_opt(d::MONITORING_NAME).await.unwrap()
+        })
+        .await;
+    }
+    let switch: Api<ConfigMap> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    switch
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": d::USER_CONFIG},
+                "data": {"config.yaml": "alertsDisabled: true\n"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    wait_for("the detector's rule removed", async || {
+        monitoring(storage_operator::monitoring::Kind::PrometheusRule)
+            .get_opt(d::MONITORING_NAME)
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    wait_for("its alerts disabled", async || {
+        cso::storage_condition(
+            &admin,
+            "VSphereProblemDetectorMonitoringControllerAvailable",
+        )
+        .await
+        .filter(|c| c.2.contains("disabled"))
+    })
+    .await;
+
     running.stop().await;
+    cleanup::delete_and_wait(&switch, d::USER_CONFIG).await;
+    for kind in storage_operator::monitoring::Kind::ALL {
+        cleanup::delete_and_wait(&monitoring(kind), d::MONITORING_NAME).await;
+    }
+    for kind in installed {
+        cleanup::delete_and_wait(&crds, kind.crd_name()).await;
+    }
     cso::remove_vsphere_detector(&admin).await;
     cso::finish(&admin, &identity, "vsphere").await;
     cleanup::undeclare_platform(&admin, declared).await;
