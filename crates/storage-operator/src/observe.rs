@@ -212,13 +212,16 @@ pub struct Caches {
     vsphere_detector: Option<DetectorCaches>,
 }
 
+/// The started caches of monitoring objects, by kind and name.
+type MonitoringStores = BTreeMap<(monitoring::Kind, &'static str), Store<DynamicObject>>;
+
 /// The caches of the monitoring kinds, started lazily: a watch of a kind whose CRD is missing
 /// would fail, and keep the caches from syncing at start.
 #[derive(Clone)]
 struct MonitoringCaches {
     client: Client,
     trigger: Arc<opkit::runtime::Trigger>,
-    stores: Arc<Mutex<BTreeMap<(monitoring::Kind, &'static str), Store<DynamicObject>>>>,
+    stores: Arc<Mutex<MonitoringStores>>,
     tasks: Arc<Mutex<tokio::task::JoinSet<()>>>,
 }
 

@@ -505,7 +505,12 @@ pub fn plan_with_failures(
                         ));
                     }
                     plan.objects.extend(objects);
-                    let (objects, delete, kept, alerts) = detector_monitoring(observed);
+                    let DetectorMonitoring {
+                        apply: objects,
+                        delete,
+                        kept,
+                        alerts,
+                    } = detector_monitoring(observed);
                     let mut monitoring_failures: Vec<&WriteFailure> = failures
                         .iter()
                         .filter(|f| {
@@ -1051,14 +1056,7 @@ fn vsphere_detector_part(
 /// over someone else's object. Returns what to apply, what to delete, and whether the alerts
 /// are disabled (the error names the admin's ConfigMap and the fix; the rule is then left as
 /// it is).
-fn detector_monitoring(
-    observed: &Observed,
-) -> (
-    Vec<Desired>,
-    Vec<(monitoring::Kind, String)>,
-    Vec<WriteFailure>,
-    Result<bool, String>,
-) {
+fn detector_monitoring(observed: &Observed) -> DetectorMonitoring {
     let seen = &observed.vsphere_detector.monitoring;
     let alerts = vsphere_detector::alerts_disabled(observed.vsphere_detector.user_config.as_ref());
     let driver_removed = observed.cluster_csi_drivers.iter().any(|d| {
@@ -1104,7 +1102,21 @@ fn detector_monitoring(
         }
     }
     let alerts = alerts.map(|disabled| disabled || driver_removed);
-    (apply, delete, kept, alerts)
+    DetectorMonitoring {
+        apply,
+        delete,
+        kept,
+        alerts,
+    }
+}
+
+/// What [`detector_monitoring`] decided: the objects to apply, those to delete, those of its
+/// names someone else made (reported), and whether the alerts are disabled.
+struct DetectorMonitoring {
+    apply: Vec<Desired>,
+    delete: Vec<(monitoring::Kind, String)>,
+    kept: Vec<WriteFailure>,
+    alerts: Result<bool, String>,
 }
 
 /// The detector's object of the same kind and name as `desired`, as observed.
