@@ -898,8 +898,9 @@ async fn operands_apart_from_their_operator_get_their_namespace_and_roles() {
     running.stop().await;
 }
 
-/// A GCP cluster on OpenShift, with Storage/cluster Managed.
-async fn gcp_openshift(cluster: &testkit::Cluster) -> Client {
+/// An OpenShift cluster whose Infrastructure has the status `infrastructure`, with
+/// Storage/cluster Managed; the admin's client.
+async fn openshift_on(cluster: &testkit::Cluster, infrastructure: serde_json::Value) -> Client {
     let admin = cluster.client();
     install_crds(
         &admin,
@@ -911,18 +912,23 @@ async fn gcp_openshift(cluster: &testkit::Cluster) -> Client {
         ],
     )
     .await;
-    install_infrastructure(
-        &admin,
-        json!({"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
-               "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}),
-    )
-    .await;
+    install_infrastructure(&admin, infrastructure).await;
     create::<Storage>(&admin, json!({
         "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
         "spec": {"managementState": "Managed"}
     }))
     .await;
     admin
+}
+
+/// A GCP cluster on OpenShift, with Storage/cluster Managed.
+async fn gcp_openshift(cluster: &testkit::Cluster) -> Client {
+    openshift_on(
+        cluster,
+        json!({"infrastructureName": "demo-x7k2p", "controlPlaneTopology": "HighlyAvailable",
+               "platformStatus": {"type": "GCP", "gcp": {"projectID": "p", "region": "europe-west4"}}}),
+    )
+    .await
 }
 
 /// The `config.yaml` OpenShift's cluster-storage-operator writes into a driver operator's
@@ -1948,19 +1954,8 @@ async fn a_refused_monitoring_write_is_degraded() {
 /// credentials Secret (which OpenShift's installer and cloud credential operator make).
 async fn vsphere_openshift(cluster: &testkit::Cluster) -> Client {
     use storage_operator::vsphere_detector as d;
-    let admin = cluster.client();
-    install_crds(
-        &admin,
-        &[
-            "ClusterCSIDriver",
-            "Storage",
-            "ClusterOperator",
-            "Infrastructure",
-        ],
-    )
-    .await;
-    install_infrastructure(
-        &admin,
+    let admin = openshift_on(
+        cluster,
         json!({"infrastructureName": "demo-v5x", "controlPlaneTopology": "HighlyAvailable",
                "platformStatus": {"type": "VSphere"}}),
     )
@@ -1976,11 +1971,6 @@ async fn vsphere_openshift(cluster: &testkit::Cluster) -> Client {
         )
         .await
         .unwrap();
-    create::<Storage>(&admin, json!({
-        "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
-        "spec": {"managementState": "Managed"}
-    }))
-    .await;
     create::<k8s_openapi::api::core::v1::Namespace>(
         &admin,
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": d::CLOUD_CONFIG_NAMESPACE}}),
