@@ -114,9 +114,15 @@ impl Kind {
             Self::ServiceMonitor => build_service_monitor(),
             Self::PrometheusRule => build_prometheus_rule(),
         };
-        // Both are literals of this module with apiVersion, kind and metadata: they parse.
+        self.object(value, self.object_name())
+    }
+
+    /// `value`, a built object of this kind named `name` in the operator's namespace, as the
+    /// applier takes it. The builders are literals with apiVersion, kind and metadata, so it
+    /// parses; were it not to, the object is the bare `name`.
+    pub fn object(self, value: Value, name: &str) -> DynamicObject {
         serde_json::from_value(value).unwrap_or_else(|_| {
-            DynamicObject::new(self.object_name(), &self.api_resource()).within(OPERATOR_NAMESPACE)
+            DynamicObject::new(name, &self.api_resource()).within(OPERATOR_NAMESPACE)
         })
     }
 }

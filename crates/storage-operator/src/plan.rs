@@ -468,21 +468,16 @@ pub fn plan_with_failures(
         plan.objects.extend(validator_objects);
         // The operator's ServiceMonitor and PrometheusRule, where their CRDs exist.
         let (monitoring_objects, foreign) = monitoring::desired(&observed.monitoring);
-        let monitoring_failures: Vec<&WriteFailure> = failures
+        let monitoring_objects: Vec<Desired> = monitoring_objects
+            .into_iter()
+            .map(|(kind, object)| Desired::Monitoring(kind, object))
+            .collect();
+        let monitoring_failures: Vec<&WriteFailure> = monitoring_objects
             .iter()
-            .filter(|f| {
-                monitoring::Kind::ALL.iter().any(|k| {
-                    k.kind() == f.kind
-                        && f.object == format!("{OPERATOR_NAMESPACE}/{}", k.object_name())
-                })
-            })
+            .filter_map(|d| d.failed_in(failures))
             .collect();
         conditions.push(monitoring::degraded(&monitoring_failures, &foreign));
-        plan.objects.extend(
-            monitoring_objects
-                .into_iter()
-                .map(|(kind, object)| Desired::Monitoring(kind, object)),
-        );
+        plan.objects.extend(monitoring_objects);
         // The vSphere problem detector, on vSphere only.
         if platform.platform == api::config_v1::PlatformType::VSphere {
             match vsphere_detector_part(observed, settings, &inputs, storage, &platform) {

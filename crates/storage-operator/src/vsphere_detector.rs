@@ -315,11 +315,7 @@ pub fn monitoring_object(kind: crate::monitoring::Kind) -> kube::api::DynamicObj
         crate::monitoring::Kind::ServiceMonitor => build_service_monitor(),
         crate::monitoring::Kind::PrometheusRule => build_prometheus_rule(),
     };
-    // Both are literals of this module with apiVersion, kind and metadata: they parse.
-    serde_json::from_value(value).unwrap_or_else(|_| {
-        kube::api::DynamicObject::new(MONITORING_NAME, &kind.api_resource())
-            .within(OPERATOR_NAMESPACE)
-    })
+    kind.object(value, MONITORING_NAME)
 }
 
 /// The monitoring controller's conditions, as OpenShift's: Available True saying whether the

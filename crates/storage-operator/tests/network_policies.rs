@@ -106,6 +106,27 @@ fn has_type(policy: &NetworkPolicy, kind: &str) -> bool {
     }
 }
 
+/// The policies of `namespace` that select a pod with `labels` and restrict its traffic of
+/// `kind` (`Ingress` or `Egress`).
+fn selecting<'a>(
+    policies: &'a [NetworkPolicy],
+    namespace: &str,
+    labels: &Labels,
+    kind: &str,
+) -> Vec<&'a NetworkPolicy> {
+    policies
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|p| {
+            selects(
+                p.spec.as_ref().unwrap().pod_selector.as_ref().unwrap(),
+                labels,
+            )
+        })
+        .filter(|p| has_type(p, kind))
+        .collect()
+}
+
 /// Whether a pod with `labels` in `namespace` may connect to `peer` on `protocol`/`port`.
 fn egress_allowed(
     policies: &[NetworkPolicy],
@@ -115,17 +136,7 @@ fn egress_allowed(
     protocol: &str,
     port: i32,
 ) -> bool {
-    let selecting: Vec<_> = policies
-        .iter()
-        .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
-        .filter(|p| {
-            selects(
-                p.spec.as_ref().unwrap().pod_selector.as_ref().unwrap(),
-                labels,
-            )
-        })
-        .filter(|p| has_type(p, "Egress"))
-        .collect();
+    let selecting = selecting(policies, namespace, labels, "Egress");
     selecting.is_empty()
         || selecting.iter().any(|p| {
             p.spec
@@ -149,17 +160,7 @@ fn ingress_allowed(
     peer: &Peer,
     port: i32,
 ) -> bool {
-    let selecting: Vec<_> = policies
-        .iter()
-        .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
-        .filter(|p| {
-            selects(
-                p.spec.as_ref().unwrap().pod_selector.as_ref().unwrap(),
-                labels,
-            )
-        })
-        .filter(|p| has_type(p, "Ingress"))
-        .collect();
+    let selecting = selecting(policies, namespace, labels, "Ingress");
     selecting.is_empty()
         || selecting.iter().any(|p| {
             p.spec

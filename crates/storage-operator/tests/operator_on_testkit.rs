@@ -3,6 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
+#[path = "../../drivers/tests/openshift_parity/fixtures.rs"]
+mod fixtures;
+
 use std::time::Duration;
 
 use api::config_v1::ClusterOperator;
@@ -1693,21 +1696,10 @@ async fn the_cluster_proxy_is_observed_into_storage() {
     running.stop().await;
 }
 
-/// A minimal CRD of a Prometheus operator kind (what kube-prometheus or OpenShift's cluster
-/// monitoring installs, with no schema to speak of).
+/// A CRD of a Prometheus operator kind accepting any object (what kube-prometheus or
+/// OpenShift's cluster monitoring installs, with no schema to speak of).
 fn monitoring_crd(kind: storage_operator::monitoring::Kind) -> CustomResourceDefinition {
-    let plural = kind.plural();
-    serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": kind.crd_name()},
-        "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
-                 "names": {"plural": plural, "singular": kind.kind().to_lowercase(),
-                           "kind": kind.kind(), "listKind": format!("{}List", kind.kind())},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                   "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap()
+    fixtures::open_crd("monitoring.coreos.com", kind.kind(), kind.plural(), true)
 }
 
 async fn install_monitoring_crd(admin: &Client, kind: storage_operator::monitoring::Kind) {

@@ -7,6 +7,9 @@
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
+#[path = "../../../crates/drivers/tests/openshift_parity/fixtures.rs"]
+mod fixtures;
+
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use e2e::{cleanup, cso, ensure_gcp, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -603,22 +606,12 @@ async fn the_namespace_label_policy_refuses_unknown_storage_policies() {
     }
 }
 
-/// A minimal CRD of a Prometheus operator kind (no schema to speak of), as a cluster without
-/// Prometheus' operator gets it in this test.
+/// A CRD of a Prometheus operator kind accepting any object, as a cluster without Prometheus'
+/// operator gets it in this test.
 fn monitoring_crd(
     kind: storage_operator::monitoring::Kind,
 ) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
-    serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": kind.crd_name()},
-        "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
-                 "names": {"plural": kind.plural(), "singular": kind.kind().to_lowercase(),
-                           "kind": kind.kind(), "listKind": format!("{}List", kind.kind())},
-                 "versions": [{"name": "v1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                   "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap()
+    fixtures::open_crd("monitoring.coreos.com", kind.kind(), kind.plural(), true)
 }
 
 /// The operator's ServiceMonitor and PrometheusRule on the real API server, as the
