@@ -1092,7 +1092,16 @@ fn detector_monitoring(observed: &Observed) -> DetectorMonitoring {
                 kind,
                 vsphere_detector::monitoring_object(kind),
             ));
-        } else if existing.is_some() {
+        } else if existing.is_some_and(|o| {
+            // Deleting needs proof that we (or the operator ours replaces) wrote it: an object
+            // nobody set a field of may be adopted, never deleted.
+            opkit::ownership::applied_by_us(&o.metadata)
+                || o.metadata
+                    .managed_fields
+                    .iter()
+                    .flatten()
+                    .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
+        }) {
             delete.push((kind, vsphere_detector::MONITORING_NAME.to_owned()));
         }
     }
@@ -2046,6 +2055,21 @@ mod tests {
         );
         assert!(plan.objects.iter().any(|o| matches!(o,
             Desired::Monitoring(Kind::ServiceMonitor, m) if m.metadata.name.as_deref() == Some(vsphere_detector::MONITORING_NAME))));
+        // One nobody wrote a field of (created with its name only) is not deleted.
+        observed.vsphere_detector.monitoring.insert(
+            Kind::PrometheusRule,
+            Seen::Cached(Some(
+                serde_json::from_value(json!({"apiVersion": "monitoring.coreos.com/v1",
+                    "kind": "PrometheusRule", "metadata": {"name": vsphere_detector::MONITORING_NAME,
+                    "namespace": OPERATOR_NAMESPACE}}))
+                .unwrap(),
+            )),
+        );
+        assert!(
+            plan_fn_with(&observed, &with_detector_image())
+                .delete_monitoring
+                .is_empty()
+        );
         // Someone else's rule stays, and is reported.
         observed
             .vsphere_detector
