@@ -145,13 +145,12 @@ pub enum Seen {
 /// Whether an existing object is ours to apply over: one we applied, or one OpenShift's
 /// storage operator or the cluster-version-operator wrote (taken over in place).
 pub fn ours(meta: &ObjectMeta) -> bool {
-    opkit::ownership::applied_by_us(meta)
-        || meta.managed_fields.iter().flatten().any(|entry| {
-            matches!(
-                entry.manager.as_deref(),
-                Some(CLUSTER_VERSION_OPERATOR | crate::operator::FORMER_OPERATOR)
-            )
-        })
+    crate::plan::ours_or_former(meta)
+        || meta
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|entry| entry.manager.as_deref() == Some(CLUSTER_VERSION_OPERATOR))
 }
 
 /// The objects to apply, by what was seen of each kind: absent (with its CRD) or ours. Returns

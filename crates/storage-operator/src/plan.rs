@@ -840,13 +840,18 @@ pub(crate) fn ours_to_apply(meta: Option<&ObjectMeta>) -> bool {
         .filter(|e| e.subresource.as_deref().unwrap_or_default().is_empty())
         .filter_map(|e| e.manager.as_deref())
         .filter(|m| !PLATFORM_MANAGERS.contains(m));
+    ours_or_former(meta) || others.next().is_none()
+}
+
+/// Whether one of our controllers applied the object, or the operator ours replaces wrote it
+/// (OpenShift's, whose fields the applier takes over): proof enough to delete it.
+pub(crate) fn ours_or_former(meta: &ObjectMeta) -> bool {
     opkit::ownership::applied_by_us(meta)
         || meta
             .managed_fields
             .iter()
             .flatten()
             .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
-        || others.next().is_none()
 }
 
 /// An object of a fixed name that someone else made, so it is not applied: a part reports it
@@ -1092,16 +1097,9 @@ fn detector_monitoring(observed: &Observed) -> DetectorMonitoring {
                 kind,
                 vsphere_detector::monitoring_object(kind),
             ));
-        } else if existing.is_some_and(|o| {
+        } else if existing.is_some_and(|o| ours_or_former(&o.metadata)) {
             // Deleting needs proof that we (or the operator ours replaces) wrote it: an object
             // nobody set a field of may be adopted, never deleted.
-            opkit::ownership::applied_by_us(&o.metadata)
-                || o.metadata
-                    .managed_fields
-                    .iter()
-                    .flatten()
-                    .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
-        }) {
             delete.push((kind, vsphere_detector::MONITORING_NAME.to_owned()));
         }
     }
