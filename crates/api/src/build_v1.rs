@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
     ResourceRequirements, SecretVolumeSource,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +63,7 @@ string_enum! {
 /// A build: one run of a build strategy over a source, producing an image.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "build.openshift.io",
     version = "v1",
     kind = "Build",

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -37,6 +37,7 @@ pub type Extra = BTreeMap<String, Value>;
 /// The status an operator reports to the cluster version operator.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "config.openshift.io",
     version = "v1",
     kind = "ClusterOperator",
@@ -194,6 +195,7 @@ string_enum! {
 /// The cluster's infrastructure; the only instance is named `cluster`.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "config.openshift.io",
     version = "v1",
     kind = "Infrastructure",
@@ -511,6 +513,7 @@ impl Infrastructure {
 /// The cluster-wide proxy; the only instance is named `cluster`.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "config.openshift.io",
     version = "v1",
     kind = "Proxy",
@@ -598,6 +601,7 @@ string_enum! {
 /// its TLS security profile for the endpoints they serve.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "config.openshift.io",
     version = "v1",
     kind = "APIServer",
@@ -665,6 +669,7 @@ string_enum! {
 /// The cluster's feature gates; the only instance is named `cluster`.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "config.openshift.io",
     version = "v1",
     kind = "FeatureGate",

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{PodTemplateSpec, TopologySelectorTerm};
 use k8s_openapi::api::storage::v1::CSIDriverSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,7 @@ fn free_form_optional(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// object and StorageClasses.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "csidriver.storage.openshift.io",
     version = "v1alpha1",
     kind = "CSIDriverDeployment",

@@ -4,7 +4,7 @@
 //! OpenShift's own operators decode here and ours decode there.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -252,25 +252,14 @@ string_enum! {
 /// A cluster-wide CSI driver installed by an OpenShift driver operator. The name is the CSI
 /// driver's name; the spec tunes how the operator runs it.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-// The object-level rules are openshift/api's, but the first and third are written with `has()`
-// instead of CEL's optional syntax (`.?`, `orValue`): same meaning on the API server, and the
-// CEL engine our offline tests validate objects with (kube's) has no optional types.
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "operator.openshift.io",
     version = "v1",
     kind = "ClusterCSIDriver",
     plural = "clustercsidrivers",
     status = "ClusterCSIDriverStatus",
-    doc = "ClusterCSIDriver configures a CSI driver operator; its name is the CSI driver name.",
-    validation = kube::core::Rule::new(
-        "!has(self.spec.driverConfig) || !has(self.spec.driverConfig.driverType) || self.spec.driverConfig.driverType != 'SecretsStore' || self.metadata.name == 'secrets-store.csi.k8s.io'"
-    ).message("driverType SecretsStore is only allowed for the secrets-store.csi.k8s.io driver"),
-    validation = kube::core::Rule::new(
-        "self.metadata.name == 'secrets-store.csi.k8s.io' ? (!has(self.spec.driverConfig) || self.spec.driverConfig.driverType == 'SecretsStore') : true"
-    ).message("the secrets-store.csi.k8s.io driver takes only driverType SecretsStore"),
-    validation = kube::core::Rule::new(
-        "!(has(oldSelf.spec.driverConfig) && has(oldSelf.spec.driverConfig.secretsStore) && has(oldSelf.spec.driverConfig.secretsStore.tokenRequests) && oldSelf.spec.driverConfig.secretsStore.tokenRequests.type == 'Managed') || (has(self.spec.driverConfig) && has(self.spec.driverConfig.secretsStore) && has(self.spec.driverConfig.secretsStore.tokenRequests) && self.spec.driverConfig.secretsStore.tokenRequests.type == 'Managed')"
-    ).message("tokenRequests type Managed cannot be changed once set")
+    doc = "ClusterCSIDriver configures a CSI driver operator; its name is the CSI driver name."
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterCSIDriverSpec {
@@ -616,6 +605,7 @@ string_enum! {
 /// The cluster storage operator's configuration; the only instance is named `cluster`.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "operator.openshift.io",
     version = "v1",
     kind = "Storage",
@@ -651,6 +641,7 @@ pub type StorageStatus = OperatorStatus;
 /// unless short-lived token settings are given.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "operator.openshift.io",
     version = "v1",
     kind = "CloudCredential",

@@ -1,6 +1,7 @@
 //! The table of bad inputs the CRDs refuse (`tests/fixtures/bad-inputs.yaml`), for the tests
 //! that check it offline (this crate's `tests/schema.rs`) and on a real API server
-//! (`tests/e2e/tests/bad_inputs.rs`). Reads the files of this crate's source tree.
+//! (`tests/e2e/tests/bad_inputs.rs`). Reads the files of this crate's source tree; the check on
+//! an API server is `testkit::refusal::try_refused` (this crate has no client).
 
 use std::path::{Path, PathBuf};
 
@@ -64,76 +65,6 @@ impl BadInput {
             }
         }
         Ok(object)
-    }
-}
-
-/// What trying a [`BadInput`] on an API server found ([`BadInput::try_on`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tried {
-    /// Why the answer was not the one wanted (422 Invalid naming the field); `None` when it was.
-    pub wrong: Option<String>,
-    /// The valid object created on the way (a field under `status` needs one), to delete.
-    pub created: Option<String>,
-}
-
-impl BadInput {
-    /// Tries the bad input on an API server through `api` (its kind's): the broken object is
-    /// created with `dryRun=All`; for a field under `status`, the valid object is created when
-    /// absent and the broken status patched with `dryRun=All`. The answer must be 422 Invalid
-    /// naming [`BadInput::field`]. An error says what could not be done on the way.
-    pub async fn try_on(&self, api: &kube::Api<kube::api::DynamicObject>) -> Result<Tried, String> {
-        use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
-        let failed = |what: &str, e: &dyn std::fmt::Display| format!("{}: {what}: {e}", self.name);
-        let valid = self.valid()?;
-        let broken = self.broken()?;
-        let mut created = None;
-        let answer = if self.path.starts_with("/status") {
-            // Status is not written on create: the object must exist, its status is patched.
-            let name = valid["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let existing = api
-                .get_opt(&name)
-                .await
-                .map_err(|e| failed("reading the valid object", &e))?;
-            if existing.is_none() {
-                let mut object: DynamicObject = serde_json::from_value(valid.clone())
-                    .map_err(|e| failed("decoding the valid object", &e))?;
-                object.metadata.resource_version = None;
-                api.create(&PostParams::default(), &object)
-                    .await
-                    .map_err(|e| failed("creating the valid object", &e))?;
-                created = Some(name.clone());
-            }
-            let params = PatchParams {
-                dry_run: true,
-                ..PatchParams::default()
-            };
-            let patch = Patch::Merge(serde_json::json!({"status": broken["status"]}));
-            api.patch_status(&name, &params, &patch).await.map(drop)
-        } else {
-            let object: DynamicObject = serde_json::from_value(broken)
-                .map_err(|e| failed("decoding the broken object", &e))?;
-            let params = PostParams {
-                dry_run: true,
-                field_manager: None,
-            };
-            api.create(&params, &object).await.map(drop)
-        };
-        let wrong = match answer {
-            Err(kube::Error::Api(status)) if status.code == 422 => {
-                (!status.message.contains(&self.field)).then(|| {
-                    format!(
-                        "{}: 422 without naming {}: {}",
-                        self.name, self.field, status.message
-                    )
-                })
-            }
-            Err(other) => Some(format!("{}: refused otherwise: {other}", self.name)),
-            Ok(()) => Some(format!("{}: accepted", self.name)),
-        };
-        Ok(Tried { wrong, created })
     }
 }
 

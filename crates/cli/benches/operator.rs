@@ -163,10 +163,10 @@ async fn driver_in_process() {
             .unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let started = Instant::now();
-        let task = tokio::spawn(csi::operator::run(
+        let task = tokio::spawn(driver_operator::run(
             cluster.client_with_agent("gcp-pd-operator"),
             drivers::by_name("gcp-pd").unwrap(),
-            csi::operator::Settings::default(),
+            driver_operator::Settings::default(),
             Metrics::new(),
             Readiness::default(),
             async {

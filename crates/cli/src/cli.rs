@@ -166,7 +166,7 @@ pub enum Command {
         /// Cluster layout: HighlyAvailable, SingleReplica, External (OpenShift), Kubernetes or
         /// KubernetesWithoutControlPlane (plain Kubernetes).
         #[arg(long, value_name = "TOPOLOGY", default_value = "HighlyAvailable")]
-        topology: csi::Topology,
+        topology: csi_kit::Topology,
     },
 
     /// Write (or check) every generated file under deploy/: the CRDs and this operator's

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use csi::migration::{
+use csi_migration::{
     Note, Plugin, TranslateError, Translation, translate_pod_volumes, translate_pv_to_csi,
     translate_pv_to_in_tree, translate_storage_class,
 };

@@ -8,7 +8,7 @@ use anyhow::Context;
 use api::config_v1::{PlatformType, TopologyMode};
 use api::csidriver_v1alpha1::CSIDriverDeployment;
 use api::operator_v1::LogLevel;
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use storage_operator::plan::{decide, starter_objects};
 use storage_operator::platform::{ClusterPlatform, Source};
 use storage_operator::registry::ClusterDrivers;
@@ -20,7 +20,7 @@ use crate::cli::DEFAULT_IMAGE;
 pub fn driver(name: &str, topology: Topology) -> anyhow::Result<ExitCode> {
     let def = drivers::by_name(name)?;
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let objects = csi::render(&def, &Inputs::offline(&def, topology, &env));
+    let objects = csi_kit::render(&def, &Inputs::offline(&def, topology, &env));
     print!("{}", to_yaml(&objects)?);
     Ok(ExitCode::SUCCESS)
 }
@@ -94,7 +94,7 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
         .collect();
     for (entry, def) in &started {
         objects.extend(serde_json::to_value(build_cluster_csi_driver(entry, &inputs)).ok());
-        objects.extend(csi::render(def, &Inputs::offline(def, topology, &env)));
+        objects.extend(csi_kit::render(def, &Inputs::offline(def, topology, &env)));
     }
     print!("{}", to_yaml(&objects)?);
     Ok(ExitCode::SUCCESS)
@@ -118,7 +118,7 @@ pub fn csi_driver_deployment(file: &Path, topology: Topology) -> anyhow::Result<
     cd.metadata
         .namespace
         .get_or_insert_with(|| "default".to_owned());
-    let problems = csi::declared::validate(&cd, &Default::default());
+    let problems = csi_driver_deployment::validate(&cd, &Default::default());
     if !problems.is_empty() {
         eprintln!(
             "error: CSIDriverDeployment {} cannot be installed:",
@@ -129,11 +129,11 @@ pub fn csi_driver_deployment(file: &Path, topology: Topology) -> anyhow::Result<
         }
         return Ok(ExitCode::from(2));
     }
-    let mut inputs = csi::declared::DeclaredInputs::offline(topology);
+    let mut inputs = csi_driver_deployment::DeclaredInputs::offline(topology);
     inputs.env = std::env::vars().collect();
-    let objects: Vec<serde_json::Value> = csi::declared::build_operands(&cd, &inputs)
+    let objects: Vec<serde_json::Value> = csi_driver_deployment::build_operands(&cd, &inputs)
         .iter()
-        .map(csi::Operand::to_value)
+        .map(csi_kit::Operand::to_value)
         .collect();
     print!("{}", to_yaml(&objects)?);
     Ok(ExitCode::SUCCESS)

@@ -52,16 +52,16 @@ pub fn driver(
     if let Some(path) = config {
         read_operator_config(path);
     }
-    let settings = csi::operator::Settings {
+    let settings = driver_operator::Settings {
         env: std::env::vars().collect(),
         instance: Some(process.identity.clone()),
         operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
-        host_fips: csi::operator::host_fips(),
+        host_fips: driver_operator::host_fips(),
     };
     // The Lease OpenShift's driver operator holds, in the namespace it runs in (its pod's, from
     // the starter's Deployment), where the starter's Role allows it. That is the driver
     // namespace, also for a driver whose operands live in another one (Manila).
-    let lease = csi::names::operator_lease(&def);
+    let lease = csi_kit::names::operator_lease(&def);
     let namespace = process
         .namespace
         .clone()
@@ -72,7 +72,7 @@ pub fn driver(
         &lease,
         move |client, metrics, readiness, shutdown| async move {
             let extras = drivers::extras(&def, client.clone());
-            csi::operator::run_with_extras(
+            driver_operator::run_with_extras(
                 client, def, settings, extras, metrics, readiness, shutdown,
             )
             .await
@@ -133,7 +133,7 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
         .namespace
         .clone()
         .unwrap_or_else(|| storage_operator::plan::OPERATOR_NAMESPACE.to_owned());
-    let settings = csi::declared::controller::Settings {
+    let settings = csi_driver_deployment::controller::Settings {
         instance: Some(process.identity.clone()),
         env: std::env::vars().collect(),
     };
@@ -142,9 +142,15 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
         &namespace,
         DECLARED_LEASE,
         move |client, metrics, readiness, shutdown| async move {
-            csi::declared::controller::run(client, settings, metrics, Some(readiness), shutdown)
-                .await
-                .map_err(anyhow::Error::from)
+            csi_driver_deployment::controller::run(
+                client,
+                settings,
+                metrics,
+                Some(readiness),
+                shutdown,
+            )
+            .await
+            .map_err(anyhow::Error::from)
         },
     )
 }

@@ -5,7 +5,7 @@
 //! when it has one, and the KMS key of `driverConfig.aws.kmsKeyARN` as a StorageClass
 //! parameter.
 
-use csi::{DriverDef, Hooks, Inputs};
+use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 use k8s_openapi::api::storage::v1::StorageClass;

@@ -6,7 +6,7 @@
 //! removable; the table's `removalBlockedByVolumes` makes the kit keep it installed while any
 //! of its PersistentVolumes is bound.
 
-use csi::{DriverDef, Hooks, Inputs};
+use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{SecretVolumeSource, Volume, VolumeMount};
 

@@ -33,7 +33,7 @@
 //! incremental snapshots). Everything else, zones included, is as on Azure: the hub reports no
 //! zones, so topology degrades to none by itself.
 
-use csi::{DriverDef, Hooks, Inputs};
+use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, HostPathVolumeSource, PodSpec,
@@ -305,7 +305,7 @@ fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str
         "--enable-azure-workload-identity=true".to_owned(),
         format!("--creds-path={INJECTOR_CREDENTIALS_DIR}"),
     ];
-    let mut injector = csi::workloads::operand_container(INJECTOR_CONTAINER, image, args);
+    let mut injector = csi_kit::workloads::operand_container(INJECTOR_CONTAINER, image, args);
     injector.command = Some(vec!["/azure-config-credentials-injector".to_owned()]);
     let mount = |name: &str, path: &str, read_only: bool| VolumeMount {
         name: name.to_owned(),

@@ -5,7 +5,7 @@
 //! parameters OpenShift's operator created it with. The registry does not start it on Azure
 //! Stack Hub, which has no Azure Files.
 
-use csi::{DriverDef, Hooks, Inputs};
+use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::storage::v1::StorageClass;
 

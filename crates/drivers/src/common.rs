@@ -2,7 +2,7 @@
 //! setting its environment, dropping a credentials volume where there are none, and locking down
 //! the helper containers drivers add.
 
-use csi::{Inputs, names};
+use csi_kit::{Inputs, names};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Capabilities, Container, EnvVar, PodSpec};
 

@@ -4,7 +4,7 @@
 //! `driverConfig.gcp.kmsKey` as a StorageClass parameter, and the StorageClasses of GCP
 //! Dedicated regions (Hyperdisk only).
 
-use csi::{DriverDef, Hooks, Inputs, names};
+use csi_kit::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::storage::v1::StorageClass;
 
@@ -121,7 +121,7 @@ pub fn is_dedicated(inputs: &Inputs) -> bool {
 }
 
 /// GCP Dedicated gets only `hyperdisk-balanced`; every other cluster gets every other class.
-pub fn storage_classes_for_region(inputs: &Inputs, class: &csi::StorageClassDef) -> bool {
+pub fn storage_classes_for_region(inputs: &Inputs, class: &csi_kit::StorageClassDef) -> bool {
     (class.name == HYPERDISK_CLASS) == is_dedicated(inputs)
 }
 

@@ -24,8 +24,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use csi::operator::{Task, TaskConfig};
-use csi::{DriverDef, HookError, Hooks, Inputs};
+use csi_kit::{DriverDef, HookError, Hooks, Inputs};
+use driver_operator::{Task, TaskConfig};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,

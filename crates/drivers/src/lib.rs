@@ -2,7 +2,7 @@
 //! plus the few hooks data cannot express. [`by_name`] finds a driver by its short name
 //! (`gcp-pd`) or its CSI name (`pd.csi.storage.gke.io`).
 
-use csi::DriverDef;
+use csi_kit::DriverDef;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
 pub mod aws_ebs;
@@ -46,7 +46,7 @@ pub enum DriverError {
     },
     /// The embedded table parses but does not validate (a bug caught by this crate's tests).
     #[error(transparent)]
-    Invalid(#[from] csi::def::InvalidDef),
+    Invalid(#[from] csi_kit::def::InvalidDef),
 }
 
 /// One catalogue entry.
@@ -136,7 +136,7 @@ pub fn by_name(name: &str) -> Result<DriverDef, DriverError> {
 /// What the driver operator of `def` asks outside the cluster, if anything (Manila: the
 /// cloud's share types, with the credentials read through `client`, which also writes the
 /// driver's `csi-manila-secrets`).
-pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::ProbeConfig> {
+pub fn probe(def: &DriverDef, client: kube::Client) -> Option<driver_operator::ProbeConfig> {
     (def.short_name == openstack_manila::SHORT_NAME).then(|| {
         openstack_manila::probe_with_secret(
             openstack_manila::OpenStackShareTypes::new(client.clone(), def),
@@ -150,7 +150,7 @@ pub fn probe(def: &DriverDef, client: kube::Client) -> Option<csi::operator::Pro
 /// The driver's own controllers beside the kit's (IBM VPC Block: `SecretSync`, which writes
 /// `storage-secret-store` through `client`; vSphere: `VMwareVSphereDriverStorageClassController`,
 /// which makes the storage policy in each vCenter).
-pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<csi::operator::TaskConfig> {
+pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<driver_operator::TaskConfig> {
     match def.short_name.as_str() {
         ibm_vpc_block::SHORT_NAME => vec![ibm_vpc_block::secret_sync(
             client,
@@ -165,8 +165,8 @@ pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<csi::operator::TaskCo
 }
 
 /// What the driver operator of `def` adds to the kit's controllers: [`probe`] and [`tasks`].
-pub fn extras(def: &DriverDef, client: kube::Client) -> csi::operator::Extras {
-    csi::operator::Extras {
+pub fn extras(def: &DriverDef, client: kube::Client) -> driver_operator::Extras {
+    driver_operator::Extras {
         probe: probe(def, client.clone()),
         tasks: tasks(def, client),
     }

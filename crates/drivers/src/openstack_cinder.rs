@@ -24,8 +24,8 @@
 
 use std::collections::BTreeMap;
 
-use csi::derived::ini;
-use csi::{DriverDef, Inputs};
+use csi_kit::derived::ini;
+use csi_kit::{DriverDef, Inputs};
 
 use crate::DriverError;
 

@@ -43,11 +43,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use csi::operator::{Probe, ProbeConfig, Probed};
-use csi::workloads::{field_env, host_path, mount, node_update_strategy};
-use csi::{
+use csi_kit::workloads::{field_env, host_path, mount, node_update_strategy};
+use csi_kit::{
     DriverDef, ExtraDaemonSet, Hooks, Inputs, StorageClassDef, VolumeSnapshotClassDef, names,
 };
+use driver_operator::{Probe, ProbeConfig, Probed};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment};
 use k8s_openapi::api::core::v1::{
@@ -60,7 +60,7 @@ use kube::Api;
 
 use crate::DriverError;
 use crate::openstack_api::{self, Cloud, Tls};
-use csi::HookError;
+use csi_kit::HookError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "openstack-manila";

@@ -8,7 +8,7 @@
 //! ignored). Where OpenShift gives them to the driver containers only, the node-update-controller
 //! gets them too: it calls the same APIs.
 
-use csi::{DriverDef, Hooks, Inputs};
+use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ContainerPort, HTTPGetAction, PodSpec, Probe};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -75,8 +75,8 @@ pub fn node_updater_command(image: &str) -> &'static str {
 /// escalation nor capabilities.
 pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deployment) {
     for key in [
-        csi::names::INJECT_PROXY_ANNOTATION,
-        csi::names::INJECT_CA_BUNDLE_ANNOTATION,
+        csi_kit::names::INJECT_PROXY_ANNOTATION,
+        csi_kit::names::INJECT_CA_BUNDLE_ANNOTATION,
     ] {
         if let Some(value) = deployment
             .metadata
@@ -102,8 +102,11 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
             from_secret(API_KEY_ENV, CREDENTIALS_SECRET, API_KEY),
         );
     }
-    let mut updater =
-        csi::workloads::operand_container(NODE_UPDATE_CONTAINER, &inputs.images.driver, Vec::new());
+    let mut updater = csi_kit::workloads::operand_container(
+        NODE_UPDATE_CONTAINER,
+        &inputs.images.driver,
+        Vec::new(),
+    );
     updater.args = None;
     updater.image_pull_policy = None;
     updater.command = Some(vec![node_updater_command(&inputs.images.driver).to_owned()]);
@@ -138,18 +141,18 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
     let at = spec
         .containers
         .iter()
-        .position(|c| c.name == csi::names::DRIVER_CONTAINER)
+        .position(|c| c.name == csi_kit::names::DRIVER_CONTAINER)
         .map_or(spec.containers.len(), |i| i + 1);
     // The kit injected the proxy and CA bundle before this hook added the container: the same
     // for it alone, as the annotations now name it (the CA bundle's volume is the driver's).
     let ca_mount = spec.containers[..at]
         .iter()
         .flat_map(|c| c.volume_mounts.iter().flatten())
-        .find(|m| m.name == csi::names::CA_BUNDLE_VOLUME)
+        .find(|m| m.name == csi_kit::names::CA_BUNDLE_VOLUME)
         .cloned();
     if let Some(mount) = ca_mount.filter(|_| {
         injected
-            .get(csi::names::INJECT_CA_BUNDLE_ANNOTATION)
+            .get(csi_kit::names::INJECT_CA_BUNDLE_ANNOTATION)
             .is_some_and(|v| v.split(',').any(|c| c == NODE_UPDATE_CONTAINER))
     }) {
         updater.volume_mounts = Some(vec![mount]);
@@ -158,10 +161,10 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
     let only_updater = ObjectMeta {
         annotations: Some(
             injected
-                .get(csi::names::INJECT_PROXY_ANNOTATION)
+                .get(csi_kit::names::INJECT_PROXY_ANNOTATION)
                 .map(|_| {
                     (
-                        csi::names::INJECT_PROXY_ANNOTATION.to_owned(),
+                        csi_kit::names::INJECT_PROXY_ANNOTATION.to_owned(),
                         NODE_UPDATE_CONTAINER.to_owned(),
                     )
                 })
@@ -170,7 +173,7 @@ pub fn with_api_key_and_node_updater(inputs: &Inputs, deployment: &mut Deploymen
         ),
         ..ObjectMeta::default()
     };
-    csi::hooks::inject_proxy(&only_updater, template, inputs);
+    csi_kit::hooks::inject_proxy(&only_updater, template, inputs);
 }
 
 /// Adds `IBMCLOUD_API_KEY` (from the credentials Secret, optional as on the controller) to
@@ -220,7 +223,7 @@ fn set_endpoints(inputs: &Inputs, spec: &mut PodSpec) {
     for container in spec
         .containers
         .iter_mut()
-        .filter(|c| c.name == csi::names::DRIVER_CONTAINER || c.name == NODE_UPDATE_CONTAINER)
+        .filter(|c| c.name == csi_kit::names::DRIVER_CONTAINER || c.name == NODE_UPDATE_CONTAINER)
     {
         for (var, url) in &env {
             set_env(container, literal(var, url));

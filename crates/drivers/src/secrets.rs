@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{DriverDef, names};
+use csi_kit::{DriverDef, names};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -25,7 +25,7 @@ pub fn build(def: &DriverDef, name: &str, data: &BTreeMap<String, String>) -> Se
     let mut metadata = names::ns_meta(def, name);
     metadata.annotations = Some(BTreeMap::from([(
         HASH_ANNOTATION.to_owned(),
-        csi::hash::secret_data_hash(Some(&bytes)),
+        csi_kit::hash::secret_data_hash(Some(&bytes)),
     )]));
     Secret {
         metadata,

@@ -1,7 +1,7 @@
 //! SMB / CIFS (`smb.csi.k8s.io`): the table in `smb.yaml`, no hooks. Runs on every platform,
 //! installed on request; removable once none of its volumes is bound.
 
-use csi::DriverDef;
+use csi_kit::DriverDef;
 
 use crate::DriverError;
 

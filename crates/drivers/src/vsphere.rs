@@ -29,13 +29,13 @@
 
 use std::collections::BTreeMap;
 
-use csi::derived::ini;
-use csi::{DriverDef, Hooks, Inputs, names};
+use csi_kit::derived::ini;
+use csi_kit::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource};
 
 use crate::DriverError;
-use csi::HookError;
+use csi_kit::HookError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "vsphere";
@@ -402,7 +402,7 @@ pub fn credential<'a>(inputs: &'a Inputs, server: &str, what: &str) -> Result<&'
         .ok_or_else(|| {
             format!(
                 "Secret {}/{CREDENTIALS_SECRET} has no key {key}: cloud-credential-operator writes it for each vCenter of the cloud config; elsewhere add it",
-                csi::def::DEFAULT_NAMESPACE
+                csi_kit::def::DEFAULT_NAMESPACE
             )
         })
 }
@@ -418,7 +418,7 @@ pub fn precondition(inputs: &Inputs) -> Result<(), HookError> {
     if !inputs.secret_hashes.contains_key(CREDENTIALS_SECRET) {
         return Err(HookError::config(format!(
             "Secret {}/{CREDENTIALS_SECRET} with the vCenter credentials does not exist: on OpenShift cloud-credential-operator writes it from the CredentialsRequest; elsewhere create it with keys <server>.username and <server>.password",
-            csi::def::DEFAULT_NAMESPACE
+            csi_kit::def::DEFAULT_NAMESPACE
         )));
     }
     let Some(data) = inputs.source_config_maps.get(SOURCE_ID) else {
@@ -591,7 +591,7 @@ fn kit_arg(container: &Container, prefix: &str) -> Vec<String> {
 fn openshift_sidecar_args(container: &Container) -> Option<Vec<String>> {
     let address = vec!["--csi-address=$(ADDRESS)".to_owned()];
     let v = kit_arg(container, "--v=");
-    let le = csi::workloads::leader_election_args().to_vec();
+    let le = csi_kit::workloads::leader_election_args().to_vec();
     let timeout = kit_arg(container, "--timeout=");
     let endpoint = kit_arg(container, "--http-endpoint=");
     let parts: Vec<Vec<String>> = match container.name.as_str() {

@@ -24,10 +24,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use csi::def::StorageClassDef;
-use csi::derived::ini;
-use csi::operator::{Task, TaskConfig};
-use csi::{HookError, Inputs};
+use csi_kit::def::StorageClassDef;
+use csi_kit::derived::ini;
+use csi_kit::{HookError, Inputs};
+use driver_operator::{Task, TaskConfig};
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::Deserialize;
 
@@ -452,7 +452,7 @@ pub fn task_with(maker: Arc<dyn PolicyMaker>, timing: Timing) -> TaskConfig {
 mod tests {
     use super::*;
     use api::operator_v1::StorageClassStateName;
-    use csi::Topology;
+    use csi_kit::Topology;
 
     const CONFIG: &str = "[Global]\ninsecure-flag = 1\n[Workspace]\nserver = vc1\ndatacenter = dc1\ndefault-datastore = /dc1/datastore/ds1\n[VirtualCenter \"vc1\"]\ndatacenters = dc1\nport = 8443\n[VirtualCenter \"vc2\"]\ndatacenters = dc2\n[Labels]\nregion = r\nzone = z\n";
 
@@ -464,7 +464,7 @@ mod tests {
             vsphere::SOURCE_ID.to_owned(),
             [(vsphere::SOURCE_KEY.to_owned(), config.to_owned())].into(),
         );
-        inputs.credentials = csi::SecretData(
+        inputs.credentials = csi_kit::SecretData(
             [
                 ("vc1.username", "u1"),
                 ("vc1.password", "p1"),

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
-use csi::operator::Settings;
+use driver_operator::Settings;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -41,11 +41,11 @@ impl Driver {
     }
 
     fn controller(&self) -> String {
-        csi::names::controller(&drivers::by_name(self.short).unwrap())
+        csi_kit::names::controller(&drivers::by_name(self.short).unwrap())
     }
 
     fn node(&self) -> String {
-        csi::names::node(&drivers::by_name(self.short).unwrap())
+        csi_kit::names::node(&drivers::by_name(self.short).unwrap())
     }
 
     fn start(&self, cluster: &Cluster) -> Background {
@@ -53,9 +53,9 @@ impl Driver {
         let def = drivers::by_name(self.short).unwrap();
         let instance = format!("{}-0", self.agent);
         let metrics = Metrics::new();
-        let settling = metrics.settling(&csi::operator::operator_name(&def));
+        let settling = metrics.settling(&driver_operator::operator_name(&def));
         Background::spawn(|shutdown| async move {
-            csi::operator::run(
+            driver_operator::run(
                 client,
                 def,
                 Settings {

@@ -1,4 +1,4 @@
-//! The pure plan of the driver operator (`csi::operator::plan`) for what the catalogue added to
+//! The pure plan of the driver operator (`driver_operator::plan`) for what the catalogue added to
 //! the kit: removal guarded by bound volumes (AWS EFS) and ConfigMaps copied from other
 //! namespaces (AWS EBS).
 
@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
-use csi::operator::observe::{Apis, Observed};
-use csi::operator::plan::{self, DeleteKind, Plan};
-use csi::render::Operand;
+use csi_kit::render::Operand;
+use driver_operator::observe::{Apis, Observed};
+use driver_operator::plan::{self, DeleteKind, Plan};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -20,7 +20,7 @@ fn now() -> Time {
     Time(Timestamp::from_second(1_800_000_000).unwrap())
 }
 
-fn observed(def: &csi::DriverDef, spec: Value, finalizers: &[String]) -> Observed {
+fn observed(def: &csi_kit::DriverDef, spec: Value, finalizers: &[String]) -> Observed {
     Observed {
         apis: Apis {
             infrastructure: true,
@@ -35,7 +35,7 @@ fn observed(def: &csi::DriverDef, spec: Value, finalizers: &[String]) -> Observe
             }))
             .unwrap(),
         ),
-        cluster: csi::operator::observe::ObservedCluster {
+        cluster: driver_operator::observe::ObservedCluster {
             infrastructure: Some(
                 serde_json::from_value(json!({
                     "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
@@ -70,19 +70,19 @@ fn pv(name: &str, driver: &str, phase: &str) -> PersistentVolume {
 
 /// The driver's workloads as the operator applied them, and a copy of each under another
 /// name (our operand label, not our field manager), which removal must leave alone.
-fn workloads(def: &csi::DriverDef, observed: &mut Observed) {
+fn workloads(def: &csi_kit::DriverDef, observed: &mut Observed) {
     let workload = |kind: &str, name: &str, ours: bool| {
         let object = json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {
             "name": name, "namespace": def.namespace,
-            "labels": {csi::names::OPERAND_LABEL: def.short_name}}});
+            "labels": {csi_kit::names::OPERAND_LABEL: def.short_name}}});
         if ours {
             testkit::as_applied_by(object, "storage-operator/test")
         } else {
             object
         }
     };
-    let controller = csi::names::controller(def);
-    let node = csi::names::node(def);
+    let controller = csi_kit::names::controller(def);
+    let node = csi_kit::names::node(def);
     observed.operands.deployments = [
         (controller.clone(), true),
         (format!("{controller}-copy"), false),
@@ -131,7 +131,7 @@ fn efs_removal_waits_while_a_volume_is_bound_then_proceeds() {
         .iter()
         .map(|d| (d.kind, d.name.as_str()))
         .collect();
-    let (controller, node) = (csi::names::controller(&def), csi::names::node(&def));
+    let (controller, node) = (csi_kit::names::controller(&def), csi_kit::names::node(&def));
     assert!(
         deleted.contains(&(DeleteKind::Deployment, controller.as_str()))
             && deleted.contains(&(DeleteKind::DaemonSet, node.as_str())),

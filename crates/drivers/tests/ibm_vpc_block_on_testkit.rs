@@ -178,7 +178,8 @@ async fn controller_secret_hash(admin: &Client) -> String {
             .await
             .unwrap()?;
         let annotations = deployment.spec?.template.metadata?.annotations?;
-        let key = csi::hash::annotation_key(NS, STORAGE_SECRET, csi::hash::HashedKind::Secret);
+        let key =
+            csi_kit::hash::annotation_key(NS, STORAGE_SECRET, csi_kit::hash::HashedKind::Secret);
         annotations.get(&key).cloned()
     })
     .await

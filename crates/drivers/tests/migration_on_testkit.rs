@@ -1,4 +1,4 @@
-//! The CSI migration audit of the gcp-pd driver operator (`csi::operator::migration`): its
+//! The CSI migration audit of the gcp-pd driver operator (`driver_operator::migration`): its
 //! conditions as pure functions, then the real operator on the in-process API server with
 //! in-tree PersistentVolumes, half-migrated nodes, an in-tree default StorageClass and the
 //! driver going unavailable and back.
@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use api::operator_v1::{ClusterCSIDriver, ConditionStatus, OperatorCondition};
-use csi::migration::{DEFAULT_CLASS_ANNOTATION, MIGRATED_PLUGINS_ANNOTATION, Plugin};
-use csi::operator::Settings;
-use csi::operator::migration::{Observed, capped, lists_plugin, status};
+use csi_migration::{DEFAULT_CLASS_ANNOTATION, MIGRATED_PLUGINS_ANNOTATION, Plugin};
+use driver_operator::Settings;
+use driver_operator::migration::{Observed, capped, lists_plugin, status};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -29,7 +29,7 @@ const NODES: &str = "GCPPDCSIMigrationNodesMigrated";
 const DEFAULT_CLASS: &str = "GCPPDCSIMigrationInTreeDefaultStorageClass";
 const UPGRADEABLE: &str = "GCPPDCSIMigrationUpgradeable";
 
-fn def() -> csi::DriverDef {
+fn def() -> csi_kit::DriverDef {
     drivers::by_name("gcp-pd").unwrap()
 }
 
@@ -214,9 +214,9 @@ fn an_in_tree_default_class_gets_the_csi_class_suggested() {
 fn start(cluster: &Cluster) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settling = metrics.settling(&csi::operator::operator_name(&def()));
+    let settling = metrics.settling(&driver_operator::operator_name(&def()));
     Background::spawn(|shutdown| async move {
-        csi::operator::run(
+        driver_operator::run(
             client,
             def(),
             Settings {

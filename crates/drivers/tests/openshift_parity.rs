@@ -23,7 +23,7 @@ mod fixtures;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use diff::{Difference, ExpectedList};
 use rstest::rstest;
 use serde_json::Value;
@@ -61,7 +61,7 @@ fn decode_secret_data(v: &mut Value) {
         return;
     }
     let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(v.clone()).unwrap();
-    v["data"] = serde_json::to_value(csi::SecretData::of(&secret).0).unwrap();
+    v["data"] = serde_json::to_value(csi_kit::SecretData::of(&secret).0).unwrap();
 }
 
 /// Our objects for the inputs OpenShift's assets assume.
@@ -88,7 +88,7 @@ fn our_objects(short_name: &str) -> (Vec<Value>, String) {
     inputs.cluster_id = Some("${CLUSTER_ID}".to_owned());
     inputs.tls.min_version = Some(MIN_TLS.to_owned());
     inputs.tls.cipher_suites = CIPHERS.iter().map(|c| (*c).to_owned()).collect();
-    let objects = csi::render(&def, &inputs)
+    let objects = csi_kit::render(&def, &inputs)
         .into_iter()
         .map(|mut v| {
             fixtures::normalise(&mut v);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
-use csi::operator::Settings;
+use driver_operator::Settings;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -81,7 +81,7 @@ struct Case {
 }
 
 impl Case {
-    fn def(&self) -> csi::DriverDef {
+    fn def(&self) -> csi_kit::DriverDef {
         drivers::by_name(self.short).unwrap()
     }
 
@@ -93,7 +93,7 @@ impl Case {
     /// The names of the driver's DaemonSets: the node plugin's, then any other.
     fn daemon_sets(&self) -> Vec<String> {
         let def = self.def();
-        std::iter::once(csi::names::node(&def))
+        std::iter::once(csi_kit::names::node(&def))
             .chain(
                 def.hooks
                     .extra_daemon_sets
@@ -147,7 +147,7 @@ const AWS_EBS_CREDENTIALS: [(&str, &str); 2] = [
 
 /// library-go's hash annotation of Secret `name` with `data`, on a workload and its pods.
 fn annotate_secret_hash(o: &mut Value, name: &str, data: &[(&str, &str)]) {
-    use csi::hash::{HashedKind, annotation_key, secret_data_hash};
+    use csi_kit::hash::{HashedKind, annotation_key, secret_data_hash};
     let data: BTreeMap<String, Vec<u8>> = data
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
@@ -323,7 +323,9 @@ const OPENSTACK_CINDER: Case = Case {
         // credentials, on both workloads (the metrics certificate's too on the Deployment, but
         // service-ca has not made it here).
         if matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
-            use csi::hash::{HashedKind, annotation_key, config_map_data_hash, secret_data_hash};
+            use csi_kit::hash::{
+                HashedKind, annotation_key, config_map_data_hash, secret_data_hash,
+            };
             let cloud_conf: BTreeMap<String, String> = [
                 ("cloud.conf", OPENSHIFT_CINDER_CLOUD_CONF),
                 ("enable_topology", "true"),
@@ -801,7 +803,7 @@ const POWERVS_BLOCK: Case = Case {
 /// Hyperdisk class (selected only in GCP Dedicated regions) and the CredentialsRequests (the
 /// cloud-credential API is not served here).
 fn openshift_objects(case: &Case) -> Vec<Value> {
-    let tls = csi::tls::serving_tls(None).unwrap();
+    let tls = csi_kit::tls::serving_tls(None).unwrap();
     let mut substitutions = fixtures::common_substitutions(
         &case.namespace(),
         &tls.cipher_suites,
@@ -988,8 +990,8 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let def = drivers::by_name(case.short).unwrap();
     let metrics = Metrics::new();
-    let settling = metrics.settling(&csi::operator::operator_name(&def));
-    let extras = csi::operator::Extras {
+    let settling = metrics.settling(&driver_operator::operator_name(&def));
+    let extras = driver_operator::Extras {
         probe: (!case.share_types.is_empty()).then(|| {
             drivers::openstack_manila::probe_with_secret(
                 ShareTypesOf(case.share_types),
@@ -1011,7 +1013,7 @@ fn start(cluster: &Cluster, case: &Case) -> Background {
         },
     };
     Background::spawn(|shutdown| async move {
-        csi::operator::run_with_extras(
+        driver_operator::run_with_extras(
             client,
             def,
             Settings {
@@ -1118,7 +1120,7 @@ struct ShareTypesOf(&'static [&'static str]);
 impl drivers::openstack_manila::ShareTypes for ShareTypesOf {
     fn share_types(
         &self,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, csi::HookError>> + Send + '_>>
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Vec<String>, csi_kit::HookError>> + Send + '_>>
     {
         let types = self.0.iter().map(|t| (*t).to_owned()).collect();
         Box::pin(async move { Ok(types) })
@@ -1215,7 +1217,7 @@ fn former_entries(meta: &Value, former: &str) -> Vec<Value> {
 async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[case] case: &Case) {
     let (cluster, admin) = cluster_taken_over_from_openshift(case).await;
     let def = case.def();
-    let controller = csi::names::controller(&def);
+    let controller = csi_kit::names::controller(&def);
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &def.namespace);
     let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), &def.namespace);
     // The workloads as OpenShift's operator wrote them, under our names, when ours should
@@ -1319,7 +1321,7 @@ async fn takes_over_openshifts_driver_without_errors_duplicates_or_orphans(#[cas
 
     // The metrics Service has OpenShift's ports, once each.
     let service = Api::<Service>::namespaced(admin.clone(), &def.namespace)
-        .get(&csi::names::metrics_service(&def))
+        .get(&csi_kit::names::metrics_service(&def))
         .await
         .unwrap();
     let ports: Vec<(String, i32)> = service

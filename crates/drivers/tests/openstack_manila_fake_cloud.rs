@@ -284,7 +284,7 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
     );
     assert_eq!(
         error.kind(),
-        csi::HookErrorKind::Config,
+        csi_kit::HookErrorKind::Config,
         "an admin fixes it"
     );
 
@@ -315,7 +315,7 @@ async fn the_real_client_reads_its_credentials_secret_through_the_api() {
         error.message().contains("has no key clouds.yaml"),
         "{error}"
     );
-    assert_eq!(error.kind(), csi::HookErrorKind::Config);
+    assert_eq!(error.kind(), csi_kit::HookErrorKind::Config);
 
     secrets
         .replace(

@@ -36,7 +36,7 @@ struct FakeCloud(Arc<Mutex<Vec<String>>>);
 impl ShareTypes for FakeCloud {
     fn share_types(
         &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi::HookError>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi_kit::HookError>> + Send + '_>> {
         let types = self.0.lock().unwrap().clone();
         Box::pin(async move { Ok(types) })
     }

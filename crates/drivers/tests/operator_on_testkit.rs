@@ -1,4 +1,4 @@
-//! `storage-operator driver gcp-pd` (`csi::operator::run` with the gcp-pd table) against the in-process API server with
+//! `storage-operator driver gcp-pd` (`driver_operator::run` with the gcp-pd table) against the in-process API server with
 //! workload simulation: converge, idle, drift, management and StorageClass states, status
 //! transitions, optional CRDs and API faults.
 
@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
-use csi::operator::Settings;
+use driver_operator::Settings;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
@@ -27,20 +27,20 @@ const AGENT: &str = "gcp-pd-operator";
 const CONTROLLER: &str = "gcp-pd-csi-driver-controller";
 const NODE: &str = "gcp-pd-csi-driver-node";
 
-fn start_with(cluster: &Cluster, def: csi::DriverDef) -> Background {
+fn start_with(cluster: &Cluster, def: csi_kit::DriverDef) -> Background {
     start_with_hook(cluster, def, None)
 }
 
 fn start_with_hook(
     cluster: &Cluster,
-    def: csi::DriverDef,
+    def: csi_kit::DriverDef,
     operator_log_level: Option<opkit::log_level::LogLevelHook>,
 ) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settling = metrics.settling(&csi::operator::operator_name(&def));
+    let settling = metrics.settling(&driver_operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
-        csi::operator::run(
+        driver_operator::run(
             client,
             def,
             Settings {
@@ -775,7 +775,7 @@ async fn optional_crds_absent_then_installed() {
     let monitors = Api::<DynamicObject>::namespaced_with(
         admin.clone(),
         NS,
-        &csi::operator::observe::OptionalKind::ServiceMonitor.api_resource(),
+        &csi_kit::inputs::OptionalKind::ServiceMonitor.api_resource(),
     );
     eventually("a ServiceMonitor", async || {
         let list = monitors.list(&ListParams::default()).await.ok()?;
@@ -784,12 +784,12 @@ async fn optional_crds_absent_then_installed() {
     .await;
     let snapshot_classes = Api::<DynamicObject>::all_with(
         admin.clone(),
-        &csi::operator::observe::OptionalKind::VolumeSnapshotClass.api_resource(),
+        &csi_kit::inputs::OptionalKind::VolumeSnapshotClass.api_resource(),
     );
     let requests = Api::<DynamicObject>::namespaced_with(
         admin.clone(),
         "openshift-cloud-credential-operator",
-        &csi::operator::observe::OptionalKind::CredentialsRequest.api_resource(),
+        &csi_kit::inputs::OptionalKind::CredentialsRequest.api_resource(),
     );
     eventually("the CredentialsRequest", async || {
         requests
@@ -915,10 +915,10 @@ async fn credential_rotation_and_log_level_roll_the_pods_once() {
         .spec
         .unwrap()
         .template;
-    let hash_key = csi::hash::annotation_key(
+    let hash_key = csi_kit::hash::annotation_key(
         NS,
         "gcp-pd-cloud-credentials",
-        csi::hash::HashedKind::Secret,
+        csi_kit::hash::HashedKind::Secret,
     );
     let first_hash = template.metadata.unwrap().annotations.unwrap()[&hash_key].clone();
 
@@ -1111,7 +1111,7 @@ async fn an_admins_default_snapshot_class_choice_is_kept() {
     let running = start(&cluster);
     let classes = Api::<DynamicObject>::all_with(
         admin.clone(),
-        &csi::operator::observe::OptionalKind::VolumeSnapshotClass.api_resource(),
+        &csi_kit::inputs::OptionalKind::VolumeSnapshotClass.api_resource(),
     );
     eventually("the VolumeSnapshotClass", async || {
         classes.get_opt("csi-gce-pd-vsc").await.ok().flatten()
@@ -1180,7 +1180,7 @@ async fn an_admins_class_of_the_same_name_for_another_driver_is_kept() {
         condition_is(&admin, "StorageClassControllerDegraded", "True").await
     })
     .await;
-    assert_eq!(reason, csi::operator::plan::REASON_OBJECT_KEPT);
+    assert_eq!(reason, driver_operator::plan::REASON_OBJECT_KEPT);
     assert!(
         message.contains("StorageClass standard-csi exists and is not this driver's (provisioner nfs.example.com)"),
         "{message}"

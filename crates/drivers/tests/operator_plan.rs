@@ -1,4 +1,4 @@
-//! The pure plan of the driver operator (`csi::operator::plan`) with the gcp-pd table: what each
+//! The pure plan of the driver operator (`driver_operator::plan`) with the gcp-pd table: what each
 //! management and StorageClass state does, status from observed workloads, time-based rules.
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
@@ -7,16 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
-use csi::operator::observe::{Apis, Observed};
-use csi::operator::plan::{self, DeleteKind, Group, Plan};
-use csi::render::Operand;
+use csi_kit::render::Operand;
+use driver_operator::observe::{Apis, Observed};
+use driver_operator::plan::{self, DeleteKind, Group, Plan};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-fn def() -> csi::DriverDef {
+fn def() -> csi_kit::DriverDef {
     drivers::by_name("gcp-pd").unwrap()
 }
 
@@ -41,7 +41,7 @@ fn openshift(spec: Value) -> Observed {
             cloud_credential: true,
         },
         cluster_csi_driver: Some(driver(spec)),
-            cluster: csi::operator::observe::ObservedCluster {
+            cluster: driver_operator::observe::ObservedCluster {
                 infrastructure: Some(
                     serde_json::from_value(json!({
                         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
@@ -367,7 +367,7 @@ fn the_stable_generation_is_the_one_its_own_write_produces() {
     let observed = openshift(json!({"managementState": "Managed"}));
     let plan = run(&observed, &at(0));
     let desired = &daemon_sets(&plan)[0];
-    let key = csi::status::STABLE_GENERATION_ANNOTATION;
+    let key = csi_kit::status::STABLE_GENERATION_ANNOTATION;
     // Rolled out at 1, nothing else to change: the annotation-only write makes generation 2.
     let observed_ds = rolled_out(desired, 1);
     let next = plan::with_stable_generation(desired.clone(), Some(&observed_ds));
@@ -530,7 +530,8 @@ fn without_openshift_config_apis_nothing_is_observed() {
 }
 
 fn with_credentials_request_api(observed: &mut Observed, cached: Option<Value>) {
-    use csi::operator::observe::{OptionalKind, OptionalObjects};
+    use csi_kit::inputs::OptionalKind;
+    use driver_operator::observe::OptionalObjects;
     let objects = cached
         .map(|v| {
             vec![Arc::new(
@@ -754,8 +755,8 @@ fn daemon_sets(plan: &Plan) -> Vec<DaemonSet> {
         .collect()
 }
 
-fn extra_daemon_set(def: &csi::DriverDef, inputs: &csi::Inputs) -> DaemonSet {
-    let mut ds = csi::build_node_daemon_set(def, inputs);
+fn extra_daemon_set(def: &csi_kit::DriverDef, inputs: &csi_kit::Inputs) -> DaemonSet {
+    let mut ds = csi_kit::build_node_daemon_set(def, inputs);
     ds.metadata.name = Some("helper".to_owned());
     ds
 }
@@ -763,7 +764,7 @@ fn extra_daemon_set(def: &csi::DriverDef, inputs: &csi::Inputs) -> DaemonSet {
 #[test]
 fn an_extra_daemon_set_is_applied_and_reported_under_its_controller() {
     let mut def = def();
-    def.hooks.extra_daemon_sets.push(csi::ExtraDaemonSet {
+    def.hooks.extra_daemon_sets.push(csi_kit::ExtraDaemonSet {
         controller: "HelperNodeServiceController",
         name: "helper",
         build: extra_daemon_set,

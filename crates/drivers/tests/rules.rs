@@ -10,8 +10,8 @@ use api::operator_v1::{
     CSIDriverConfigSpec, CSIDriverType, GCPCSIDriverConfigSpec, GCPKMSKeyReference, LogLevel,
     StorageClassStateName,
 };
-use csi::hash::{HashedKind, annotation_key};
-use csi::{DriverDef, ExistingStorageClass, Inputs, OptionalCrds, Topology};
+use csi_kit::hash::{HashedKind, annotation_key};
+use csi_kit::{DriverDef, ExistingStorageClass, Inputs, OptionalCrds, Topology};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use rstest::rstest;
@@ -92,7 +92,7 @@ fn the_table_is_data_a_json_round_trip_renders_the_same() {
     let mut back: DriverDef = serde_json::from_str(&json).unwrap();
     back.hooks = def.hooks.clone();
     let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
-    assert_eq!(csi::render(&def, &i), csi::render(&back, &i));
+    assert_eq!(csi_kit::render(&def, &i), csi_kit::render(&back, &i));
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn topology_decides_replicas_and_placement(
     #[case] node_label: Option<&str>,
 ) {
     let def = gcp_pd();
-    let d = csi::build_controller_deployment(&def, &inputs(&def, topology));
+    let d = csi_kit::build_controller_deployment(&def, &inputs(&def, topology));
     let spec = d.spec.as_ref().unwrap();
     assert_eq!(spec.replicas, Some(replicas));
     let strategy = spec
@@ -219,8 +219,8 @@ fn every_container_has_requests_and_sidecars_elect_with_openshift_timings(
 ) {
     let def = gcp_pd();
     let i = inputs(&def, topology);
-    let d = csi::build_controller_deployment(&def, &i);
-    let n = csi::build_node_daemon_set(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     for c in pod(&d).containers.iter().chain(&ds_pod(&n).containers) {
         let requests = c
             .resources
@@ -271,7 +271,7 @@ fn every_container_has_requests_and_sidecars_elect_with_openshift_timings(
 #[test]
 fn node_daemon_set_tolerates_everything_and_rolls_10_percent() {
     let def = gcp_pd();
-    let n = csi::build_node_daemon_set(&def, &inputs(&def, Topology::HighlyAvailable));
+    let n = csi_kit::build_node_daemon_set(&def, &inputs(&def, Topology::HighlyAvailable));
     let spec = n.spec.as_ref().unwrap();
     let rolling = spec
         .update_strategy
@@ -325,8 +325,8 @@ fn log_level_sets_v_on_every_csi_container(#[case] level: Option<LogLevel>, #[ca
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.spec.operator.log_level = level;
     let want = format!("--v={v}");
-    let d = csi::build_controller_deployment(&def, &i);
-    let n = csi::build_node_daemon_set(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     let mut checked = 0;
     for c in pod(&d).containers.iter().chain(&ds_pod(&n).containers) {
         let vs: Vec<_> = args(c).iter().filter(|a| a.starts_with("--v=")).collect();
@@ -358,7 +358,7 @@ fn images_come_from_env_with_upstream_defaults(#[case] env: Option<&str>, #[case
         vars.insert("PROVISIONER_IMAGE".to_owned(), v.to_owned());
     }
     let i = Inputs::new(&def, Topology::HighlyAvailable, &vars);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     assert_eq!(
         container(pod(&d), "csi-provisioner").image.as_deref(),
         Some(want)
@@ -367,7 +367,7 @@ fn images_come_from_env_with_upstream_defaults(#[case] env: Option<&str>, #[case
         container(pod(&d), "csi-driver").image.as_deref(),
         Some("example.com/pd:1")
     );
-    let n = csi::build_node_daemon_set(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     assert_eq!(
         container(ds_pod(&n), "csi-driver").image.as_deref(),
         Some("example.com/pd:1")
@@ -422,7 +422,7 @@ fn cluster_id_becomes_the_volume_label_argument(
     let def = gcp_pd();
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.cluster_id = id.map(str::to_owned);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let labels: Vec<_> = args(container(pod(&d), "csi-driver"))
         .iter()
         .filter(|a| a.starts_with("--extra-labels="))
@@ -451,8 +451,8 @@ fn proxy_env_goes_to_the_driver_containers_only(
         https_proxy: https.map(str::to_owned),
         no_proxy: no.map(str::to_owned),
     };
-    let d = csi::build_controller_deployment(&def, &i);
-    let n = csi::build_node_daemon_set(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     for spec in [pod(&d), ds_pod(&n)] {
         for c in &spec.containers {
             let proxy: Vec<_> = env_names(c)
@@ -489,8 +489,8 @@ fn a_driver_without_the_cluster_proxy_gets_neither_proxy_nor_ca_bundle() {
         no_proxy: None,
     };
     i.trusted_ca_bundle = true;
-    let d = csi::build_controller_deployment(&def, &i);
-    let n = csi::build_node_daemon_set(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     assert_eq!(d.metadata.annotations, None);
     assert_eq!(n.metadata.annotations, None);
     for spec in [pod(&d), ds_pod(&n)] {
@@ -510,7 +510,7 @@ fn a_driver_without_the_cluster_proxy_gets_neither_proxy_nor_ca_bundle() {
             );
         }
     }
-    let rendered = csi::render(&def, &i);
+    let rendered = csi_kit::render(&def, &i);
     assert!(
         rendered
             .iter()
@@ -519,7 +519,7 @@ fn a_driver_without_the_cluster_proxy_gets_neither_proxy_nor_ca_bundle() {
     );
     // The same inputs give GCP PD's driver both.
     let gcp = gcp_pd();
-    let d = csi::build_controller_deployment(&gcp, &i);
+    let d = csi_kit::build_controller_deployment(&gcp, &i);
     assert!(env_names(container(pod(&d), "csi-driver")).contains(&"HTTPS_PROXY"));
 }
 
@@ -539,8 +539,8 @@ fn trusted_ca_bundle_is_mounted_only_when_it_has_the_key(#[case] has_key: bool) 
         "gcp-pd-csi-driver-trusted-ca-bundle",
         HashedKind::ConfigMap,
     );
-    let d = csi::build_controller_deployment(&def, &i);
-    let n = csi::build_node_daemon_set(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     for (spec, template_annotations) in [
         (
             pod(&d),
@@ -612,7 +612,7 @@ fn a_mounted_secret_hash_is_on_the_deployment_and_its_pods(
     i.secret_hashes
         .insert(secret.to_owned(), "v1hash==".to_owned());
     let key = annotation_key(NS, secret, HashedKind::Secret);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let on_pods = d
         .spec
         .as_ref()
@@ -629,7 +629,7 @@ fn a_mounted_secret_hash_is_on_the_deployment_and_its_pods(
     assert_eq!(on_pods.is_some(), annotated);
     assert_eq!(on_deployment.is_some(), annotated);
     // The node pods do not mount the credentials: no restart there on rotation.
-    let n = csi::build_node_daemon_set(&def, &i);
+    let n = csi_kit::build_node_daemon_set(&def, &i);
     let node_annotations = n
         .spec
         .as_ref()
@@ -650,10 +650,10 @@ fn rotating_the_credentials_changes_the_pod_template() {
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.secret_hashes
         .insert("gcp-pd-cloud-credentials".to_owned(), "aaaa".to_owned());
-    let before = csi::build_controller_deployment(&def, &i);
+    let before = csi_kit::build_controller_deployment(&def, &i);
     i.secret_hashes
         .insert("gcp-pd-cloud-credentials".to_owned(), "bbbb".to_owned());
-    let after = csi::build_controller_deployment(&def, &i);
+    let after = csi_kit::build_controller_deployment(&def, &i);
     assert_ne!(
         before.spec.as_ref().unwrap().template,
         after.spec.as_ref().unwrap().template
@@ -673,7 +673,7 @@ fn template_hashes(template: &k8s_openapi::api::core::v1::PodTemplateSpec) -> Ve
         .into_iter()
         .flatten()
         .map(|(k, _)| k.clone())
-        .filter(|k| k.starts_with(csi::hash::HASH_ANNOTATION_PREFIX))
+        .filter(|k| k.starts_with(csi_kit::hash::HASH_ANNOTATION_PREFIX))
         .collect()
 }
 
@@ -702,8 +702,8 @@ fn a_volume_that_does_not_roll_on_change_puts_no_hash_on_the_pods(
         .insert("manila-cloud-credentials".to_owned(), "aaaa".to_owned());
     i.config_map_hashes
         .insert("cloud-provider-config".to_owned(), "bbbb".to_owned());
-    let controller = csi::build_controller_deployment(&def, &i);
-    let node = csi::build_node_daemon_set(&def, &i);
+    let controller = csi_kit::build_controller_deployment(&def, &i);
+    let node = csi_kit::build_node_daemon_set(&def, &i);
     assert_eq!(
         template_hashes(&controller.spec.unwrap().template).len(),
         hashes
@@ -743,7 +743,7 @@ fn workloads_are_named_and_selected_by_the_table_or_by_the_prefix() {
     // GCP PD: `<objectPrefix>-controller` / `-node`, selected by `app`.
     let def = gcp_pd();
     let i = inputs(&def, Topology::HighlyAvailable);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     assert_eq!(
         d.metadata.name.as_deref(),
         Some("gcp-pd-csi-driver-controller")
@@ -755,7 +755,7 @@ fn workloads_are_named_and_selected_by_the_table_or_by_the_prefix() {
     let def = drivers::by_name("openstack-manila").unwrap();
     let i = inputs(&def, Topology::HighlyAvailable);
     let selector = def.controller.selector.clone();
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     assert_eq!(
         d.metadata.name.as_deref(),
         Some("openstack-manila-csi-controllerplugin")
@@ -784,7 +784,7 @@ fn workloads_are_named_and_selected_by_the_table_or_by_the_prefix() {
             .as_ref(),
         Some(&selector)
     );
-    let pdb = csi::build_pod_disruption_budget(&def);
+    let pdb = csi_kit::build_pod_disruption_budget(&def);
     assert_eq!(
         pdb.metadata.name.as_deref(),
         Some("openstack-manila-csi-controllerplugin-pdb")
@@ -793,9 +793,9 @@ fn workloads_are_named_and_selected_by_the_table_or_by_the_prefix() {
         pdb.spec.unwrap().selector.unwrap().match_labels,
         Some(selector.clone())
     );
-    let service = csi::build_metrics_service(&def, &i).unwrap();
+    let service = csi_kit::build_metrics_service(&def, &i).unwrap();
     assert_eq!(service.spec.unwrap().selector, Some(selector));
-    let ds = csi::build_node_daemon_set(&def, &i);
+    let ds = csi_kit::build_node_daemon_set(&def, &i);
     assert_eq!(
         ds.metadata.name.as_deref(),
         Some("openstack-manila-csi-nodeplugin")
@@ -830,7 +830,7 @@ fn default_class_rule(#[case] existing: Vec<ExistingStorageClass>, #[case] want:
     let def = gcp_pd();
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.storage_classes = existing;
-    let classes = csi::build_storage_classes(&def, &i);
+    let classes = csi_kit::build_storage_classes(&def, &i);
     let annotation = |name: &str| {
         classes
             .iter()
@@ -865,8 +865,8 @@ fn storage_class_state_decides_whether_classes_are_desired(
     let def = gcp_pd();
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.spec.storage_class_state = state.clone();
-    assert_eq!(csi::build_storage_classes(&def, &i).len(), count);
-    let deleted = csi::storage_classes_to_delete(&def, &i);
+    assert_eq!(csi_kit::build_storage_classes(&def, &i).len(), count);
+    let deleted = csi_kit::storage_classes_to_delete(&def, &i);
     if state == Some(StorageClassStateName::Removed) {
         assert_eq!(deleted, ["standard-csi", "ssd-csi"]);
     } else {
@@ -875,7 +875,7 @@ fn storage_class_state_decides_whether_classes_are_desired(
             "Managed applies, Unmanaged leaves alone"
         );
     }
-    let rendered = kinds(&csi::render(&def, &i));
+    let rendered = kinds(&csi_kit::render(&def, &i));
     assert_eq!(
         rendered
             .iter()
@@ -913,7 +913,7 @@ fn kms_key_becomes_a_parameter_of_every_class(#[case] location: Option<&str>, #[
         vsphere: None,
         secrets_store: None,
     });
-    for class in csi::build_storage_classes(&def, &i) {
+    for class in csi_kit::build_storage_classes(&def, &i) {
         let params = class.parameters.unwrap();
         assert_eq!(params["disk-encryption-kms-key"], want);
         assert_eq!(
@@ -926,7 +926,7 @@ fn kms_key_becomes_a_parameter_of_every_class(#[case] location: Option<&str>, #[
 #[test]
 fn without_a_kms_key_there_is_no_kms_parameter() {
     let def = gcp_pd();
-    for class in csi::build_storage_classes(&def, &inputs(&def, Topology::HighlyAvailable)) {
+    for class in csi_kit::build_storage_classes(&def, &inputs(&def, Topology::HighlyAvailable)) {
         assert!(
             !class
                 .parameters
@@ -949,7 +949,7 @@ fn an_admins_ephemeral_profile_label_is_kept(
     let def = gcp_pd();
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.csi_driver_ephemeral_profile = admin.map(str::to_owned);
-    let driver = csi::build_csi_driver(&def, &i);
+    let driver = csi_kit::build_csi_driver(&def, &i);
     let label = driver
         .metadata
         .labels
@@ -984,7 +984,7 @@ fn optional_kinds_are_built_only_when_their_crd_exists(
         service_monitor: monitor,
         credentials_request: credentials,
     };
-    let rendered = kinds(&csi::render(&def, &i));
+    let rendered = kinds(&csi_kit::render(&def, &i));
     let has = |k: &str| rendered.iter().any(|r| r == k);
     assert_eq!(has("VolumeSnapshotClass/csi-gce-pd-vsc"), vsc);
     assert_eq!(has("VolumeSnapshotClass/csi-gce-pd-vsc-images"), vsc);
@@ -1006,8 +1006,8 @@ fn optional_kinds_are_built_only_when_their_crd_exists(
 fn render_is_stable_and_has_no_duplicates() {
     let def = gcp_pd();
     let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
-    let first = kinds(&csi::render(&def, &i));
-    assert_eq!(first, kinds(&csi::render(&def, &i)));
+    let first = kinds(&csi_kit::render(&def, &i));
+    assert_eq!(first, kinds(&csi_kit::render(&def, &i)));
     let mut unique = first.clone();
     unique.sort();
     unique.dedup();
@@ -1019,12 +1019,12 @@ fn render_is_stable_and_has_no_duplicates() {
 fn every_bound_cluster_role_exists() {
     for short in ["gcp-pd", "aws-ebs", "aws-efs", "azure-disk", "azure-file"] {
         let def = drivers::by_name(short).unwrap();
-        let own: Vec<String> = csi::build_cluster_roles(&def)
+        let own: Vec<String> = csi_kit::build_cluster_roles(&def)
             .into_iter()
-            .chain(csi::build_shared_sidecar_cluster_roles())
+            .chain(csi_kit::build_shared_sidecar_cluster_roles())
             .map(|r| r.metadata.name.unwrap())
             .collect();
-        for binding in csi::build_cluster_role_bindings(&def) {
+        for binding in csi_kit::build_cluster_role_bindings(&def) {
             assert!(
                 own.contains(&binding.role_ref.name),
                 "{short}: {} is not built",
@@ -1034,11 +1034,11 @@ fn every_bound_cluster_role_exists() {
     }
     let def = gcp_pd();
     let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
-    let roles: Vec<String> = csi::build_roles(&def, &i)
+    let roles: Vec<String> = csi_kit::build_roles(&def, &i)
         .into_iter()
         .map(|r| r.metadata.name.unwrap())
         .collect();
-    for binding in csi::build_role_bindings(&def, &i) {
+    for binding in csi_kit::build_role_bindings(&def, &i) {
         assert!(roles.contains(&binding.role_ref.name));
     }
 }
@@ -1051,7 +1051,7 @@ fn plain_kubernetes_has_no_service_ca_so_proxies_self_sign() {
     };
     let mut i = inputs(&def, topology);
     i.crds.service_monitor = true;
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let proxy = container(pod(&d), "provisioner-kube-rbac-proxy");
     assert!(!args(proxy).iter().any(|a| a.starts_with("--tls-cert-file")));
     assert!(
@@ -1061,12 +1061,12 @@ fn plain_kubernetes_has_no_service_ca_so_proxies_self_sign() {
             .flatten()
             .any(|v| v.name == "metrics-serving-cert")
     );
-    let monitor = csi::build_service_monitor(&def, &i).unwrap();
+    let monitor = csi_kit::build_service_monitor(&def, &i).unwrap();
     assert_eq!(
         monitor["spec"]["endpoints"][0]["tlsConfig"]["insecureSkipVerify"],
         true
     );
-    let service = csi::build_metrics_service(&def, &i).unwrap();
+    let service = csi_kit::build_metrics_service(&def, &i).unwrap();
     assert!(service.metadata.annotations.is_none());
 }
 
@@ -1086,7 +1086,7 @@ fn credentials_secret_is_mounted_unless_kubernetes_has_none(
         i.secret_hashes
             .insert("gcp-pd-cloud-credentials".to_owned(), "h".to_owned());
     }
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let has_volume = pod(&d)
         .volumes
         .iter()
@@ -1132,7 +1132,7 @@ fn gcp_resource_labels_join_the_cluster_label(
         ..PlatformStatus::default()
     });
     assert_eq!(drivers::gcp_pd::extra_labels_arg(&i).as_deref(), want);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let got: Vec<_> = args(container(pod(&d), "csi-driver"))
         .iter()
         .filter(|a| a.starts_with("--extra-labels="))
@@ -1154,7 +1154,7 @@ fn rendered_objects_are_complete_and_labelled(
 ) {
     let def = gcp_pd();
     let i = Inputs::offline(&def, topology, &BTreeMap::new());
-    for object in csi::render(&def, &i) {
+    for object in csi_kit::render(&def, &i) {
         let text = object.to_string();
         assert!(!text.contains("${"), "a placeholder leaked: {text}");
         let meta = &object["metadata"];
@@ -1189,7 +1189,7 @@ fn gcp_dedicated_regions_get_only_hyperdisk(#[case] region: Option<&str>, #[case
         }),
         ..PlatformStatus::default()
     });
-    let classes = csi::build_storage_classes(&def, &i);
+    let classes = csi_kit::build_storage_classes(&def, &i);
     let names: Vec<&str> = classes
         .iter()
         .map(|c| c.metadata.name.as_deref().unwrap())
@@ -1209,7 +1209,7 @@ fn gcp_dedicated_regions_get_only_hyperdisk(#[case] region: Option<&str>, #[case
     assert_eq!(defaults, want[..1], "exactly one default either way");
     i.spec.storage_class_state = Some(StorageClassStateName::Removed);
     assert_eq!(
-        csi::storage_classes_to_delete(&def, &i),
+        csi_kit::storage_classes_to_delete(&def, &i),
         want,
         "never deletes a class it would not create"
     );
@@ -1230,12 +1230,12 @@ fn without_a_filter_two_default_classes_are_refused() {
 fn an_unknown_storage_class_state_is_reported_and_nothing_happens() {
     let def = gcp_pd();
     let mut i = inputs(&def, Topology::HighlyAvailable);
-    csi::validate_storage_class_state(&i).unwrap();
+    csi_kit::validate_storage_class_state(&i).unwrap();
     i.spec.storage_class_state = Some(StorageClassStateName::Other("Sometimes".into()));
-    let err = csi::validate_storage_class_state(&i).unwrap_err();
+    let err = csi_kit::validate_storage_class_state(&i).unwrap_err();
     assert!(err.contains("\"Sometimes\""), "{err}");
-    assert!(csi::build_storage_classes(&def, &i).is_empty());
-    assert!(csi::storage_classes_to_delete(&def, &i).is_empty());
+    assert!(csi_kit::build_storage_classes(&def, &i).is_empty());
+    assert!(csi_kit::storage_classes_to_delete(&def, &i).is_empty());
 }
 
 /// `requiredScc: privileged` (AWS EFS): the controller's ServiceAccount is bound to the
@@ -1245,7 +1245,7 @@ fn an_unknown_storage_class_state_is_reported_and_nothing_happens() {
 fn a_privileged_controller_runs_as_openshift_runs_it() {
     let def = drivers::by_name("aws-efs").unwrap();
     assert!(def.controller.privileged);
-    let roles: Vec<String> = csi::build_cluster_roles(&def)
+    let roles: Vec<String> = csi_kit::build_cluster_roles(&def)
         .into_iter()
         .map(|r| r.metadata.name.unwrap())
         .collect();
@@ -1253,7 +1253,7 @@ fn a_privileged_controller_runs_as_openshift_runs_it() {
         !roles.iter().any(|r| r.ends_with("hostnetwork-role")),
         "{roles:?}"
     );
-    let binding = csi::build_cluster_role_bindings(&def)
+    let binding = csi_kit::build_cluster_role_bindings(&def)
         .into_iter()
         .find(|b| b.metadata.name.as_deref() == Some("efs-controller-privileged-binding"))
         .expect("the controller's privileged binding");
@@ -1264,7 +1264,7 @@ fn a_privileged_controller_runs_as_openshift_runs_it() {
     );
 
     let i = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let spec = d.spec.unwrap().template.spec.unwrap();
     assert_eq!(spec.host_network, Some(true));
     for c in spec.containers {
@@ -1283,7 +1283,7 @@ fn a_privileged_controller_runs_as_openshift_runs_it() {
 
 #[rstest]
 #[case::port_twice(|d: &mut DriverDef| {
-    d.node.driver.metrics = Some(csi::MetricsDef { local_port: 8206, exposed_port: 10304, service_port: None });
+    d.node.driver.metrics = Some(csi_kit::MetricsDef { local_port: 8206, exposed_port: 10304, service_port: None });
 }, "node port 10304 is used twice")]
 #[case::own_certificate_volume(|d: &mut DriverDef| {
     let mut v = d.node.driver.volumes[0].clone();
@@ -1304,7 +1304,7 @@ fn node_metrics_get_a_proxy_a_service_a_monitor_and_a_proxy_role() {
     let def = drivers::by_name("azure-disk").unwrap();
     let mut i = inputs(&def, Topology::HighlyAvailable);
     i.crds = OptionalCrds::all();
-    let objects = csi::render(&def, &i);
+    let objects = csi_kit::render(&def, &i);
     let find = |kind: &str, name: &str| {
         objects
             .iter()
@@ -1337,7 +1337,7 @@ fn node_metrics_get_a_proxy_a_service_a_monitor_and_a_proxy_role() {
     );
     find("ClusterRole", "azure-disk-node-kube-rbac-proxy-role");
     // The proxy in the node pod serves 9206 from the driver's 8206 with the node certificate.
-    let ds = csi::build_node_daemon_set(&def, &i);
+    let ds = csi_kit::build_node_daemon_set(&def, &i);
     let spec = ds_pod(&ds);
     let proxy = container(spec, "kube-rbac-proxy-8206");
     assert!(args(proxy).contains(&"--upstream=http://127.0.0.1:8206/".to_owned()));
@@ -1353,7 +1353,7 @@ fn node_metrics_get_a_proxy_a_service_a_monitor_and_a_proxy_role() {
     );
     // GCP PD serves none: nothing of the kind.
     let gcp = gcp_pd();
-    let objects = csi::render(&gcp, &inputs(&gcp, Topology::HighlyAvailable));
+    let objects = csi_kit::render(&gcp, &inputs(&gcp, Topology::HighlyAvailable));
     assert!(objects.iter().all(|o| {
         !o["metadata"]["name"]
             .as_str()
@@ -1365,7 +1365,7 @@ fn node_metrics_get_a_proxy_a_service_a_monitor_and_a_proxy_role() {
 /// The node DaemonSet of GCP PD laid out as OpenShift's IBM assets lay theirs out.
 fn gcp_pd_in_ibm_layout() -> DriverDef {
     let mut def = gcp_pd();
-    let node: csi::def::NodeDef = serde_json::from_value(serde_json::json!({
+    let node: csi_kit::def::NodeDef = serde_json::from_value(serde_json::json!({
         "selector": {"app": "gcp-pd-csi-driver-controller"},
         "podLabels": {"policy": "allow"},
         "hostNetwork": true,
@@ -1396,7 +1396,7 @@ fn gcp_pd_in_ibm_layout() -> DriverDef {
 fn node_pods_may_share_the_controllers_selector_but_the_pdb_and_anti_affinity_do_not() {
     let def = gcp_pd_in_ibm_layout();
     let i = inputs(&def, Topology::HighlyAvailable);
-    let ds = csi::build_node_daemon_set(&def, &i);
+    let ds = csi_kit::build_node_daemon_set(&def, &i);
     let labels = ds
         .spec
         .as_ref()
@@ -1421,12 +1421,12 @@ fn node_pods_may_share_the_controllers_selector_but_the_pdb_and_anti_affinity_do
         "matchExpressions": [{"key": "pod-template-hash", "operator": "Exists"}],
         "matchLabels": {"app": "gcp-pd-csi-driver-controller"},
     });
-    let pdb = csi::build_pod_disruption_budget(&def);
+    let pdb = csi_kit::build_pod_disruption_budget(&def);
     assert_eq!(
         serde_json::to_value(pdb.spec.unwrap().selector).unwrap(),
         only_controller
     );
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let affinity = pod(&d).affinity.clone().unwrap().pod_anti_affinity.unwrap();
     let term = &affinity
         .preferred_during_scheduling_ignored_during_execution
@@ -1442,7 +1442,7 @@ fn node_pods_may_share_the_controllers_selector_but_the_pdb_and_anti_affinity_do
     );
     // Without shared labels, the kit's selectors are the plain ones.
     let def = gcp_pd();
-    let pdb = csi::build_pod_disruption_budget(&def);
+    let pdb = csi_kit::build_pod_disruption_budget(&def);
     assert_eq!(pdb.spec.unwrap().selector.unwrap().match_expressions, None);
 }
 
@@ -1450,7 +1450,7 @@ fn node_pods_may_share_the_controllers_selector_but_the_pdb_and_anti_affinity_do
 fn the_node_pod_follows_the_tables_layout() {
     let def = gcp_pd_in_ibm_layout();
     let i = inputs(&def, Topology::HighlyAvailable);
-    let ds = csi::build_node_daemon_set(&def, &i);
+    let ds = csi_kit::build_node_daemon_set(&def, &i);
     let spec = ds_pod(&ds);
     assert_eq!(
         spec.node_selector,
@@ -1566,7 +1566,7 @@ fn the_node_pod_follows_the_tables_layout() {
     // The kit's layout: on the host network, health endpoints and probes on loopback, every
     // Linux node.
     let def = gcp_pd();
-    let ds = csi::build_node_daemon_set(&def, &inputs(&def, Topology::HighlyAvailable));
+    let ds = csi_kit::build_node_daemon_set(&def, &inputs(&def, Topology::HighlyAvailable));
     let spec = ds_pod(&ds);
     assert_eq!(
         spec.node_selector,
@@ -1619,7 +1619,7 @@ fn gcp_pd_in_openshift_layout() -> DriverDef {
     let mut def = gcp_pd();
     let ctl = &mut def.controller;
     ctl.service_account_name = Some("gcp-pd-controller-sa".to_owned());
-    ctl.placement = csi::ControllerPlacement::AnyNode;
+    ctl.placement = csi_kit::ControllerPlacement::AnyNode;
     ctl.explicitly_unprivileged = true;
     ctl.sidecar_socket_dir = Some("/csi".to_owned());
     ctl.container_names =
@@ -1630,7 +1630,7 @@ fn gcp_pd_in_openshift_layout() -> DriverDef {
         format!("--health-port={}", ctl.driver.healthz_port),
         "--v=${LOG_LEVEL}".to_owned(),
     ];
-    ctl.liveness_probe_requests = csi::RequestsDef {
+    ctl.liveness_probe_requests = csi_kit::RequestsDef {
         cpu: Some("5m".to_owned()),
         memory: Some("10Mi".to_owned()),
     };
@@ -1638,7 +1638,7 @@ fn gcp_pd_in_openshift_layout() -> DriverDef {
     let provisioner = ctl
         .sidecars
         .iter_mut()
-        .find(|s| s.kind == csi::SidecarKind::Provisioner)
+        .find(|s| s.kind == csi_kit::SidecarKind::Provisioner)
         .unwrap();
     provisioner.extra_args.clear();
     provisioner.address_env = true;
@@ -1653,7 +1653,7 @@ fn gcp_pd_in_openshift_layout() -> DriverDef {
     ]
     .map(str::to_owned)
     .to_vec();
-    provisioner.requests = csi::RequestsDef {
+    provisioner.requests = csi_kit::RequestsDef {
         cpu: None,
         memory: Some("20Mi".to_owned()),
     };
@@ -1670,7 +1670,7 @@ fn a_controller_can_be_laid_out_as_openshifts_asset() {
     let def = gcp_pd_in_openshift_layout();
     def.validate().unwrap();
     let i = inputs(&def, Topology::HighlyAvailable);
-    let d = csi::build_controller_deployment(&def, &i);
+    let d = csi_kit::build_controller_deployment(&def, &i);
     let spec = pod(&d);
 
     // The provisioner: the socket through ADDRESS in /csi, its arguments in the table's order
@@ -1761,12 +1761,12 @@ fn a_controller_can_be_laid_out_as_openshifts_asset() {
         Some("gcp-pd-controller-sa")
     );
     assert_eq!(
-        ds_pod(&csi::build_node_daemon_set(&def, &i))
+        ds_pod(&csi_kit::build_node_daemon_set(&def, &i))
             .service_account_name
             .as_deref(),
         Some("gcp-pd-node-sa")
     );
-    let objects = csi::render(&def, &i);
+    let objects = csi_kit::render(&def, &i);
     let accounts: Vec<&str> = objects
         .iter()
         .filter(|o| o["kind"] == "ServiceAccount")
@@ -1800,7 +1800,7 @@ fn a_controller_can_be_laid_out_as_openshifts_asset() {
 fn without_layout_fields_the_controller_is_the_kits() {
     // GCP PD as csi-operator lays it out: control-plane nodes, the kit's socket and names.
     let def = gcp_pd();
-    let d = csi::build_controller_deployment(&def, &inputs(&def, Topology::HighlyAvailable));
+    let d = csi_kit::build_controller_deployment(&def, &inputs(&def, Topology::HighlyAvailable));
     let spec = pod(&d);
     assert!(spec.node_selector.is_some() && spec.tolerations.is_some());
     let provisioner = container(spec, "csi-provisioner");
@@ -1902,11 +1902,11 @@ fn the_controller_layout_fields_are_checked(
     assert!(error.problems.iter().any(|p| p.contains(want)), "{error}");
 }
 
-fn provisioner(def: &mut DriverDef) -> &mut csi::SidecarDef {
+fn provisioner(def: &mut DriverDef) -> &mut csi_kit::SidecarDef {
     def.controller
         .sidecars
         .iter_mut()
-        .find(|s| s.kind == csi::SidecarKind::Provisioner)
+        .find(|s| s.kind == csi_kit::SidecarKind::Provisioner)
         .unwrap()
 }
 

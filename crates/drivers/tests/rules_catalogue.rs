@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use api::config_v1::{PlatformStatus, PlatformType};
 use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType};
-use csi::{DriverDef, Inputs, Topology};
+use csi_kit::{DriverDef, Inputs, Topology};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -22,7 +22,7 @@ fn inputs(def: &DriverDef, topology: Topology) -> Inputs {
 }
 
 fn controller(def: &DriverDef, inputs: &Inputs) -> Deployment {
-    csi::workloads::build_controller_deployment(def, inputs)
+    csi_kit::workloads::build_controller_deployment(def, inputs)
 }
 
 fn pod(d: &Deployment) -> &PodSpec {
@@ -50,7 +50,7 @@ fn env(d: &Deployment) -> BTreeMap<String, Value> {
 }
 
 fn classes(def: &DriverDef, inputs: &Inputs) -> Vec<StorageClass> {
-    csi::storage::build_storage_classes(def, inputs)
+    csi_kit::storage::build_storage_classes(def, inputs)
 }
 
 fn platform_status(type_: PlatformType, details: Value) -> PlatformStatus {
@@ -193,7 +193,7 @@ fn aws_ebs_custom_ca_bundle_is_mounted_only_when_kube_cloud_config_has_one(
     );
     let env = env(&deployment);
     assert_eq!(env.contains_key("AWS_CA_BUNDLE"), mounted);
-    let copies: Vec<Value> = csi::render(&def, &inputs)
+    let copies: Vec<Value> = csi_kit::render(&def, &inputs)
         .into_iter()
         .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "kube-cloud-config")
         .collect();
@@ -332,7 +332,7 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
     let deployment = controller(&def, &inputs);
     let env = env(&deployment);
     assert_eq!(env.contains_key("AZURE_ENVIRONMENT_FILEPATH"), hub);
-    let daemon_set = csi::workloads::build_node_daemon_set(&def, &inputs);
+    let daemon_set = csi_kit::workloads::build_node_daemon_set(&def, &inputs);
     let node_env: Vec<String> = daemon_set.spec.unwrap().template.spec.unwrap().containers[0]
         .env
         .iter()
@@ -391,7 +391,7 @@ fn azure_disk_stack_hub_reads_its_endpoints_uses_premium_disks_and_full_snapshot
         }
     );
     inputs.crds.volume_snapshot_class = true;
-    let snapshot_classes = csi::storage::build_volume_snapshot_classes(&def, &inputs);
+    let snapshot_classes = csi_kit::storage::build_volume_snapshot_classes(&def, &inputs);
     assert_eq!(snapshot_classes.len(), 1);
     assert_eq!(
         snapshot_classes[0]["parameters"]["incremental"].as_str(),
@@ -443,7 +443,7 @@ fn azure_cloud_config_comes_from_the_copy_or_the_node(
         .unwrap();
     let volume = serde_json::to_value(volume).unwrap();
     assert!(volume.get(source).is_some(), "{volume}");
-    let copies = csi::render(&def, &inputs)
+    let copies = csi_kit::render(&def, &inputs)
         .into_iter()
         .filter(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "azure-cloud-config")
         .count();
@@ -493,7 +493,7 @@ fn layout(pod_name: &str) -> drivers::azure_disk::Layout {
 /// The controller's and the node's pod specs.
 fn azure_pods(def: &DriverDef, inputs: &Inputs) -> [(&'static str, PodSpec); 2] {
     let deployment = controller(def, inputs);
-    let daemon_set = csi::workloads::build_node_daemon_set(def, inputs);
+    let daemon_set = csi_kit::workloads::build_node_daemon_set(def, inputs);
     [
         ("controller", pod(&deployment).clone()),
         ("node", daemon_set.spec.unwrap().template.spec.unwrap()),
@@ -639,7 +639,7 @@ fn azure_credentials_secret_is_merged_into_the_cloud_config_by_an_init_container
     // A new Secret rolls the pods, whose injector merged the old one at start.
     let deployment = controller(&def, &inputs);
     let hash_key =
-        csi::hash::annotation_key(&def.namespace, &secret, csi::hash::HashedKind::Secret);
+        csi_kit::hash::annotation_key(&def.namespace, &secret, csi_kit::hash::HashedKind::Secret);
     assert_eq!(
         template_annotations(&deployment).contains_key(&hash_key),
         secret_exists,
@@ -823,7 +823,7 @@ fn pv(name: &str, driver: &str, phase: &str) -> k8s_openapi::api::core::v1::Pers
 
 #[test]
 fn only_bound_volumes_of_the_driver_block_its_removal() {
-    use csi::operator::removal::bound_volumes;
+    use driver_operator::removal::bound_volumes;
     let volumes = [
         pv("pv-b", "efs.csi.aws.com", "Bound"),
         pv("pv-a", "efs.csi.aws.com", "Bound"),
@@ -837,7 +837,7 @@ fn only_bound_volumes_of_the_driver_block_its_removal() {
 fn aws_efs_nodes_get_their_own_optional_credentials_and_a_rotation_rolls_them() {
     let def = def("aws-efs");
     let mut inputs = inputs(&def, Topology::HighlyAvailable);
-    let node = |inputs: &Inputs| csi::build_node_daemon_set(&def, inputs);
+    let node = |inputs: &Inputs| csi_kit::build_node_daemon_set(&def, inputs);
     let pod = |ds: &k8s_openapi::api::apps::v1::DaemonSet| ds.spec.clone().unwrap().template;
 
     // Before cloud-credential-operator writes the Secret: the volume is optional and the keys
@@ -898,7 +898,7 @@ fn aws_efs_nodes_get_their_own_optional_credentials_and_a_rotation_rolls_them() 
 #[test]
 fn the_removal_condition_names_a_capped_list_and_what_to_do() {
     use api::operator_v1::ConditionStatus;
-    use csi::operator::removal::{REASON_VOLUMES_IN_USE, removal_condition};
+    use driver_operator::removal::{REASON_VOLUMES_IN_USE, removal_condition};
     let def = def("aws-efs");
     let blocking: Vec<String> = (0..7).map(|i| format!("pv-{i}")).collect();
     let c = removal_condition(&def, true, &blocking);
@@ -1024,10 +1024,10 @@ fn ibm_vpc_block_reads_its_config_from_storage_secret_store_and_retains_where_as
     let inputs = inputs(&def, Topology::HighlyAvailable);
     let deployment = controller(&def, &inputs);
     // Its settings come from the settings ConfigMap both drivers read (envFrom).
-    let settings = csi::render_operands(&def, &inputs)
+    let settings = csi_kit::render_operands(&def, &inputs)
         .into_iter()
         .find_map(|o| match o {
-            csi::Operand::ConfigMap(c)
+            csi_kit::Operand::ConfigMap(c)
                 if c.metadata.name.as_deref() == Some("ibm-vpc-block-csi-configmap") =>
             {
                 c.data
@@ -1080,7 +1080,7 @@ fn powervs_block_passes_the_custom_service_endpoints() {
         .unwrap(),
     );
     let deployment = controller(&def, &inputs);
-    let daemon_set = csi::workloads::build_node_daemon_set(&def, &inputs);
+    let daemon_set = csi_kit::workloads::build_node_daemon_set(&def, &inputs);
     let node = daemon_set.spec.unwrap().template.spec.unwrap();
     let containers = [
         ("csi-driver", pod(&deployment)),
@@ -1225,7 +1225,7 @@ fn powervs_block_gives_the_node_update_controller_the_proxy_and_ca_bundle() {
             c.volume_mounts
                 .iter()
                 .flatten()
-                .any(|m| m.name == csi::names::CA_BUNDLE_VOLUME),
+                .any(|m| m.name == csi_kit::names::CA_BUNDLE_VOLUME),
             "{name} has no CA bundle"
         );
     }
@@ -1241,10 +1241,10 @@ fn powervs_block_gives_the_node_update_controller_the_proxy_and_ca_bundle() {
 fn every_controller_gets_its_extra_rules() {
     for name in drivers::short_names() {
         let def = def(name);
-        let sa = csi::names::controller_sa(&def);
-        let roles = csi::rbac::build_cluster_roles(&def);
+        let sa = csi_kit::names::controller_sa(&def);
+        let roles = csi_kit::rbac::build_cluster_roles(&def);
         let granted: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
-            csi::rbac::build_cluster_role_bindings(&def)
+            csi_kit::rbac::build_cluster_role_bindings(&def)
                 .iter()
                 .filter(|b| b.subjects.iter().flatten().any(|s| s.name == sa))
                 .filter_map(|b| {
@@ -1323,7 +1323,7 @@ fn every_metrics_service_port_targets_a_port_the_controller_serves() {
         let def = def(name);
         let mut inputs = inputs(&def, Topology::HighlyAvailable);
         inputs.crds.service_monitor = true;
-        let Some(service) = csi::build_metrics_service(&def, &inputs) else {
+        let Some(service) = csi_kit::build_metrics_service(&def, &inputs) else {
             continue;
         };
         let deployment = controller(&def, &inputs);
@@ -1352,7 +1352,7 @@ fn every_metrics_service_port_targets_a_port_the_controller_serves() {
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), numbers.len(), "{name}: {numbers:?}");
-        let monitor = csi::build_service_monitor(&def, &inputs).unwrap();
+        let monitor = csi_kit::build_service_monitor(&def, &inputs).unwrap();
         let scraped: Vec<&str> = monitor["spec"]["endpoints"]
             .as_array()
             .unwrap()
@@ -1371,7 +1371,7 @@ fn vsphere_scrapes_the_syncer_through_openshifts_service_ports() {
     let def = def("vsphere");
     let mut inputs = inputs(&def, Topology::HighlyAvailable);
     inputs.crds.service_monitor = true;
-    let service = csi::build_metrics_service(&def, &inputs).unwrap();
+    let service = csi_kit::build_metrics_service(&def, &inputs).unwrap();
     let ports: Vec<(String, i32)> = service
         .spec
         .unwrap()
@@ -1407,13 +1407,13 @@ fn vsphere_scrapes_the_syncer_through_openshifts_service_ports() {
 /// bindings name.
 fn grants(def: &DriverDef, inputs: &Inputs) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for b in csi::build_cluster_role_bindings(def) {
+    for b in csi_kit::build_cluster_role_bindings(def) {
         let role = format!("{}/{}", b.role_ref.kind, b.role_ref.name);
         out.entry(role)
             .or_default()
             .extend(b.subjects.into_iter().flatten().map(|s| s.name));
     }
-    for b in csi::build_role_bindings(def, inputs) {
+    for b in csi_kit::build_role_bindings(def, inputs) {
         let role = format!("{}/{}", b.role_ref.kind, b.role_ref.name);
         out.entry(role)
             .or_default()
@@ -1431,13 +1431,16 @@ fn table_roles_grant_one_pod_what_it_needs() {
     let smb = def("smb");
     let i = inputs(&smb, Topology::HighlyAvailable);
     let g = grants(&smb, &i);
-    let (controller_sa, node_sa) = (csi::names::controller_sa(&smb), csi::names::node_sa(&smb));
+    let (controller_sa, node_sa) = (
+        csi_kit::names::controller_sa(&smb),
+        csi_kit::names::node_sa(&smb),
+    );
     assert_eq!(g["ClusterRole/smb-csi-driver-role"], [node_sa]);
     assert_eq!(
         g["ClusterRole/openshift-csi-provisioner-configmap-and-secret-reader-role"],
         [controller_sa]
     );
-    let roles = csi::build_cluster_roles(&smb);
+    let roles = csi_kit::build_cluster_roles(&smb);
     let privileged = roles
         .iter()
         .find(|r| r.metadata.name.as_deref() == Some("smb-privileged-role"))
@@ -1459,13 +1462,13 @@ fn table_roles_grant_one_pod_what_it_needs() {
     let vsphere = def("vsphere");
     let i = inputs(&vsphere, Topology::HighlyAvailable);
     let g = grants(&vsphere, &i);
-    let node_sa = csi::names::node_sa(&vsphere);
+    let node_sa = csi_kit::names::node_sa(&vsphere);
     assert_eq!(
         g["ClusterRole/vmware-vsphere-csi-driver-node-cluster-role"],
         std::slice::from_ref(&node_sa)
     );
     assert_eq!(g["Role/vmware-vsphere-csi-driver-node-role"], [node_sa]);
-    let role = csi::build_roles(&vsphere, &i)
+    let role = csi_kit::build_roles(&vsphere, &i)
         .into_iter()
         .find(|r| r.metadata.name.as_deref() == Some("vmware-vsphere-csi-driver-node-role"))
         .unwrap();
@@ -1477,7 +1480,7 @@ fn table_roles_grant_one_pod_what_it_needs() {
         role.rules.unwrap()[0].resources.as_deref(),
         Some(&["configmaps".to_owned()][..])
     );
-    let privileged = csi::build_cluster_roles(&vsphere)
+    let privileged = csi_kit::build_cluster_roles(&vsphere)
         .into_iter()
         .find(|r| r.metadata.name.as_deref() == Some("vmware-vsphere-privileged-role"))
         .unwrap();
@@ -1487,7 +1490,7 @@ fn table_roles_grant_one_pod_what_it_needs() {
 /// `Kind/name` of every operand rendered for these inputs (e.g. what the leftover sweep
 /// spares).
 fn rendered_kind_names(def: &DriverDef, i: &Inputs) -> std::collections::BTreeSet<String> {
-    csi::render_operands(def, i)
+    csi_kit::render_operands(def, i)
         .iter()
         .map(|o| {
             format!(
@@ -1525,7 +1528,7 @@ fn renamed_bindings_are_rendered_and_adopted(
     #[case] kit_name: &str,
     #[case] openshift_name: &str,
 ) {
-    use csi::operator::leftovers::{LeftoverKind, is_leftover};
+    use driver_operator::leftovers::{LeftoverKind, is_leftover};
     let def = def(short);
     assert_eq!(def.cluster_role_binding_names[kit_name], openshift_name);
     let i = inputs(&def, Topology::HighlyAvailable);
@@ -1549,7 +1552,7 @@ fn renamed_bindings_are_rendered_and_adopted(
 /// name), and the replaced operator's roles we do not render are still swept.
 #[test]
 fn table_roles_are_adopted_and_unrendered_former_roles_swept() {
-    use csi::operator::leftovers::{LeftoverKind, is_leftover};
+    use driver_operator::leftovers::{LeftoverKind, is_leftover};
     for (short, kept, swept) in [
         (
             "smb",

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use csi::derived::{derived_config_map_errors, ini};
-use csi::{DriverDef, Inputs, Topology};
+use csi_kit::derived::{derived_config_map_errors, ini};
+use csi_kit::{DriverDef, Inputs, Topology};
 use drivers::openstack_cinder::{self, generate_cloud_conf, parse_bool};
 use rstest::rstest;
 
@@ -162,7 +162,7 @@ fn the_kit_reports_a_broken_source_precisely(
         [want]
     );
     // Nothing is rendered from a broken source, and nothing panics.
-    let objects = csi::render(&cinder(), &inputs_with(source));
+    let objects = csi_kit::render(&cinder(), &inputs_with(source));
     assert!(
         !objects
             .iter()
@@ -201,8 +201,8 @@ fn topology_follows_the_override_then_ignore_volume_az(
 fn both_driver_containers_read_topology_from_the_generated_config_map() {
     let def = cinder();
     let inputs = inputs_with(Some(&[("config", "[Global]\n")]));
-    let deployment = csi::build_controller_deployment(&def, &inputs);
-    let node = csi::build_node_daemon_set(&def, &inputs);
+    let deployment = csi_kit::build_controller_deployment(&def, &inputs);
+    let node = csi_kit::build_node_daemon_set(&def, &inputs);
     let controller_containers = deployment.spec.unwrap().template.spec.unwrap().containers;
     let node_containers = node.spec.unwrap().template.spec.unwrap().containers;
     for containers in [&controller_containers, &node_containers] {
@@ -264,7 +264,7 @@ fn a_cloud_config_change_changes_the_pod_templates_and_a_comment_does_not() {
     let def = cinder();
     let templates = |config: &str| -> Vec<serde_json::Value> {
         let inputs = inputs_with(Some(&[("config", config)]));
-        csi::render(&def, &inputs)
+        csi_kit::render(&def, &inputs)
             .into_iter()
             .filter(|o| matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet")))
             .map(|o| o["spec"]["template"]["metadata"]["annotations"].clone())

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::Duration;
 
-use csi::{DriverDef, Inputs, Topology};
+use csi_kit::{DriverDef, Inputs, Topology};
 use drivers::openstack_manila::{self, ShareTypes, class_name, precondition, storage_classes};
 use rstest::rstest;
 
@@ -73,7 +73,7 @@ fn one_class_per_share_type_with_the_driver_secrets() {
     assert!(!gold.default && gold.allow_volume_expansion);
     assert_eq!(gold.volume_binding_mode, "Immediate");
     // And the kit builds them, none as the cluster default.
-    let built = csi::build_storage_classes(&manila(), &with_types(&["default"]));
+    let built = csi_kit::build_storage_classes(&manila(), &with_types(&["default"]));
     assert_eq!(built.len(), 1);
     assert!(built[0].metadata.annotations.is_none());
 }
@@ -89,7 +89,7 @@ fn manila_runs_only_with_share_types(#[case] types: &[&str], #[case] runs: bool)
             reason.message().contains("no Manila share types"),
             "{reason}"
         );
-        assert_eq!(reason.kind(), csi::HookErrorKind::Unsupported);
+        assert_eq!(reason.kind(), csi_kit::HookErrorKind::Unsupported);
     }
 }
 
@@ -98,12 +98,12 @@ struct Fake(Result<Vec<&'static str>, &'static str>);
 impl ShareTypes for Fake {
     fn share_types(
         &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi::HookError>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi_kit::HookError>> + Send + '_>> {
         let answer = self
             .0
             .clone()
             .map(|t| t.into_iter().map(str::to_owned).collect())
-            .map_err(csi::HookError::cloud);
+            .map_err(csi_kit::HookError::cloud);
         Box::pin(async move { answer })
     }
 }
@@ -170,7 +170,7 @@ fn in_the_controller_pod_the_nfs_plugin_serves_the_socket_the_driver_forwards_to
         "example.com/nfs:9".to_owned(),
     )]);
     let inputs = Inputs::new(&def, Topology::HighlyAvailable, &env);
-    let deployment = csi::build_controller_deployment(&def, &inputs);
+    let deployment = csi_kit::build_controller_deployment(&def, &inputs);
     let spec = deployment.spec.unwrap().template.spec.unwrap();
     let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names[..2], ["csi-driver", "csi-driver-nfs"], "{names:?}");
@@ -205,7 +205,7 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
         "example.com/nfs:9".to_owned(),
     )]);
     let inputs = Inputs::new(&def, Topology::HighlyAvailable, &env);
-    let node = csi::build_node_daemon_set(&def, &inputs);
+    let node = csi_kit::build_node_daemon_set(&def, &inputs);
     let node_spec = node.spec.unwrap().template.spec.unwrap();
     let driver = node_spec
         .containers
@@ -246,7 +246,7 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
 
     // The NFS DaemonSet: an operand of its own, serving on that host directory and mounting
     // shares into the kubelet's pods directory.
-    let operands = csi::render_operands(&def, &inputs);
+    let operands = csi_kit::render_operands(&def, &inputs);
     let nfs_ds = daemon_set(&operands, "csi-nodeplugin-nfsplugin");
     assert_eq!(
         nfs_ds.metadata.namespace.as_deref(),
@@ -296,11 +296,11 @@ fn on_nodes_the_nfs_daemon_set_serves_the_host_socket_the_node_plugin_forwards_t
 }
 
 /// The rendered DaemonSet `name`.
-fn daemon_set(operands: &[csi::Operand], name: &str) -> k8s_openapi::api::apps::v1::DaemonSet {
+fn daemon_set(operands: &[csi_kit::Operand], name: &str) -> k8s_openapi::api::apps::v1::DaemonSet {
     operands
         .iter()
         .find_map(|o| match o {
-            csi::Operand::DaemonSet(ds) if ds.metadata.name.as_deref() == Some(name) => {
+            csi_kit::Operand::DaemonSet(ds) if ds.metadata.name.as_deref() == Some(name) => {
                 Some(ds.clone())
             }
             _ => None,
@@ -443,12 +443,12 @@ fn the_operator_holds_the_lease_openshifts_manila_operator_holds() {
     // library-go's lease of `openstack-manila-csi-driver-operator`, although the operands are
     // named `manila-csi-driver-*`: both operators never run at once during a handover.
     assert_eq!(
-        csi::names::operator_lease(&manila()),
+        csi_kit::names::operator_lease(&manila()),
         "openstack-manila-csi-driver-operator-lock"
     );
     let gcp = drivers::by_name("gcp-pd").unwrap();
     assert_eq!(
-        csi::names::operator_lease(&gcp),
+        csi_kit::names::operator_lease(&gcp),
         "gcp-pd-csi-driver-operator-lock"
     );
 }

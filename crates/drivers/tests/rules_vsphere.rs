@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType, VSphereCSIDriverConfigSpec};
-use csi::derived::ini;
-use csi::{DriverDef, Inputs, Operand, SecretData, Topology};
+use csi_kit::derived::ini;
+use csi_kit::{DriverDef, Inputs, Operand, SecretData, Topology};
 use drivers::vsphere::{generate_config, precondition, vcenters};
 use rstest::rstest;
 
@@ -254,7 +254,7 @@ fn topology_categories(
     );
     // The provisioner enforces topology exactly when there are categories.
     let i = inputs(Some(&config), true, spec);
-    let d = csi::build_controller_deployment(&vsphere(), &i);
+    let d = csi_kit::build_controller_deployment(&vsphere(), &i);
     let args = d
         .spec
         .unwrap()
@@ -337,7 +337,7 @@ fn max_volumes_per_node(#[case] max: Option<i32>, #[case] want: &str) {
         max_allowed_block_volumes_per_node: max,
         ..Default::default()
     };
-    let ds = csi::build_node_daemon_set(&vsphere(), &inputs(Some(BASIC), true, Some(spec)));
+    let ds = csi_kit::build_node_daemon_set(&vsphere(), &inputs(Some(BASIC), true, Some(spec)));
     let driver = ds.spec.unwrap().template.spec.unwrap().containers[0].clone();
     let env = driver.env.unwrap();
     let var = env
@@ -373,7 +373,11 @@ fn the_precondition_refuses_with_a_reason(
         (Ok(()), None) => {}
         (Err(e), Some(want)) => {
             assert!(e.message().contains(want), "{e}");
-            assert_eq!(e.kind(), csi::HookErrorKind::Config, "an admin fixes it");
+            assert_eq!(
+                e.kind(),
+                csi_kit::HookErrorKind::Config,
+                "an admin fixes it"
+            );
         }
         (got, want) => panic!("got {got:?}, want {want:?}"),
     }
@@ -450,7 +454,7 @@ fn the_syncer_runs_beside_the_driver_with_the_config_secret_and_a_rotation_rolls
 
 /// The controller Deployment as the operator renders it (with the generated Secret's hash).
 fn deployment(def: &DriverDef, inputs: &Inputs) -> k8s_openapi::api::apps::v1::Deployment {
-    csi::render_operands(def, inputs)
+    csi_kit::render_operands(def, inputs)
         .into_iter()
         .find_map(|o| match o {
             Operand::Deployment(d) => Some(d),
@@ -462,7 +466,7 @@ fn deployment(def: &DriverDef, inputs: &Inputs) -> k8s_openapi::api::apps::v1::D
 #[test]
 fn the_config_secret_is_rendered_and_no_config_map_holds_credentials() {
     let def = vsphere();
-    let operands = csi::render_operands(&def, &inputs(Some(BASIC), true, None));
+    let operands = csi_kit::render_operands(&def, &inputs(Some(BASIC), true, None));
     let secret = operands
         .iter()
         .find_map(|o| match o {
@@ -490,7 +494,7 @@ fn the_config_secret_is_rendered_and_no_config_map_holds_credentials() {
 
 #[test]
 fn a_refused_driver_plans_no_operands_and_says_disabled() {
-    use csi::operator::observe::{Apis, Observed};
+    use driver_operator::observe::{Apis, Observed};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use serde_json::json;
 
@@ -510,7 +514,7 @@ fn a_refused_driver_plans_no_operands_and_says_disabled() {
             }))
             .unwrap(),
         ),
-            cluster: csi::operator::observe::ObservedCluster {
+            cluster: driver_operator::observe::ObservedCluster {
                 infrastructure: Some(
                     serde_json::from_value(json!({
                         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
@@ -525,7 +529,7 @@ fn a_refused_driver_plans_no_operands_and_says_disabled() {
         ..Observed::default()
     };
     let now = Time(k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap());
-    let plan = csi::operator::plan::plan(&def, &BTreeMap::new(), &observed, &now);
+    let plan = driver_operator::plan::plan(&def, &BTreeMap::new(), &observed, &now);
     assert!(plan.steps.is_empty() && plan.deletions.is_empty());
     let disabled = plan
         .status

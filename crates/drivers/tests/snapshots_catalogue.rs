@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use api::config_v1::{PlatformStatus, PlatformType, ProxyStatus};
 use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType, LogLevel};
-use csi::{DriverDef, Inputs, Topology};
+use csi_kit::{DriverDef, Inputs, Topology};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -36,7 +36,7 @@ fn every_object_for_each_topology(
     let def = drivers::by_name(driver).unwrap();
     let mut inputs = Inputs::offline(&def, topology, &BTreeMap::new());
     inputs.cluster_id = Some("ci-op-x1y2z".to_owned());
-    let objects = csi::render(&def, &inputs);
+    let objects = csi_kit::render(&def, &inputs);
     insta::assert_yaml_snapshot!(format!("{}_{topology}", driver.replace('-', "_")), objects);
 }
 
@@ -64,9 +64,10 @@ fn every_generic_input(def: &DriverDef) -> Inputs {
         no_proxy: Some(".cluster.local,.svc,10.0.0.0/16".to_owned()),
     };
     inputs.trusted_ca_bundle = true;
-    inputs
-        .config_map_hashes
-        .insert(csi::names::trusted_ca_bundle(def), "cAbUnDl=".to_owned());
+    inputs.config_map_hashes.insert(
+        csi_kit::names::trusted_ca_bundle(def),
+        "cAbUnDl=".to_owned(),
+    );
     if let Some(creds) = &def.credentials {
         inputs
             .secret_hashes
@@ -77,7 +78,7 @@ fn every_generic_input(def: &DriverDef) -> Inputs {
 }
 
 fn hooked(def: &DriverDef, inputs: &Inputs) -> Vec<Value> {
-    csi::render(def, inputs)
+    csi_kit::render(def, inputs)
         .into_iter()
         .filter(|o| {
             matches!(
@@ -155,7 +156,7 @@ fn azure_disk_with_every_input_set(#[case] cloud: &str) {
     ));
     let mut objects = hooked(&def, &inputs);
     objects.extend(
-        csi::render(&def, &inputs)
+        csi_kit::render(&def, &inputs)
             .into_iter()
             .filter(|o| o["kind"] == "VolumeSnapshotClass"),
     );

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use rstest::rstest;
 
 #[rstest]
@@ -17,7 +17,7 @@ fn every_object_for_each_topology(#[case] topology: Topology) {
     let def = drivers::by_name("gcp-pd").unwrap();
     let mut inputs = Inputs::offline(&def, topology, &BTreeMap::new());
     inputs.cluster_id = Some("ci-op-x1y2z".to_owned());
-    let objects = csi::render(&def, &inputs);
+    let objects = csi_kit::render(&def, &inputs);
     insta::assert_yaml_snapshot!(format!("gcp_pd_{topology}"), objects);
 }
 
@@ -29,7 +29,7 @@ fn hooked_objects_with_every_input_set() {
     use api::operator_v1::{
         CSIDriverConfigSpec, CSIDriverType, GCPCSIDriverConfigSpec, GCPKMSKeyReference, LogLevel,
     };
-    use csi::ExistingStorageClass;
+    use csi_kit::ExistingStorageClass;
 
     let def = drivers::by_name("gcp-pd").unwrap();
     let env = BTreeMap::from([
@@ -87,7 +87,7 @@ fn hooked_objects_with_every_input_set() {
         vsphere: None,
         secrets_store: None,
     });
-    let hooked: Vec<serde_json::Value> = csi::render(&def, &inputs)
+    let hooked: Vec<serde_json::Value> = csi_kit::render(&def, &inputs)
         .into_iter()
         .filter(|o| {
             matches!(

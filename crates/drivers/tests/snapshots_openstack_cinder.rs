@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use rstest::rstest;
 
 #[rstest]
@@ -18,7 +18,7 @@ fn every_object_for_each_topology(#[case] topology: Topology) {
     let def = drivers::by_name("openstack-cinder").unwrap();
     let mut inputs = Inputs::offline(&def, topology, &BTreeMap::new());
     inputs.cluster_id = Some("ci-op-x1y2z".to_owned());
-    let objects = csi::render(&def, &inputs);
+    let objects = csi_kit::render(&def, &inputs);
     insta::assert_yaml_snapshot!(format!("openstack_cinder_{topology}"), objects);
 }
 
@@ -46,7 +46,7 @@ fn self_signed_cloud_without_zones() {
         "openstack-cloud-credentials".to_owned(),
         "cReDs01=".to_owned(),
     );
-    let hooked: Vec<serde_json::Value> = csi::render(&def, &inputs)
+    let hooked: Vec<serde_json::Value> = csi_kit::render(&def, &inputs)
         .into_iter()
         .filter(|o| {
             matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet"))

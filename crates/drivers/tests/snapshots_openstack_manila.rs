@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use rstest::rstest;
 
 #[rstest]
@@ -18,7 +18,7 @@ fn every_object_for_each_topology(#[case] topology: Topology) {
     let def = drivers::by_name("openstack-manila").unwrap();
     let mut inputs = Inputs::offline(&def, topology, &BTreeMap::new());
     inputs.cluster_id = Some("ci-op-x1y2z".to_owned());
-    let objects = csi::render(&def, &inputs);
+    let objects = csi_kit::render(&def, &inputs);
     insta::assert_yaml_snapshot!(format!("openstack_manila_{topology}"), objects);
 }
 
@@ -29,7 +29,7 @@ fn share_types_and_the_node_plugins() {
     let def = drivers::by_name("openstack-manila").unwrap();
     let mut inputs = Inputs::offline(&def, Topology::HighlyAvailable, &BTreeMap::new());
     inputs.probe_facts = vec!["default".to_owned(), "CephFS_Gold".to_owned()];
-    let hooked: Vec<serde_json::Value> = csi::render(&def, &inputs)
+    let hooked: Vec<serde_json::Value> = csi_kit::render(&def, &inputs)
         .into_iter()
         .filter(|o| matches!(o["kind"].as_str(), Some("DaemonSet" | "StorageClass")))
         .collect();

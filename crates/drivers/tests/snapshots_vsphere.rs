@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Inputs, SecretData, Topology};
+use csi_kit::{Inputs, SecretData, Topology};
 use rstest::rstest;
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ fn every_object_for_each_topology(#[case] topology: Topology) {
     let def = drivers::by_name("vsphere").unwrap();
     let mut inputs = Inputs::offline(&def, topology, &BTreeMap::new());
     inputs.cluster_id = Some("ci-op-x1y2z".to_owned());
-    let objects = readable(csi::render(&def, &inputs));
+    let objects = readable(csi_kit::render(&def, &inputs));
     insta::assert_yaml_snapshot!(format!("vsphere_{topology}"), objects);
 }
 
@@ -84,7 +84,7 @@ fn every_driver_config_field_set() {
         }),
         secrets_store: None,
     });
-    let hooked: Vec<serde_json::Value> = readable(csi::render(&def, &inputs))
+    let hooked: Vec<serde_json::Value> = readable(csi_kit::render(&def, &inputs))
         .into_iter()
         .filter(|o| {
             matches!(o["kind"].as_str(), Some("Deployment" | "DaemonSet"))

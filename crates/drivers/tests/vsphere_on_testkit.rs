@@ -311,7 +311,7 @@ async fn a_user_who_may_not_make_policies_is_told_and_the_class_waits_for_the_pr
         max_retry: Duration::from_millis(100),
     };
     let running = start_with_extras(&cluster, drivers::by_name("vsphere").unwrap(), move |_| {
-        csi::operator::Extras {
+        driver_operator::Extras {
             probe: None,
             tasks: vec![drivers::vsphere_policy::task_with(
                 Arc::new(drivers::vsphere_policy::VCenterPolicyMaker),

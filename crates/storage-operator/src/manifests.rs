@@ -15,13 +15,13 @@
 //! that name when the object does not exist yet, so names can limit both.
 //!
 //! The CSIDriverDeployment controller runs in the same process, as the same ServiceAccount,
-//! and keeps holding what it grants ([`csi::declared::controller::operator_rules`]): the roles
+//! and keeps holding what it grants ([`csi_driver_deployment::controller::operator_rules`]): the roles
 //! it writes are named after each CSIDriverDeployment, which a user names, and `resourceNames`
 //! are exact names (no prefix or pattern), so `escalate` cannot be limited to them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use csi::Topology;
+use csi_kit::Topology;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{EnvVar, Namespace, ServiceAccount, Toleration};
 use k8s_openapi::api::rbac::v1::{
@@ -333,7 +333,7 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
         .flatten(),
     );
     // The CSIDriverDeployment controller runs in this process (when its CRD is served).
-    cluster_rules.extend(csi::declared::controller::operator_rules());
+    cluster_rules.extend(csi_driver_deployment::controller::operator_rules());
     dedupe(&mut cluster_rules);
     // The driver operators' ServiceAccounts and Deployments are in the driver namespace; their
     // Roles and RoleBindings there and in their separate operand namespaces, by name.
@@ -1006,7 +1006,7 @@ mod tests {
         );
         // The shared roles too, which the driver operators bind.
         let written = written();
-        for role in csi::build_shared_cluster_roles() {
+        for role in csi_kit::build_shared_cluster_roles() {
             let name = role.metadata.name.unwrap();
             assert!(written.cluster_roles.contains(&name), "{name}");
             assert!(may(None, "clusterroles", "escalate", &name), "{name}");

@@ -176,7 +176,7 @@ pub struct Caches {
     apis: Apis,
     storage: Store<Storage>,
     infrastructure: Option<Store<Infrastructure>>,
-    /// Every Node's platform facts ([`csi::inputs::node_facts`]), on plain Kubernetes.
+    /// Every Node's platform facts ([`csi_kit::inputs::node_facts`]), on plain Kubernetes.
     nodes: Option<opkit::runtime::Projection<Node>>,
     feature_gate: Option<Store<FeatureGate>>,
     proxy: Option<Store<Proxy>>,
@@ -342,19 +342,19 @@ impl DetectorCaches {
                 &watch_name("secret", d::CREDENTIALS),
                 Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE),
                 named(d::CREDENTIALS),
-                |secret| Some(csi::hash::secret_hash(secret)),
+                |secret| Some(csi_kit::hash::secret_hash(secret)),
             ),
             serving_cert: informers.watch_projected(
                 &watch_name("secret", d::SERVING_CERT),
                 Api::<Secret>::namespaced(client.clone(), OPERATOR_NAMESPACE),
                 named(d::SERVING_CERT),
-                |secret| Some(csi::hash::secret_hash(secret)),
+                |secret| Some(csi_kit::hash::secret_hash(secret)),
             ),
             cloud_config: informers.watch_projected(
                 &watch_name("configmap", d::CLOUD_CONFIG),
                 Api::<ConfigMap>::namespaced(client.clone(), d::CLOUD_CONFIG_NAMESPACE),
                 named(d::CLOUD_CONFIG),
-                |config_map| Some(csi::hash::config_map_hash(config_map)),
+                |config_map| Some(csi_kit::hash::config_map_hash(config_map)),
             ),
             user_config: informers.watch(
                 &watch_name("configmap", d::USER_CONFIG),
@@ -430,7 +430,7 @@ impl Caches {
                     "nodes (platform facts)",
                     all(client),
                     Config::default(),
-                    |node| Some(csi::inputs::node_facts(node)),
+                    |node| Some(csi_kit::inputs::node_facts(node)),
                 )
             }),
             feature_gate: apis

@@ -170,13 +170,18 @@ async fn run_declared(
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
-    let settings = csi::declared::controller::Settings {
+    let settings = csi_driver_deployment::controller::Settings {
         instance: None,
         env: env.clone(),
     };
-    if let Err(error) =
-        csi::declared::controller::run(client.clone(), settings, metrics.clone(), None, shutdown)
-            .await
+    if let Err(error) = csi_driver_deployment::controller::run(
+        client.clone(),
+        settings,
+        metrics.clone(),
+        None,
+        shutdown,
+    )
+    .await
     {
         tracing::error!(%error, "the CSIDriverDeployment controller could not start");
     }

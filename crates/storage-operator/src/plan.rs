@@ -9,7 +9,7 @@ use api::config_v1::{ClusterOperatorStatus, ObjectReference, OperandVersion};
 use api::operator_v1::{
     ClusterCSIDriver, ConditionStatus, GenerationStatus, OperatorCondition, Storage, StorageSpec,
 };
-use csi::Topology;
+use csi_kit::Topology;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
@@ -154,7 +154,7 @@ fn config_observation(
         None => target.as_object().is_some_and(serde_json::Map::is_empty),
     };
     let patch = (!unchanged).then(|| {
-        serde_json::json!({"targetconfig": csi::operator::config_observer::merge_patch(current, &target)})
+        serde_json::json!({"targetconfig": driver_operator::config_observer::merge_patch(current, &target)})
     });
     let failed: Vec<&WriteFailure> = failures
         .iter()
@@ -659,7 +659,7 @@ pub fn plan_with_failures(
 pub fn decide(
     platform: &ClusterPlatform,
     cluster: &ClusterDrivers,
-) -> (Vec<(DriverEntry, csi::DriverDef)>, Vec<String>) {
+) -> (Vec<(DriverEntry, csi_kit::DriverDef)>, Vec<String>) {
     let mut started = Vec::new();
     let mut blocked = Vec::new();
     for (entry, decision) in select(platform, cluster) {
@@ -684,7 +684,7 @@ pub fn decide(
 /// operand namespaces of the drivers that have one, and the shared sidecar ClusterRoles once,
 /// then each driver operator's ServiceAccount, RBAC and Deployment.
 pub fn starter_objects(
-    started: &[(DriverEntry, csi::DriverDef)],
+    started: &[(DriverEntry, csi_kit::DriverDef)],
     inputs: &StarterInputs,
 ) -> Vec<Desired> {
     let mut objects = Vec::new();
@@ -701,7 +701,7 @@ pub fn starter_objects(
             namespace,
         )));
     }
-    for mut role in csi::build_shared_cluster_roles() {
+    for mut role in csi_kit::build_shared_cluster_roles() {
         role.metadata
             .labels
             .get_or_insert_default()
@@ -1208,7 +1208,11 @@ fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
     )
 }
 
-fn start_driver(entry: &DriverEntry, def: &csi::DriverDef, inputs: &StarterInputs) -> Vec<Desired> {
+fn start_driver(
+    entry: &DriverEntry,
+    def: &csi_kit::DriverDef,
+    inputs: &StarterInputs,
+) -> Vec<Desired> {
     let (cluster_role, roles) = starter::build_rbac(entry, def, inputs);
     let (cluster_binding, bindings) = starter::build_bindings(entry, def);
     let mut objects = vec![
@@ -1254,7 +1258,7 @@ fn operator_config_degraded(
 fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
     let ours = |d: &k8s_openapi::api::storage::v1::CSIDriver| {
         d.annotations().contains_key(MANAGED_CSIDRIVER_ANNOTATION)
-            || d.labels().contains_key(csi::names::OPERAND_LABEL)
+            || d.labels().contains_key(csi_kit::names::OPERAND_LABEL)
     };
     // The gates in force for this operator's version, as library-go's FeatureGateAccess reads them.
     let enabled_gates = observed

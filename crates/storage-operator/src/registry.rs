@@ -13,7 +13,7 @@ use crate::platform::ClusterPlatform;
 pub const DRIVER_NAMESPACE: &str = "openshift-cluster-csi-drivers";
 
 /// Annotation on a CSIDriver object that says OpenShift (we) provided it.
-pub use csi::names::MANAGED_CSIDRIVER_ANNOTATION;
+pub use csi_kit::names::MANAGED_CSIDRIVER_ANNOTATION;
 
 /// A rule that keeps a driver from starting on a matching cluster unless its ClusterCSIDriver
 /// already exists (so an upgrade never stops a running driver).

@@ -17,7 +17,7 @@ use api::operator_v1::{
     ClusterCSIDriver, ClusterCSIDriverSpec, ConditionStatus, LogLevel, ManagementState,
     OperatorCondition, OperatorSpec,
 };
-use csi::{DriverDef, Inputs, Operand, OptionalCrds, ServingTls, Topology};
+use csi_kit::{DriverDef, Inputs, Operand, OptionalCrds, ServingTls, Topology};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, Namespace,
@@ -193,7 +193,7 @@ fn maximal_operands(
     let mut inputs = Inputs::offline(def, topology, env);
     inputs.crds = OptionalCrds::all();
     inputs.trusted_ca_bundle = true;
-    csi::render_operands(def, &inputs)
+    csi_kit::render_operands(def, &inputs)
 }
 
 /// The driver operator's ClusterRole and its Roles: first the one in its operand namespace
@@ -246,7 +246,7 @@ pub fn build_rbac(
         ),
     ];
     // The ConfigMaps it derives operand ConfigMaps from (the cloud config), by name.
-    let sources: BTreeSet<String> = csi::operator::observe::source_ids(def)
+    let sources: BTreeSet<String> = driver_operator::observe::source_ids(def)
         .into_iter()
         .map(|(_, name)| name)
         .collect();
@@ -274,7 +274,7 @@ pub fn build_rbac(
     }
     // What the kit watches for every driver, rendered or not (SMB has no StorageClass but
     // watches them for the default-class rules): read, where writing does not cover it.
-    for (group, resource, _) in csi::operator::observe::ALWAYS_WATCHED
+    for (group, resource, _) in driver_operator::observe::ALWAYS_WATCHED
         .iter()
         .filter(|(_, _, namespaced)| !namespaced)
     {
@@ -357,7 +357,7 @@ pub fn build_rbac(
             ..rule(&[""], &["secrets"], &["get", "update", "patch", "delete"])
         });
     }
-    for (group, resource, _) in csi::operator::observe::ALWAYS_WATCHED
+    for (group, resource, _) in driver_operator::observe::ALWAYS_WATCHED
         .iter()
         .filter(|(_, _, namespaced)| *namespaced)
     {
@@ -546,7 +546,7 @@ pub fn build_operator_config(
     profile: Option<&TLSSecurityProfile>,
 ) -> Option<Result<ConfigMap, String>> {
     let name = operator_config_name(entry)?;
-    Some(csi::tls::serving_tls(profile).map(|tls| ConfigMap {
+    Some(csi_kit::tls::serving_tls(profile).map(|tls| ConfigMap {
         metadata: meta(entry, name, Some(DRIVER_NAMESPACE)),
         data: Some([(OPERATOR_CONFIG_KEY.to_owned(), operator_config_yaml(&tls))].into()),
         ..Default::default()
@@ -1083,7 +1083,7 @@ mod tests {
                     .unwrap();
                 let (cluster_rules, role_rules) =
                     (cluster_role.rules.unwrap(), role.rules.unwrap());
-                for (group, resource, namespaced) in csi::operator::observe::ALWAYS_WATCHED {
+                for (group, resource, namespaced) in driver_operator::observe::ALWAYS_WATCHED {
                     let rules = if namespaced {
                         &role_rules
                     } else {
@@ -1489,7 +1489,7 @@ servingInfo:
         );
         // What the driver operator reads back.
         let read = parse_operator_config(intermediate).unwrap();
-        assert_eq!(read, csi::tls::serving_tls(None).unwrap());
+        assert_eq!(read, csi_kit::tls::serving_tls(None).unwrap());
         assert!(parse_operator_config("kind: Other").is_err());
         assert!(parse_operator_config(": not yaml [").is_err());
     }

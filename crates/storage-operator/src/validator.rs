@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use api::operator_v1::{ConditionStatus, OperatorCondition};
-use csi::Topology;
+use csi_kit::Topology;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, PodSpec, PodTemplateSpec, ResourceRequirements, ServiceAccount,

@@ -38,8 +38,8 @@ use std::collections::BTreeMap;
 
 use api::config_v1::ProxyStatus;
 use api::operator_v1::{ConditionStatus, OperatorCondition};
-use csi::Topology;
-use csi::hash::{HashedKind, annotation_key};
+use csi_kit::Topology;
+use csi_kit::hash::{HashedKind, annotation_key};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, KeyToPath,
@@ -250,7 +250,7 @@ pub fn build_trusted_ca_bundle() -> ConfigMap {
 pub fn build_operator_config(
     profile: Option<&api::config_v1::TLSSecurityProfile>,
 ) -> Result<ConfigMap, String> {
-    let tls = csi::tls::serving_tls(profile)?;
+    let tls = csi_kit::tls::serving_tls(profile)?;
     Ok(ConfigMap {
         metadata: meta(OPERATOR_CONFIG, Some(OPERATOR_NAMESPACE)),
         data: Some(

@@ -70,10 +70,10 @@ async fn a_gcp_cluster_becomes_available_end_to_end() {
     ));
     // The driver operator, as the Deployment the cluster storage operator creates would run it.
     let (stop_driver, driver_stopped) = oneshot::channel::<()>();
-    let driver = tokio::spawn(csi::operator::run(
+    let driver = tokio::spawn(driver_operator::run(
         cluster.client_with_agent("gcp-pd-operator"),
         drivers::by_name("gcp-pd").unwrap(),
-        csi::operator::Settings {
+        driver_operator::Settings {
             env: Default::default(),
             instance: Some("gcp-pd-operator-0".into()),
             ..Default::default()

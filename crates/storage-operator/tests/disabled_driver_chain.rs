@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use api::operator_v1::{ConditionStatus, OperatorStatus};
-use csi::operator::observe::{Apis, Observed};
+use driver_operator::observe::{Apis, Observed};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
@@ -30,7 +30,7 @@ fn observed(name: &str, platform: &str) -> Observed {
             }))
             .unwrap(),
         ),
-        cluster: csi::operator::observe::ObservedCluster {
+        cluster: driver_operator::observe::ObservedCluster {
             infrastructure: Some(
                 serde_json::from_value(json!({
                     "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
@@ -49,7 +49,7 @@ fn observed(name: &str, platform: &str) -> Observed {
 fn planned_status(short_name: &str, observed: &Observed) -> OperatorStatus {
     let def = drivers::by_name(short_name).unwrap();
     let now = Time(Timestamp::from_second(1_800_000_000).unwrap());
-    let plan = csi::operator::plan::plan(&def, &BTreeMap::new(), observed, &now);
+    let plan = driver_operator::plan::plan(&def, &BTreeMap::new(), observed, &now);
     assert!(plan.steps.is_empty(), "a disabled driver applies nothing");
     OperatorStatus {
         conditions: plan
@@ -101,7 +101,7 @@ fn manila_without_share_types_is_available_as_disabled_and_enabled_once_they_exi
     assert!(entry.allow_disabled);
     for answer in [
         Ok(vec![]),
-        Err(csi::HookError::cloud(
+        Err(csi_kit::HookError::cloud(
             "cannot list the Manila share types: 503",
         )),
     ] {
@@ -121,7 +121,7 @@ fn manila_without_share_types_is_available_as_disabled_and_enabled_once_they_exi
     let def = drivers::by_name("openstack-manila").unwrap();
     let mut observed = observed("manila.csi.openstack.org", "OpenStack");
     observed.probe = Some(Ok(vec!["default".to_owned()]));
-    let plan = csi::operator::plan::plan(
+    let plan = driver_operator::plan::plan(
         &def,
         &BTreeMap::new(),
         &observed,

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Operand, Topology};
+use csi_kit::{Operand, Topology};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PodTemplateSpec, Service};
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort};
@@ -319,10 +319,10 @@ fn everything(flavour: Flavour) -> (Vec<Pod>, Vec<NetworkPolicy>) {
             });
             // Its operands, with every optional CRD present (ServiceMonitors, snapshots).
             let def = drivers::by_name(entry.short_name).unwrap();
-            let mut driver_inputs = csi::Inputs::offline(&def, topology, &env);
-            driver_inputs.crds = csi::OptionalCrds::all();
+            let mut driver_inputs = csi_kit::Inputs::offline(&def, topology, &env);
+            driver_inputs.crds = csi_kit::OptionalCrds::all();
             driver_inputs.trusted_ca_bundle = true;
-            let operands = csi::render_operands(&def, &driver_inputs);
+            let operands = csi_kit::render_operands(&def, &driver_inputs);
             let services: Vec<&Service> = operands
                 .iter()
                 .filter_map(|o| match o {

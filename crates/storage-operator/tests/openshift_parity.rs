@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use api::operator_v1::LogLevel;
-use csi::Topology;
+use csi_kit::Topology;
 use diff::{Difference, ExpectedList};
 use serde_json::Value;
 use storage_operator::plan::{Desired, starter_objects};
@@ -352,7 +352,7 @@ fn the_payload_matches_openshift_but_for_the_listed_differences() {
         &manifest_dir().join("../../deploy/openshift/storage-operator.yaml"),
         &[],
     );
-    let runtime = csi::build_shared_cluster_roles()
+    let runtime = csi_kit::build_shared_cluster_roles()
         .into_iter()
         .map(|mut role| {
             role.metadata

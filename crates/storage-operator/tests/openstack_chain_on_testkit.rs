@@ -29,7 +29,7 @@ struct FakeCloud(Arc<Mutex<Vec<String>>>);
 impl ShareTypes for FakeCloud {
     fn share_types(
         &self,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi::HookError>> + Send + '_>> {
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<String>, csi_kit::HookError>> + Send + '_>> {
         let types = self.0.lock().unwrap().clone();
         Box::pin(async move { Ok(types) })
     }
@@ -57,14 +57,14 @@ where
 fn driver_operator(
     cluster: &testkit::Cluster,
     short_name: &'static str,
-    probe: Option<csi::operator::ProbeConfig>,
+    probe: Option<driver_operator::ProbeConfig>,
 ) -> Background {
     let client = cluster.client_with_agent(short_name);
     Background::spawn(move |shutdown| async move {
-        csi::operator::run_with_probe(
+        driver_operator::run_with_probe(
             client,
             drivers::by_name(short_name).unwrap(),
-            csi::operator::Settings::default(),
+            driver_operator::Settings::default(),
             probe,
             Metrics::new(),
             Readiness::default(),

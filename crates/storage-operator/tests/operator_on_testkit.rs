@@ -2054,15 +2054,15 @@ async fn it_runs_the_vsphere_problem_detector_on_vsphere() {
             .and_then(|m| m.annotations.clone())
             .unwrap_or_default()
     };
-    let credentials_key = csi::hash::annotation_key(
+    let credentials_key = csi_kit::hash::annotation_key(
         OPERATOR_NAMESPACE,
         d::CREDENTIALS,
-        csi::hash::HashedKind::Secret,
+        csi_kit::hash::HashedKind::Secret,
     );
-    let cloud_key = csi::hash::annotation_key(
+    let cloud_key = csi_kit::hash::annotation_key(
         d::CLOUD_CONFIG_NAMESPACE,
         d::CLOUD_CONFIG,
-        csi::hash::HashedKind::ConfigMap,
+        csi_kit::hash::HashedKind::ConfigMap,
     );
     let deployment = eventually("the detector's Deployment, ours", async || {
         let deployment = deployments.get_opt(d::NAME).await.unwrap()?;

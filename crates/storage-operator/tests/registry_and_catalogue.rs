@@ -67,7 +67,7 @@ fn azure_driver_operators_get_the_credentials_injector_image(#[case] driver: &st
     use storage_operator::starter::{StarterInputs, build_deployment};
     let entry = storage_operator::registry::find(driver).unwrap();
     let inputs = StarterInputs {
-        topology: csi::Topology::HighlyAvailable,
+        topology: csi_kit::Topology::HighlyAvailable,
         log_level: api::operator_v1::LogLevel::Normal,
         proxy: Default::default(),
         env: [(
@@ -96,7 +96,7 @@ fn azure_driver_operators_get_the_credentials_injector_image(#[case] driver: &st
         "example.com/ccm-operator:1".to_owned(),
     )]
     .into();
-    let operands = csi::Inputs::offline(&def, csi::Topology::HighlyAvailable, &env);
+    let operands = csi_kit::Inputs::offline(&def, csi_kit::Topology::HighlyAvailable, &env);
     assert_eq!(
         operands.extra_images["credentialsInjector"],
         "example.com/ccm-operator:1"
@@ -129,7 +129,7 @@ fn driver_operators_read_the_config_maps_they_copy_by_name(
     let entry = storage_operator::registry::find(driver).unwrap();
     let def = drivers::by_name(driver).unwrap();
     let inputs = StarterInputs {
-        topology: csi::Topology::HighlyAvailable,
+        topology: csi_kit::Topology::HighlyAvailable,
         log_level: api::operator_v1::LogLevel::Normal,
         proxy: Default::default(),
         env: Default::default(),

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
-use csi::Topology;
+use csi_kit::Topology;
 use serde_json::Value;
 use storage_operator::vsphere_detector::{self as d, DeploymentInputs, InputHashes};
 

@@ -128,6 +128,7 @@ mod fields;
 mod helpers;
 mod log;
 mod patch;
+pub mod refusal;
 mod registry;
 mod schema;
 mod server;

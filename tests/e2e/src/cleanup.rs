@@ -98,7 +98,7 @@ pub async fn remove_cluster_csi_driver(admin: &Client, name: &str) {
 pub async fn remove_driver(admin: &Client, short: &str, csi_name: &str, namespace: &str) {
     remove_cluster_csi_driver(admin, csi_name).await;
     delete_and_wait(&Api::<CSIDriver>::all(admin.clone()), csi_name).await;
-    let operands = format!("{}={short}", csi::names::OPERAND_LABEL);
+    let operands = format!("{}={short}", csi_kit::names::OPERAND_LABEL);
     let starter = format!("{}={short}", storage_operator::starter::STARTER_LABEL);
     delete_labelled(&Api::<StorageClass>::all(admin.clone()), &operands).await;
     let snapshot_classes = ApiResource {

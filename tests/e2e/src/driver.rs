@@ -3,7 +3,7 @@
 //! must say on a cluster whose pods may or may not run.
 
 use api::operator_v1::{ClusterCSIDriver, OperatorCondition};
-use csi::DriverDef;
+use csi_kit::DriverDef;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
@@ -60,7 +60,7 @@ impl Driver {
     }
 
     /// Starts the driver's operator (with its probe and tasks) as its own identity.
-    pub fn start(&self) -> Background<csi::operator::StartError> {
+    pub fn start(&self) -> Background<driver_operator::StartError> {
         self.start_with_env(Default::default())
     }
 
@@ -69,20 +69,20 @@ impl Driver {
     pub fn start_with_env(
         &self,
         env: std::collections::BTreeMap<String, String>,
-    ) -> Background<csi::operator::StartError> {
+    ) -> Background<driver_operator::StartError> {
         let client = self.operator.client.clone();
         let def = self.def.clone();
         let metrics = Metrics::new();
-        let controller = csi::operator::operator_name(&def);
+        let controller = driver_operator::operator_name(&def);
         let running = metrics.clone();
         Background::start(move |stop| {
             let extras = drivers::extras(&def, client.clone());
-            csi::operator::run_with_extras(
+            driver_operator::run_with_extras(
                 client,
                 def,
-                csi::operator::Settings {
+                driver_operator::Settings {
                     env,
-                    ..csi::operator::Settings::default()
+                    ..driver_operator::Settings::default()
                 },
                 extras,
                 running,
@@ -130,17 +130,17 @@ impl Driver {
     pub async fn assert_workloads_reported(&self, admin: &Client) {
         let prefix = &self.def.condition_prefix;
         let ns = &self.def.namespace;
-        let controller = csi::names::controller(&self.def);
-        let node = csi::names::node(&self.def);
+        let controller = csi_kit::names::controller(&self.def);
+        let node = csi_kit::names::node(&self.def);
         let deployments: Api<Deployment> = Api::namespaced(admin.clone(), ns);
         let daemon_sets: Api<DaemonSet> = Api::namespaced(admin.clone(), ns);
         let checks = [
             (
-                csi::status::controller_service_controller(prefix),
+                csi_kit::status::controller_service_controller(prefix),
                 "Waiting for Deployment",
             ),
             (
-                csi::status::node_service_controller(prefix),
+                csi_kit::status::node_service_controller(prefix),
                 "Waiting for the DaemonSet to deploy the CSI Node Service",
             ),
         ];
@@ -169,7 +169,7 @@ impl Driver {
                     condition.status.as_str() == "True"
                 } else {
                     condition.status.as_str() == "False"
-                        && condition.reason.as_deref() == Some(csi::status::REASON_DEPLOYING)
+                        && condition.reason.as_deref() == Some(csi_kit::status::REASON_DEPLOYING)
                         && condition.message.as_deref() == Some(*waiting)
                 };
                 agrees.then_some(())
@@ -181,19 +181,19 @@ impl Driver {
     /// The names of the containers of the rendered controller Deployment and node DaemonSet
     /// (from the same definition, offline), to compare with what was applied.
     pub fn rendered_containers(&self) -> (Vec<String>, Vec<String>) {
-        let inputs = csi::Inputs::offline(
+        let inputs = csi_kit::Inputs::offline(
             &self.def,
-            csi::Topology::HighlyAvailable,
+            csi_kit::Topology::HighlyAvailable,
             &Default::default(),
         );
         let mut controller = Vec::new();
         let mut node = Vec::new();
-        for operand in csi::render_operands(&self.def, &inputs) {
+        for operand in csi_kit::render_operands(&self.def, &inputs) {
             match operand {
-                csi::Operand::Deployment(d) => {
+                csi_kit::Operand::Deployment(d) => {
                     controller = pod_containers(d.spec.map(|s| s.template))
                 }
-                csi::Operand::DaemonSet(d) => node = pod_containers(d.spec.map(|s| s.template)),
+                csi_kit::Operand::DaemonSet(d) => node = pod_containers(d.spec.map(|s| s.template)),
                 _ => {}
             }
         }
@@ -206,7 +206,7 @@ impl Driver {
         let ns = &self.def.namespace;
         let (controller, node) = self.rendered_containers();
         let deployment = Api::<Deployment>::namespaced(admin.clone(), ns)
-            .get(&csi::names::controller(&self.def))
+            .get(&csi_kit::names::controller(&self.def))
             .await
             .unwrap_or_else(|e| panic!("reading the controller Deployment: {e}"));
         assert_eq!(
@@ -215,7 +215,7 @@ impl Driver {
             "the controller Deployment's containers"
         );
         let daemon_set = Api::<DaemonSet>::namespaced(admin.clone(), ns)
-            .get(&csi::names::node(&self.def))
+            .get(&csi_kit::names::node(&self.def))
             .await
             .unwrap_or_else(|e| panic!("reading the node DaemonSet: {e}"));
         assert_eq!(
@@ -251,7 +251,8 @@ pub async fn any_operand<K>(api: &Api<K>, short: &str) -> bool
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let params = ListParams::default().labels(&format!("{}={short}", csi::names::OPERAND_LABEL));
+    let params =
+        ListParams::default().labels(&format!("{}={short}", csi_kit::names::OPERAND_LABEL));
     api.list(&params)
         .await
         .map(|l| !l.items.is_empty())

@@ -111,7 +111,7 @@ pub async fn driver_operator(admin: &Client, short: &str) -> Identity {
         .unwrap_or_else(|| panic!("{short} is not in the driver registry"));
     let def = drivers::by_name(short).unwrap_or_else(|e| panic!("{short}: {e}"));
     let inputs = starter::StarterInputs {
-        topology: csi::Topology::HighlyAvailable,
+        topology: csi_kit::Topology::HighlyAvailable,
         log_level: api::operator_v1::LogLevel::Normal,
         proxy: Default::default(),
         env: Default::default(),

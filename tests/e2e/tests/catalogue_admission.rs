@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use e2e::cleanup::delete_and_wait;
 use e2e::{admin, has_nodes};
 use k8s_openapi::api::core::v1::{Namespace, Node};
@@ -111,7 +111,7 @@ async fn every_catalogue_drivers_pods_pass_the_api_servers_admission() {
     let mut failures = Vec::new();
     for short in drivers::short_names() {
         let def = drivers::by_name(short).unwrap();
-        let objects = csi::render(&def, &Inputs::offline(&def, topology, &env));
+        let objects = csi_kit::render(&def, &Inputs::offline(&def, topology, &env));
         let mut made = Vec::new();
         for object in &objects {
             let Some(ns) = object["metadata"]["namespace"].as_str() else {

@@ -59,12 +59,12 @@ async fn audit_reports_an_in_tree_volume_and_the_nodes() {
     let expected = if csi_nodes.is_empty() {
         "Unknown"
     } else if csi_nodes.iter().all(|n| {
-        csi::operator::migration::lists_plugin(
+        driver_operator::migration::lists_plugin(
             n.metadata
                 .annotations
                 .as_ref()
                 .unwrap_or(&Default::default()),
-            csi::migration::Plugin::GcePd,
+            csi_migration::Plugin::GcePd,
         )
     }) {
         "True"

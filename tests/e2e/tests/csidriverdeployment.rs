@@ -32,7 +32,13 @@ async fn converge_drift_and_delete() {
     e2e::install::ensure_namespace(&admin, NS).await;
     let client = identity.client.clone();
     let running = Background::start(move |stop| {
-        csi::declared::controller::run(client, Default::default(), Metrics::new(), None, stop)
+        csi_driver_deployment::controller::run(
+            client,
+            Default::default(),
+            Metrics::new(),
+            None,
+            stop,
+        )
     });
 
     let declared: CSIDriverDeployment = serde_json::from_value(json!({
@@ -257,7 +263,13 @@ async fn typos_are_refused_and_an_admins_class_is_kept() {
 
     let client = identity.client.clone();
     let running = Background::start(move |stop| {
-        csi::declared::controller::run(client, Default::default(), Metrics::new(), None, stop)
+        csi_driver_deployment::controller::run(
+            client,
+            Default::default(),
+            Metrics::new(),
+            None,
+            stop,
+        )
     });
     declared_api
         .create(&PostParams::default(), &declared("Delete"))

@@ -51,8 +51,8 @@ async fn scenario(short: &str, platform_status: Value, expect: Expect) {
     let running = driver.start();
 
     let prefix = &def.condition_prefix;
-    let controller = csi::names::controller(&def);
-    let node = csi::names::node(&def);
+    let controller = csi_kit::names::controller(&def);
+    let node = csi_kit::names::node(&def);
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns);
     match expect {
         Expect::Disabled(reason) => {
@@ -328,7 +328,7 @@ async fn vsphere_writes_its_config_secret_once_credentials_exist() {
     );
     driver.assert_workloads_applied(&admin).await;
     let controller = Api::<Deployment>::namespaced(admin.clone(), &ns)
-        .get(&csi::names::controller(&driver.def))
+        .get(&csi_kit::names::controller(&driver.def))
         .await
         .unwrap();
     let volumes = controller

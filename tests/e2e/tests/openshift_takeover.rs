@@ -40,7 +40,7 @@ const NODE: &str = "gcp-pd-csi-driver-node";
 /// Hyperdisk class (GCP Dedicated regions only) and the CredentialsRequest (cluster-storage-
 /// operator's, from the release payload).
 fn openshift_objects(ns: &str, infra: &str) -> Vec<Value> {
-    let tls = csi::tls::serving_tls(None).unwrap();
+    let tls = csi_kit::tls::serving_tls(None).unwrap();
     let mut substitutions =
         fixtures::common_substitutions(ns, &tls.cipher_suites, tls.min_version.as_deref().unwrap());
     for (var, image) in fixtures::release_images() {
@@ -274,7 +274,7 @@ async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
         assert_eq!(
             served
                 .labels()
-                .get(csi::names::OPERAND_LABEL)
+                .get(csi_kit::names::OPERAND_LABEL)
                 .map(String::as_str),
             Some("gcp-pd"),
             "{key} was not adopted"
@@ -283,7 +283,7 @@ async fn takes_over_openshifts_gcp_pd_driver_without_a_fight() {
 
     // The metrics Service has OpenShift's ports, once each.
     let service = Api::<Service>::namespaced(admin.clone(), &ns)
-        .get(&csi::names::metrics_service(&driver.def))
+        .get(&csi_kit::names::metrics_service(&driver.def))
         .await
         .unwrap();
     let ports: Vec<(String, i32)> = service

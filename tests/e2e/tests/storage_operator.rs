@@ -39,7 +39,7 @@ async fn reports_the_platform_it_found() {
     cleanup::delete_and_wait(&storages, "cluster").await;
     cleanup::delete_labelled(
         &Api::<ClusterRole>::all(admin.clone()),
-        &format!("{}=true", csi::names::SHARED_ROLE_LABEL),
+        &format!("{}=true", csi_kit::names::SHARED_ROLE_LABEL),
     )
     .await;
     identity.assert_never_refused();

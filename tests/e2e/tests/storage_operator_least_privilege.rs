@@ -156,7 +156,7 @@ async fn reads_no_secret_and_escalates_only_the_roles_it_writes() {
         .unwrap()
         .operator_deployment;
     let manila_operands = drivers::by_name("openstack-manila").unwrap().namespace;
-    let shared = csi::rbac::CONFIGMAP_AND_SECRET_READER_ROLE;
+    let shared = csi_kit::rbac::CONFIGMAP_AND_SECRET_READER_ROLE;
     let gcp_role = format!("{gcp}-clusterrole");
     let aws_role = format!("{aws}-role");
     let manila_role = format!("{manila}-role");
@@ -389,7 +389,7 @@ async fn installs_every_platforms_driver_operators_without_holding_their_secrets
     }
     cleanup::delete_labelled(
         &Api::<ClusterRole>::all(admin.clone()),
-        &format!("{}=true", csi::names::SHARED_ROLE_LABEL),
+        &format!("{}=true", csi_kit::names::SHARED_ROLE_LABEL),
     )
     .await;
 }

@@ -771,15 +771,15 @@ async fn runs_the_vsphere_problem_detector_with_what_its_rbac_allows() {
         .into(),
     );
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
-    let credentials_key = csi::hash::annotation_key(
+    let credentials_key = csi_kit::hash::annotation_key(
         OPERATOR_NAMESPACE,
         d::CREDENTIALS,
-        csi::hash::HashedKind::Secret,
+        csi_kit::hash::HashedKind::Secret,
     );
-    let cloud_key = csi::hash::annotation_key(
+    let cloud_key = csi_kit::hash::annotation_key(
         d::CLOUD_CONFIG_NAMESPACE,
         d::CLOUD_CONFIG,
-        csi::hash::HashedKind::ConfigMap,
+        csi_kit::hash::HashedKind::ConfigMap,
     );
     let hash_of = async |key: &str| {
         let deployment = deployments.get_opt(d::NAME).await.unwrap()?;

@@ -61,7 +61,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use csi::{Inputs, Topology};
+use csi_kit::{Inputs, Topology};
 use serde_json::Value;
 
 /// Directories of `test/e2e/` that are not catalogue drivers.
@@ -429,7 +429,7 @@ fn render(dir: &str) -> Result<Rendered, String> {
     let mut storage_classes = Vec::new();
     let mut snapshot_classes = Vec::new();
     for topology in Topology::ALL {
-        let objects = csi::render(&def, &Inputs::offline(&def, topology, &env));
+        let objects = csi_kit::render(&def, &Inputs::offline(&def, topology, &env));
         let names = |kind: &str| -> BTreeSet<String> {
             objects
                 .iter()

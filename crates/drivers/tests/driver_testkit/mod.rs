@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
-use csi::operator::{Extras, ProbeConfig, Settings};
+use driver_operator::{Extras, ProbeConfig, Settings};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -26,7 +26,7 @@ pub const MANILA_NS: &str = "openshift-manila-csi-driver";
 pub const AGENT: &str = "driver-operator-under-test";
 
 /// Starts the driver operator of `def` (with `probe`, if any) in the background.
-pub fn start(cluster: &Cluster, def: csi::DriverDef, probe: Option<ProbeConfig>) -> Background {
+pub fn start(cluster: &Cluster, def: csi_kit::DriverDef, probe: Option<ProbeConfig>) -> Background {
     start_with_extras(cluster, def, move |_| Extras {
         probe,
         tasks: Vec::new(),
@@ -37,15 +37,15 @@ pub fn start(cluster: &Cluster, def: csi::DriverDef, probe: Option<ProbeConfig>)
 /// the operator's client.
 pub fn start_with_extras(
     cluster: &Cluster,
-    def: csi::DriverDef,
+    def: csi_kit::DriverDef,
     extras: impl FnOnce(Client) -> Extras + Send + 'static,
 ) -> Background {
     let client = cluster.client_with_agent(AGENT);
     let metrics = Metrics::new();
-    let settling = metrics.settling(&csi::operator::operator_name(&def));
+    let settling = metrics.settling(&driver_operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         let extras = extras(client.clone());
-        csi::operator::run_with_extras(
+        driver_operator::run_with_extras(
             client,
             def,
             Settings {

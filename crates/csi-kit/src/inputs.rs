@@ -1,0 +1,579 @@
+//! `Inputs`: everything a build needs besides the `DriverDef`, gathered by the `observe` step
+//! from caches (or made up by `render` and tests). Pure code never reads the process
+//! environment or the API: it gets an `Inputs` value.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use api::config_v1::{PlatformStatus, ProxyStatus, TopologyMode};
+use api::operator_v1::{ClusterCSIDriverSpec, LogLevel};
+
+use crate::def::{DriverDef, ImageDef, Images};
+
+/// Where the controller pods may run and how many of them there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Topology {
+    /// OpenShift with three or more control-plane nodes: 2 replicas on master nodes, spread
+    /// by anti-affinity.
+    HighlyAvailable,
+    /// OpenShift on one node (and HighlyAvailableArbiter/DualReplica, as library-go does):
+    /// 1 replica on the master node.
+    SingleReplica,
+    /// OpenShift with a hosted control plane (HyperShift): no master nodes to select, 1 replica.
+    External,
+    /// Plain Kubernetes: 1 replica, on control-plane nodes when there are any.
+    Kubernetes {
+        /// Whether the cluster has nodes labelled `node-role.kubernetes.io/control-plane`.
+        control_plane_nodes: bool,
+    },
+}
+
+impl Topology {
+    /// Every topology, for tests and `render --topology`.
+    pub const ALL: [Topology; 5] = [
+        Topology::HighlyAvailable,
+        Topology::SingleReplica,
+        Topology::External,
+        Topology::Kubernetes {
+            control_plane_nodes: true,
+        },
+        Topology::Kubernetes {
+            control_plane_nodes: false,
+        },
+    ];
+
+    /// The topology of an OpenShift cluster from `Infrastructure.status.controlPlaneTopology`.
+    pub fn from_openshift(mode: &TopologyMode) -> Self {
+        match mode {
+            TopologyMode::HighlyAvailable => Self::HighlyAvailable,
+            TopologyMode::External => Self::External,
+            // library-go runs one replica for every other layout (arbiter, two-node, unknown).
+            _ => Self::SingleReplica,
+        }
+    }
+
+    /// Whether the cluster is OpenShift (and so has the service CA, SCCs and cluster monitoring).
+    pub fn is_openshift(self) -> bool {
+        !matches!(self, Self::Kubernetes { .. })
+    }
+
+    /// Controller replicas: 2 only on a highly available OpenShift control plane.
+    pub fn controller_replicas(self) -> i32 {
+        match self {
+            Self::HighlyAvailable => 2,
+            _ => 1,
+        }
+    }
+
+    /// The node label the controller pods select, if any.
+    pub fn control_plane_node_label(self) -> Option<&'static str> {
+        match self {
+            Self::HighlyAvailable | Self::SingleReplica => Some("node-role.kubernetes.io/master"),
+            Self::Kubernetes {
+                control_plane_nodes: true,
+            } => Some("node-role.kubernetes.io/control-plane"),
+            Self::External
+            | Self::Kubernetes {
+                control_plane_nodes: false,
+            } => None,
+        }
+    }
+
+    /// The name used on the command line and in snapshot names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HighlyAvailable => "HighlyAvailable",
+            Self::SingleReplica => "SingleReplica",
+            Self::External => "External",
+            Self::Kubernetes {
+                control_plane_nodes: true,
+            } => "Kubernetes",
+            Self::Kubernetes {
+                control_plane_nodes: false,
+            } => "KubernetesWithoutControlPlane",
+        }
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A topology name that is not one of [`Topology::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown topology {0:?}: expected HighlyAvailable, SingleReplica, External, Kubernetes or KubernetesWithoutControlPlane"
+)]
+pub struct UnknownTopology(pub String);
+
+impl FromStr for Topology {
+    type Err = UnknownTopology;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Topology::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownTopology(s.to_owned()))
+    }
+}
+
+/// The images after resolution: the operator's environment variable when set and not empty,
+/// else the upstream default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedImages {
+    /// The CSI driver.
+    pub driver: String,
+    /// external-provisioner.
+    pub provisioner: String,
+    /// external-attacher.
+    pub attacher: String,
+    /// external-resizer.
+    pub resizer: String,
+    /// csi-snapshotter.
+    pub snapshotter: String,
+    /// node-driver-registrar.
+    pub node_driver_registrar: String,
+    /// livenessprobe.
+    pub liveness_probe: String,
+    /// kube-rbac-proxy.
+    pub kube_rbac_proxy: String,
+}
+
+/// An image from the operator's environment variable when set and not empty, else its default.
+pub fn resolve(image: &ImageDef, env: &BTreeMap<String, String>) -> String {
+    env.get(&image.env)
+        .filter(|v| !v.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| image.default.clone())
+}
+
+impl ResolvedImages {
+    /// Resolves every image of `images` from `env` (the operator's environment, passed in).
+    pub fn from_env(images: &Images, env: &BTreeMap<String, String>) -> Self {
+        let pick = |image: &ImageDef| {
+            env.get(&image.env)
+                .filter(|v| !v.trim().is_empty())
+                .cloned()
+                .unwrap_or_else(|| image.default.clone())
+        };
+        Self {
+            driver: pick(&images.driver),
+            provisioner: pick(&images.provisioner),
+            attacher: pick(&images.attacher),
+            resizer: pick(&images.resizer),
+            snapshotter: pick(&images.snapshotter),
+            node_driver_registrar: pick(&images.node_driver_registrar),
+            liveness_probe: pick(&images.liveness_probe),
+            kube_rbac_proxy: pick(&images.kube_rbac_proxy),
+        }
+    }
+}
+
+/// Optional CustomResourceDefinitions; objects of a missing kind are not built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OptionalCrds {
+    /// `volumesnapshotclasses.snapshot.storage.k8s.io`.
+    pub volume_snapshot_class: bool,
+    /// `servicemonitors.monitoring.coreos.com`.
+    pub service_monitor: bool,
+    /// `credentialsrequests.cloudcredential.openshift.io`.
+    pub credentials_request: bool,
+}
+
+impl OptionalCrds {
+    /// Every optional CRD present (a full OpenShift cluster).
+    pub fn all() -> Self {
+        Self {
+            volume_snapshot_class: true,
+            service_monitor: true,
+            credentials_request: true,
+        }
+    }
+}
+
+/// An operand kind without a typed struct, whose CRD may be missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OptionalKind {
+    /// `servicemonitors.monitoring.coreos.com`.
+    ServiceMonitor,
+    /// `volumesnapshotclasses.snapshot.storage.k8s.io`.
+    VolumeSnapshotClass,
+    /// `credentialsrequests.cloudcredential.openshift.io`.
+    CredentialsRequest,
+}
+
+impl OptionalKind {
+    /// Every optional kind.
+    pub const ALL: [OptionalKind; 3] = [
+        Self::ServiceMonitor,
+        Self::VolumeSnapshotClass,
+        Self::CredentialsRequest,
+    ];
+
+    /// The CRD's name.
+    pub fn crd_name(self) -> &'static str {
+        match self {
+            Self::ServiceMonitor => "servicemonitors.monitoring.coreos.com",
+            Self::VolumeSnapshotClass => "volumesnapshotclasses.snapshot.storage.k8s.io",
+            Self::CredentialsRequest => "credentialsrequests.cloudcredential.openshift.io",
+        }
+    }
+
+    /// The kind as rendered (`kind` of the operand).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::ServiceMonitor => "ServiceMonitor",
+            Self::VolumeSnapshotClass => "VolumeSnapshotClass",
+            Self::CredentialsRequest => "CredentialsRequest",
+        }
+    }
+
+    /// The kind of a rendered dynamic operand.
+    pub fn of_kind(kind: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.kind() == kind)
+    }
+
+    /// The API resource.
+    pub fn api_resource(self) -> kube_core::discovery::ApiResource {
+        let (group, version, plural) = match self {
+            Self::ServiceMonitor => ("monitoring.coreos.com", "v1", "servicemonitors"),
+            Self::VolumeSnapshotClass => ("snapshot.storage.k8s.io", "v1", "volumesnapshotclasses"),
+            Self::CredentialsRequest => {
+                ("cloudcredential.openshift.io", "v1", "credentialsrequests")
+            }
+        };
+        kube_core::discovery::ApiResource::from_gvk_with_plural(
+            &kube_core::gvk::GroupVersionKind::gvk(group, version, self.kind()),
+            plural,
+        )
+    }
+}
+
+/// A StorageClass that exists in the cluster, as far as the default-class rule cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingStorageClass {
+    /// Its name.
+    pub name: String,
+    /// The value of its `storageclass.kubernetes.io/is-default-class` annotation, if the
+    /// annotation is present (any value, even empty).
+    pub default_annotation: Option<String>,
+}
+
+/// TLS settings of the metrics proxies, from the cluster's TLS security profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServingTls {
+    /// e.g. `VersionTLS12`; unset means kube-rbac-proxy's default.
+    pub min_version: Option<String>,
+    /// IANA cipher suite names; empty means kube-rbac-proxy's default.
+    pub cipher_suites: Vec<String>,
+}
+
+/// The data of a Secret, as text (values that are not UTF-8 are read lossily). Its `Debug`
+/// output shows the keys only, so the values never reach a log.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretData(pub BTreeMap<String, String>);
+
+impl SecretData {
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// The data of `secret`.
+    pub fn of(secret: &k8s_openapi::api::core::v1::Secret) -> Self {
+        Self(
+            secret
+                .data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned()))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Debug for SecretData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+/// Everything a build reads besides the `DriverDef`.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    /// The ClusterCSIDriver's spec (log level, storageClassState, driverConfig).
+    pub spec: ClusterCSIDriverSpec,
+    /// Cluster layout.
+    pub topology: Topology,
+    /// `Infrastructure.status.infrastructureName`, the cluster ID volumes are tagged with.
+    pub cluster_id: Option<String>,
+    /// `Infrastructure.status.platformStatus`, for driver hooks that read their platform's
+    /// details (e.g. GCP resource labels).
+    pub platform_status: Option<PlatformStatus>,
+    /// `Proxy.status` of the cluster-wide proxy.
+    pub proxy: ProxyStatus,
+    /// Whether the trusted CA bundle ConfigMap has a `ca-bundle.crt` key (it is mounted only
+    /// then).
+    pub trusted_ca_bundle: bool,
+    /// Hashes of Secrets of the operand namespace, by name (see [`crate::hash`]).
+    pub secret_hashes: BTreeMap<String, String>,
+    /// The data of the credentials Secret ([`DriverDef::credentials`]), for generators of
+    /// derived Secrets (see [`crate::derived`]); empty while it does not exist. Offline renders
+    /// use the table's example.
+    pub credentials: SecretData,
+    /// Hashes of ConfigMaps of the operand namespace, by name.
+    pub config_map_hashes: BTreeMap<String, String>,
+    /// The images to run.
+    pub images: ResolvedImages,
+    /// The driver's extra images by role ([`DriverDef::extra_images`]), resolved as
+    /// [`ResolvedImages`] are.
+    pub extra_images: BTreeMap<String, String>,
+    /// Which optional CRDs exist.
+    pub crds: OptionalCrds,
+    /// StorageClasses that exist now.
+    pub storage_classes: Vec<ExistingStorageClass>,
+    /// The `security.openshift.io/csi-ephemeral-volume-profile` label of the existing
+    /// CSIDriver, kept when an admin set it.
+    pub csi_driver_ephemeral_profile: Option<String>,
+    /// TLS settings of the metrics proxies.
+    pub tls: ServingTls,
+    /// The data of each source of [`DriverDef::copied_config_maps`] that exists, by the name
+    /// of its copy.
+    pub copied_config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// The data of the source ConfigMaps of derived ConfigMaps that exist, by
+    /// `namespace/name` (see [`crate::derived`]).
+    pub source_config_maps: BTreeMap<String, BTreeMap<String, String>>,
+    /// What the driver operator's probe found outside the cluster (e.g. the share types a
+    /// cloud offers), for the driver's hooks; empty without a probe.
+    pub probe_facts: Vec<String>,
+    /// What the driver operator's tasks have established, by task name (see
+    /// `operator::Task::facts`); a task without facts has no entry. Offline renders use the
+    /// table's `taskExamples`.
+    pub task_facts: BTreeMap<String, Vec<String>>,
+    /// `Infrastructure.spec.platformSpec`, for driver hooks and tasks that read the platform's
+    /// desired layout (e.g. vSphere's failure domains).
+    pub platform_spec: Option<api::config_v1::PlatformSpec>,
+    /// Whether the operator's host runs in FIPS mode, and with it the cluster's nodes (see
+    /// `operator::Settings::host_fips`); false in offline renders.
+    pub host_fips: bool,
+    /// The short-lived token role (an AWS IAM role ARN) of each CredentialsRequest, by request
+    /// name, where the operator's environment sets the request's role variable (see
+    /// `operator::credentials::role_variable`): the request then asks for STS credentials.
+    pub token_roles: BTreeMap<String, String>,
+}
+
+impl Inputs {
+    /// Inputs with nothing observed yet: default spec (Managed, Normal), no cluster ID, no
+    /// proxy, no CA bundle, no hashes, no optional CRDs, no StorageClasses. Images come from
+    /// `env`.
+    pub fn new(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
+        Self {
+            spec: ClusterCSIDriverSpec::default(),
+            topology,
+            cluster_id: None,
+            platform_status: None,
+            proxy: ProxyStatus::default(),
+            trusted_ca_bundle: false,
+            secret_hashes: BTreeMap::new(),
+            credentials: SecretData::default(),
+            config_map_hashes: BTreeMap::new(),
+            images: ResolvedImages::from_env(&def.images, env),
+            extra_images: def
+                .extra_images
+                .iter()
+                .map(|(role, image)| (role.clone(), resolve(image, env)))
+                .collect(),
+            crds: OptionalCrds::default(),
+            storage_classes: Vec::new(),
+            csi_driver_ephemeral_profile: None,
+            tls: ServingTls::default(),
+            copied_config_maps: BTreeMap::new(),
+            source_config_maps: BTreeMap::new(),
+            probe_facts: Vec::new(),
+            task_facts: BTreeMap::new(),
+            platform_spec: None,
+            host_fips: false,
+            token_roles: def
+                .credentials
+                .iter()
+                .chain(&def.node_credentials)
+                .filter_map(|c| c.credentials_request.as_ref())
+                .filter_map(|r| {
+                    let role = env
+                        .get(crate::credentials::role_variable(r))
+                        .filter(|v| !v.trim().is_empty())?;
+                    Some((r.name.clone(), role.trim().to_owned()))
+                })
+                .collect(),
+        }
+    }
+
+    /// Inputs for offline rendering: as [`Inputs::new`], plus every optional CRD on OpenShift
+    /// topologies (none on plain Kubernetes) and the example sources of derived ConfigMaps.
+    pub fn offline(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
+        let mut inputs = Self::new(def, topology, env);
+        if topology.is_openshift() {
+            inputs.crds = OptionalCrds::all();
+        }
+        inputs.probe_facts = def.probe_example.clone();
+        inputs.task_facts = def.task_examples.clone();
+        if let Some(credentials) = &def.credentials {
+            inputs.credentials = SecretData(credentials.example.clone());
+        }
+        for derived in def.config_maps.iter().filter(|d| !d.example.is_empty()) {
+            inputs
+                .source_config_maps
+                .entry(derived.source.id())
+                .or_insert_with(|| derived.example.clone());
+        }
+        inputs
+    }
+
+    /// The operand log level with the API default applied.
+    pub fn log_level(&self) -> LogLevel {
+        self.spec.operator.log_level()
+    }
+
+    /// The klog verbosity of every operand container (`--v=N`).
+    pub fn verbosity(&self) -> u8 {
+        self.log_level().klog_verbosity()
+    }
+}
+
+/// Pure conversions the `observe` step uses to turn cached API objects into [`Inputs`] fields.
+pub mod from_objects {
+    use k8s_openapi::api::core::v1::{ConfigMap, Node};
+    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    use serde_json::Value;
+
+    use super::{ExistingStorageClass, ServingTls, Topology};
+    use crate::names;
+
+    /// The default-class annotation of an existing StorageClass.
+    pub fn existing_storage_class(class: &StorageClass) -> ExistingStorageClass {
+        ExistingStorageClass {
+            name: class.metadata.name.clone().unwrap_or_default(),
+            default_annotation: class
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(names::DEFAULT_STORAGE_CLASS_ANNOTATION).cloned()),
+        }
+    }
+
+    /// Whether the trusted CA bundle ConfigMap has been filled in (has `ca-bundle.crt`).
+    pub fn has_ca_bundle(config_map: &ConfigMap) -> bool {
+        config_map
+            .data
+            .as_ref()
+            .is_some_and(|d| d.contains_key("ca-bundle.crt"))
+    }
+
+    /// The inline-volume profile label of the existing CSIDriver, which an admin may have set.
+    pub fn ephemeral_profile(driver: &CSIDriver) -> Option<String> {
+        driver
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(names::EPHEMERAL_PROFILE_LABEL).cloned())
+    }
+
+    /// The proxies' TLS settings from the ClusterCSIDriver's `spec.observedConfig`
+    /// (`targetcsiconfig.servingInfo.minTLSVersion` / `.cipherSuites`, as OpenShift's config
+    /// observer writes them). Missing parts leave kube-rbac-proxy's defaults.
+    pub fn serving_tls(observed_config: Option<&Value>) -> ServingTls {
+        let serving = observed_config
+            .and_then(|c| c.get("targetcsiconfig"))
+            .and_then(|c| c.get("servingInfo"));
+        ServingTls {
+            min_version: serving
+                .and_then(|s| s.get("minTLSVersion"))
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned),
+            cipher_suites: serving
+                .and_then(|s| s.get("cipherSuites"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The topology of a plain Kubernetes cluster from its nodes: control-plane nodes are those
+    /// labelled `node-role.kubernetes.io/control-plane` (or the older `.../master`).
+    pub fn kubernetes_topology(nodes: &[Node]) -> Topology {
+        let control_plane_nodes = nodes.iter().any(|n| {
+            n.metadata.labels.as_ref().is_some_and(|l| {
+                l.contains_key("node-role.kubernetes.io/control-plane")
+                    || l.contains_key("node-role.kubernetes.io/master")
+            })
+        });
+        Topology::Kubernetes {
+            control_plane_nodes,
+        }
+    }
+}
+
+/// What the operators read of a Node (its name, its `node-role.kubernetes.io/*` labels and its
+/// provider ID: the cluster's layout and platform on plain Kubernetes), the rest dropped so a
+/// cache of every Node stays small on a large cluster.
+pub fn node_facts(node: &k8s_openapi::api::core::v1::Node) -> k8s_openapi::api::core::v1::Node {
+    use k8s_openapi::api::core::v1::{Node, NodeSpec};
+    let labels = node.metadata.labels.as_ref().map(|labels| {
+        labels
+            .iter()
+            .filter(|(key, _)| key.starts_with("node-role.kubernetes.io/"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    });
+    Node {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: node.metadata.name.clone(),
+            labels,
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: node.spec.as_ref().and_then(|s| s.provider_id.clone()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod node_facts_tests {
+    use super::*;
+
+    #[test]
+    fn node_facts_keep_the_role_labels_and_provider_id_only() {
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1", "labels": {
+                "node-role.kubernetes.io/control-plane": "", "kubernetes.io/hostname": "n1"},
+                "annotations": {"big": "x"}},
+            "spec": {"providerID": "gce://p/z/n1", "podCIDR": "10.0.0.0/24"},
+            "status": {"images": [{"names": ["a"], "sizeBytes": 1}]}
+        }))
+        .unwrap();
+        let facts = node_facts(&node);
+        assert_eq!(
+            serde_json::to_value(&facts).unwrap(),
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                "spec": {"providerID": "gce://p/z/n1"}
+            })
+        );
+        assert_eq!(
+            from_objects::kubernetes_topology(&[facts]),
+            from_objects::kubernetes_topology(&[node])
+        );
+    }
+}

@@ -1,0 +1,904 @@
+//! The driver operator (`storage-operator driver <name>`): the controllers of one CSI driver.
+//! Discover the optional OpenShift APIs, fill scoped caches ([`observe`]), then on every change
+//! compute a [`plan`](plan::plan) from them and execute it: apply each operand with server-side
+//! apply under its logical controller's field manager (drift restored, an Event naming the
+//! object), delete what must go, and write each controller's part of the ClusterCSIDriver
+//! status. An idle cluster costs no requests: nothing is written when nothing changed and there
+//! is no periodic resync (time-based transitions use the loop's requeue).
+//!
+//! Logical controllers, each with its field manager `storage-operator/<name>` for its operands
+//! and its conditions: `<prefix>DriverStaticResourcesController` (RBAC, ServiceAccounts, the CA
+//! ConfigMap, CSIDriver, Service, PDB, snapshot classes, CredentialsRequest),
+//! `<prefix>DriverControllerServiceController` (Deployment; Available/Progressing/Degraded,
+//! `readyReplicas`, its generation), `<prefix>DriverNodeServiceController` (DaemonSet; also
+//! applies a driver's other DaemonSets and reports each under its own controller's
+//! Available/Progressing, e.g. Manila's `NFSDriverNodeServiceController`),
+//! `StorageClassController`, `<prefix>DriverServiceMonitorController`, `ManagementState`
+//! (`ManagementStateDegraded`, `observedGeneration`), `ConfigObserver`
+//! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]) and
+//! `<prefix>CredentialsRequestController` (Available/Progressing from
+//! cloud-credential-operator's answer; see [`credentials`]).
+//!
+//! Where this differs from library-go on purpose:
+//! - No periodic resync and no write when nothing changed (library-go resyncs every minute).
+//! - A failed apply sets its controller's Degraded at once, as `WithSyncDegradedOnError` does;
+//!   the roll-up inertia (2 minutes) is cluster-storage-operator's business.
+//! - Restored drift and recreated objects are recorded as Events (`OperandDriftRestored`,
+//!   `OperandRecreated`) regarding the operand; Events about cluster-scoped operands go to the
+//!   `default` namespace (kube-rs' convention).
+//! - Finalizers of removable drivers are qualified (`csi.storage.openshift.io/<controller>`):
+//!   API servers reject library-go's bare controller names.
+//! - Unmanaged says so: `ManagementStateDegraded` is False with reason `Unmanaged`; every other
+//!   condition is left as it was.
+//! - The DaemonSet's stable-generation annotation records the generation its own write
+//!   produces (see [`plan::with_stable_generation`]).
+
+pub mod config_observer;
+pub mod credentials;
+pub mod leftovers;
+pub mod migration;
+pub mod observe;
+pub mod plan;
+pub mod removal;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use api::operator_v1::ClusterCSIDriver;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::{Api, Client, Resource, ResourceExt};
+use opkit::admin::Readiness;
+use opkit::apply::{Applier, ApplyError, Outcome, delete_if_present};
+use opkit::metrics::Metrics;
+use opkit::runtime::{LoopConfig, ReconcileError};
+use opkit::status::StatusWrites;
+
+use csi_kit::HookError;
+use csi_kit::def::DriverDef;
+use csi_kit::inputs::OptionalKind;
+use csi_kit::render::Operand;
+use observe::{Apis, Caches, Observed, start_caches};
+use plan::{DeleteKind, Deletion, Group, Step};
+
+/// How long the caches may take to fill at start.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the driver operator was configured with at start.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// The process environment: the image variables (`DRIVER_IMAGE`, `PROVISIONER_IMAGE`, ...)
+    /// are read from it; unset or empty ones use the driver's upstream defaults.
+    pub env: BTreeMap<String, String>,
+    /// This pod's name, reported as the Events' reporting instance (`POD_NAME`); the host name
+    /// when unset.
+    pub instance: Option<String>,
+    /// Applies the ClusterCSIDriver's `operatorLogLevel` to this process's logging.
+    pub operator_log_level: Option<opkit::log_level::LogLevelHook>,
+    /// Whether this process's host runs in FIPS mode (see [`host_fips`]): on OpenShift every
+    /// node of a FIPS cluster does, so drivers that switch their own cryptography (AWS EFS's
+    /// TLS tunnel) are told so, as OpenShift's operators tell them.
+    pub host_fips: bool,
+}
+
+/// Whether this host runs in FIPS mode: `/proc/sys/crypto/fips_enabled` says `1`. False where
+/// the file cannot be read.
+pub fn host_fips() -> bool {
+    std::fs::read_to_string("/proc/sys/crypto/fips_enabled").is_ok_and(|c| c.trim() == "1")
+}
+
+/// The operator could not start.
+pub use opkit::runtime::StartError;
+
+/// A reconcile failed; the loop retries with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Some operands or status parts could not be written; each line names one.
+    #[error("syncing the {driver} driver failed: {}", .messages.join("; "))]
+    Sync {
+        /// The driver's short name.
+        driver: String,
+        /// What failed.
+        messages: Vec<String>,
+        /// The category of the first failure.
+        category: &'static str,
+    },
+}
+
+impl ReconcileError for Failure {
+    fn category(&self) -> &'static str {
+        match self {
+            Self::Sync { category, .. } => category,
+        }
+    }
+}
+
+/// The name of this driver operator, as the loop, metrics and Events report it.
+pub fn operator_name(def: &DriverDef) -> String {
+    format!("{}-csi-driver-operator", def.short_name)
+}
+
+/// Asks something outside the cluster whether the driver can run, and what it offers (e.g.
+/// the share types of an OpenStack cloud). Behind a trait so tests use a fake.
+pub trait Probe: Send + Sync {
+    /// What was found, or why the driver cannot run here (reported as its Disabled
+    /// condition).
+    fn check(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Probed, HookError>> + Send + '_>>;
+}
+
+/// What a [`Probe`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probed {
+    /// The facts (given to the driver's hooks as [`csi_kit::Inputs::probe_facts`]).
+    pub facts: Vec<String>,
+    /// Whether asking wrote to the API server (e.g. a Secret derived on the way).
+    pub wrote: bool,
+}
+
+/// A probe and how often to ask it again (its answer can change without any watch event).
+#[derive(Clone)]
+pub struct ProbeConfig {
+    /// The probe.
+    pub probe: std::sync::Arc<dyn Probe>,
+    /// The time between two checks.
+    pub interval: Duration,
+}
+
+impl std::fmt::Debug for ProbeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeConfig")
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A controller of a driver's own beside the kit's, as OpenShift's driver operators add them:
+/// e.g. IBM VPC Block's `SecretSync`, which writes the Secret its driver reads from the
+/// credentials through IBM Cloud's API. Behind a trait so tests use a fake.
+pub trait Task: Send + Sync {
+    /// Does the work once for `inputs` (what the kit observed, as the driver's hooks get it):
+    /// whether it wrote anything (to the API server or outside the cluster), or an error that
+    /// says what failed and how to fix it.
+    fn sync<'a>(
+        &'a self,
+        inputs: &'a csi_kit::Inputs,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<bool, HookError>> + Send + 'a>>;
+
+    /// What the task has established so far, for the driver's hooks
+    /// ([`csi_kit::Inputs::task_facts`] under the task's name); e.g. the name of a storage policy
+    /// it made in the cloud, which a StorageClass then names. None by default. When a run
+    /// changes them, the operands are planned again in the same pass.
+    fn facts(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A [`Task`], its name and how often to run it again (what it reads can change without any
+/// watch event). It runs on every reconcile that applies the operands (Managed, not Disabled,
+/// not being removed) and at least every `interval`. Its outcome is its condition
+/// `<name>Degraded` (False, or True with the error, reason `SyncError`), written under field
+/// manager `storage-operator/<name>`; the operands are applied whatever it says (their pods wait
+/// for what it writes), as library-go's `WithSyncDegradedOnError` controllers do.
+#[derive(Clone)]
+pub struct TaskConfig {
+    /// The controller name (`SecretSync`), prefix of its condition.
+    pub name: String,
+    /// The task.
+    pub task: std::sync::Arc<dyn Task>,
+    /// The longest time between two runs.
+    pub interval: Duration,
+    /// The ConfigMaps of other namespaces it reads, (namespace, name): watched by name, so a
+    /// change runs it at once. (Secrets it reads or writes in the operand namespace are the
+    /// driver's credentials or [`DriverDef::hashed_secrets`], which the kit watches.)
+    pub config_maps: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for TaskConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskConfig")
+            .field("name", &self.name)
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a driver adds to the kit's controllers: a probe and tasks.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    /// Asks whether the driver can run here.
+    pub probe: Option<ProbeConfig>,
+    /// The driver's own controllers.
+    pub tasks: Vec<TaskConfig>,
+}
+
+/// Runs the driver operator of `def` until `shutdown` completes.
+pub async fn run(
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    run_with_probe(client, def, settings, None, metrics, readiness, shutdown).await
+}
+
+/// [`run`], asking `probe` (when set) on every reconcile and at least every
+/// `probe.interval` whether the driver can run.
+pub async fn run_with_probe(
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    probe: Option<ProbeConfig>,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let extras = Extras {
+        probe,
+        tasks: Vec::new(),
+    };
+    run_with_extras(client, def, settings, extras, metrics, readiness, shutdown).await
+}
+
+/// [`run`] with the driver's [`Extras`]: its probe (asked on every reconcile and at least
+/// every `probe.interval` whether the driver can run) and its tasks.
+pub async fn run_with_extras(
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    extras: Extras,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
+    let apis = Apis::discover(&client)
+        .await
+        .map_err(StartError::Discovery)?;
+    tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
+    let (caches, mut informers) = start_caches(&client, &def, apis, SYNC_TIMEOUT).await?;
+    // What the tasks read: only the events matter (the tasks read through the API).
+    for (namespace, name) in extras.tasks.iter().flat_map(|t| &t.config_maps) {
+        informers.watch(
+            &format!("configmaps {namespace}/{name} (read by a task)"),
+            Api::<ConfigMap>::namespaced(client.clone(), namespace),
+            kube::runtime::watcher::Config::default().fields(&format!("metadata.name={name}")),
+        );
+    }
+    readiness.set(true);
+    tracing::info!(driver = %def.short_name, "caches synced; reconciling");
+    let name = operator_name(&def);
+    let appliers = Group::ALL
+        .into_iter()
+        .map(|g| {
+            let applier = Applier::new(client.clone(), &g.controller(&def));
+            (g, applier.adopting(&def.adopt_from))
+        })
+        .collect();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: name.clone(),
+            instance: settings.instance.clone(),
+        },
+    );
+    let context = Context {
+        client,
+        def,
+        settings,
+        caches,
+        appliers,
+        recorder,
+        metrics: metrics.clone(),
+        applied: Mutex::default(),
+        status_writes: StatusWrites::default(),
+        name: name.clone(),
+        log_level: Default::default(),
+        probe: extras.probe,
+        tasks: extras.tasks,
+        leftovers_swept: Default::default(),
+    };
+    opkit::runtime::run(
+        &name,
+        informers.trigger(),
+        LoopConfig::default(),
+        metrics,
+        || reconcile(&context),
+        shutdown,
+    )
+    .await;
+    Ok(())
+}
+
+/// The facts of `tasks` that have some, by task name.
+fn task_facts(tasks: &[TaskConfig]) -> BTreeMap<String, Vec<String>> {
+    tasks
+        .iter()
+        .filter_map(|t| {
+            let facts = t.task.facts();
+            (!facts.is_empty()).then(|| (t.name.clone(), facts))
+        })
+        .collect()
+}
+
+struct Context {
+    client: Client,
+    def: DriverDef,
+    settings: Settings,
+    caches: Caches,
+    appliers: BTreeMap<Group, Applier>,
+    recorder: Recorder,
+    metrics: Metrics,
+    /// Operands this process has applied, so a later create is reported as a recreation.
+    applied: Mutex<BTreeSet<String>>,
+    /// The status parts each controller wrote, so a stale cache does not send them again.
+    status_writes: StatusWrites,
+    name: String,
+    /// Follows the ClusterCSIDriver's operatorLogLevel.
+    log_level: opkit::log_level::LogLevelSync,
+    /// Asks whether the driver can run here.
+    probe: Option<ProbeConfig>,
+    /// The driver's own controllers.
+    tasks: Vec<TaskConfig>,
+    /// Whether the replaced operator's leftovers were removed in this process.
+    leftovers_swept: std::sync::atomic::AtomicBool,
+}
+
+async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
+    let def = &context.def;
+    let mut observed = context.caches.observe();
+    observed.host_fips = context.settings.host_fips;
+    if let Some(probe) = &context.probe {
+        let answer = probe.probe.check().await;
+        match &answer {
+            Ok(probed) if probed.wrote => context.metrics.wrote(&context.name, "probe"),
+            Ok(_) => {}
+            Err(reason) => {
+                tracing::info!(driver = %def.short_name, %reason, category = reason.category(), "the driver cannot run here");
+            }
+        }
+        observed.probe = Some(answer.map(|probed| probed.facts));
+    }
+    if let Some(driver) = &observed.cluster_csi_driver {
+        let level = driver.spec.operator.operator_log_level();
+        context
+            .log_level
+            .sync(context.settings.operator_log_level.as_ref(), level);
+    }
+    observed.task_facts = task_facts(&context.tasks);
+    let now = Time(Timestamp::now());
+    let mut plan = plan::plan(def, &context.settings.env, &observed, &now);
+    if let Some(waiting) = &plan.waiting {
+        tracing::debug!(driver = %def.short_name, "{waiting}");
+        return Ok(None);
+    }
+    let mut failures: Vec<(Option<Group>, &'static str, String)> = Vec::new();
+
+    // The driver's tasks run while its operands are applied (none are when it is Unmanaged,
+    // Disabled or being removed), before them: what they write is there when pods start.
+    // They get the inputs the operands were planned with (none when those could not be
+    // computed: the plan then reports why, and the tasks wait for the next pass).
+    let task_inputs = (!plan.steps.is_empty() && !context.tasks.is_empty())
+        .then(|| plan::inputs(def, &context.settings.env, &observed).ok())
+        .flatten();
+    if let Some(inputs) = task_inputs {
+        let mut statuses = Vec::new();
+        for task in &context.tasks {
+            let outcome = task.task.sync(&inputs).await;
+            match &outcome {
+                Ok(true) => context.metrics.wrote(&context.name, &task.name),
+                Ok(false) => {}
+                Err(error) => {
+                    context.metrics.failed(&context.name, error.category());
+                    tracing::warn!(driver = %def.short_name, task = %task.name, %error, category = error.category(), "task failed");
+                }
+            }
+            statuses.push(plan::task_status(
+                &task.name,
+                outcome.as_ref().err().map(HookError::message),
+            ));
+        }
+        // What the tasks established changes what is rendered (e.g. a StorageClass naming the
+        // storage policy a task made): plan again, so it is applied in this pass.
+        let facts = task_facts(&context.tasks);
+        if facts != observed.task_facts {
+            observed.task_facts = facts;
+            plan = plan::plan(def, &context.settings.env, &observed, &now);
+        }
+        plan.status.extend(statuses);
+    }
+
+    for step in &plan.steps {
+        match apply_step(context, step, &observed).await {
+            Ok(outcome) => {
+                if outcome.wrote() {
+                    context.metrics.wrote(&context.name, step.operand.kind());
+                    tracing::info!(object = %step.operand.key(), ?outcome, "applied");
+                }
+                report(context, &step.operand, outcome, step.recreate).await;
+            }
+            Err(error)
+                if step.group == Group::ServiceMonitor && error.category() == "not-found" =>
+            {
+                // The CRD went away after we saw it: nothing to monitor with.
+                tracing::debug!(%error, "ServiceMonitor not applied");
+            }
+            Err(error) => {
+                failures.push((Some(step.group), error.category(), error.to_string()));
+            }
+        }
+    }
+    if let Some(patch) = &plan.observed_config {
+        match write_observed_config(context, patch).await {
+            Ok(()) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/observedConfig"),
+            Err(error) => failures.push((None, "api", error)),
+        }
+    }
+    for deletion in &plan.deletions {
+        match delete(context, deletion).await {
+            Ok(true) => context.metrics.wrote(&context.name, "delete"),
+            Ok(false) => {}
+            Err((category, message)) => failures.push((Some(deletion.group), category, message)),
+        }
+    }
+    // Once every operand is in place, what the replaced operator left under other names goes.
+    if failures.is_empty()
+        && !plan.steps.is_empty()
+        && !context.def.adopt_from.is_empty()
+        && !context
+            .leftovers_swept
+            .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        match sweep_leftovers(context, &plan.steps, &observed).await {
+            Ok(()) => context
+                .leftovers_swept
+                .store(true, std::sync::atomic::Ordering::SeqCst),
+            Err(errors) => failures.extend(
+                errors
+                    .into_iter()
+                    .map(|(category, message)| (Some(Group::Static), category, message)),
+            ),
+        }
+    }
+    if let Some(finalizers) = &plan.finalizers {
+        match set_finalizers(context, &observed, finalizers).await {
+            Ok(()) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/finalizers"),
+            Err(error) => failures.push((None, "api", error)),
+        }
+    }
+    for group in Group::ALL {
+        let messages: Vec<&str> = failures
+            .iter()
+            .filter(|(g, _, _)| *g == Some(group))
+            .map(|(_, _, m)| m.as_str())
+            .collect();
+        if !messages.is_empty() {
+            plan::set_degraded(&mut plan.status, def, group, &messages.join("\n"));
+        }
+    }
+    for part in &plan.status {
+        match context
+            .status_writes
+            .apply::<ClusterCSIDriver>(
+                &context.client,
+                &part.controller,
+                &def.name,
+                &part.part,
+                observed.cluster_csi_driver.as_ref(),
+                &now,
+            )
+            .await
+        {
+            Ok(true) => context
+                .metrics
+                .wrote(&context.name, "ClusterCSIDriver/status"),
+            Ok(false) => {}
+            Err(error) => failures.push((None, error.category(), error.to_string())),
+        }
+    }
+    if let Some((_, category, _)) = failures.first() {
+        return Err(Failure::Sync {
+            driver: def.short_name.clone(),
+            category,
+            messages: failures.into_iter().map(|(_, _, m)| m).collect(),
+        });
+    }
+    let again = context
+        .probe
+        .as_ref()
+        .map(|p| p.interval)
+        .into_iter()
+        .chain(context.tasks.iter().map(|t| t.interval))
+        .chain(plan.requeue)
+        .min();
+    Ok(again)
+}
+
+fn find<'a, K: Resource + 'a>(objects: &'a [Arc<K>], object: &K) -> Option<&'a K> {
+    objects
+        .iter()
+        .find(|o| {
+            o.meta().name == object.meta().name && o.meta().namespace == object.meta().namespace
+        })
+        .map(AsRef::as_ref)
+}
+
+async fn apply_step(
+    context: &Context,
+    step: &Step,
+    observed: &Observed,
+) -> Result<Outcome, ApplyError> {
+    let Some(applier) = context.appliers.get(&step.group) else {
+        return Ok(Outcome::Unchanged);
+    };
+    let ops = &observed.operands;
+    match &step.operand {
+        Operand::ServiceAccount(o) => applier.apply(o, find(&ops.service_accounts, o)).await,
+        Operand::ClusterRole(o) => applier.apply(o, find(&ops.cluster_roles, o)).await,
+        Operand::ClusterRoleBinding(o) => {
+            applier.apply(o, find(&ops.cluster_role_bindings, o)).await
+        }
+        Operand::Role(o) => applier.apply(o, find(&ops.roles, o)).await,
+        Operand::RoleBinding(o) => applier.apply(o, find(&ops.role_bindings, o)).await,
+        Operand::ConfigMap(o) => applier.apply(o, find(&ops.config_maps, o)).await,
+        Operand::Secret(o) => {
+            let current = observed
+                .cluster
+                .derived_secrets
+                .iter()
+                .find(|s| s.metadata.name == o.metadata.name);
+            applier.apply(o, current).await
+        }
+        Operand::CSIDriver(o) => {
+            if step.recreate {
+                // Immutable fields of its spec changed (see `csi_kit::replace`): delete and
+                // create it anew.
+                delete_if_present(
+                    &Api::<CSIDriver>::all(context.client.clone()),
+                    &o.name_any(),
+                    &DeleteParams::background(),
+                )
+                .await
+                .map_err(|source| ApplyError {
+                    kind: "CSIDriver".into(),
+                    object: o.name_any(),
+                    source,
+                })?;
+                applier.apply(o, None).await
+            } else {
+                applier.apply(o, ops.csi_driver.as_ref()).await
+            }
+        }
+        Operand::Service(o) => applier.apply(o, find(&ops.services, o)).await,
+        Operand::NetworkPolicy(o) => applier.apply(o, find(&ops.network_policies, o)).await,
+        Operand::PodDisruptionBudget(o) => {
+            applier.apply(o, find(&ops.pod_disruption_budgets, o)).await
+        }
+        Operand::Deployment(o) => applier.apply(o, find(&ops.deployments, o)).await,
+        Operand::DaemonSet(o) => applier.apply(o, find(&ops.daemon_sets, o)).await,
+        Operand::StorageClass(o) => {
+            if step.recreate {
+                // Immutable fields changed (the plan decided, see `csi_kit::replace`): delete
+                // and create it anew. A failed apply never deletes anything.
+                tracing::info!(class = %o.name_any(), "replacing StorageClass");
+                delete_if_present(
+                    &Api::<StorageClass>::all(context.client.clone()),
+                    &o.name_any(),
+                    &DeleteParams::background(),
+                )
+                .await
+                .map_err(|source| ApplyError {
+                    kind: "StorageClass".into(),
+                    object: o.name_any(),
+                    source,
+                })?;
+                applier.apply(o, None).await
+            } else {
+                applier.apply(o, find(&ops.storage_classes, o)).await
+            }
+        }
+        Operand::Dynamic(value) => {
+            let error = |source| ApplyError {
+                kind: value["kind"].as_str().unwrap_or_default().to_owned(),
+                object: step.operand.key(),
+                source,
+            };
+            let Some(kind) = value["kind"].as_str().and_then(OptionalKind::of_kind) else {
+                return Ok(Outcome::Unchanged);
+            };
+            let desired: DynamicObject = serde_json::from_value(value.clone())
+                .map_err(|e| error(kube::Error::SerdeError(e)))?;
+            let existing = observed
+                .operands
+                .optional
+                .get(&kind)
+                .and_then(|o| o.objects.as_ref())
+                .and_then(|objects| {
+                    objects.iter().find(|o| {
+                        o.metadata.name == desired.metadata.name
+                            && o.metadata.namespace == desired.metadata.namespace
+                    })
+                })
+                .map(AsRef::as_ref);
+            applier
+                .apply_dynamic(&kind.api_resource(), &desired, existing)
+                .await
+        }
+    }
+}
+
+/// Records an Event for a restored operand: fields someone else changed, or an object someone
+/// deleted. A failure to record is logged, never fatal.
+async fn report(context: &Context, operand: &Operand, outcome: Outcome, recreated: bool) {
+    let key = operand.key();
+    let previously_applied = {
+        let Ok(mut applied) = context.applied.lock() else {
+            return;
+        };
+        !applied.insert(key.clone())
+    };
+    let (reason, note) = match outcome {
+        Outcome::DriftRestored => (
+            "OperandDriftRestored",
+            format!(
+                "{key}: fields managed by the operator were changed by someone else and have been restored"
+            ),
+        ),
+        Outcome::Created if previously_applied || recreated => (
+            "OperandRecreated",
+            format!("{key}: the object was missing or had to be replaced and has been recreated"),
+        ),
+        _ => return,
+    };
+    let value = operand.to_value();
+    let reference = ObjectReference {
+        api_version: value["apiVersion"].as_str().map(str::to_owned),
+        kind: value["kind"].as_str().map(str::to_owned),
+        name: value["metadata"]["name"].as_str().map(str::to_owned),
+        namespace: value["metadata"]["namespace"].as_str().map(str::to_owned),
+        ..ObjectReference::default()
+    };
+    tracing::info!(object = %key, reason, "restored operand");
+    opkit::events::record(
+        &context.recorder,
+        &reference,
+        EventType::Normal,
+        reason,
+        "Apply",
+        note,
+    )
+    .await;
+}
+
+/// Writes the config observer's `spec.observedConfig` change and records it as an Event, as
+/// library-go's `ObservedConfigChanged`.
+async fn write_observed_config(context: &Context, patch: &serde_json::Value) -> Result<(), String> {
+    let api: Api<ClusterCSIDriver> = Api::all(context.client.clone());
+    let params = PatchParams {
+        field_manager: Some(format!(
+            "{}/{}",
+            opkit::apply::FIELD_MANAGER_PREFIX,
+            config_observer::CONFIG_OBSERVER
+        )),
+        ..PatchParams::default()
+    };
+    let body = serde_json::json!({"spec": {"observedConfig": patch}});
+    let driver = api
+        .patch(&context.def.name, &params, &Patch::Merge(&body))
+        .await
+        .map_err(|e| {
+            format!(
+                "writing spec.observedConfig of ClusterCSIDriver {}: {e}",
+                context.def.name
+            )
+        })?;
+    tracing::info!(driver = %context.def.name, %patch, "observed config changed");
+    opkit::events::record(
+        &context.recorder,
+        &driver.object_ref(&()),
+        EventType::Normal,
+        "ObservedConfigChanged",
+        "Update",
+        format!("Writing updated observed config: {patch}"),
+    )
+    .await;
+    Ok(())
+}
+
+/// Lists, then deletes, the leftovers of one kind ([`leftovers::is_leftover`]); what failed.
+async fn sweep_kind(
+    context: &Context,
+    kind: leftovers::LeftoverKind,
+    ours: &BTreeSet<String>,
+    observed: &Observed,
+) -> Vec<(&'static str, String)> {
+    let resource = kind.api_resource();
+    let api: Api<DynamicObject> = if kind.cluster_scoped() {
+        Api::all_with(context.client.clone(), &resource)
+    } else {
+        Api::namespaced_with(context.client.clone(), &context.def.namespace, &resource)
+    };
+    let names: Vec<String> = match api.list(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .filter(|o| leftovers::is_leftover(&context.def, kind, &o.metadata, ours))
+            .map(ResourceExt::name_any)
+            .collect(),
+        Err(error) => {
+            return vec![(
+                opkit::apply::category(&error),
+                format!("listing {kind}s to find what the replaced operator left: {error}"),
+            )];
+        }
+    };
+    let mut failures = Vec::new();
+    for name in names {
+        match delete_if_present(&api, &name, &DeleteParams::background()).await {
+            Ok(false) => {}
+            Ok(true) => {
+                context.metrics.wrote(&context.name, "delete");
+                tracing::info!(%kind, name, "deleted what the replaced operator left");
+                let Some(driver) = &observed.cluster_csi_driver else {
+                    continue;
+                };
+                opkit::events::record(
+                    &context.recorder,
+                    &driver.object_ref(&()),
+                    EventType::Normal,
+                    "FormerOperandDeleted",
+                    "Delete",
+                    format!(
+                        "{kind} {name} was made by the operator this one replaces ({}) and has no counterpart among this operator's operands",
+                        context.def.adopt_from.join(", ")
+                    ),
+                )
+                .await;
+            }
+            Err(error) => failures.push((
+                opkit::apply::category(&error),
+                format!("deleting {kind} {name}, which the replaced operator left: {error}"),
+            )),
+        }
+    }
+    failures
+}
+
+/// Deletes what the operator this one replaces left under names ours does not use (see
+/// [`leftovers`]), for the kinds this driver renders (and so may list and delete).
+async fn sweep_leftovers(
+    context: &Context,
+    steps: &[Step],
+    observed: &Observed,
+) -> Result<(), Vec<(&'static str, String)>> {
+    let ours: BTreeSet<String> = steps
+        .iter()
+        .map(|step| format!("{}/{}", step.operand.kind(), step.operand.name()))
+        .collect();
+    let rendered: BTreeSet<&str> = steps.iter().map(|s| s.operand.kind()).collect();
+    let mut failures = Vec::new();
+    for kind in leftovers::LeftoverKind::ALL
+        .into_iter()
+        .filter(|k| rendered.contains(k.name()))
+    {
+        failures.extend(sweep_kind(context, kind, &ours, observed).await);
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures)
+    }
+}
+
+/// Deletes what `deletion` names; whether it was there to delete.
+async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'static str, String)> {
+    let ns = context.def.namespace.as_str();
+    let client = context.client.clone();
+    let name = deletion.name.as_str();
+    let params = DeleteParams::background();
+    let result = match deletion.kind {
+        DeleteKind::StorageClass => {
+            delete_if_present(&Api::<StorageClass>::all(client), name, &params).await
+        }
+        DeleteKind::CSIDriver => {
+            delete_if_present(&Api::<CSIDriver>::all(client), name, &params).await
+        }
+        DeleteKind::Deployment => {
+            delete_if_present(&Api::<Deployment>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::DaemonSet => {
+            delete_if_present(&Api::<DaemonSet>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::ConfigMap => {
+            delete_if_present(&Api::<ConfigMap>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::ServiceAccount => {
+            delete_if_present(
+                &Api::<ServiceAccount>::namespaced(client, ns),
+                name,
+                &params,
+            )
+            .await
+        }
+        DeleteKind::Role => {
+            delete_if_present(&Api::<Role>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::RoleBinding => {
+            delete_if_present(&Api::<RoleBinding>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::ClusterRole => {
+            delete_if_present(&Api::<ClusterRole>::all(client), name, &params).await
+        }
+        DeleteKind::ClusterRoleBinding => {
+            delete_if_present(&Api::<ClusterRoleBinding>::all(client), name, &params).await
+        }
+        DeleteKind::Service => {
+            delete_if_present(&Api::<Service>::namespaced(client, ns), name, &params).await
+        }
+        DeleteKind::PodDisruptionBudget => {
+            delete_if_present(
+                &Api::<PodDisruptionBudget>::namespaced(client, ns),
+                name,
+                &params,
+            )
+            .await
+        }
+        DeleteKind::NetworkPolicy => {
+            delete_if_present(&Api::<NetworkPolicy>::namespaced(client, ns), name, &params).await
+        }
+    };
+    tracing::info!(kind = ?deletion.kind, name, ok = result.is_ok(), "deleted");
+    result.map_err(|error| {
+        (
+            "api",
+            format!("deleting {:?} {name}: {error}", deletion.kind),
+        )
+    })
+}
+
+async fn set_finalizers(
+    context: &Context,
+    observed: &Observed,
+    finalizers: &[String],
+) -> Result<(), String> {
+    let Some(driver) = &observed.cluster_csi_driver else {
+        return Ok(());
+    };
+    // The resourceVersion makes this a compare-and-swap: a stale cache gets a 409 and a retry.
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": driver.metadata.resource_version,
+        }
+    });
+    Api::<ClusterCSIDriver>::all(context.client.clone())
+        .patch(
+            &context.def.name,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|error| {
+            format!(
+                "setting the finalizers of ClusterCSIDriver {}: {error}",
+                context.def.name
+            )
+        })
+}
