@@ -19,63 +19,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use serde::{Deserialize, Serialize};
 
-use crate::def::DriverDef;
+use crate::def::{DerivedConfigMapDef, DriverDef};
 use crate::hash;
 use crate::inputs::Inputs;
 use crate::names;
-
-/// Generates the operand ConfigMap's data from the source ConfigMap's: `text` is the value of
-/// the source's key, `data` every key of the source (for companions such as a CA bundle).
-/// An error says what is wrong with the source, for the Degraded message.
-pub type ConfigMapGenerator = fn(
-    inputs: &Inputs,
-    text: &str,
-    data: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, String>;
-
-/// Where a derived ConfigMap's input comes from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ConfigMapSourceDef {
-    /// The source's namespace (e.g. `openshift-config`).
-    pub namespace: String,
-    /// The source's name (e.g. `cloud-provider-config`).
-    pub name: String,
-    /// The key holding the text the generator reads (e.g. `config`).
-    pub key: String,
-}
-
-impl ConfigMapSourceDef {
-    /// `namespace/name`, the key of [`Inputs::source_config_maps`].
-    pub fn id(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-}
-
-/// An operand ConfigMap (or Secret) derived from a source ConfigMap.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DerivedConfigMapDef {
-    /// The operand object's name, in the driver namespace.
-    pub name: String,
-    /// Whether the object is a Secret rather than a ConfigMap: for a generated file that holds
-    /// the driver's credentials (its generator reads them from [`Inputs::credentials`]). Pods
-    /// mount it as a `secret` volume; its hash rolls them as a ConfigMap's does.
-    #[serde(default)]
-    pub secret: bool,
-    /// Its source.
-    pub source: ConfigMapSourceDef,
-    /// Source data that offline renders ([`Inputs::offline`], `storage-operator render`)
-    /// use, so a render shows the generated object; never used by the operator.
-    #[serde(default)]
-    pub example: BTreeMap<String, String>,
-    /// The generator; without one the source's data is copied as it is. Set by the driver
-    /// module, not part of the table.
-    #[serde(skip)]
-    pub generate: Option<ConfigMapGenerator>,
-}
 
 /// Why a derived ConfigMap could not be generated. The message names the source, the key and
 /// what to fix.
@@ -131,13 +79,6 @@ impl DerivedConfigMapError {
             | Self::MissingKey { name, .. }
             | Self::Invalid { name, .. } => name,
         }
-    }
-}
-
-impl DerivedConfigMapDef {
-    /// `Secret` or `ConfigMap`, for messages.
-    pub fn kind(&self) -> &'static str {
-        if self.secret { "Secret" } else { "ConfigMap" }
     }
 }
 
@@ -402,6 +343,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::def::ConfigMapSourceDef;
     use crate::inputs::Topology;
 
     fn def() -> DriverDef {

@@ -9,8 +9,6 @@ use std::str::FromStr;
 use api::config_v1::{PlatformStatus, ProxyStatus, TopologyMode};
 use api::operator_v1::{ClusterCSIDriverSpec, LogLevel};
 
-use crate::def::{DriverDef, ImageDef, Images};
-
 /// Where the controller pods may run and how many of them there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Topology {
@@ -140,36 +138,6 @@ pub struct ResolvedImages {
     pub liveness_probe: String,
     /// kube-rbac-proxy.
     pub kube_rbac_proxy: String,
-}
-
-/// An image from the operator's environment variable when set and not empty, else its default.
-pub fn resolve(image: &ImageDef, env: &BTreeMap<String, String>) -> String {
-    env.get(&image.env)
-        .filter(|v| !v.trim().is_empty())
-        .cloned()
-        .unwrap_or_else(|| image.default.clone())
-}
-
-impl ResolvedImages {
-    /// Resolves every image of `images` from `env` (the operator's environment, passed in).
-    pub fn from_env(images: &Images, env: &BTreeMap<String, String>) -> Self {
-        let pick = |image: &ImageDef| {
-            env.get(&image.env)
-                .filter(|v| !v.trim().is_empty())
-                .cloned()
-                .unwrap_or_else(|| image.default.clone())
-        };
-        Self {
-            driver: pick(&images.driver),
-            provisioner: pick(&images.provisioner),
-            attacher: pick(&images.attacher),
-            resizer: pick(&images.resizer),
-            snapshotter: pick(&images.snapshotter),
-            node_driver_registrar: pick(&images.node_driver_registrar),
-            liveness_probe: pick(&images.liveness_probe),
-            kube_rbac_proxy: pick(&images.kube_rbac_proxy),
-        }
-    }
 }
 
 /// Optional CustomResourceDefinitions; objects of a missing kind are not built.
@@ -361,77 +329,11 @@ pub struct Inputs {
     pub host_fips: bool,
     /// The short-lived token role (an AWS IAM role ARN) of each CredentialsRequest, by request
     /// name, where the operator's environment sets the request's role variable (see
-    /// `operator::credentials::role_variable`): the request then asks for STS credentials.
+    /// `credentials::role_variable`): the request then asks for STS credentials.
     pub token_roles: BTreeMap<String, String>,
 }
 
 impl Inputs {
-    /// Inputs with nothing observed yet: default spec (Managed, Normal), no cluster ID, no
-    /// proxy, no CA bundle, no hashes, no optional CRDs, no StorageClasses. Images come from
-    /// `env`.
-    pub fn new(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
-        Self {
-            spec: ClusterCSIDriverSpec::default(),
-            topology,
-            cluster_id: None,
-            platform_status: None,
-            proxy: ProxyStatus::default(),
-            trusted_ca_bundle: false,
-            secret_hashes: BTreeMap::new(),
-            credentials: SecretData::default(),
-            config_map_hashes: BTreeMap::new(),
-            images: ResolvedImages::from_env(&def.images, env),
-            extra_images: def
-                .extra_images
-                .iter()
-                .map(|(role, image)| (role.clone(), resolve(image, env)))
-                .collect(),
-            crds: OptionalCrds::default(),
-            storage_classes: Vec::new(),
-            csi_driver_ephemeral_profile: None,
-            tls: ServingTls::default(),
-            copied_config_maps: BTreeMap::new(),
-            source_config_maps: BTreeMap::new(),
-            probe_facts: Vec::new(),
-            task_facts: BTreeMap::new(),
-            platform_spec: None,
-            host_fips: false,
-            token_roles: def
-                .credentials
-                .iter()
-                .chain(&def.node_credentials)
-                .filter_map(|c| c.credentials_request.as_ref())
-                .filter_map(|r| {
-                    let role = env
-                        .get(crate::credentials::role_variable(r))
-                        .filter(|v| !v.trim().is_empty())?;
-                    Some((r.name.clone(), role.trim().to_owned()))
-                })
-                .collect(),
-        }
-    }
-
-    /// Inputs for offline rendering: as [`Inputs::new`], plus every optional CRD on OpenShift
-    /// topologies (none on plain Kubernetes) and the example sources of derived ConfigMaps.
-    pub fn offline(def: &DriverDef, topology: Topology, env: &BTreeMap<String, String>) -> Self {
-        let mut inputs = Self::new(def, topology, env);
-        if topology.is_openshift() {
-            inputs.crds = OptionalCrds::all();
-        }
-        inputs.probe_facts = def.probe_example.clone();
-        inputs.task_facts = def.task_examples.clone();
-        if let Some(credentials) = &def.credentials {
-            inputs.credentials = SecretData(credentials.example.clone());
-        }
-        for derived in def.config_maps.iter().filter(|d| !d.example.is_empty()) {
-            inputs
-                .source_config_maps
-                .entry(derived.source.id())
-                .or_insert_with(|| derived.example.clone());
-        }
-        inputs
-    }
-
     /// The operand log level with the API default applied.
     pub fn log_level(&self) -> LogLevel {
         self.spec.operator.log_level()
@@ -444,83 +346,10 @@ impl Inputs {
 }
 
 /// Pure conversions the `observe` step uses to turn cached API objects into [`Inputs`] fields.
-pub mod from_objects {
-    use k8s_openapi::api::core::v1::{ConfigMap, Node};
-    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
-    use serde_json::Value;
+pub mod from_objects;
 
-    use super::{ExistingStorageClass, ServingTls, Topology};
-    use crate::names;
-
-    /// The default-class annotation of an existing StorageClass.
-    pub fn existing_storage_class(class: &StorageClass) -> ExistingStorageClass {
-        ExistingStorageClass {
-            name: class.metadata.name.clone().unwrap_or_default(),
-            default_annotation: class
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(names::DEFAULT_STORAGE_CLASS_ANNOTATION).cloned()),
-        }
-    }
-
-    /// Whether the trusted CA bundle ConfigMap has been filled in (has `ca-bundle.crt`).
-    pub fn has_ca_bundle(config_map: &ConfigMap) -> bool {
-        config_map
-            .data
-            .as_ref()
-            .is_some_and(|d| d.contains_key("ca-bundle.crt"))
-    }
-
-    /// The inline-volume profile label of the existing CSIDriver, which an admin may have set.
-    pub fn ephemeral_profile(driver: &CSIDriver) -> Option<String> {
-        driver
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(names::EPHEMERAL_PROFILE_LABEL).cloned())
-    }
-
-    /// The proxies' TLS settings from the ClusterCSIDriver's `spec.observedConfig`
-    /// (`targetcsiconfig.servingInfo.minTLSVersion` / `.cipherSuites`, as OpenShift's config
-    /// observer writes them). Missing parts leave kube-rbac-proxy's defaults.
-    pub fn serving_tls(observed_config: Option<&Value>) -> ServingTls {
-        let serving = observed_config
-            .and_then(|c| c.get("targetcsiconfig"))
-            .and_then(|c| c.get("servingInfo"));
-        ServingTls {
-            min_version: serving
-                .and_then(|s| s.get("minTLSVersion"))
-                .and_then(Value::as_str)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned),
-            cipher_suites: serving
-                .and_then(|s| s.get("cipherSuites"))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The topology of a plain Kubernetes cluster from its nodes: control-plane nodes are those
-    /// labelled `node-role.kubernetes.io/control-plane` (or the older `.../master`).
-    pub fn kubernetes_topology(nodes: &[Node]) -> Topology {
-        let control_plane_nodes = nodes.iter().any(|n| {
-            n.metadata.labels.as_ref().is_some_and(|l| {
-                l.contains_key("node-role.kubernetes.io/control-plane")
-                    || l.contains_key("node-role.kubernetes.io/master")
-            })
-        });
-        Topology::Kubernetes {
-            control_plane_nodes,
-        }
-    }
-}
+mod for_driver;
+pub use for_driver::resolve;
 
 /// What the operators read of a Node (its name, its `node-role.kubernetes.io/*` labels and its
 /// provider ID: the cluster's layout and platform on plain Kubernetes), the rest dropped so a
