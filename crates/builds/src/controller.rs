@@ -35,6 +35,7 @@ use opkit::controller::Queue;
 use opkit::metrics::Metrics;
 use opkit::runtime::{Informers, LoopConfig, ReconcileError, named, single};
 
+use crate::names::{BUILD_CRD, DEFAULT_SERVICE_ACCOUNT};
 use crate::phase::BUILD_CSI_VOLUMES_GATE;
 use crate::plan::{PodAction, REASON_CANNOT_CREATE_POD, plan, pod_name, status_patch};
 
@@ -42,12 +43,8 @@ use crate::plan::{PodAction, REASON_CANNOT_CREATE_POD, plan, pod_name, status_pa
 pub const CONTROLLER: &str = "storage-operator-builds";
 /// The label every build pod carries (the build's name).
 pub const BUILD_NAME_LABEL: &str = "openshift.io/build.name";
-/// The CRD that serves Builds on plain Kubernetes.
-pub const BUILD_CRD: &str = "builds.build.openshift.io";
 /// The builder image when none is given: OpenShift's (it reads the build from `BUILD`).
 pub const DEFAULT_BUILDER_IMAGE: &str = "quay.io/openshift/origin-docker-builder:latest";
-/// The ServiceAccount build pods run as when the build names none (OpenShift's).
-pub const DEFAULT_SERVICE_ACCOUNT: &str = "builder";
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 

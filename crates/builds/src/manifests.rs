@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use opkit::rbac::{MANAGE, READ, rule};
 use serde_json::Value;
 
-use crate::controller::BUILD_CRD;
+use crate::names::BUILD_CRD;
 
 /// The name of the controller's namespace, Deployment, ServiceAccount and RBAC objects.
 pub const NAME: &str = "storage-operator-builds";

@@ -308,7 +308,7 @@ pub fn build_pod(
                 .spec
                 .service_account
                 .clone()
-                .unwrap_or_else(|| crate::controller::DEFAULT_SERVICE_ACCOUNT.into()),
+                .unwrap_or_else(|| crate::names::DEFAULT_SERVICE_ACCOUNT.into()),
         ),
         restart_policy: Some("Never".into()),
         active_deadline_seconds: Some(

@@ -31,7 +31,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use crate::monitoring;
-use crate::plan::{self, Desired, OPERATOR_NAMESPACE};
+use crate::names::OPERATOR_NAMESPACE;
+use crate::plan::{self, Desired};
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
@@ -39,27 +40,9 @@ use crate::starter::{self, OPERATOR_IMAGE_ENV, StarterInputs};
 use crate::validator;
 use crate::vsphere_detector;
 
-/// The name of the operator's Deployment, ServiceAccount and RBAC objects.
-pub const NAME: &str = "cluster-storage-operator";
-
-/// Which cluster the manifests are for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flavour {
-    /// OpenShift: the CRDs and config objects exist; control-plane placement and priority.
-    OpenShift,
-    /// Plain Kubernetes: ships the CRDs it serves.
-    Kubernetes,
-}
-
-impl Flavour {
-    /// The directory under `deploy/`.
-    pub fn dir(self) -> &'static str {
-        match self {
-            Self::OpenShift => "openshift",
-            Self::Kubernetes => "kubernetes",
-        }
-    }
-}
+/// Defined in [`crate::names`], below every file that needs them; re-exported for the callers
+/// that name them here.
+pub use crate::names::{Flavour, NAME};
 
 fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     ObjectMeta {

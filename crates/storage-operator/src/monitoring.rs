@@ -31,7 +31,8 @@ use opkit::conditions::condition;
 use opkit::rbac::{READ, rule};
 use serde_json::{Value, json};
 
-use crate::plan::{OPERATOR_NAMESPACE, WriteFailure};
+use crate::failure::WriteFailure;
+use crate::names::{NAME, OPERATOR_NAMESPACE};
 
 /// The controller that applies the ServiceMonitor and PrometheusRule: its field manager is
 /// `storage-operator/StorageOperatorMonitoringController`, its condition
@@ -145,7 +146,7 @@ pub enum Seen {
 /// Whether an existing object is ours to apply over: one we applied, or one OpenShift's
 /// storage operator or the cluster-version-operator wrote (taken over in place).
 pub fn ours(meta: &ObjectMeta) -> bool {
-    crate::plan::ours_or_former(meta)
+    crate::ownership::ours_or_former(meta)
         || meta
             .managed_fields
             .iter()
@@ -227,7 +228,7 @@ pub fn build_service() -> Service {
                 target_port: Some(IntOrString::String("admin".into())),
                 ..Default::default()
             }]),
-            selector: Some([("name".to_owned(), crate::manifests::NAME.to_owned())].into()),
+            selector: Some([("name".to_owned(), NAME.to_owned())].into()),
             session_affinity: Some("None".into()),
             type_: Some("ClusterIP".into()),
             ..Default::default()
@@ -451,13 +452,7 @@ pub fn build_prometheus_rbac() -> (Role, RoleBinding) {
     let metadata = ObjectMeta {
         name: Some(PROMETHEUS_RBAC.into()),
         namespace: Some(OPERATOR_NAMESPACE.into()),
-        labels: Some(
-            [(
-                "app.kubernetes.io/name".to_owned(),
-                crate::manifests::NAME.to_owned(),
-            )]
-            .into(),
-        ),
+        labels: Some([("app.kubernetes.io/name".to_owned(), NAME.to_owned())].into()),
         ..Default::default()
     };
     let rules: Vec<PolicyRule> = vec![

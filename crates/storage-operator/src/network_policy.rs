@@ -32,8 +32,7 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::manifests::Flavour;
-use crate::plan::OPERATOR_NAMESPACE;
+use crate::names::{Flavour, NAME, OPERATOR_NAMESPACE};
 use crate::registry::DRIVER_NAMESPACE;
 
 /// The value of every opt-in label.
@@ -71,13 +70,7 @@ fn meta(name: &str, namespace: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.into()),
         namespace: Some(namespace.into()),
-        labels: Some(
-            [(
-                "app.kubernetes.io/name".to_owned(),
-                crate::manifests::NAME.to_owned(),
-            )]
-            .into(),
-        ),
+        labels: Some([("app.kubernetes.io/name".to_owned(), NAME.to_owned())].into()),
         ..Default::default()
     }
 }

@@ -31,7 +31,7 @@ use opkit::runtime::{Informers, NotSynced, named, single, snapshot};
 use serde::de::DeserializeOwned;
 
 use crate::monitoring;
-use crate::plan::OPERATOR_NAMESPACE;
+use crate::names::OPERATOR_NAMESPACE;
 use crate::registry::{DRIVER_NAMESPACE, driver_namespaces, registry};
 use crate::starter::STARTER_LABEL;
 use crate::validator;

@@ -18,7 +18,8 @@ use opkit::conditions::condition;
 use opkit::metrics::Metrics;
 use serde_json::json;
 
-use crate::plan::STARTER;
+use crate::failure::Failure;
+use crate::names::STARTER;
 use crate::registry::{DriverEntry, OlmPackage};
 
 /// How soon to look again while an adoption is under way.
@@ -52,8 +53,8 @@ pub fn annotation_keys(entry: &DriverEntry) -> (String, String) {
     )
 }
 
-fn failed(what: &str, source: kube::Error) -> crate::operator::Failure {
-    crate::operator::Failure::Create {
+fn failed(what: &str, source: kube::Error) -> Failure {
+    Failure::Create {
         kind: "OLM adoption".into(),
         name: what.into(),
         source,
@@ -71,7 +72,7 @@ pub async fn step(
     entry: &DriverEntry,
     storage: &Storage,
     metrics: &Metrics,
-) -> Result<Progress, crate::operator::Failure> {
+) -> Result<Progress, Failure> {
     let Some(OlmPackage {
         package,
         operator_deployment,
@@ -196,7 +197,7 @@ async fn record(
     client: &Client,
     metrics: &Metrics,
     annotations: &[(&str, Option<&str>)],
-) -> Result<(), crate::operator::Failure> {
+) -> Result<(), Failure> {
     let annotations: serde_json::Map<String, serde_json::Value> = annotations
         .iter()
         .map(|(k, v)| ((*k).to_owned(), json!(v)))

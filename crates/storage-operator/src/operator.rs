@@ -13,7 +13,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
 use opkit::apply::{Applier, ApplyError, FIELD_MANAGER_PREFIX, Outcome};
 use opkit::metrics::Metrics;
-use opkit::runtime::{LoopConfig, ReconcileError};
+use opkit::runtime::LoopConfig;
 use opkit::status::apply_status;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,60 +21,19 @@ use serde::de::DeserializeOwned;
 use crate::observe::{Apis, Caches, Observed, start_caches};
 use std::collections::BTreeMap;
 
+use crate::failure::{Failure, WriteFailure};
+use crate::names::{CLUSTER_OPERATOR, OPERATOR_NAMESPACE, STARTER};
 use crate::olm;
-use crate::plan::{
-    CLUSTER_OPERATOR, Desired, STARTER, Settings, WriteFailure, candidates, plan,
-    plan_with_failures,
-};
+use crate::plan::{Desired, Settings, candidates, plan, plan_with_failures};
 
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
-/// The field manager of OpenShift's cluster-storage-operator (its binary's name, as client-go
-/// derives a manager from the user agent), whose objects this operator adopts.
-pub const FORMER_OPERATOR: &str = "cluster-storage-operator";
 
+/// Defined in [`crate::names`], below every file that needs it; re-exported for the callers
+/// that name it here.
+pub use crate::names::FORMER_OPERATOR;
 /// The operator could not start.
 pub use opkit::runtime::StartError;
-
-/// A reconcile failed.
-#[derive(Debug, thiserror::Error)]
-pub enum Failure {
-    /// Applying an object failed.
-    #[error(transparent)]
-    Apply(#[from] ApplyError),
-    /// Deleting an object failed.
-    #[error("deleting {kind} {name}: {source}")]
-    Delete {
-        /// Its kind.
-        kind: String,
-        /// `namespace/name`.
-        name: String,
-        /// What the API server said.
-        #[source]
-        source: kube::Error,
-    },
-    /// Creating an object failed.
-    #[error("creating {kind} {name}: {source}")]
-    Create {
-        /// Its kind.
-        kind: String,
-        /// Its name.
-        name: String,
-        /// What the API server said.
-        #[source]
-        source: kube::Error,
-    },
-}
-
-impl ReconcileError for Failure {
-    fn category(&self) -> &'static str {
-        match self {
-            Self::Apply(error) => error.category(),
-            Self::Create { .. } => "create",
-            Self::Delete { source, .. } => opkit::apply::category(source),
-        }
-    }
-}
 
 /// Runs the cluster storage operator until `shutdown` completes.
 pub async fn run(
@@ -340,7 +299,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     for (kind, name) in &plan.delete_monitoring {
         let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
             context.client.clone(),
-            crate::plan::OPERATOR_NAMESPACE,
+            OPERATOR_NAMESPACE,
             &kind.api_resource(),
         );
         match opkit::apply::delete_if_present(&api, name, &Default::default()).await {
@@ -352,7 +311,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Err(source) => {
                 let failure = Failure::Delete {
                     kind: kind.kind().into(),
-                    name: format!("{}/{name}", crate::plan::OPERATOR_NAMESPACE),
+                    name: format!("{OPERATOR_NAMESPACE}/{name}"),
                     source,
                 };
                 tracing::warn!(error = %failure, "delete failed");

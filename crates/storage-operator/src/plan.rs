@@ -14,7 +14,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
 use opkit::conditions::condition;
@@ -23,9 +23,11 @@ use opkit::status::StatusPart;
 
 use crate::default_storage_class;
 use crate::driver_status::storage_conditions;
+use crate::failure::{WriteFailure, part_conditions, sync_error};
 use crate::monitoring;
 use crate::observe::Observed;
 use crate::olm;
+use crate::ownership::{NotOurs, ours_or_former, ours_to_apply};
 use crate::platform::{self, ClusterPlatform, Source};
 use crate::registry::{
     ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, MANAGED_CSIDRIVER_ANNOTATION, select,
@@ -34,12 +36,9 @@ use crate::starter::{self, STARTER_LABEL, StarterInputs};
 use crate::validator;
 use crate::vsphere_detector;
 
-/// The namespace this operator runs in.
-pub const OPERATOR_NAMESPACE: &str = "openshift-cluster-storage-operator";
-/// The ClusterOperator this operator reports to.
-pub const CLUSTER_OPERATOR: &str = "storage";
-/// The condition type prefix of this controller.
-pub const STARTER: &str = "CSIDriverStarter";
+/// Defined in [`crate::names`], below every file that needs them; re-exported for the callers
+/// that name them here.
+pub use crate::names::{CLUSTER_OPERATOR, OPERATOR_NAMESPACE, STARTER};
 
 /// What the operator was configured with at start.
 #[derive(Clone, Debug)]
@@ -714,42 +713,6 @@ pub fn starter_objects(
     objects
 }
 
-/// An object this controller could not write in this pass, and what the API server (or the
-/// client) said: it shows in the status of the same pass (see [`plan_with_failures`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WriteFailure {
-    /// The object's kind.
-    pub kind: String,
-    /// `namespace/name`, or `name` for a cluster-scoped object.
-    pub object: String,
-    /// The whole error: what was written, and the server's answer.
-    pub message: String,
-}
-
-impl From<&crate::operator::Failure> for WriteFailure {
-    fn from(failure: &crate::operator::Failure) -> Self {
-        match failure {
-            crate::operator::Failure::Apply(error) => error.into(),
-            crate::operator::Failure::Create { kind, name, .. }
-            | crate::operator::Failure::Delete { kind, name, .. } => Self {
-                kind: kind.clone(),
-                object: name.clone(),
-                message: failure.to_string(),
-            },
-        }
-    }
-}
-
-impl From<&opkit::apply::ApplyError> for WriteFailure {
-    fn from(error: &opkit::apply::ApplyError) -> Self {
-        Self {
-            kind: error.kind.clone(),
-            object: error.object.clone(),
-            message: error.to_string(),
-        }
-    }
-}
-
 impl Desired {
     /// The object's kind and `namespace/name` (or `name`), as [`WriteFailure`] names it.
     pub fn key(&self) -> (&'static str, String) {
@@ -818,66 +781,12 @@ impl Desired {
     }
 }
 
-/// Managers whose entries do not make an object someone else's: the cluster's own
-/// controllers, which add to objects whoever made them (on OpenShift, a ServiceAccount's image
-/// pull secrets).
-const PLATFORM_MANAGERS: [&str; 2] = ["kube-controller-manager", "openshift-controller-manager"];
-
-/// Whether an object of a fixed name is ours to apply: absent, applied by us, written by the
-/// operator ours replaces (whose fields the applier takes over on the first apply), or holding
-/// no field anyone else set. The last is how kube-apiserver keeps an object created with
-/// nothing but its name (OpenShift's operator creates its ServiceAccounts so): with no
-/// `managedFields` at all, since it keeps no empty entry; applying ours over it overwrites
-/// nothing. Anything else was made by someone else and is left as it is.
-pub(crate) fn ours_to_apply(meta: Option<&ObjectMeta>) -> bool {
-    let Some(meta) = meta else {
-        return true;
-    };
-    let mut others = meta
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter(|e| e.subresource.as_deref().unwrap_or_default().is_empty())
-        .filter_map(|e| e.manager.as_deref())
-        .filter(|m| !PLATFORM_MANAGERS.contains(m));
-    ours_or_former(meta) || others.next().is_none()
-}
-
-/// Whether one of our controllers applied the object, or the operator ours replaces wrote it
-/// (OpenShift's, whose fields the applier takes over): proof enough to delete it.
-pub(crate) fn ours_or_former(meta: &ObjectMeta) -> bool {
-    opkit::ownership::applied_by_us(meta)
-        || meta
-            .managed_fields
-            .iter()
-            .flatten()
-            .any(|e| e.manager.as_deref() == Some(crate::operator::FORMER_OPERATOR))
-}
-
-/// An object of a fixed name that someone else made, so it is not applied: a part reports it
-/// as Degraded, naming the object and what to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotOurs {
-    /// The object's kind.
-    pub kind: &'static str,
-    /// `namespace/name`, or `name` for a cluster-scoped object.
-    pub object: String,
-}
-
 impl NotOurs {
+    /// The report of `desired`'s object, made by someone else. [`Desired`] is the plan's, so
+    /// this constructor lives here rather than in [`crate::ownership`].
     fn of(desired: &Desired) -> Self {
         let (kind, object) = desired.key();
         Self { kind, object }
-    }
-
-    /// What status says about it.
-    pub fn message(&self) -> String {
-        format!(
-            "{} {} exists and was made neither by this operator nor by OpenShift's \
-             cluster-storage-operator, so it is left as it is: delete it to let the operator \
-             create its own",
-            self.kind, self.object
-        )
     }
 }
 
@@ -1172,42 +1081,6 @@ fn detector_existing<'a>(
     }
 }
 
-/// The Degraded conditions of a part made of static objects and a Deployment, given the
-/// part's own failed writes of this pass (`failures`): its static objects' Degraded
-/// (`static_degraded`: False, or SyncError listing what failed), and the Deployment's
-/// conditions as observed (`deployment_conditions`) with their `deployment_degraded` replaced
-/// by SyncError when the Deployment itself could not be written.
-pub(crate) fn part_conditions(
-    static_degraded: &str,
-    deployment_degraded: &str,
-    mut deployment_conditions: Vec<OperatorCondition>,
-    failures: &[&WriteFailure],
-) -> (OperatorCondition, Vec<OperatorCondition>) {
-    let (deployment_failures, static_failures): (Vec<&WriteFailure>, Vec<&WriteFailure>) =
-        failures.iter().partition(|f| f.kind == "Deployment");
-    if !deployment_failures.is_empty() {
-        deployment_conditions.retain(|c| c.type_ != deployment_degraded);
-        deployment_conditions.push(sync_error(deployment_degraded.into(), &deployment_failures));
-    }
-    let static_condition = if static_failures.is_empty() {
-        condition(static_degraded, ConditionStatus::False, "AsExpected", "")
-    } else {
-        sync_error(static_degraded.into(), &static_failures)
-    };
-    (static_condition, deployment_conditions)
-}
-
-/// `<type_>=True` with reason `SyncError`, listing what failed.
-fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
-    let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
-    condition(
-        type_,
-        ConditionStatus::True,
-        "SyncError",
-        message.join("\n"),
-    )
-}
-
 fn start_driver(
     entry: &DriverEntry,
     def: &csi_kit::DriverDef,
@@ -1364,63 +1237,6 @@ mod tests {
         })
     }
 
-    #[test]
-    fn an_object_is_someone_elses_only_when_someone_else_set_a_field_of_it() {
-        let meta = |entries: serde_json::Value| -> ObjectMeta {
-            serde_json::from_value(json!({"name": "x", "managedFields": entries})).unwrap()
-        };
-        let entry = |manager: &str, operation: &str, subresource: Option<&str>| {
-            let mut e = json!({"manager": manager, "operation": operation, "apiVersion": "v1",
-                "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}});
-            if let Some(s) = subresource {
-                e["subresource"] = s.into();
-            }
-            e
-        };
-        let cases = [
-            (json!(null), true, "created with its name only"),
-            (
-                json!([entry("storage-operator/CSIDriverStarter", "Apply", None)]),
-                true,
-                "ours",
-            ),
-            (
-                json!([entry("cluster-storage-operator", "Update", None)]),
-                true,
-                "the former operator's",
-            ),
-            (
-                json!([
-                    entry("openshift-controller-manager", "Update", None),
-                    entry("kube-controller-manager", "Update", Some("status"))
-                ]),
-                true,
-                "only the cluster's controllers added to it",
-            ),
-            (
-                json!([entry("helm", "Update", None)]),
-                false,
-                "someone else's",
-            ),
-            (
-                json!([
-                    entry(
-                        "storage-operator/CSIDriverStarter",
-                        "Update",
-                        Some("status")
-                    ),
-                    entry("kubectl-create", "Update", None)
-                ]),
-                false,
-                "a copy whose status we wrote",
-            ),
-        ];
-        for (entries, expected, what) in cases {
-            assert_eq!(ours_to_apply(Some(&meta(entries))), expected, "{what}");
-        }
-        assert!(ours_to_apply(None), "absent");
-    }
-
     /// Every condition type OpenShift's cluster storage operator (bb8d2fd) wrote on
     /// `Storage/cluster` of an AWS cluster is one ours writes: run on kube-apiserver v1.36.2
     /// (`../shared/k8s`) with OpenShift's config CRDs, an AWS Infrastructure, Proxy, APIServer,
@@ -1508,7 +1324,7 @@ mod tests {
         };
         let mut o = observed();
         let theirs = made_by("kubectl-create", "Update");
-        let former = made_by(crate::operator::FORMER_OPERATOR, "Update");
+        let former = made_by(crate::names::FORMER_OPERATOR, "Update");
         let ours = made_by("storage-operator/CSIDriverStarter", "Apply");
         o.validator.service_account = Some(
             serde_json::from_value(meta(
@@ -2406,7 +2222,7 @@ mod tests {
         assert!(detector_deployment(&kept).is_some(), "the rest is applied");
 
         let mut former = observed;
-        former.vsphere_detector.services = vec![service_by(crate::operator::FORMER_OPERATOR)];
+        former.vsphere_detector.services = vec![service_by(crate::names::FORMER_OPERATOR)];
         let taken = plan(&former, &with_detector_image(), &BTreeMap::new(), &now());
         assert!(has_service(&taken), "OpenShift's Service is taken over");
     }

@@ -32,7 +32,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use opkit::conditions::condition;
 use opkit::rbac::rule;
 
-use crate::plan::{NotOurs, OPERATOR_NAMESPACE, WriteFailure};
+use crate::failure::WriteFailure;
+use crate::names::OPERATOR_NAMESPACE;
+use crate::ownership::NotOurs;
 use crate::starter::STARTER_LABEL;
 
 /// The name of every object of the validator.
@@ -341,7 +343,7 @@ pub fn conditions(
 ) -> Vec<OperatorCondition> {
     let static_type = format!("{STATIC}Degraded");
     let deployment_type = format!("{DEPLOYMENT}Degraded");
-    let (static_degraded, mut workload) = crate::plan::part_conditions(
+    let (static_degraded, mut workload) = crate::failure::part_conditions(
         &static_type,
         &deployment_type,
         crate::starter::deployment_conditions(

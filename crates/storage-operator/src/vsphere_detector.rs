@@ -56,7 +56,8 @@ use opkit::conditions::condition;
 use opkit::rbac::{MANAGE, READ, rule};
 use serde_json::{Value, json};
 
-use crate::plan::{OPERATOR_NAMESPACE, WriteFailure};
+use crate::failure::WriteFailure;
+use crate::names::OPERATOR_NAMESPACE;
 use crate::starter::STARTER_LABEL;
 
 /// The Deployment's, ServiceAccount's and container's name.
@@ -805,7 +806,7 @@ pub fn conditions(
     let (config_failures, part_failures): (Vec<&WriteFailure>, Vec<&WriteFailure>) = failures
         .iter()
         .partition(|f| f.kind == "ConfigMap" && f.object == config_key);
-    let (static_degraded, workload) = crate::plan::part_conditions(
+    let (static_degraded, workload) = crate::failure::part_conditions(
         &format!("{STATIC}Degraded"),
         &format!("{DEPLOYMENT}Degraded"),
         crate::starter::deployment_conditions(

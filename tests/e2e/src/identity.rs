@@ -55,7 +55,7 @@ impl Identity {
     pub async fn service_account(admin: &Client, namespace: &str, name: &str) -> Self {
         let user = format!("system:serviceaccount:{namespace}:{name}");
         let token = service_account_token(admin, namespace, name, 3600).await;
-        let mut config = crate::admin_config()
+        let mut config = crate::cluster::admin_config()
             .await
             .unwrap_or_else(|m| panic!("{m}"));
         config.auth_info = AuthInfo {

@@ -1,6 +1,13 @@
 //! The end-to-end tests' harness: the cluster named by `E2E_KUBECONFIG`, the identities the
 //! operators run as there, and the waits a real API server needs.
 //!
+//! The files, bottom to top (a file uses only those below it): `cluster.rs` (the kubeconfig,
+//! the admin client, the logs), `identity.rs` (the operators' ServiceAccount clients and their
+//! refusals), this file (the waits, CRDs, the declared platform, [`Background`]), `install.rs`
+//! and `cleanup.rs` (putting the operators' objects in place and taking them away), then
+//! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `suite.rs` (the
+//! external storage suite's runner) uses none of them.
+//!
 //! The tests are `#[ignore]`d so that `cargo test --workspace` stays offline. `.ci/run` runs
 //! them against the real control plane of `../shared/k8s` (kube-apiserver and
 //! kube-controller-manager v1.36.2); by hand:
@@ -31,6 +38,7 @@
 //!   pod status to the kubelet; tests read them and assert what the operators make of them.
 
 pub mod cleanup;
+pub mod cluster;
 pub mod cso;
 pub mod driver;
 pub mod identity;
@@ -43,55 +51,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 
+pub use cluster::{KUBECONFIG_ENV, LOG_ENV, admin, admin_config};
 pub use identity::Identity;
-
-/// The environment variable naming the kubeconfig of the cluster to test against.
-pub const KUBECONFIG_ENV: &str = "E2E_KUBECONFIG";
 
 /// The field manager of what the harness itself writes.
 pub const MANAGER: &str = "e2e";
-
-/// The environment variable with the log filter of the operators under test (e.g.
-/// `csi=debug,opkit=debug`); unset, they log nothing.
-pub const LOG_ENV: &str = "E2E_LOG";
-
-/// Sends the in-process operators' logs to the test's output, filtered by [`LOG_ENV`], once
-/// per process; nothing when it is unset.
-fn init_logging() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if let Ok(filter) = std::env::var(LOG_ENV) {
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-                .with_test_writer()
-                .try_init();
-        }
-    });
-}
-
-/// The admin configuration of the e2e cluster, or a message saying how to provide one.
-pub async fn admin_config() -> Result<Config, String> {
-    let path = std::env::var(KUBECONFIG_ENV).map_err(|_| {
-        format!(
-            "set {KUBECONFIG_ENV} to the kubeconfig of a disposable cluster to run the e2e tests"
-        )
-    })?;
-    let kubeconfig = Kubeconfig::read_from(&path).map_err(|e| format!("reading {path}: {e}"))?;
-    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| format!("using {path}: {e}"))
-}
-
-/// The admin client of the e2e cluster: for setting the scene and cleaning up, never for the
-/// operators under test. Panics with how to provide a cluster when none is given.
-pub async fn admin() -> Client {
-    init_logging();
-    let config = admin_config().await.unwrap_or_else(|m| panic!("{m}"));
-    Client::try_from(config).unwrap_or_else(|e| panic!("connecting to the e2e cluster: {e}"))
-}
 
 /// Polls `check` every half second for up to two minutes; panics naming `what`, and every
 /// request the API server refused an operator meanwhile, on time-out.
