@@ -10,11 +10,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 use k8s_openapi::api::storage::v1::StorageClass;
 
-use crate::DriverError;
 use crate::common::{
     add_volume, driver_container, drop_missing_credentials, from_secret, literal, pod_spec,
     set_arg, set_env,
 };
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "aws-ebs";
@@ -39,7 +39,7 @@ const CA_BUNDLE_VOLUME: &str = "ca-bundle";
 
 /// The AWS EBS driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![
             with_tags,

@@ -10,12 +10,12 @@ use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{SecretVolumeSource, Volume, VolumeMount};
 
-use crate::DriverError;
 use crate::aws_ebs::with_region_and_endpoint;
 use crate::common::{
     driver_container, drop_missing_credentials, ds_pod_spec, from_secret, literal, pod_spec,
     set_arg, set_env,
 };
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "aws-efs";
@@ -34,7 +34,7 @@ const TABLE: &str = include_str!("aws_efs.yaml");
 
 /// The AWS EFS driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![
             with_tags,

@@ -42,8 +42,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::Value;
 
-use crate::DriverError;
 use crate::common::{driver_container, ds_pod_spec, literal, pod_spec, set_env, unprivileged};
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "azure-disk";
@@ -76,7 +76,7 @@ const INJECTOR_CREDENTIALS_DIR: &str = "/etc/azure/credentials";
 
 /// The Azure Disk driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![with_cloud_config],
         daemon_set: vec![with_cloud_config_on_nodes],

@@ -9,11 +9,11 @@ use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::storage::v1::StorageClass;
 
-use crate::DriverError;
 use crate::azure_disk::{
     CLOUD_CONFIG, OPENSHIFT_CONTROLLER_LAYOUT, OPENSHIFT_NODE_LAYOUT, mount_cloud_config_as,
 };
 use crate::common::{ds_pod_spec, pod_spec};
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "azure-file";
@@ -30,7 +30,7 @@ const TABLE: &str = include_str!("azure_file.yaml");
 
 /// The Azure File driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![with_cloud_config],
         daemon_set: vec![with_cloud_config_on_nodes],

@@ -8,7 +8,7 @@ use csi_kit::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::storage::v1::StorageClass;
 
-use crate::DriverError;
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "gcp-pd";
@@ -21,7 +21,7 @@ const TABLE: &str = include_str!("gcp_pd.yaml");
 
 /// The GCP PD driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![with_cluster_id_label, with_ambient_credentials],
         daemon_set: Vec::new(),

@@ -20,6 +20,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::Value;
@@ -340,23 +341,18 @@ pub async fn send_raw(
         .map_err(|_| format!("{what} timed out after {}s", REQUEST_TIMEOUT.as_secs()))?
 }
 
-/// `value` percent-encoded for a URL query or a form body (unreserved characters kept).
-pub fn form_encode(value: &str) -> String {
-    percent_encode(value, b"")
-}
+/// What a value in a URL query or path segment escapes: every byte but RFC 3986's unreserved
+/// characters (`A-Z a-z 0-9 - _ . ~`), so the value reads back as it was whatever it holds.
+pub const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
-/// `value` percent-encoded, keeping the unreserved characters and the bytes of `keep` (e.g.
-/// `:` in a path segment, where vCenter's URN IDs go as they are).
-pub fn percent_encode(value: &str, keep: &[u8]) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) || keep.contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+/// `value` percent-encoded for a URL query or path segment, keeping the unreserved characters
+/// only ([`NOT_UNRESERVED`]).
+pub fn percent_encode(value: &str) -> String {
+    utf8_percent_encode(value, NOT_UNRESERVED).to_string()
 }
 
 /// An error and its causes on one line (hyper's own message is terse).
@@ -377,9 +373,29 @@ mod tests {
 
     #[test]
     fn encoding_keeps_unreserved_characters_only() {
-        assert_eq!(form_encode("aZ09-_.~"), "aZ09-_.~");
-        assert_eq!(form_encode("urn:ibm:params"), "urn%3Aibm%3Aparams");
-        assert_eq!(form_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
-        assert_eq!(percent_encode("urn:a b", b":"), "urn:a%20b");
+        const KEEPING_COLONS: &AsciiSet = &NOT_UNRESERVED.remove(b':');
+        assert_eq!(percent_encode("aZ09-_.~"), "aZ09-_.~");
+        assert_eq!(percent_encode("urn:ibm:params"), "urn%3Aibm%3Aparams");
+        assert_eq!(percent_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+        assert_eq!(
+            utf8_percent_encode("urn:a b", KEEPING_COLONS).to_string(),
+            "urn:a%20b"
+        );
+    }
+
+    /// The same bytes the hand-written encoder gave before the crate replaced it, for every
+    /// ASCII character and a few beyond: letters, digits and `-_.~` as they are, every other
+    /// byte as `%XX` in capitals.
+    #[test]
+    fn encoding_escapes_every_byte_but_the_unreserved_in_capitals() {
+        for c in (0u8..0x80).map(char::from).chain(['é', '€', '😀']) {
+            let value = c.to_string();
+            let want = if c.is_ascii_alphanumeric() || "-_.~".contains(c) {
+                value.clone()
+            } else {
+                value.bytes().map(|b| format!("%{b:02X}")).collect()
+            };
+            assert_eq!(percent_encode(&value), want, "{c:?}");
+        }
     }
 }

@@ -34,9 +34,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 
-use crate::DriverError;
 use crate::common::ds_pod_spec;
 use crate::ibm_cloud::{self, Endpoints};
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "ibm-vpc-block";
@@ -72,7 +72,7 @@ const TABLE: &str = include_str!("ibm_vpc_block.yaml");
 
 /// The IBM VPC Block driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         daemon_set: vec![with_labelled_nodes_only],
         storage_class: vec![with_encryption_key],

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use csi_kit::derived::ini;
 use csi_kit::{DriverDef, Inputs};
 
-use crate::DriverError;
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "openstack-cinder";
@@ -58,7 +58,7 @@ const TABLE: &str = include_str!("openstack_cinder.yaml");
 
 /// The Cinder driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     for derived in &mut def.config_maps {
         derived.generate = Some(generate_cloud_conf);
     }

@@ -58,8 +58,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Api;
 
-use crate::DriverError;
 use crate::openstack_api::{self, Cloud, Tls};
+use crate::table::DriverError;
 use csi_kit::HookError;
 
 /// The short name.
@@ -90,7 +90,7 @@ const TABLE: &str = include_str!("openstack_manila.yaml");
 
 /// The Manila driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![with_nfs_controller_plugin],
         daemon_set: vec![with_node_plugin_layout],

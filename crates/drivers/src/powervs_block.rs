@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::{ContainerPort, HTTPGetAction, PodSpec, Probe};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::DriverError;
 use crate::common::{
     driver_container, ds_pod_spec, from_secret, literal, pod_spec, set_env, unprivileged,
 };
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "powervs-block";
@@ -34,7 +34,7 @@ const API_KEY: &str = "ibmcloud_api_key";
 
 /// The PowerVS Block driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
         deployment: vec![with_api_key_and_node_updater, with_service_endpoints],
         daemon_set: vec![with_api_key_on_nodes, with_service_endpoints_on_nodes],

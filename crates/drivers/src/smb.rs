@@ -3,7 +3,7 @@
 
 use csi_kit::DriverDef;
 
-use crate::DriverError;
+use crate::table::DriverError;
 
 /// The short name.
 pub const SHORT_NAME: &str = "smb";
@@ -14,5 +14,5 @@ const TABLE: &str = include_str!("smb.yaml");
 
 /// The SMB driver (data only).
 pub fn def() -> Result<DriverDef, DriverError> {
-    crate::parse_table(SHORT_NAME, TABLE)
+    crate::table::parse(SHORT_NAME, TABLE)
 }

@@ -21,9 +21,10 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Request, StatusCode};
+use percent_encoding::{AsciiSet, utf8_percent_encode};
 use serde_json::{Value, json};
 
-use crate::http::{HttpClient, percent_encode, send, send_raw};
+use crate::http::{HttpClient, NOT_UNRESERVED, percent_encode, send, send_raw};
 pub use crate::http::{REQUEST_TIMEOUT, Tls, http_client};
 
 /// The types a tag of the cluster's category must be attachable to, as vim25 type URNs (the
@@ -155,10 +156,17 @@ impl VCenter {
     }
 }
 
-/// `value` for a URL query, or (`keep_colon`) a path segment: vCenter's tag and category IDs
-/// are URNs and go into paths with their colons.
+/// What a path segment holding a tag or category ID escapes: as a query value, but colons stay,
+/// since vCenter's IDs are URNs and go into paths with their colons.
+const NOT_UNRESERVED_OR_COLON: &AsciiSet = &NOT_UNRESERVED.remove(b':');
+
+/// `value` for a URL query, or (`keep_colon`) a path segment holding a tag or category ID.
 fn encode(value: &str, keep_colon: bool) -> String {
-    percent_encode(value, if keep_colon { b":" } else { b"" })
+    if keep_colon {
+        utf8_percent_encode(value, NOT_UNRESERVED_OR_COLON).to_string()
+    } else {
+        percent_encode(value)
+    }
 }
 
 /// Basic credentials for `login`.

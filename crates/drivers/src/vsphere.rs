@@ -34,7 +34,10 @@ use csi_kit::{DriverDef, Hooks, Inputs, names};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource};
 
-use crate::DriverError;
+use crate::table::DriverError;
+use crate::vsphere_cloud_config::{
+    CREDENTIALS_SECRET, SOURCE_ID, SOURCE_KEY, credential, vcenters,
+};
 use csi_kit::HookError;
 
 /// The short name.
@@ -45,8 +48,6 @@ pub const CSI_NAME: &str = "csi.vsphere.vmware.com";
 pub const CONFIG_SECRET: &str = "vsphere-csi-config-secret";
 /// The driver's feature-switch ConfigMap.
 pub const FEATURE_STATES_CONFIG_MAP: &str = "internal-feature-states.csi.vsphere.vmware.com";
-/// The credentials Secret (cloud-credential-operator's).
-pub const CREDENTIALS_SECRET: &str = "vmware-vsphere-cloud-credentials";
 /// The syncer container.
 pub const SYNCER_CONTAINER: &str = "vsphere-syncer";
 /// The kube-rbac-proxy in front of the syncer's metrics.
@@ -67,15 +68,11 @@ pub const DEFAULT_MAX_SNAPSHOTS: i32 = 3;
 /// Block volumes per node when `driverConfig` does not say.
 pub const DEFAULT_MAX_VOLUMES_PER_NODE: i32 = 59;
 
-/// The cloud config: `namespace/name` of its ConfigMap.
-pub const SOURCE_ID: &str = "openshift-config/cloud-provider-config";
-/// The cloud config's key in its ConfigMap.
-pub const SOURCE_KEY: &str = "config";
 const TABLE: &str = include_str!("vsphere.yaml");
 
 /// The vSphere driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
-    let mut def = crate::parse_table(SHORT_NAME, TABLE)?;
+    let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     for derived in &mut def.config_maps {
         derived.generate = Some(if derived.name == CONFIG_SECRET {
             generate_config
@@ -101,110 +98,6 @@ pub fn def() -> Result<DriverDef, DriverError> {
     };
     def.precondition = Some(precondition);
     Ok(def)
-}
-
-/// What the driver's config says about the vCenter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VCenter {
-    /// Its host name or address.
-    pub server: String,
-    /// Datacenters, comma-separated.
-    pub datacenters: String,
-    /// Whether its certificate is not verified.
-    pub insecure: bool,
-    /// Its port, when not 443.
-    pub port: Option<String>,
-}
-
-fn parse_bool(field: &str, value: &str) -> Result<bool, String> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "" | "true" | "yes" | "on" | "1" => Ok(true),
-        "false" | "no" | "off" | "0" => Ok(false),
-        _ => Err(format!(
-            "{field} = {value:?} is not a boolean: use true or false"
-        )),
-    }
-}
-
-/// The vCenters of the cloud config, ordered by server: every `[VirtualCenter "<server>"]`
-/// section, else `[Workspace] server`. Each gets its own credentials in the driver's config
-/// (keys `<server>.username` and `<server>.password` of the credentials Secret).
-pub fn vcenters(sections: &ini::Sections) -> Result<Vec<VCenter>, String> {
-    let workspace = sections.get("Workspace").cloned().unwrap_or_default();
-    let global = sections.get("Global").cloned().unwrap_or_default();
-    let named: Vec<(&String, &BTreeMap<String, String>)> = sections
-        .iter()
-        .filter(|(name, _)| name.starts_with("VirtualCenter"))
-        .collect();
-    if named.is_empty() {
-        let Some(server) = workspace.get("server").filter(|s| !s.is_empty()) else {
-            return Err(
-                "it names no vCenter: add a [VirtualCenter \"<server>\"] section or [Workspace] server"
-                    .to_owned(),
-            );
-        };
-        return Ok(vec![vcenter_of(
-            server.clone(),
-            &BTreeMap::new(),
-            &workspace,
-            &global,
-        )?]);
-    }
-    let mut out = named
-        .into_iter()
-        .map(|(name, section)| {
-            let server = name
-                .trim_start_matches("VirtualCenter")
-                .trim()
-                .trim_matches('"')
-                .to_owned();
-            if server.is_empty() {
-                return Err(
-                    "[VirtualCenter] has no server: write [VirtualCenter \"<server>\"]".to_owned(),
-                );
-            }
-            vcenter_of(server, section, &workspace, &global)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    out.sort_by(|a, b| a.server.cmp(&b.server));
-    Ok(out)
-}
-
-/// One vCenter's settings: its section's, else `[Workspace]`'s and `[Global]`'s.
-fn vcenter_of(
-    server: String,
-    section: &BTreeMap<String, String>,
-    workspace: &BTreeMap<String, String>,
-    global: &BTreeMap<String, String>,
-) -> Result<VCenter, String> {
-    let datacenters = section
-        .get("datacenters")
-        .or_else(|| workspace.get("datacenter"))
-        .filter(|d| !d.trim().is_empty())
-        .cloned()
-        .ok_or_else(|| {
-            format!("vCenter {server} has no datacenters: set datacenters in its [VirtualCenter] section or [Workspace] datacenter")
-        })?;
-    let insecure = match section.get("insecure-flag").or(global.get("insecure-flag")) {
-        Some(v) => parse_bool("insecure-flag", v)?,
-        None => false,
-    };
-    let port = section
-        .get("port")
-        .or(global.get("port"))
-        .filter(|p| !p.is_empty())
-        .cloned();
-    if let Some(p) = &port
-        && p.parse::<u16>().is_err()
-    {
-        return Err(format!("port = {p:?} is not a port number"));
-    }
-    Ok(VCenter {
-        server,
-        datacenters,
-        insecure,
-        port,
-    })
 }
 
 /// Whether a cloud config is the newer YAML layout (top-level `global:` or `vcenter:`).
@@ -389,22 +282,6 @@ pub fn feature_states(
     .collect();
     out.insert("improved-volume-topology".to_owned(), topology.to_string());
     Ok(out)
-}
-
-/// The vCenter `server`'s `username` or `password` (`what`) from the credentials Secret (key
-/// `<server>.<what>`), or an error naming the missing key.
-pub fn credential<'a>(inputs: &'a Inputs, server: &str, what: &str) -> Result<&'a str, String> {
-    let key = format!("{server}.{what}");
-    inputs
-        .credentials
-        .get(&key)
-        .filter(|value| !value.is_empty())
-        .ok_or_else(|| {
-            format!(
-                "Secret {}/{CREDENTIALS_SECRET} has no key {key}: cloud-credential-operator writes it for each vCenter of the cloud config; elsewhere add it",
-                csi_kit::def::DEFAULT_NAMESPACE
-            )
-        })
 }
 
 fn source_sections(inputs: &Inputs) -> Option<ini::Sections> {

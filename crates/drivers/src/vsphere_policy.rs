@@ -32,7 +32,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use serde::Deserialize;
 
 use crate::vcenter_api::{self, DatastoreName, Login, PolicySpec, Tls, VCenter};
-use crate::vsphere;
+use crate::vsphere_cloud_config;
 
 /// The controller name, prefix of its conditions, as OpenShift's vSphere operator names it.
 pub const CONTROLLER: &str = "VMwareVSphereDriverStorageClassController";
@@ -165,11 +165,16 @@ pub fn plan(inputs: &Inputs) -> Result<Option<Plan>, String> {
     };
     let text = inputs
         .source_config_maps
-        .get(vsphere::SOURCE_ID)
-        .and_then(|d| d.get(vsphere::SOURCE_KEY))
-        .ok_or_else(|| format!("ConfigMap {} does not exist", vsphere::SOURCE_ID))?;
+        .get(vsphere_cloud_config::SOURCE_ID)
+        .and_then(|d| d.get(vsphere_cloud_config::SOURCE_KEY))
+        .ok_or_else(|| {
+            format!(
+                "ConfigMap {} does not exist",
+                vsphere_cloud_config::SOURCE_ID
+            )
+        })?;
     let sections = ini::parse(text)?;
-    let vcenters = vsphere::vcenters(&sections)?;
+    let vcenters = vsphere_cloud_config::vcenters(&sections)?;
     let domains = failure_domains(inputs)?;
     let workspace = sections.get("Workspace").cloned().unwrap_or_default();
     let mut targets = Vec::new();
@@ -212,8 +217,9 @@ pub fn plan(inputs: &Inputs) -> Result<Option<Plan>, String> {
                 datastores.push(name);
             }
         }
-        let credential =
-            |what: &str| vsphere::credential(inputs, &vcenter.server, what).map(str::to_owned);
+        let credential = |what: &str| {
+            vsphere_cloud_config::credential(inputs, &vcenter.server, what).map(str::to_owned)
+        };
         targets.push(Target {
             server: vcenter.server.clone(),
             base: VCenter::base_url(&vcenter.server, vcenter.port.as_deref()),
@@ -461,8 +467,12 @@ mod tests {
         let mut inputs = Inputs::new(&def, Topology::HighlyAvailable, &BTreeMap::new());
         inputs.cluster_id = Some("c-1".to_owned());
         inputs.source_config_maps.insert(
-            vsphere::SOURCE_ID.to_owned(),
-            [(vsphere::SOURCE_KEY.to_owned(), config.to_owned())].into(),
+            vsphere_cloud_config::SOURCE_ID.to_owned(),
+            [(
+                vsphere_cloud_config::SOURCE_KEY.to_owned(),
+                config.to_owned(),
+            )]
+            .into(),
         );
         inputs.credentials = csi_kit::SecretData(
             [

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use api::operator_v1::{CSIDriverConfigSpec, CSIDriverType, VSphereCSIDriverConfigSpec};
 use csi_kit::derived::ini;
 use csi_kit::{DriverDef, Inputs, Operand, SecretData, Topology};
-use drivers::vsphere::{generate_config, precondition, vcenters};
+use drivers::vsphere::{generate_config, precondition};
+use drivers::vsphere_cloud_config::vcenters;
 use rstest::rstest;
 
 const SOURCE: &str = "openshift-config/cloud-provider-config";

@@ -1,8 +1,13 @@
 //! Small helpers the server needs and does not want dependencies for: API error `Status` bodies,
-//! label and field selectors, timestamps, uids and the base64 used by continue tokens.
+//! label and field selectors, timestamps and uids; and the base64 flavour of continue tokens
+//! (the `base64` crate's, configured to read what the tokens always accepted).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
+use base64::alphabet;
+use base64::engine::general_purpose::STANDARD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value, json};
 
 /// An API error: rendered as a `Status` body with the given HTTP code.
@@ -178,47 +183,27 @@ pub fn splitmix(mut x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// The base64 of continue tokens: the standard alphabet, unpadded; reading ignores stray low bits
+/// in the last character, as the tokens were always read.
+const TOKEN_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// Unpadded standard base64 (the apiserver's continue tokens use RawURLEncoding of ASCII JSON).
 pub fn b64_encode(data: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
+    TOKEN_BASE64.encode(data)
 }
 
+/// Base64 in either alphabet, standard (what [`b64_encode`] writes) or URL-safe (what the
+/// apiserver writes), padded or not; `None` when it is not base64 (also when one character is
+/// left over after the last whole byte, which the apiserver refuses too).
 pub fn b64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut bits: u32 = 0;
-    let mut nbits = 0;
-    let mut out = Vec::new();
-    for c in s.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | u32::from(v);
-        nbits += 6;
-        if nbits >= 8 {
-            nbits -= 8;
-            out.push((bits >> nbits) as u8);
-        }
-    }
-    Some(out)
+    let standard = s.trim_end_matches('=').replace('-', "+").replace('_', "/");
+    TOKEN_BASE64.decode(standard).ok()
 }
 
 /// One parsed label-selector requirement.
@@ -483,11 +468,7 @@ pub fn sha256(data: &[u8]) -> [u8; 32] {
 /// The apiserver's `storageVersionHash`: base64 of the first 8 bytes of sha256("group/version/kind").
 pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
     let digest = sha256(format!("{group}/{version}/{kind}").as_bytes());
-    let mut s = b64_encode(&digest[..8]);
-    while !s.len().is_multiple_of(4) {
-        s.push('=');
-    }
-    s
+    STANDARD.encode(&digest[..8])
 }
 
 #[cfg(test)]
@@ -505,6 +486,17 @@ mod tests {
             storage_version_hash("testkit.example.com", "v1", "Gadget"),
             "gWC2wqhD/gw="
         );
+    }
+
+    #[test]
+    fn continue_tokens_are_unpadded_standard_base64_read_in_either_alphabet() {
+        assert_eq!(b64_encode(&[0xfb, 0xff, 0xbf]), "+/+/");
+        assert_eq!(b64_encode(&[0xfb, 0xff]), "+/8");
+        assert_eq!(b64_encode(b""), "");
+        assert_eq!(b64_decode("+/8").unwrap(), [0xfb, 0xff]);
+        assert_eq!(b64_decode("-_8=").unwrap(), [0xfb, 0xff]);
+        assert_eq!(b64_decode("+/9").unwrap(), [0xfb, 0xff]);
+        assert_eq!(b64_decode("not a token"), None);
     }
 
     #[test]
