@@ -304,6 +304,28 @@ fn resolve(krate: &Crate, current: &ModPath, path: &[String]) -> Option<ModPath>
     Some(base)
 }
 
+/// The code without its `pub use` statements (which may span lines): re-exports make a facade,
+/// not a dependency.
+fn without_re_exports(code: &str) -> String {
+    let mut kept = String::new();
+    let mut in_re_export = false;
+    for line in code.lines() {
+        let trimmed = line.trim_start();
+        if !in_re_export
+            && (trimmed.starts_with("pub use ") || trimmed.starts_with("pub(crate) use "))
+        {
+            in_re_export = true;
+        }
+        if in_re_export {
+            in_re_export = !line.trim_end().ends_with(';');
+            continue;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
+}
+
 /// File -> the files it uses, inside one crate.
 fn file_graph(dir: &Path, krate: &Crate) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     let mut graph = BTreeMap::new();
@@ -319,18 +341,11 @@ fn file_graph(dir: &Path, krate: &Crate) -> BTreeMap<PathBuf, BTreeSet<PathBuf>>
                 .filter_map(|child| child.last().cloned()),
         );
         let mut uses = BTreeSet::new();
-        for line in code.lines() {
-            let trimmed = line.trim_start();
-            // Re-exports make a facade, not a dependency.
-            if trimmed.starts_with("pub use ") || trimmed.starts_with("pub(crate) use ") {
-                continue;
-            }
-            for path in paths(line, &starts) {
-                if let Some(target) = resolve(krate, module, &path)
-                    && &target != module
-                {
-                    uses.insert(krate.modules[&target].clone());
-                }
+        for path in paths(&without_re_exports(&code), &starts) {
+            if let Some(target) = resolve(krate, module, &path)
+                && &target != module
+            {
+                uses.insert(krate.modules[&target].clone());
             }
         }
         graph.insert(file.clone(), uses);
@@ -499,9 +514,10 @@ fn the_checks_find_circles_and_brace_groups() {
     let starts: BTreeSet<String> = ["crate", "super", "self", "child"].map(String::from).into();
     let code = production_code(
         "use crate::{a, b::c, d::{E, F}};\nuse super::g::H; // crate::z\nchild::f();\n\
+         pub use crate::facade::{\n    X,\n};\nuse crate::{\n    multi,\n    line::Y,\n};\n\
          #[cfg(test)]\nmod tests {\n    use crate::t;\n}\nlet s = \"//\"; crate::after::X;\n",
     );
-    let found = paths(&code, &starts);
+    let found = paths(&without_re_exports(&code), &starts);
     let found: Vec<String> = found.iter().map(|path| path.join("::")).collect();
     assert_eq!(
         found,
@@ -511,6 +527,8 @@ fn the_checks_find_circles_and_brace_groups() {
             "crate::d::E",
             "super::g::H",
             "child::f",
+            "crate::multi",
+            "crate::line::Y",
             "crate::after::X"
         ]
     );
