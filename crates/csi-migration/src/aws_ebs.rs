@@ -6,10 +6,10 @@ use k8s_openapi::api::core::v1::{
     AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, PersistentVolume, Volume,
 };
 
-use super::{
-    Note, Params, Plugin, Rank, Result, ScContext, TranslateError, csi_source, inline_pv,
-    parse_partition, rename_fstype, require_id, set_csi, topology,
-};
+use crate::parameters::{Params, Rank, ScContext, rename_fstype};
+use crate::topology;
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{csi_source, inline_pv, parse_partition, require_id, set_csi};
 
 /// The driver's zone topology key.
 pub(crate) const TOPOLOGY_KEY: &str = "topology.ebs.csi.aws.com/zone";

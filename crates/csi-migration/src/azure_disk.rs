@@ -6,10 +6,11 @@ use k8s_openapi::api::core::v1::{
     AzureDiskVolumeSource, CSIPersistentVolumeSource, PersistentVolume, Volume,
 };
 
-use super::{
-    Difference, Note, Params, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv,
-    require_id, set_csi, topology,
-};
+use crate::differences::Difference;
+use crate::parameters::{Params, ScContext};
+use crate::topology;
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{attribute_spellings, csi_source, inline_pv, require_id, set_csi};
 
 /// The driver's zone topology key.
 pub(crate) const TOPOLOGY_KEY: &str = "topology.disk.csi.azure.com/zone";
@@ -225,7 +226,7 @@ pub(crate) fn pv_to_in_tree(
         kind: Some(MANAGED.to_string()),
         caching_mode: None,
     };
-    super::attribute_spellings(
+    attribute_spellings(
         csi.volume_attributes.as_ref(),
         &[CACHING_MODE, FSTYPE],
         true,

@@ -10,9 +10,10 @@ use k8s_openapi::api::core::v1::{
     Volume,
 };
 
-use super::{
-    Difference, Note, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, set_csi,
-};
+use crate::differences::Difference;
+use crate::parameters::ScContext;
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{attribute_spellings, csi_source, inline_pv, set_csi};
 
 const SHARE_NAME: &str = "sharename";
 const SECRET_NAME: &str = "secretname";
@@ -227,7 +228,7 @@ pub(crate) fn pv_to_in_tree(
         read_only: csi.read_only.filter(|r| *r),
         ..Default::default()
     };
-    super::attribute_spellings(
+    attribute_spellings(
         csi.volume_attributes.as_ref(),
         &[SHARE_NAME, SECRET_NAME, SECRET_NAMESPACE],
         false,

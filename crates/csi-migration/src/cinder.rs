@@ -6,10 +6,10 @@ use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, CinderPersistentVolumeSource, PersistentVolume, Volume,
 };
 
-use super::{
-    Note, Params, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv, rename_fstype,
-    require_id, set_csi, topology,
-};
+use crate::parameters::{Params, ScContext, rename_fstype};
+use crate::topology;
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{csi_source, inline_pv, require_id, set_csi};
 
 /// The driver's zone topology key.
 pub(crate) const TOPOLOGY_KEY: &str = "topology.cinder.csi.openstack.org/zone";

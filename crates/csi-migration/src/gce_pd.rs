@@ -6,10 +6,11 @@ use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource, PersistentVolume, Volume,
 };
 
-use super::{
-    Difference, Note, Params, Plugin, Result, ScContext, TranslateError, csi_source, inline_pv,
-    parse_partition, rename_fstype, require_id, set_csi, topology,
-};
+use crate::differences::Difference;
+use crate::parameters::{Params, ScContext, rename_fstype};
+use crate::topology;
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{csi_source, inline_pv, parse_partition, require_id, set_csi};
 
 /// The driver's zone topology key.
 pub(crate) const TOPOLOGY_KEY: &str = "topology.gke.io/zone";

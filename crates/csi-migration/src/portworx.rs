@@ -8,10 +8,9 @@ use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, PersistentVolume, PortworxVolumeSource, SecretReference, Volume,
 };
 
-use super::{
-    Note, Params, Plugin, Rank, Result, ScContext, TranslateError, csi_source, inline_pv,
-    require_id, set_csi,
-};
+use crate::parameters::{Params, Rank, ScContext};
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{csi_source, inline_pv, require_id, set_csi};
 
 const PLUGIN: Plugin = Plugin::Portworx;
 

@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::{
     TopologySelectorLabelRequirement, TopologySelectorTerm, VolumeNodeAffinity,
 };
 
-use super::{Difference, Note, Result, ScContext, TranslateError, map_order_note};
+use crate::differences::Difference;
+use crate::parameters::{ScContext, map_order_note};
+use crate::types::{Note, Result, TranslateError};
 
 /// GA zone label.
 pub(crate) const ZONE_GA: &str = "topology.kubernetes.io/zone";

@@ -9,10 +9,11 @@ use k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, PersistentVolume, Volume, VsphereVirtualDiskVolumeSource,
 };
 
-use super::{
-    Difference, Note, Params, Plugin, Rank, Result, ScContext, TranslateError, csi_source,
-    inline_pv, rename_fstype, require_id, set_csi, topology,
-};
+use crate::differences::Difference;
+use crate::parameters::{Params, Rank, ScContext, rename_fstype};
+use crate::topology;
+use crate::types::{Note, Plugin, Result, TranslateError};
+use crate::volume::{csi_source, inline_pv, require_id, set_csi};
 
 /// The driver's zone topology key.
 pub(crate) const ZONE_KEY: &str = "topology.csi.vmware.com/zone";

@@ -14,7 +14,7 @@ use api::operator_v1::{ConditionStatus, OperatorCondition};
 use opkit::conditions::condition;
 use serde_json::{Map, Value, json};
 
-use super::observe::Observed;
+use crate::observe::Observed;
 use csi_kit::inputs::ServingTls;
 
 /// The controller's name (its status field manager is `storage-operator/ConfigObserver`).

@@ -6,6 +6,14 @@
 //! status. An idle cluster costs no requests: nothing is written when nothing changed and there
 //! is no periodic resync (time-based transitions use the loop's requeue).
 //!
+//! The files, bottom to top; each uses only files below it: [`controllers`] (the logical
+//! controllers and the status part each writes), [`credentials`], [`removal`] and [`leftovers`]
+//! (each a decision of its own, using none of the others), [`migration`] (the CSI migration
+//! audit: its caches and its status part), [`observe`] (the caches and the snapshot a reconcile
+//! reads), [`config_observer`] (the observed config, from that snapshot), [`plan`] (the pure
+//! reconcile, from the snapshot to what to write), and this file, the controller that carries
+//! the plan out.
+//!
 //! Logical controllers, each with its field manager `storage-operator/<name>` for its operands
 //! and its conditions: `<prefix>DriverStaticResourcesController` (RBAC, ServiceAccounts, the CA
 //! ConfigMap, CSIDriver, Service, PDB, snapshot classes, CredentialsRequest),
@@ -34,6 +42,7 @@
 //!   produces (see [`plan::with_stable_generation`]).
 
 pub mod config_observer;
+pub mod controllers;
 pub mod credentials;
 pub mod leftovers;
 pub mod migration;
@@ -64,12 +73,13 @@ use opkit::metrics::Metrics;
 use opkit::runtime::{LoopConfig, ReconcileError};
 use opkit::status::StatusWrites;
 
+use controllers::Group;
 use csi_kit::HookError;
 use csi_kit::def::DriverDef;
 use csi_kit::inputs::OptionalKind;
 use csi_kit::render::Operand;
 use observe::{Apis, Caches, Observed, start_caches};
-use plan::{DeleteKind, Deletion, Group, Step};
+use plan::{DeleteKind, Deletion, Step};
 
 /// How long the caches may take to fill at start.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);

@@ -41,7 +41,7 @@ use opkit::runtime::Informers;
 use opkit::runtime::Projection;
 use opkit::status::StatusPart;
 
-use super::plan::ControllerStatus;
+use crate::controllers::ControllerStatus;
 use csi_kit::def::DriverDef;
 use csi_migration::{
     DEFAULT_CLASS_ANNOTATION, MIGRATED_PLUGINS_ANNOTATION, MIGRATED_TO_ANNOTATION, Plugin,

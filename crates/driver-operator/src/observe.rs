@@ -93,7 +93,7 @@ pub struct Observed {
     /// the driver cannot run here.
     pub probe: Option<Result<Vec<String>, csi_kit::HookError>>,
     /// The CSI migration audit's figures (empty for a driver that is no migration target).
-    pub migration: super::migration::Observed,
+    pub migration: crate::migration::Observed,
     /// Whether this process's host runs in FIPS mode ([`super::Settings::host_fips`]).
     pub host_fips: bool,
     /// The facts of the driver's tasks, by task name ([`super::Task::facts`]).
@@ -182,7 +182,7 @@ pub struct Caches {
     dynamic: DynamicCaches,
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
     /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
-    migration: Option<super::migration::Caches>,
+    migration: Option<crate::migration::Caches>,
 }
 
 /// The caches behind [`ObservedCluster`].
@@ -336,7 +336,7 @@ impl Caches {
             crds,
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
-            migration: super::migration::Caches::start(client, def, informers),
+            migration: crate::migration::Caches::start(client, def, informers),
         }
     }
 
@@ -405,7 +405,7 @@ impl Caches {
             migration: self
                 .migration
                 .as_ref()
-                .map(super::migration::Caches::observe)
+                .map(crate::migration::Caches::observe)
                 .unwrap_or_default(),
             host_fips: false,
             task_facts: BTreeMap::new(),

@@ -15,75 +15,17 @@ use opkit::management::{self, MANAGEMENT_STATE_DEGRADED, Mode};
 use opkit::status::StatusPart;
 use serde_json::Value;
 
-use super::observe::Observed;
-use super::removal;
+use crate::controllers::{ControllerStatus, Group, MANAGEMENT_STATE_CONTROLLER};
+use crate::observe::Observed;
+use crate::removal;
 use csi_kit::def::DriverDef;
 use csi_kit::inputs::OptionalKind;
 use csi_kit::inputs::{Inputs, ResolvedImages, Topology, from_objects};
 use csi_kit::render::{Operand, render_operands};
 use csi_kit::{hash, names, replace, status, storage};
 
-/// The controller that owns the management-state condition.
-pub const MANAGEMENT_STATE_CONTROLLER: &str = "ManagementState";
-/// The StorageClass controller (fixed name, as in library-go).
-pub const STORAGE_CLASS_CONTROLLER: &str = "StorageClassController";
 /// Reason of a Degraded condition caused by a failed sync.
 pub const REASON_SYNC_ERROR: &str = "SyncError";
-
-/// The logical controllers of a driver operator; each applies its operands and writes its
-/// conditions under its own field manager.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Group {
-    /// RBAC, ServiceAccounts, ConfigMap, CSIDriver, Service, PDB, snapshot classes, credentials.
-    Static,
-    /// The controller Deployment.
-    ControllerService,
-    /// The node DaemonSet.
-    NodeService,
-    /// StorageClasses.
-    StorageClass,
-    /// The ServiceMonitor (a missing CRD is not an error).
-    ServiceMonitor,
-}
-
-impl Group {
-    /// Every group.
-    pub const ALL: [Group; 5] = [
-        Self::Static,
-        Self::ControllerService,
-        Self::NodeService,
-        Self::StorageClass,
-        Self::ServiceMonitor,
-    ];
-
-    /// The controller name: field manager suffix and condition type prefix.
-    pub fn controller(self, def: &DriverDef) -> String {
-        let prefix = &def.condition_prefix;
-        match self {
-            Self::Static => status::static_resources_controller(prefix),
-            Self::ControllerService => status::controller_service_controller(prefix),
-            Self::NodeService => status::node_service_controller(prefix),
-            Self::StorageClass => STORAGE_CLASS_CONTROLLER.to_owned(),
-            Self::ServiceMonitor => status::service_monitor_controller(prefix),
-        }
-    }
-
-    /// `<controller>Degraded`.
-    pub fn degraded_type(self, def: &DriverDef) -> String {
-        format!("{}Degraded", self.controller(def))
-    }
-
-    /// The controller owning an operand.
-    pub fn of(operand: &Operand) -> Self {
-        match operand {
-            Operand::Deployment(_) => Self::ControllerService,
-            Operand::DaemonSet(_) => Self::NodeService,
-            Operand::StorageClass(_) => Self::StorageClass,
-            Operand::Dynamic(v) if v["kind"] == "ServiceMonitor" => Self::ServiceMonitor,
-            _ => Self::Static,
-        }
-    }
-}
 
 /// One operand to apply.
 #[derive(Clone, Debug, PartialEq)]
@@ -136,17 +78,6 @@ pub struct Deletion {
     pub kind: DeleteKind,
     /// Its name (namespaced kinds are in the driver namespace).
     pub name: String,
-}
-
-/// One controller's status part.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ControllerStatus {
-    /// The group whose errors turn its Degraded condition True (none for management state).
-    pub group: Option<Group>,
-    /// The controller name (field manager `storage-operator/<controller>`).
-    pub controller: String,
-    /// What it says.
-    pub part: StatusPart,
 }
 
 /// Everything one reconcile does.
@@ -207,7 +138,7 @@ pub fn inputs(
     let mut inputs = Inputs::new(def, topology, env);
     if let Some(driver) = &observed.cluster_csi_driver {
         inputs.spec = driver.spec.clone();
-        inputs.tls = super::config_observer::serving_tls(
+        inputs.tls = crate::config_observer::serving_tls(
             observed,
             driver.spec.operator.observed_config.as_ref(),
         );
@@ -442,7 +373,7 @@ fn observe_config(
     driver: &api::operator_v1::ClusterCSIDriver,
     observed: &Observed,
 ) {
-    use super::config_observer::{CONFIG_OBSERVER, TARGET, merge_patch, observe};
+    use crate::config_observer::{CONFIG_OBSERVER, TARGET, merge_patch, observe};
     let current = driver.spec.operator.observed_config.as_ref();
     let (target, condition) = observe(observed, current);
     plan.status.push(ControllerStatus {
@@ -479,7 +410,7 @@ fn credentials_request(
     observed: &Observed,
     inputs: &Inputs,
 ) {
-    use super::credentials;
+    use crate::credentials;
     if !inputs.crds.credentials_request {
         return;
     }
@@ -633,7 +564,7 @@ pub fn plan(
         });
     }
     // Hook: the CSI migration audit, for a driver that replaces an in-tree plugin.
-    plan.status.extend(super::migration::status(
+    plan.status.extend(crate::migration::status(
         def,
         &observed.migration,
         &observed.operands.storage_classes,

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use api::operator_v1::{ClusterCSIDriver, ConditionStatus};
 use csi_kit::render::Operand;
+use driver_operator::controllers::Group;
 use driver_operator::observe::{Apis, Observed};
-use driver_operator::plan::{self, DeleteKind, Group, Plan};
+use driver_operator::plan::{self, DeleteKind, Plan};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
