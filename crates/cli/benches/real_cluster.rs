@@ -174,24 +174,8 @@ impl Audit {
 
 /// `2026-11-25T06:30:00.123456Z` as a time.
 fn parse_time(text: &str) -> SystemTime {
-    let (date, time) = text.trim_end_matches('Z').split_once('T').unwrap();
-    let d: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
-    let (hms, fraction) = time.split_once('.').unwrap_or((time, "0"));
-    let t: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
-    // Days since 1970-01-01 (civil from days, Howard Hinnant's algorithm).
-    let (y, m) = if d[1] <= 2 {
-        (d[0] - 1, d[1] + 9)
-    } else {
-        (d[0], d[1] - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d[2] - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2];
-    let nanos: u32 = format!("{fraction:0<9}")[..9].parse().unwrap();
-    SystemTime::UNIX_EPOCH + Duration::new(u64::try_from(secs).unwrap(), nanos)
+    let at: k8s_openapi::jiff::Timestamp = text.parse().unwrap();
+    SystemTime::from(at)
 }
 
 async fn admin_config() -> Config {

@@ -5,6 +5,7 @@
 //! item counts, and their CEL rules (`x-kubernetes-validations`, with the old object for
 //! transition rules), in kube-apiserver's words.
 
+use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::registry::ResourceDef;
@@ -559,7 +560,7 @@ fn parse_micro(s: &str) -> Result<String, String> {
     if b.len() < 19 {
         return Err(format!("cannot parse \"{s}\" as \"2006\""));
     }
-    let (Some(base), Some(rest)) = (s.get(..19), s.get(19..)) else {
+    let (Some(_), Some(rest)) = (s.get(..19), s.get(19..)) else {
         return Err(format!("cannot parse \"{s}\" as \"2006\""));
     };
     let Some(frac) = rest.strip_prefix('.') else {
@@ -573,61 +574,22 @@ fn parse_micro(s: &str) -> Result<String, String> {
     if tz == "Z" {
         return Ok(s.to_string());
     }
-    let sign = match tz.as_bytes().first() {
-        Some(b'+') => 1i64,
-        Some(b'-') => -1i64,
-        _ => return Err(format!("cannot parse \"{tz}\" as \"Z07:00\"")),
-    };
-    let (Ok(h), Ok(m)) = (
-        tz.get(1..3).unwrap_or("x").parse::<i64>(),
-        tz.get(4..6).unwrap_or("x").parse::<i64>(),
+    if !matches!(tz.as_bytes().first(), Some(b'+' | b'-')) {
+        return Err(format!("cannot parse \"{tz}\" as \"Z07:00\""));
+    }
+    let (Ok(_), Ok(_)) = (
+        tz.get(1..3).unwrap_or("x").parse::<u8>(),
+        tz.get(4..6).unwrap_or("x").parse::<u8>(),
     ) else {
         return Err(format!("cannot parse \"{tz}\" as \"Z07:00\""));
     };
-    let num =
-        |r: std::ops::Range<usize>| base.get(r).and_then(|x| x.parse::<i64>().ok()).unwrap_or(0);
-    let (y, mo, d, hh, mi, ss) = (
-        num(0..4),
-        num(5..7),
-        num(8..10),
-        num(11..13),
-        num(14..16),
-        num(17..19),
-    );
-    let days = days_from_civil(y, mo, d);
-    let secs = days * 86400 + hh * 3600 + mi * 60 + ss - sign * (h * 3600 + m * 60);
-    let (dd, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    let (y2, m2, d2) = civil_from_days(dd);
+    // The layout is checked above with Go's messages; the conversion to UTC is jiff's.
+    let utc: Timestamp = s.parse().map_err(|e| format!("{e}"))?;
     Ok(format!(
-        "{y2:04}-{m2:02}-{d2:02}T{:02}:{:02}:{:02}.{}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
+        "{}.{}Z",
+        utc.strftime("%Y-%m-%dT%H:%M:%S"),
         &frac[..6]
     ))
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// Owner references as Go marshals them (struct field order, not alphabetical).
