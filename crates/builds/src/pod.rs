@@ -30,7 +30,8 @@ pub enum WiringError {
     Unsupported(String),
 }
 
-/// FNV-1a 32-bit, as Go's `hash/fnv` computes it.
+/// FNV-1a 32-bit, as Go's `hash/fnv` computes it (library-go's name hash; no crate in the lock
+/// computes FNV).
 fn fnv32a(value: &str) -> u32 {
     value.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
         (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)

@@ -117,7 +117,8 @@ fn check_host(host: &str) -> std::result::Result<(), String> {
         .map_err(|e| format!("bad host: {e}"))
 }
 
-/// Decodes `%XX` escapes; a `%` not followed by two hex digits is an error.
+/// Decodes `%XX` escapes; a `%` not followed by two hex digits is an error, as Go's
+/// `url.Parse` makes it (the `percent-encoding` crate decodes leniently and cannot say so).
 fn unescape(s: &str) -> std::result::Result<String, String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
