@@ -44,8 +44,8 @@ use crate::apply::apply;
 use crate::build::build_operands;
 use crate::context::{Context, key};
 use crate::events::{record_drift, record_failures};
-use crate::observe::{Existing, existing, facts, live_storage_class, operand_key, owned_by};
-use crate::plan::{Pass, declared_inputs, kept_class, snapshot_classes_waiting, stale};
+use crate::observe::{Existing, existing, facts, operand_key};
+use crate::plan::{Pass, declared_inputs, snapshot_classes_waiting, stale, storage_class_replace};
 use crate::remove::{Removal, remove, remove_cluster_scoped, set_finalizer};
 use crate::status::{history, write_status};
 use crate::validate::validate;
@@ -241,26 +241,15 @@ async fn sync(context: &Context, cd: &CSIDriverDeployment, pass: &mut Pass) {
             pass.failures.push(StepError::NotAnOperand(operand.key()));
             continue;
         };
-        let mut replace = false;
-        if let Operand::StorageClass(class) = operand {
-            let name = class.name_any();
-            let live = match live_storage_class(context, &name).await {
-                Ok(live) => live,
-                Err(error) => {
-                    pass.failures.push(error);
-                    continue;
-                }
-            };
-            let ours = live.as_ref().is_some_and(|sc| owned_by(cd, &sc.metadata));
-            match csi_kit::replace::storage_class(class, live.as_ref(), ours) {
-                csi_kit::replace::Decision::Apply => {}
-                csi_kit::replace::Decision::Replace(_) => replace = true,
-                csi_kit::replace::Decision::Keep(_) => {
-                    pass.kept.push(kept_class(cd, &name, live.as_ref()));
-                    continue;
+        let replace = match operand {
+            Operand::StorageClass(class) => {
+                match storage_class_replace(context, cd, class, pass).await {
+                    Some(replace) => replace,
+                    None => continue,
                 }
             }
-        }
+            _ => false,
+        };
         match apply(context, cd, operand, replace).await {
             Ok((outcome, generation)) => {
                 let child = history(&operand_key, generation);

@@ -10,7 +10,7 @@ use crate::kinds::OwnedKind;
 /// Warning Event on the CSIDriverDeployment).
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
-    /// Adding or removing [`FINALIZER`].
+    /// Adding or removing [`FINALIZER`](crate::FINALIZER).
     #[error("updating the finalizers of CSIDriverDeployment {owner}: {source}")]
     Finalizer {
         /// `namespace/name` of the CSIDriverDeployment.

@@ -20,8 +20,8 @@
 //! - `context.rs`: the client, caches and settings every step works with.
 //! - `observe.rs`: what a pass reads: whether an object is ours, the facts validation needs, the
 //!   operands that exist, the driver's volumes.
-//! - `plan.rs`: what the build is given, which operands are stale, which StorageClasses are
-//!   kept, and what the pass found.
+//! - `plan.rs`: what the build is given, how each StorageClass is written (applied, replaced
+//!   or kept), which operands are stale, and what the pass found.
 //! - `events.rs`: the Events on a CSIDriverDeployment.
 //! - `apply.rs`: applying and deleting one operand.
 //! - `remove.rs`: removing operands (stale, Removed, deleted), the finalizer, and what the

@@ -1,20 +1,23 @@
-//! The plan of one pass: what the build is given, which operands are stale, which
-//! StorageClasses are left alone, and what the pass found ([`Pass`]), for the status.
+//! The plan of one pass: what the build is given, how each StorageClass is written (applied,
+//! replaced or left alone), which operands are stale, and what the pass found ([`Pass`]), for
+//! the status.
 
 use std::collections::BTreeSet;
 
 use api::csidriver_v1alpha1::{CSIDriverDeployment, GenerationHistory};
 use k8s_openapi::api::storage::v1::StorageClass;
+use kube::ResourceExt;
 
 use crate::build::DeclaredInputs;
 use crate::caches::SnapshotApi;
 use crate::context::Context;
 use crate::error::StepError;
 use crate::kinds::OwnedKind;
-use crate::observe::Existing;
+use crate::observe::{Existing, live_storage_class, owned_by};
 use crate::reasons::{REASON_SNAPSHOT_API_MISSING, REASON_STORAGE_CLASS_EXISTS};
 use crate::validate::Invalid;
 use csi_kit::inputs::{OptionalKind, from_objects};
+use csi_kit::replace::Decision;
 
 /// What a pass found, for the status.
 #[derive(Default)]
@@ -31,12 +34,37 @@ pub(crate) struct Pass {
     pub(crate) removed: bool,
 }
 
-/// Why the class `name` of `cd` is not applied: a class of that name exists and is not ours.
-pub(crate) fn kept_class(
+/// How a wanted StorageClass is written, as [`csi_kit::replace`] decides against the class of
+/// that name: `Some(false)` applied, `Some(true)` replaced (its immutable fields changed);
+/// `None` left alone, when that class is not ours (in `pass.kept`) or could not be read (in
+/// `pass.failures`).
+pub(crate) async fn storage_class_replace(
+    context: &Context,
     cd: &CSIDriverDeployment,
-    name: &str,
-    live: Option<&StorageClass>,
-) -> Invalid {
+    class: &StorageClass,
+    pass: &mut Pass,
+) -> Option<bool> {
+    let name = class.name_any();
+    let live = match live_storage_class(context, &name).await {
+        Ok(live) => live,
+        Err(error) => {
+            pass.failures.push(error);
+            return None;
+        }
+    };
+    let ours = live.as_ref().is_some_and(|sc| owned_by(cd, &sc.metadata));
+    match csi_kit::replace::storage_class(class, live.as_ref(), ours) {
+        Decision::Apply => Some(false),
+        Decision::Replace(_) => Some(true),
+        Decision::Keep(_) => {
+            pass.kept.push(kept_class(cd, &name, live.as_ref()));
+            None
+        }
+    }
+}
+
+/// Why the class `name` of `cd` is not applied: a class of that name exists and is not ours.
+fn kept_class(cd: &CSIDriverDeployment, name: &str, live: Option<&StorageClass>) -> Invalid {
     let index = cd
         .spec
         .storage_class_templates
