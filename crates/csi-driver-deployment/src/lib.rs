@@ -7,7 +7,28 @@
 //! kubelet paths the object names.
 //!
 //! Pipeline: [`mod@validate`] (pure, every rule, each naming the field and the fix) →
-//! [`mod@build`] (pure, desired objects) → [`controller`] (observe, apply, finalizer, status).
+//! [`mod@build`] (pure, desired objects) → [`controller`] (observe, plan, apply, remove, status).
+//!
+//! The files, from the bottom up: each uses only files listed before it (types and constants
+//! first, the controller last; `cargo test -p cli --test layering` checks there is no circle).
+//! - `lib.rs`: the owner labels, the finalizer and the controller's name.
+//! - `kinds.rs`: the kinds a CSIDriverDeployment owns.
+//! - `validate.rs`, then `build.rs`: pure, as above.
+//! - `reasons.rs`: the reasons of the conditions the controller sets itself.
+//! - `error.rs`: a failed step and a failed reconcile.
+//! - `caches.rs`: the watches, and which change asks for which CSIDriverDeployment.
+//! - `context.rs`: the client, caches and settings every step works with.
+//! - `observe.rs`: what a pass reads: whether an object is ours, the facts validation needs, the
+//!   operands that exist, the driver's volumes.
+//! - `plan.rs`: what the build is given, how each StorageClass is written (applied, replaced
+//!   or kept), which operands are stale, and what the pass found.
+//! - `events.rs`: the Events on a CSIDriverDeployment.
+//! - `apply.rs`: applying and deleting one operand.
+//! - `remove.rs`: removing operands (stale, Removed, deleted), the finalizer, and what the
+//!   driver's volumes hold back.
+//! - `status.rs`: the conditions and the status write.
+//! - `rbac.rs`: the controller's own permissions, for the manifests.
+//! - `controller.rs`: the run loop and the steps of a reconcile, in order.
 //!
 //! Where this differs from the 2018 openshift/csi-operator on purpose:
 //! - Sidecars are today's (node-driver-registrar, leases for leader election with OpenShift's
@@ -17,9 +38,20 @@
 //! - The whole kubelet root directory (which holds `pods/` and the staging paths under
 //!   `plugins/`) is mounted with Bidirectional propagation, as the built-in drivers do.
 
+mod apply;
 pub mod build;
+mod caches;
+mod context;
 pub mod controller;
+mod error;
+mod events;
 pub mod kinds;
+mod observe;
+mod plan;
+mod rbac;
+mod reasons;
+mod remove;
+mod status;
 pub mod validate;
 
 pub use build::{DeclaredInputs, build_operands, driver_def};

@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::def::{
     ControllerPlacement, DriverContainerDef, DriverDef, EnvDef, ExtraDaemonSet, MetricsDef,
-    RequestsDef, SidecarKind, StaticConfigMapDef, VolumeDef, VolumeSourceDef,
+    RequestsDef, SidecarDef, SidecarKind, StaticConfigMapDef, VolumeDef, VolumeSourceDef,
 };
 use crate::hooks;
 use crate::inputs::Inputs;
@@ -660,12 +660,79 @@ fn place_controller(
 /// livenessprobe; sockets on an emptyDir; replicas and placement from the topology; a
 /// rollout that never needs an extra node (maxSurge 0).
 pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployment {
-    let name = names::controller(def);
-    let ctl = &def.controller;
-    let host_network = ctl.host_network;
-    let socket_dir = ctl.socket_dir();
-    let socket = ctl.socket();
+    let metadata = controller_metadata(def);
+    let mut template = PodTemplateSpec {
+        metadata: Some(controller_pod_metadata(def)),
+        spec: Some(controller_pod_spec(def, inputs)),
+    };
+    inject_cluster_config(def, &metadata, &mut template, inputs);
+    let mut deployment = Deployment {
+        metadata,
+        spec: Some(controller_deployment_spec(def, inputs, template)),
+        ..Deployment::default()
+    };
+    controller_hooks(def, inputs, &mut deployment);
+    deployment
+}
 
+/// The Deployment's metadata: the workload annotations, then the table's own.
+fn controller_metadata(def: &DriverDef) -> ObjectMeta {
+    let ctl = &def.controller;
+    let mut metadata = workload_metadata(def, names::controller(def), true);
+    if !ctl.deployment_annotations.is_empty() {
+        metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .extend(ctl.deployment_annotations.clone());
+    }
+    metadata
+}
+
+/// The controller pod's labels and annotations: the autoscaler may evict it with its local
+/// volumes (the sockets' emptyDir, or those the table names), and it needs the table's SCC.
+fn controller_pod_metadata(def: &DriverDef) -> ObjectMeta {
+    let ctl = &def.controller;
+    let evictable = if ctl.safe_to_evict_local_volumes.is_empty() {
+        "socket-dir".to_owned()
+    } else {
+        ctl.safe_to_evict_local_volumes.join(",")
+    };
+    pod_metadata(
+        names::controller_selector(def),
+        &ctl.pod_labels,
+        (
+            "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes",
+            evictable,
+        ),
+        &ctl.required_scc,
+    )
+}
+
+/// The controller pod: its containers and volumes, on the host network if the table says so,
+/// critical to the cluster, placed by [`place_controller`].
+fn controller_pod_spec(def: &DriverDef, inputs: &Inputs) -> PodSpec {
+    let ctl = &def.controller;
+    let mut spec = PodSpec {
+        containers: controller_containers(def, inputs),
+        host_network: ctl.host_network.then_some(true),
+        priority_class_name: Some("system-cluster-critical".to_owned()),
+        service_account_name: Some(names::controller_sa(def)),
+        volumes: Some(controller_volumes(def, inputs)),
+        ..PodSpec::default()
+    };
+    place_controller(
+        &mut spec,
+        &names::controller_pods_selector(def),
+        ctl.placement,
+        inputs,
+    );
+    spec
+}
+
+/// The controller pod's containers: the driver and its metrics proxy, each sidecar followed by
+/// its own, and the livenessprobe; then the table's privileges, shared mounts, order and names.
+fn controller_containers(def: &DriverDef, inputs: &Inputs) -> Vec<Container> {
+    let ctl = &def.controller;
     // As OpenShift's controllers do, on either network: the livenessprobe sidecar listens on
     // every address (`--health-port`) and the kubelet probes the pod's address.
     let mut containers = vec![driver_container(
@@ -676,44 +743,9 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         vec![mount("socket-dir", names::CONTROLLER_SOCKET_DIR)],
         false,
     )];
-    if let Some(m) = ctl.driver.metrics {
-        containers.push(kube_rbac_proxy(
-            &m.driver_proxy_container_name(),
-            "driver",
-            m,
-            inputs,
-        ));
-    }
+    containers.extend(driver_metrics_proxy(&ctl.driver, inputs));
     for sidecar in &ctl.sidecars {
-        let address = if sidecar.address_env {
-            format!("$({ADDRESS_ENV})")
-        } else {
-            socket.clone()
-        };
-        let args = if sidecar.full_args.is_empty() {
-            sidecar_args(
-                def,
-                sidecar.kind,
-                sidecar.metrics,
-                &sidecar.extra_args,
-                &address,
-                inputs,
-            )
-        } else {
-            full_args(&sidecar.full_args, inputs)
-        };
-        let mut c = container(
-            &sidecar.kind.container_name(),
-            sidecar_image(sidecar.kind, inputs),
-            args,
-            table_requests(&sidecar.requests),
-        );
-        if sidecar.address_env {
-            c.env = Some(vec![env(ADDRESS_ENV, &socket)]);
-        }
-        c.volume_mounts = Some(vec![mount("socket-dir", socket_dir)]);
-        limit_memory(&mut c, ctl.memory_limits.sidecars.as_ref());
-        containers.push(c);
+        containers.push(controller_sidecar(def, sidecar, inputs));
         if let Some(m) = sidecar.metrics {
             containers.push(kube_rbac_proxy(
                 &sidecar.kind.proxy_container_name(),
@@ -729,24 +761,13 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
     {
         limit_memory(c, ctl.memory_limits.kube_rbac_proxy.as_ref());
     }
-    let probe_args = if ctl.liveness_probe_full_args.is_empty() {
-        let mut args = vec![
-            "--csi-address=/csi/csi.sock".to_owned(),
-            format!("--health-port={}", ctl.driver.healthz_port),
-            format!("--v={}", inputs.verbosity()),
-        ];
-        args.extend(ctl.liveness_probe_args.iter().cloned());
-        args
-    } else {
-        full_args(&ctl.liveness_probe_full_args, inputs)
-    };
-    let mut probe = container(
-        names::LIVENESS_PROBE_CONTAINER,
-        &inputs.images.liveness_probe,
-        probe_args,
-        table_requests(&ctl.liveness_probe_requests),
+    let mut probe = liveness_probe(
+        format!("--health-port={}", ctl.driver.healthz_port),
+        &ctl.liveness_probe_args,
+        &ctl.liveness_probe_full_args,
+        &ctl.liveness_probe_requests,
+        inputs,
     );
-    probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
     limit_memory(&mut probe, ctl.memory_limits.liveness_probe.as_ref());
     containers.push(probe);
 
@@ -754,115 +775,110 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
         privileged_controller(&mut containers);
     }
     if ctl.explicitly_unprivileged {
-        for sc in containers
-            .iter_mut()
-            .filter(|c| !c.name.contains("kube-rbac-proxy"))
-            .filter_map(|c| c.security_context.as_mut())
-        {
-            sc.privileged = Some(false);
-            sc.allow_privilege_escalation = Some(false);
-        }
+        unprivileged_controller(&mut containers);
     }
     mount_shared_volumes(&mut containers, &ctl.driver.volumes);
     sort_by_names(&mut containers, &ctl.container_order, |c| &c.name);
     rename_kit_containers(&mut containers, &ctl.container_names);
+    containers
+}
 
+/// A CSI sidecar of the controller: the table's full arguments or the kit's, the driver's
+/// socket given directly or through `ADDRESS`, the table's requests and memory limit.
+fn controller_sidecar(def: &DriverDef, sidecar: &SidecarDef, inputs: &Inputs) -> Container {
+    let ctl = &def.controller;
+    let socket = ctl.socket();
+    let address = if sidecar.address_env {
+        format!("$({ADDRESS_ENV})")
+    } else {
+        socket.clone()
+    };
+    let args = if sidecar.full_args.is_empty() {
+        sidecar_args(
+            def,
+            sidecar.kind,
+            sidecar.metrics,
+            &sidecar.extra_args,
+            &address,
+            inputs,
+        )
+    } else {
+        full_args(&sidecar.full_args, inputs)
+    };
+    let mut c = container(
+        &sidecar.kind.container_name(),
+        sidecar_image(sidecar.kind, inputs),
+        args,
+        table_requests(&sidecar.requests),
+    );
+    if sidecar.address_env {
+        c.env = Some(vec![env(ADDRESS_ENV, &socket)]);
+    }
+    c.volume_mounts = Some(vec![mount("socket-dir", ctl.socket_dir())]);
+    limit_memory(&mut c, ctl.memory_limits.sidecars.as_ref());
+    c
+}
+
+/// An explicitly unprivileged controller pod's containers: all but the kube-rbac-proxies say
+/// they are not privileged and may not escalate.
+fn unprivileged_controller(containers: &mut [Container]) {
+    for sc in containers
+        .iter_mut()
+        .filter(|c| !c.name.contains("kube-rbac-proxy"))
+        .filter_map(|c| c.security_context.as_mut())
+    {
+        sc.privileged = Some(false);
+        sc.allow_privilege_escalation = Some(false);
+    }
+}
+
+/// The controller pod's volumes: the sockets' emptyDir, the metrics serving certificate on
+/// OpenShift, and the table's, in the table's order.
+fn controller_volumes(def: &DriverDef, inputs: &Inputs) -> Vec<Volume> {
     let mut volumes = vec![Volume {
         name: "socket-dir".to_owned(),
         empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Volume::default()
     }];
     if def.has_metrics() && inputs.topology.is_openshift() {
-        volumes.push(Volume {
-            name: "metrics-serving-cert".to_owned(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(names::metrics_serving_cert(def)),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        });
+        volumes.push(metrics_serving_cert(names::metrics_serving_cert(def)));
     }
-    volumes.extend(ctl.driver.volumes.iter().map(volume_from_def));
-    sort_by_names(&mut volumes, &ctl.driver.volume_order, |v| &v.name);
+    let driver = &def.controller.driver;
+    volumes.extend(driver.volumes.iter().map(volume_from_def));
+    sort_by_names(&mut volumes, &driver.volume_order, |v| &v.name);
+    volumes
+}
 
-    let mut spec = PodSpec {
-        containers,
-        host_network: host_network.then_some(true),
-        priority_class_name: Some("system-cluster-critical".to_owned()),
-        service_account_name: Some(names::controller_sa(def)),
-        volumes: Some(volumes),
-        ..PodSpec::default()
-    };
-    let selector = names::controller_selector(def);
-    place_controller(
-        &mut spec,
-        &names::controller_pods_selector(def),
-        ctl.placement,
-        inputs,
-    );
-
-    let mut labels = selector.clone();
-    labels.extend(ctl.pod_labels.clone());
-    let evictable = if ctl.safe_to_evict_local_volumes.is_empty() {
-        "socket-dir".to_owned()
-    } else {
-        ctl.safe_to_evict_local_volumes.join(",")
-    };
-    let mut template = PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(labels),
-            annotations: Some(BTreeMap::from([
-                (
-                    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes".to_owned(),
-                    evictable,
-                ),
-                (
-                    names::REQUIRED_SCC_ANNOTATION.to_owned(),
-                    ctl.required_scc.clone(),
-                ),
-                (
-                    names::WORKLOAD_MANAGEMENT_ANNOTATION.to_owned(),
-                    names::WORKLOAD_MANAGEMENT_VALUE.to_owned(),
-                ),
-            ])),
-            ..ObjectMeta::default()
-        }),
-        spec: Some(spec),
-    };
-    let mut metadata = names::ns_meta(def, name.clone());
-    metadata.annotations = workload_annotations(def, true);
-    if !ctl.deployment_annotations.is_empty() {
-        metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .extend(ctl.deployment_annotations.clone());
-    }
-
-    hooks::inject_proxy(&metadata, &mut template, inputs);
-    hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
-
-    let mut deployment = Deployment {
-        metadata,
-        spec: Some(DeploymentSpec {
-            replicas: Some(inputs.topology.controller_replicas()),
-            selector: LabelSelector {
-                match_labels: Some(selector),
-                ..LabelSelector::default()
-            },
-            strategy: Some(DeploymentStrategy {
-                type_: Some("RollingUpdate".to_owned()),
-                rolling_update: Some(RollingUpdateDeployment {
-                    max_surge: Some(IntOrString::Int(0)),
-                    max_unavailable: Some(IntOrString::Int(1)),
-                }),
+/// The Deployment's spec: replicas by topology, and a rollout one pod at a time that never
+/// needs an extra node (maxSurge 0).
+fn controller_deployment_spec(
+    def: &DriverDef,
+    inputs: &Inputs,
+    template: PodTemplateSpec,
+) -> DeploymentSpec {
+    DeploymentSpec {
+        replicas: Some(inputs.topology.controller_replicas()),
+        selector: LabelSelector {
+            match_labels: Some(names::controller_selector(def)),
+            ..LabelSelector::default()
+        },
+        strategy: Some(DeploymentStrategy {
+            type_: Some("RollingUpdate".to_owned()),
+            rolling_update: Some(RollingUpdateDeployment {
+                max_surge: Some(IntOrString::Int(0)),
+                max_unavailable: Some(IntOrString::Int(1)),
             }),
-            template,
-            ..DeploymentSpec::default()
         }),
-        ..Deployment::default()
-    };
+        template,
+        ..DeploymentSpec::default()
+    }
+}
+
+/// The driver's Deployment hooks, then the hashes of the Secrets and ConfigMaps the pods mount
+/// (so that a rotation rolls them), on what the hooks left.
+fn controller_hooks(def: &DriverDef, inputs: &Inputs, deployment: &mut Deployment) {
     for hook in &def.hooks.deployment {
-        hook(inputs, &mut deployment);
+        hook(inputs, deployment);
     }
     if let Some(spec) = deployment.spec.as_mut() {
         hooks::annotate_input_hashes(
@@ -873,7 +889,104 @@ pub fn build_controller_deployment(def: &DriverDef, inputs: &Inputs) -> Deployme
             inputs,
         );
     }
-    deployment
+}
+
+/// A workload's metadata: its name in the operand namespace, and the annotations that ask for
+/// the cluster proxy (when `proxy`) and the trusted CA bundle ([`workload_annotations`]).
+fn workload_metadata(def: &DriverDef, name: String, proxy: bool) -> ObjectMeta {
+    let mut metadata = names::ns_meta(def, name);
+    metadata.annotations = workload_annotations(def, proxy);
+    metadata
+}
+
+/// A pod template's metadata: the workload's selector and the table's pod labels; the cluster
+/// autoscaler's eviction annotation, the SCC the pods need, and OpenShift's workload
+/// partitioning.
+fn pod_metadata(
+    selector: BTreeMap<String, String>,
+    pod_labels: &BTreeMap<String, String>,
+    (eviction, evict): (&str, String),
+    required_scc: &str,
+) -> ObjectMeta {
+    let mut labels = selector;
+    labels.extend(pod_labels.clone());
+    ObjectMeta {
+        labels: Some(labels),
+        annotations: Some(BTreeMap::from([
+            (eviction.to_owned(), evict),
+            (
+                names::REQUIRED_SCC_ANNOTATION.to_owned(),
+                required_scc.to_owned(),
+            ),
+            (
+                names::WORKLOAD_MANAGEMENT_ANNOTATION.to_owned(),
+                names::WORKLOAD_MANAGEMENT_VALUE.to_owned(),
+            ),
+        ])),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The cluster-wide proxy and trusted CA bundle, into the containers the workload's
+/// annotations name.
+fn inject_cluster_config(
+    def: &DriverDef,
+    workload: &ObjectMeta,
+    template: &mut PodTemplateSpec,
+    inputs: &Inputs,
+) {
+    hooks::inject_proxy(workload, template, inputs);
+    hooks::mount_trusted_ca_bundle(def, workload, template, inputs);
+}
+
+/// The kube-rbac-proxy that serves the driver's metrics over TLS, when it has metrics (with a
+/// certificate the service CA issues for the metrics Service on OpenShift).
+fn driver_metrics_proxy(driver: &DriverContainerDef, inputs: &Inputs) -> Option<Container> {
+    driver
+        .metrics
+        .map(|m| kube_rbac_proxy(&m.driver_proxy_container_name(), "driver", m, inputs))
+}
+
+/// The livenessprobe sidecar: it checks the driver over the socket in `/csi` and serves the
+/// answer on `health` (an argument), unless the table gives its full arguments.
+fn liveness_probe(
+    health: String,
+    extra_args: &[String],
+    table_full_args: &[String],
+    requests: &RequestsDef,
+    inputs: &Inputs,
+) -> Container {
+    let args = if table_full_args.is_empty() {
+        let mut args = vec![
+            "--csi-address=/csi/csi.sock".to_owned(),
+            health,
+            format!("--v={}", inputs.verbosity()),
+        ];
+        args.extend(extra_args.iter().cloned());
+        args
+    } else {
+        full_args(table_full_args, inputs)
+    };
+    let mut probe = container(
+        names::LIVENESS_PROBE_CONTAINER,
+        &inputs.images.liveness_probe,
+        args,
+        table_requests(requests),
+    );
+    probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+    probe
+}
+
+/// The volume of the metrics serving certificate, Secret `secret_name`.
+fn metrics_serving_cert(secret_name: String) -> Volume {
+    Volume {
+        name: "metrics-serving-cert".to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret_name),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
 }
 
 /// The controller's PodDisruptionBudget: one pod may be down at a time, and an unhealthy pod
@@ -909,40 +1022,144 @@ pub fn host_path(name: &str, path: &str, type_: &str) -> Volume {
 /// OpenShift's layout (names of the kit's volumes and containers, the sidecars' arguments,
 /// environment and requests, root), it is applied here, before the driver's hooks.
 pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
-    let name = names::node(def);
     let node = &def.node;
-    let host_network = node.host_network;
-    let plugin_dir = format!("/var/lib/kubelet/plugins/{}/", def.name);
+    let metadata = workload_metadata(def, names::node(def), node.inject_proxy);
+    let mut template = PodTemplateSpec {
+        metadata: Some(node_pod_metadata(def)),
+        spec: Some(node_pod_spec(def, inputs)),
+    };
+    inject_cluster_config(def, &metadata, &mut template, inputs);
+    let mut daemon_set = DaemonSet {
+        metadata,
+        spec: Some(DaemonSetSpec {
+            selector: LabelSelector {
+                match_labels: Some(names::node_selector(def)),
+                ..LabelSelector::default()
+            },
+            template,
+            update_strategy: Some(node_update_strategy()),
+            ..DaemonSetSpec::default()
+        }),
+        ..DaemonSet::default()
+    };
+    node_hooks(def, inputs, &mut daemon_set);
+    daemon_set
+}
 
+/// The node pod's labels and annotations: the autoscaler does not evict it, and it needs the
+/// `privileged` SCC.
+fn node_pod_metadata(def: &DriverDef) -> ObjectMeta {
+    pod_metadata(
+        names::node_selector(def),
+        &def.node.pod_labels,
+        (
+            "cluster-autoscaler.kubernetes.io/enable-ds-eviction",
+            "false".to_owned(),
+        ),
+        "privileged",
+    )
+}
+
+/// The node pod: its containers and volumes (the kit's volumes renamed as the table says), on
+/// the host network if the table says so, critical to the node, placed by [`place_node`].
+fn node_pod_spec(def: &DriverDef, inputs: &Inputs) -> PodSpec {
+    let node = &def.node;
+    let mut containers = node_containers(def, inputs);
+    let mut volumes = node_volumes(def, inputs);
+    rename_kit_volumes(&mut containers, &mut volumes, &node.volume_names);
+    let mut spec = PodSpec {
+        containers,
+        dns_policy: node.dns_policy.clone(),
+        host_network: node.host_network.then_some(true),
+        priority_class_name: Some("system-node-critical".to_owned()),
+        service_account_name: Some(names::node_sa(def)),
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    };
+    place_node(&mut spec, def);
+    spec
+}
+
+/// Where the node pods run: every Linux node, or those of the table's nodeSelector (every node
+/// when it is empty), whatever their taints.
+fn place_node(spec: &mut PodSpec, def: &DriverDef) {
+    let node_selector =
+        def.node.node_selector.clone().unwrap_or_else(|| {
+            BTreeMap::from([("kubernetes.io/os".to_owned(), "linux".to_owned())])
+        });
+    spec.node_selector = (!node_selector.is_empty()).then_some(node_selector);
+    spec.tolerations = Some(vec![Toleration {
+        operator: Some("Exists".to_owned()),
+        ..Toleration::default()
+    }]);
+}
+
+/// The node pod's containers: the driver (the kubelet directory mounted with Bidirectional
+/// propagation) and its metrics proxy, node-driver-registrar and the livenessprobe; then the
+/// table's order, shared mounts, root and names.
+fn node_containers(def: &DriverDef, inputs: &Inputs) -> Vec<Container> {
+    let node = &def.node;
     let kubelet_mount = VolumeMount {
         mount_propagation: Some("Bidirectional".to_owned()),
         ..mount("kubelet-dir", "/var/lib/kubelet")
     };
-    // The kubelet probes a health endpoint on the loopback address where it listens there
-    // only: the kit's on the host network, else as the table's arguments say.
-    let probe_loopback = |full_args: &[String]| {
-        if full_args.is_empty() {
-            host_network
-        } else {
-            full_args
-                .iter()
-                .any(|a| a.starts_with("--http-endpoint=127.0.0.1:"))
-        }
-    };
-    let driver = driver_container(
+    let mut containers = vec![driver_container(
         &node.driver,
         &def.static_config_maps,
         inputs,
         names::NODE_ENDPOINT,
         vec![kubelet_mount, mount("socket-dir", names::NODE_SOCKET_DIR)],
-        probe_loopback(&node.liveness_probe.full_args),
+        probe_on_loopback(node.host_network, &node.liveness_probe.full_args),
+    )];
+    containers.extend(driver_metrics_proxy(&node.driver, inputs));
+    containers.push(node_driver_registrar(def, inputs));
+    let mut probe = liveness_probe(
+        health_endpoint(node.host_network, node.driver.healthz_port),
+        &node.liveness_probe_args,
+        &node.liveness_probe.full_args,
+        &node.liveness_probe.requests,
+        inputs,
     );
+    if !node.liveness_probe.env.is_empty() {
+        probe.env = Some(env_vars(&node.liveness_probe.env));
+    }
+    containers.push(probe);
 
+    sort_by_names(&mut containers, &node.container_order, |c| &c.name);
+    mount_shared_volumes(&mut containers, &node.driver.volumes);
+    if node.run_as_root {
+        run_as_root(&mut containers);
+    }
+    rename_kit_containers(&mut containers, &node.container_names);
+    containers
+}
+
+/// Whether the kubelet probes a health endpoint on the loopback address: where it listens
+/// there only, the kit's on the host network, else as the table's arguments say.
+fn probe_on_loopback(host_network: bool, table_full_args: &[String]) -> bool {
+    if table_full_args.is_empty() {
+        host_network
+    } else {
+        table_full_args
+            .iter()
+            .any(|a| a.starts_with("--http-endpoint=127.0.0.1:"))
+    }
+}
+
+/// The node's CSI plugin directory, where the driver's socket is.
+fn plugin_dir(def: &DriverDef) -> String {
+    format!("/var/lib/kubelet/plugins/{}/", def.name)
+}
+
+/// node-driver-registrar: registers the driver's socket with the kubelet, privileged (it
+/// writes into the kubelet's registration directory), and removes the sockets when stopped.
+fn node_driver_registrar(def: &DriverDef, inputs: &Inputs) -> Container {
+    let node = &def.node;
     let registrar_args = if node.registrar.full_args.is_empty() {
         vec![
             "--csi-address=/csi/csi.sock".to_owned(),
-            format!("--kubelet-registration-path={plugin_dir}csi.sock"),
-            health_endpoint(host_network, node.registrar_healthz_port),
+            format!("--kubelet-registration-path={}csi.sock", plugin_dir(def)),
+            health_endpoint(node.host_network, node.registrar_healthz_port),
             format!("--v={}", inputs.verbosity()),
         ]
     } else {
@@ -960,7 +1177,7 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
     registrar.ports = Some(vec![port("rhealthz", node.registrar_healthz_port)]);
     registrar.liveness_probe = Some(healthz_probe(
         "rhealthz",
-        probe_loopback(&node.registrar.full_args),
+        probe_on_loopback(node.host_network, &node.registrar.full_args),
     ));
     registrar.lifecycle = Some(Lifecycle {
         pre_stop: Some(LifecycleHandler {
@@ -987,140 +1204,50 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
         mount("socket-dir", "/csi"),
         mount("registration-dir", "/registration"),
     ]);
+    registrar
+}
 
-    let probe_args = if node.liveness_probe.full_args.is_empty() {
-        let mut args = vec![
-            "--csi-address=/csi/csi.sock".to_owned(),
-            health_endpoint(host_network, node.driver.healthz_port),
-            format!("--v={}", inputs.verbosity()),
-        ];
-        args.extend(node.liveness_probe_args.iter().cloned());
-        args
-    } else {
-        full_args(&node.liveness_probe.full_args, inputs)
-    };
-    let mut probe = container(
-        names::LIVENESS_PROBE_CONTAINER,
-        &inputs.images.liveness_probe,
-        probe_args,
-        table_requests(&node.liveness_probe.requests),
-    );
-    if !node.liveness_probe.env.is_empty() {
-        probe.env = Some(env_vars(&node.liveness_probe.env));
+/// Runs every container of a node pod as root, as the table asks; only the driver stays
+/// privileged.
+fn run_as_root(containers: &mut [Container]) {
+    for c in containers {
+        if let Some(sc) = c.security_context.as_mut() {
+            sc.run_as_user = Some(0);
+            sc.run_as_non_root = Some(false);
+            if c.name != names::DRIVER_CONTAINER {
+                sc.privileged = Some(false);
+            }
+        }
     }
-    probe.volume_mounts = Some(vec![mount("socket-dir", "/csi")]);
+}
 
+/// The node pod's volumes: the kubelet's directory, the driver's socket directory, the
+/// kubelet's plugin registration directory, the metrics serving certificate on OpenShift, and
+/// the table's, in the table's order.
+fn node_volumes(def: &DriverDef, inputs: &Inputs) -> Vec<Volume> {
+    let driver = &def.node.driver;
     let mut volumes = vec![
         host_path("kubelet-dir", "/var/lib/kubelet", "Directory"),
-        host_path("socket-dir", &plugin_dir, "DirectoryOrCreate"),
+        host_path("socket-dir", &plugin_dir(def), "DirectoryOrCreate"),
         host_path(
             "registration-dir",
             "/var/lib/kubelet/plugins_registry/",
             "Directory",
         ),
     ];
-    if node.driver.metrics.is_some() && inputs.topology.is_openshift() {
-        volumes.push(Volume {
-            name: "metrics-serving-cert".to_owned(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(names::node_metrics_serving_cert(def)),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        });
+    if driver.metrics.is_some() && inputs.topology.is_openshift() {
+        volumes.push(metrics_serving_cert(names::node_metrics_serving_cert(def)));
     }
-    volumes.extend(node.driver.volumes.iter().map(volume_from_def));
-    sort_by_names(&mut volumes, &node.driver.volume_order, |v| &v.name);
+    volumes.extend(driver.volumes.iter().map(volume_from_def));
+    sort_by_names(&mut volumes, &driver.volume_order, |v| &v.name);
+    volumes
+}
 
-    let mut containers = vec![driver];
-    if let Some(m) = node.driver.metrics {
-        // As the controller's: a kube-rbac-proxy serves the driver's metrics over TLS, with a
-        // certificate the service CA issues for the node metrics Service on OpenShift.
-        containers.push(kube_rbac_proxy(
-            &m.driver_proxy_container_name(),
-            "driver",
-            m,
-            inputs,
-        ));
-    }
-    containers.extend([registrar, probe]);
-    sort_by_names(&mut containers, &node.container_order, |c| &c.name);
-    mount_shared_volumes(&mut containers, &node.driver.volumes);
-    if node.run_as_root {
-        for c in &mut containers {
-            if let Some(sc) = c.security_context.as_mut() {
-                sc.run_as_user = Some(0);
-                sc.run_as_non_root = Some(false);
-                if c.name != names::DRIVER_CONTAINER {
-                    sc.privileged = Some(false);
-                }
-            }
-        }
-    }
-    rename_kit_volumes(&mut containers, &mut volumes, &node.volume_names);
-    rename_kit_containers(&mut containers, &node.container_names);
-    let node_selector = node
-        .node_selector
-        .clone()
-        .unwrap_or_else(|| BTreeMap::from([("kubernetes.io/os".to_owned(), "linux".to_owned())]));
-    let mut labels = names::node_selector(def);
-    labels.extend(node.pod_labels.clone());
-    let spec = PodSpec {
-        containers,
-        dns_policy: node.dns_policy.clone(),
-        host_network: host_network.then_some(true),
-        node_selector: (!node_selector.is_empty()).then_some(node_selector),
-        priority_class_name: Some("system-node-critical".to_owned()),
-        service_account_name: Some(names::node_sa(def)),
-        tolerations: Some(vec![Toleration {
-            operator: Some("Exists".to_owned()),
-            ..Toleration::default()
-        }]),
-        volumes: Some(volumes),
-        ..PodSpec::default()
-    };
-    let mut template = PodTemplateSpec {
-        metadata: Some(ObjectMeta {
-            labels: Some(labels),
-            annotations: Some(BTreeMap::from([
-                (
-                    "cluster-autoscaler.kubernetes.io/enable-ds-eviction".to_owned(),
-                    "false".to_owned(),
-                ),
-                (
-                    names::REQUIRED_SCC_ANNOTATION.to_owned(),
-                    "privileged".to_owned(),
-                ),
-                (
-                    names::WORKLOAD_MANAGEMENT_ANNOTATION.to_owned(),
-                    names::WORKLOAD_MANAGEMENT_VALUE.to_owned(),
-                ),
-            ])),
-            ..ObjectMeta::default()
-        }),
-        spec: Some(spec),
-    };
-    let mut metadata = names::ns_meta(def, name.clone());
-    metadata.annotations = workload_annotations(def, node.inject_proxy);
-
-    hooks::inject_proxy(&metadata, &mut template, inputs);
-    hooks::mount_trusted_ca_bundle(def, &metadata, &mut template, inputs);
-
-    let mut daemon_set = DaemonSet {
-        metadata,
-        spec: Some(DaemonSetSpec {
-            selector: LabelSelector {
-                match_labels: Some(names::node_selector(def)),
-                ..LabelSelector::default()
-            },
-            template,
-            update_strategy: Some(node_update_strategy()),
-            ..DaemonSetSpec::default()
-        }),
-        ..DaemonSet::default()
-    };
+/// The driver's DaemonSet hooks, then the hashes of the Secrets and ConfigMaps the pods mount
+/// (so that a rotation rolls them), on what the hooks left.
+fn node_hooks(def: &DriverDef, inputs: &Inputs, daemon_set: &mut DaemonSet) {
     for hook in &def.hooks.daemon_set {
-        hook(inputs, &mut daemon_set);
+        hook(inputs, daemon_set);
     }
     if let Some(spec) = daemon_set.spec.as_mut() {
         hooks::annotate_input_hashes(
@@ -1131,7 +1258,6 @@ pub fn build_node_daemon_set(def: &DriverDef, inputs: &Inputs) -> DaemonSet {
             inputs,
         );
     }
-    daemon_set
 }
 
 /// Renames the kit's volumes of a pod (`socket-dir`, ...) and every mount of them, by the
