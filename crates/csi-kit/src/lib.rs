@@ -7,6 +7,19 @@
 //! runtime. The driver operator (`driver-operator`) gathers [`Inputs`] from the cluster, these
 //! functions compute the desired objects, and the driver operator applies them.
 //!
+//! The files, bottom to top; a file uses only files listed before it:
+//! 1. What uses nothing else: [`error`], [`hash`], [`status`], [`replace`], and the types of
+//!    [`inputs`] (`inputs/mod.rs`).
+//! 2. [`tls`] (serving TLS from a profile), then the table's schema, [`def`] (`def/mod.rs`).
+//! 3. What reads a table: [`names`], [`credentials`], then the table's defaults
+//!    (`def/defaults.rs`), a driver's inputs before anything is observed
+//!    (`inputs/for_driver.rs`) and cached objects turned into inputs
+//!    ([`inputs::from_objects`]).
+//! 4. The builders: [`hooks`], [`derived`], [`metrics`], [`rbac`], [`storage`], then
+//!    [`workloads`] (which runs the hooks).
+//! 5. The checks of a table (`def/validate.rs`, which asks the builders what they would make),
+//!    and [`render`](mod@render), every operand in order.
+//!
 //! Modules:
 //! - [`def`]: the driver table and its hooks.
 //! - [`inputs`]: topology, images, optional CRDs and their kinds, existing StorageClasses, hashes.
