@@ -26,6 +26,11 @@ pub struct BadInput {
 }
 
 impl BadInput {
+    /// Whether the bad field is under `status` (written by a status patch, not on create).
+    pub fn in_status(&self) -> bool {
+        self.path.starts_with("/status")
+    }
+
     /// The valid fixture it starts from.
     pub fn valid(&self) -> Result<Value, String> {
         read_yaml(&fixtures_dir().join("valid").join(&self.fixture))

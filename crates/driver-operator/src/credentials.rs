@@ -49,7 +49,8 @@ const TOKEN_SETTINGS: [&[&str]; 2] = [
 ];
 
 /// Whether to apply a CredentialsRequest, given cloud-credential-operator's mode and the
-/// request's `role-arns-vars` annotation (see [`ROLE_ARN_VARS_ANNOTATION`]), if it has one.
+/// request's `role-arns-vars` annotation (see
+/// [`csi_kit::credentials::ROLE_ARN_VARS_ANNOTATION`]), if it has one.
 pub fn should_apply(
     credentials_mode: Option<&str>,
     env: &BTreeMap<String, String>,

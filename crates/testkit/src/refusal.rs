@@ -6,22 +6,7 @@
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
-/// A bad object to try: the valid one it was made from, and what the refusal must name.
-#[derive(Clone, Debug)]
-pub struct BadObject<'a> {
-    /// A name for failure messages.
-    pub name: &'a str,
-    /// The valid object (created first when the bad field is under `status`).
-    pub valid: Value,
-    /// The object with the bad field.
-    pub broken: Value,
-    /// Whether the bad field is under `status` (written by a status patch, not on create).
-    pub in_status: bool,
-    /// The field the API server's 422 message must name.
-    pub field: &'a str,
-}
-
-/// What trying a [`BadObject`] found.
+/// What trying a bad object found ([`try_refused`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tried {
     /// Why the answer was not the one wanted (422 Invalid naming the field); `None` when it was.
@@ -30,16 +15,24 @@ pub struct Tried {
     pub created: Option<String>,
 }
 
-/// Tries `bad` through `api` (its kind's): the broken object is created with `dryRun=All`; for a
-/// field under `status`, the valid object is created when absent and the broken status patched
-/// with `dryRun=All`. The answer must be 422 Invalid naming [`BadObject::field`]. An error says
-/// what could not be done on the way.
-pub async fn try_refused(api: &Api<DynamicObject>, bad: BadObject<'_>) -> Result<Tried, String> {
-    let failed = |what: &str, e: &dyn std::fmt::Display| format!("{}: {what}: {e}", bad.name);
+/// Tries `broken` (the `valid` object with one bad field; `name` names the case in messages)
+/// through `api` (its kind's): it is created with `dryRun=All`; for a field under `status`
+/// (`in_status`), the valid object is created when absent and the broken status patched with
+/// `dryRun=All`. The answer must be 422 Invalid naming `field`. An error says what could not be
+/// done on the way.
+pub async fn try_refused(
+    api: &Api<DynamicObject>,
+    name: &str,
+    valid: Value,
+    broken: Value,
+    in_status: bool,
+    field: &str,
+) -> Result<Tried, String> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| format!("{}: {what}: {e}", name);
     let mut created = None;
-    let answer = if bad.in_status {
+    let answer = if in_status {
         // Status is not written on create: the object must exist, its status is patched.
-        let name = bad.valid["metadata"]["name"]
+        let name = valid["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
@@ -48,7 +41,7 @@ pub async fn try_refused(api: &Api<DynamicObject>, bad: BadObject<'_>) -> Result
             .await
             .map_err(|e| failed("reading the valid object", &e))?;
         if existing.is_none() {
-            let mut object: DynamicObject = serde_json::from_value(bad.valid.clone())
+            let mut object: DynamicObject = serde_json::from_value(valid.clone())
                 .map_err(|e| failed("decoding the valid object", &e))?;
             object.metadata.resource_version = None;
             api.create(&PostParams::default(), &object)
@@ -60,11 +53,11 @@ pub async fn try_refused(api: &Api<DynamicObject>, bad: BadObject<'_>) -> Result
             dry_run: true,
             ..PatchParams::default()
         };
-        let patch = Patch::Merge(serde_json::json!({"status": bad.broken["status"]}));
+        let patch = Patch::Merge(serde_json::json!({"status": broken["status"]}));
         api.patch_status(&name, &params, &patch).await.map(drop)
     } else {
-        let object: DynamicObject = serde_json::from_value(bad.broken)
-            .map_err(|e| failed("decoding the broken object", &e))?;
+        let object: DynamicObject =
+            serde_json::from_value(broken).map_err(|e| failed("decoding the broken object", &e))?;
         let params = PostParams {
             dry_run: true,
             field_manager: None,
@@ -72,16 +65,10 @@ pub async fn try_refused(api: &Api<DynamicObject>, bad: BadObject<'_>) -> Result
         api.create(&params, &object).await.map(drop)
     };
     let wrong = match answer {
-        Err(kube::Error::Api(status)) if status.code == 422 => {
-            (!status.message.contains(bad.field)).then(|| {
-                format!(
-                    "{}: 422 without naming {}: {}",
-                    bad.name, bad.field, status.message
-                )
-            })
-        }
-        Err(other) => Some(format!("{}: refused otherwise: {other}", bad.name)),
-        Ok(()) => Some(format!("{}: accepted", bad.name)),
+        Err(kube::Error::Api(status)) if status.code == 422 => (!status.message.contains(field))
+            .then(|| format!("{}: 422 without naming {}: {}", name, field, status.message)),
+        Err(other) => Some(format!("{}: refused otherwise: {other}", name)),
+        Ok(()) => Some(format!("{}: accepted", name)),
     };
     Ok(Tried { wrong, created })
 }

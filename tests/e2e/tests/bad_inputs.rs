@@ -54,9 +54,16 @@ async fn the_api_server_refuses_every_bad_input_naming_the_field() {
             made_namespaces.push(ns.to_owned());
         }
         let api = api_for(&admin, &valid).await;
-        let tried = testkit::refusal::try_refused(&api, bad_object(case))
-            .await
-            .unwrap();
+        let tried = testkit::refusal::try_refused(
+            &api,
+            &case.name,
+            valid.clone(),
+            case.broken().unwrap(),
+            case.in_status(),
+            &case.field,
+        )
+        .await
+        .unwrap();
         if let Some(name) = tried.created {
             made_objects.push((api, name));
         }
@@ -75,15 +82,4 @@ async fn the_api_server_refuses_every_bad_input_naming_the_field() {
         cases.len(),
         wrong.join("\n")
     );
-}
-
-/// The table's case as the object to try.
-fn bad_object(case: &api::testdata::BadInput) -> testkit::refusal::BadObject<'_> {
-    testkit::refusal::BadObject {
-        name: &case.name,
-        valid: case.valid().unwrap(),
-        broken: case.broken().unwrap(),
-        in_status: case.path.starts_with("/status"),
-        field: &case.field,
-    }
 }
