@@ -98,7 +98,9 @@ fn go_json_map<'a>(entries: Option<impl Iterator<Item = (&'a str, String)>>) -> 
     out
 }
 
-/// A JSON string as Go's encoder writes it (with its default HTML escaping).
+/// A JSON string as Go's encoder writes it (with its default HTML escaping). Written here
+/// because serde_json does not escape `<`, `>` and `&`: its bytes, and so the hash, would differ
+/// from library-go's.
 fn go_json_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push('"');
