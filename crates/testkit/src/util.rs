@@ -1,6 +1,6 @@
-//! Small helpers the server needs and does not want dependencies for: API error `Status` bodies,
-//! label and field selectors, timestamps and uids; and the base64 flavour of continue tokens
-//! (the `base64` crate's, configured to read what the tokens always accepted).
+//! Small helpers the server needs: API error `Status` bodies, label and field selectors,
+//! timestamps and uids, discovery's storage version hash, and the base64 flavour of continue
+//! tokens (the `base64` crate's, configured to read what the tokens always accepted).
 
 use std::time::SystemTime;
 

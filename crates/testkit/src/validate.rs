@@ -560,7 +560,7 @@ fn parse_micro(s: &str) -> Result<String, String> {
     if b.len() < 19 {
         return Err(format!("cannot parse \"{s}\" as \"2006\""));
     }
-    let (Some(_), Some(rest)) = (s.get(..19), s.get(19..)) else {
+    let Some(rest) = s.get(19..) else {
         return Err(format!("cannot parse \"{s}\" as \"2006\""));
     };
     let Some(frac) = rest.strip_prefix('.') else {
@@ -574,15 +574,11 @@ fn parse_micro(s: &str) -> Result<String, String> {
     if tz == "Z" {
         return Ok(s.to_string());
     }
-    if !matches!(tz.as_bytes().first(), Some(b'+' | b'-')) {
+    let two_digits = |range| tz.get(range).is_some_and(|d: &str| d.parse::<u8>().is_ok());
+    if !matches!(tz.as_bytes().first(), Some(b'+' | b'-')) || !two_digits(1..3) || !two_digits(4..6)
+    {
         return Err(format!("cannot parse \"{tz}\" as \"Z07:00\""));
     }
-    let (Ok(_), Ok(_)) = (
-        tz.get(1..3).unwrap_or("x").parse::<u8>(),
-        tz.get(4..6).unwrap_or("x").parse::<u8>(),
-    ) else {
-        return Err(format!("cannot parse \"{tz}\" as \"Z07:00\""));
-    };
     // The layout is checked above with Go's messages; the conversion to UTC is jiff's.
     let utc: Timestamp = s.parse().map_err(|e| format!("{e}"))?;
     Ok(format!(

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::def::*;
+use crate::def::{ControllerDef, DriverDef, MetricsDef, StaticConfigMapDef, VolumeSourceDef};
 use crate::{metrics, names, rbac};
 
 impl DriverDef {
