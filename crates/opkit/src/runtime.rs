@@ -129,38 +129,7 @@ impl Informers {
         K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
         K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
     {
-        let (store, writer) = reflector::store();
-        let trigger = self.trigger.clone();
-        let watch_name = name.to_owned();
-        self.tasks.spawn(async move {
-            let mut events = std::pin::pin!(
-                watcher(api, config)
-                    .backoff(crate::backoff::WatchBackoff::default())
-                    .reflect(writer)
-            );
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(event) => {
-                        match &event {
-                            watcher::Event::Apply(object)
-                            | watcher::Event::Delete(object)
-                            | watcher::Event::InitApply(object) => touched(object),
-                            watcher::Event::Init | watcher::Event::InitDone => {}
-                        }
-                        trigger.pull();
-                    }
-                    Err(error) => {
-                        tracing::warn!(watch = %watch_name, %error, "watch failed; retrying")
-                    }
-                }
-            }
-        });
-        let ready = store.clone();
-        self.ready.push((
-            name.to_owned(),
-            Box::pin(async move { ready.wait_until_ready().await.is_ok() }),
-        ));
-        store
+        watch_kind(self, name, api, config, Box::new(touched))
     }
 
     /// Caches of `api`, scoped by `config`, only what `project` keeps of each object: `None`
@@ -196,24 +165,14 @@ impl Informers {
         K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
         P: Clone + PartialEq + Send + Sync + 'static,
     {
-        let trigger = self.trigger.clone();
-        let watch_name = name.to_owned();
-        let projection = Projection::default();
-        let (synced, mut ready) = tokio::sync::watch::channel(false);
-        let shared = projection.clone();
-        self.tasks.spawn(async move {
-            let events = watcher(api, config).backoff(crate::backoff::WatchBackoff::default());
-            let pulled = || {
-                changed();
-                trigger.pull();
-            };
-            follow(events, &shared, &project, &synced, &pulled, &watch_name).await;
-        });
-        self.ready.push((
-            name.to_owned(),
-            Box::pin(async move { ready.wait_for(|synced| *synced).await.is_ok() }),
-        ));
-        projection
+        watch_projected_kind(
+            self,
+            name,
+            api,
+            config,
+            Box::new(project),
+            Box::new(changed),
+        )
     }
 
     /// The trigger every cache pulls on change (for [`run`]).
@@ -242,6 +201,126 @@ impl Informers {
             })
         }
     }
+}
+
+/// What a watch tells its caller about each object it applies or deletes.
+type Touched<K> = Box<dyn Fn(&K) + Send + Sync>;
+
+/// What a projecting watch keeps of each object (see [`Informers::watch_projected`]).
+type Project<K, P> = Box<dyn Fn(&K) -> Option<P> + Send + Sync>;
+
+/// [`Informers::watch_then`] without the caller's closure type, so that each kind's watch (the
+/// watcher, the reflector and their decoding: several hundred functions) is compiled once for
+/// all callers rather than once per call site. See [`prebuilt_watches`].
+fn watch_kind<K>(
+    informers: &mut Informers,
+    name: &str,
+    api: Api<K>,
+    config: watcher::Config,
+    touched: Touched<K>,
+) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let (store, writer) = reflector::store();
+    let trigger = informers.trigger.clone();
+    let watch_name = name.to_owned();
+    informers.tasks.spawn(async move {
+        let mut events = std::pin::pin!(
+            watcher(api, config)
+                .backoff(crate::backoff::WatchBackoff::default())
+                .reflect(writer)
+        );
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    match &event {
+                        watcher::Event::Apply(object)
+                        | watcher::Event::Delete(object)
+                        | watcher::Event::InitApply(object) => touched(object),
+                        watcher::Event::Init | watcher::Event::InitDone => {}
+                    }
+                    trigger.pull();
+                }
+                Err(error) => {
+                    tracing::warn!(watch = %watch_name, %error, "watch failed; retrying")
+                }
+            }
+        }
+    });
+    let ready = store.clone();
+    informers.ready.push((
+        name.to_owned(),
+        Box::pin(async move { ready.wait_until_ready().await.is_ok() }),
+    ));
+    store
+}
+
+/// [`Informers::watch_projected_then`] without the caller's closure types (see [`watch_kind`]).
+fn watch_projected_kind<K, P>(
+    informers: &mut Informers,
+    name: &str,
+    api: Api<K>,
+    config: watcher::Config,
+    project: Project<K, P>,
+    changed: Box<dyn Fn() + Send + Sync>,
+) -> Projection<P>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    P: Clone + PartialEq + Send + Sync + 'static,
+{
+    let trigger = informers.trigger.clone();
+    let watch_name = name.to_owned();
+    let projection = Projection::default();
+    let (synced, mut ready) = tokio::sync::watch::channel(false);
+    let shared = projection.clone();
+    informers.tasks.spawn(async move {
+        let events = watcher(api, config).backoff(crate::backoff::WatchBackoff::default());
+        let pulled = || {
+            changed();
+            trigger.pull();
+        };
+        follow(events, &shared, &project, &synced, &pulled, &watch_name).await;
+    });
+    informers.ready.push((
+        name.to_owned(),
+        Box::pin(async move { ready.wait_for(|synced| *synced).await.is_ok() }),
+    ));
+    projection
+}
+
+/// The watches of the kinds that more than one of our operators cache, compiled here once.
+///
+/// In a debug build (the tests, `cargo build`) rustc shares generic instances: a crate that
+/// needs `watch_kind::<Deployment>` uses this crate's copy if this crate has one, and compiles
+/// its own otherwise. The driver operator and the CSIDriverDeployment controller are side by
+/// side, not one on top of the other, so without these both would compile every watch they
+/// share (about 9,000 functions, a tenth of their build). Naming the instances here is all it
+/// takes; nothing calls this function. A release build inlines across crates and ignores it.
+#[doc(hidden)]
+pub fn prebuilt_watches() -> [*const (); 13] {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+    use k8s_openapi::api::core::v1::{PersistentVolume, ServiceAccount};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    [
+        watch_kind::<ServiceAccount> as *const (),
+        watch_kind::<Role> as *const (),
+        watch_kind::<RoleBinding> as *const (),
+        watch_kind::<ClusterRole> as *const (),
+        watch_kind::<ClusterRoleBinding> as *const (),
+        watch_kind::<PodDisruptionBudget> as *const (),
+        watch_kind::<Deployment> as *const (),
+        watch_kind::<DaemonSet> as *const (),
+        watch_kind::<CSIDriver> as *const (),
+        watch_kind::<StorageClass> as *const (),
+        watch_kind::<CustomResourceDefinition> as *const (),
+        watch_projected_kind::<PersistentVolume, String> as *const (),
+        watch_kind::<PersistentVolume> as *const (),
+    ]
 }
 
 /// What [`Informers::watch_projected`] keeps: a projection per object that concerns the
