@@ -167,6 +167,23 @@ pub enum Command {
         /// KubernetesWithoutControlPlane (plain Kubernetes).
         #[arg(long, value_name = "TOPOLOGY", default_value = "HighlyAvailable")]
         topology: csi_kit::Topology,
+
+        /// With --driver: the driver with a hosted control plane (HyperShift; needs
+        /// `--topology External`): each object is preceded by `# cluster: management` (the
+        /// control-plane namespace of the management cluster) or `# cluster: guest`. The
+        /// environment gives what HyperShift would (RELEASE_VERSION, HYPERSHIFT_IMAGE,
+        /// RUN_AS_USER, the *_CONTROL_PLANE_IMAGE variables).
+        #[arg(long, conflicts_with_all = ["platform", "csidriverdeployment"])]
+        hosted: bool,
+
+        /// With --hosted: the control-plane namespace of the hosted cluster.
+        #[arg(
+            long,
+            value_name = "NAMESPACE",
+            default_value = "clusters-hosted",
+            requires = "hosted"
+        )]
+        control_plane_namespace: String,
     },
 
     /// Write (or check) every generated file under deploy/: the CRDs and this operator's

@@ -36,6 +36,13 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
         Command::Render {
             driver: Some(name),
             topology,
+            hosted: true,
+            control_plane_namespace,
+            ..
+        } => render::hosted_driver(&name, topology, &control_plane_namespace),
+        Command::Render {
+            driver: Some(name),
+            topology,
             ..
         } => render::driver(&name, topology),
         Command::Render {

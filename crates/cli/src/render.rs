@@ -25,6 +25,36 @@ pub fn driver(name: &str, topology: Topology) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Renders one driver's operands with a hosted control plane, each marked with its cluster.
+pub fn hosted_driver(
+    name: &str,
+    topology: Topology,
+    control_plane_namespace: &str,
+) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        topology == Topology::External,
+        "--hosted needs --topology External: a hosted cluster's control plane runs outside it (Infrastructure's controlPlaneTopology is External), not {topology}"
+    );
+    let def = drivers::by_name(name)?;
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut inputs = Inputs::offline(&def, topology, &env);
+    inputs.hosted = Some(
+        csi_kit::HostedControlPlane::from_env(control_plane_namespace, &env)
+            .context("reading the hosted control plane's settings from the environment")?,
+    );
+    let sides = csi_kit::hosted::render_hosted(&def, &inputs)?;
+    let documents = sides
+        .iter()
+        .map(|(side, operand)| {
+            let yaml =
+                api::yaml::to_string(&operand.to_value()).context("rendering an object as YAML")?;
+            Ok(format!("# cluster: {}\n{yaml}", side.as_str()))
+        })
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    print!("{}", documents.join("---\n"));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Renders the operands of every driver the cluster storage operator starts on `platform`.
 pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> {
     let platform_type = PlatformType::KNOWN

@@ -565,6 +565,96 @@ fn render_driver_follows_topology_and_image_env() {
 }
 
 #[test]
+fn render_hosted_marks_each_object_with_its_cluster() {
+    let output = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "render",
+            "--driver",
+            "aws-ebs",
+            "--topology",
+            "External",
+            "--hosted",
+            "--control-plane-namespace",
+            "clusters-demo",
+        ])
+        .env("HYPERSHIFT_IMAGE", "registry.example.com/hypershift:v1")
+        .env("RELEASE_VERSION", "4.22.3")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let mut sides = Vec::new();
+    for doc in text.split("\n---\n") {
+        let side = doc
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# cluster: "))
+            .unwrap_or_else(|| panic!("a document without its cluster: {doc}"));
+        let object: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
+        sides.push((side.to_owned(), object));
+    }
+    let on = |kind: &str, name: &str| {
+        sides
+            .iter()
+            .find(|(_, o)| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    let (side, controller) = on("Deployment", "aws-ebs-csi-driver-controller");
+    assert_eq!(side, "management");
+    assert_eq!(controller["metadata"]["namespace"], "clusters-demo");
+    assert_eq!(
+        controller["metadata"]["annotations"]["release.openshift.io/desired-version"],
+        "4.22.3"
+    );
+    let minter = controller["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "token-minter")
+        .unwrap();
+    assert_eq!(minter["image"], "registry.example.com/hypershift:v1");
+    let (side, node) = on("DaemonSet", "aws-ebs-csi-driver-node");
+    assert_eq!(side, "guest");
+    assert_eq!(
+        node["metadata"]["namespace"],
+        "openshift-cluster-csi-drivers"
+    );
+    assert_eq!(on("CSIDriver", "ebs.csi.aws.com").0, "guest");
+
+    let not_hosted = storage_operator(&[
+        "render",
+        "--driver",
+        "gcp-pd",
+        "--topology",
+        "External",
+        "--hosted",
+    ]);
+    assert_eq!(not_hosted.status.code(), Some(1));
+    assert!(
+        stderr(&not_hosted).contains("does not run with a hosted control plane"),
+        "{}",
+        stderr(&not_hosted)
+    );
+    let standalone = storage_operator(&["render", "--driver", "aws-ebs", "--hosted"]);
+    assert_eq!(standalone.status.code(), Some(1));
+    assert!(
+        stderr(&standalone).contains("--hosted needs --topology External"),
+        "{}",
+        stderr(&standalone)
+    );
+    let without_driver = storage_operator(&["render", "--platform", "AWS", "--hosted"]);
+    assert_eq!(without_driver.status.code(), Some(2), "clap usage error");
+    let namespace_alone = storage_operator(&[
+        "render",
+        "--driver",
+        "aws-ebs",
+        "--control-plane-namespace",
+        "x",
+    ]);
+    assert_eq!(namespace_alone.status.code(), Some(2), "clap usage error");
+}
+
+#[test]
 fn render_explains_what_it_cannot_render() {
     // Every driver of the registry is in the catalogue now, so no platform renders half.
     let none = storage_operator(&["render", "--platform", "None"]);

@@ -290,6 +290,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         storage_class_generator: None,
         probe_example: Vec::new(),
         task_examples: BTreeMap::new(),
+        // A declared driver runs where its CSIDriverDeployment is, in one cluster.
+        hosted: None,
         images: Images {
             driver: image("", ""),
             provisioner: image("PROVISIONER_IMAGE", PROVISIONER_IMAGE),

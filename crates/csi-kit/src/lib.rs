@@ -19,6 +19,7 @@
 //!    [`workloads`] (which runs the hooks).
 //! 5. The checks of a table (`def/validate.rs`, which asks the builders what they would make),
 //!    and [`render`](mod@render), every operand in order.
+//! 6. [`hosted`]: the render for a hosted control plane, each operand placed on its cluster.
 //!
 //! Modules:
 //! - [`def`]: the driver table and its hooks.
@@ -33,6 +34,8 @@
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
 //! - [`derived`]: operand ConfigMaps generated from an observed ConfigMap (cloud configs).
 //! - [`render`](mod@render): everything, in order.
+//! - [`hosted`]: with a hosted control plane (HyperShift): the controller in the management
+//!   cluster, the rest in the guest.
 //! - [`replace`]: fields the API server refuses to change, and objects that are not ours: when
 //!   an operand is replaced or kept instead of applied.
 //!
@@ -63,6 +66,7 @@ pub mod derived;
 pub mod error;
 pub mod hash;
 pub mod hooks;
+pub mod hosted;
 pub mod inputs;
 pub mod metrics;
 pub mod names;
@@ -77,14 +81,14 @@ pub mod workloads;
 pub use def::{
     CSIDriverDef, ConfigMapKeyDef, ControllerDef, ControllerPlacement, CredentialsDef,
     CredentialsRequestDef, DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef,
-    ExtraDaemonSet, ExtraDaemonSetBuilder, Hooks, ImageDef, Images, MetricsDef, NodeDef,
+    ExtraDaemonSet, ExtraDaemonSetBuilder, Hooks, HostedDef, ImageDef, Images, MetricsDef, NodeDef,
     RequestsDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
     StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
 };
 pub use error::{HookError, HookErrorKind};
 pub use inputs::{
-    ExistingStorageClass, Inputs, OptionalCrds, ResolvedImages, SecretData, ServingTls, Topology,
-    UnknownTopology,
+    ControlPlaneImages, ExistingStorageClass, HostedControlPlane, Inputs, OptionalCrds,
+    ResolvedImages, SecretData, ServingTls, Topology, UnknownTopology,
 };
 pub use metrics::{
     build_metrics_service, build_node_metrics_service, build_node_service_monitor,

@@ -3,16 +3,21 @@
 //! EC2 endpoint from `Infrastructure`, the access keys of the credentials Secret (or the
 //! instance's identity on plain Kubernetes), the custom CA bundle of `kube-cloud-config`
 //! when it has one, and the KMS key of `driverConfig.aws.kmsKeyARN` as a StorageClass
-//! parameter.
+//! parameter. With a hosted control plane, HyperShift's token minter next to the controller.
+
+use std::collections::BTreeMap;
 
 use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::{
+    ConfigMapVolumeSource, Container, ResourceRequirements, SecurityContext, Volume, VolumeMount,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::common::{
-    add_volume, driver_container, drop_missing_credentials, from_secret, literal, pod_spec,
-    set_arg, set_env,
+    add_volume, driver_container, drop_missing_credentials, from_secret, literal, memory_volume,
+    pod_spec, put_volume, set_arg, set_env,
 };
 use crate::table::DriverError;
 
@@ -46,12 +51,83 @@ pub fn def() -> Result<DriverDef, DriverError> {
             with_region_and_endpoint,
             with_credentials,
             with_custom_ca_bundle,
+            with_hosted_token_minter,
         ],
         daemon_set: Vec::new(),
         storage_class: vec![with_kms_key],
         ..Hooks::default()
     };
     Ok(def)
+}
+
+/// The controller's volume of the web identity token.
+const TOKEN_VOLUME: &str = "bound-sa-token";
+/// Where the driver reads that token.
+const TOKEN_DIR: &str = "/var/run/secrets/openshift/serviceaccount";
+/// HyperShift's token minter container.
+pub const TOKEN_MINTER_CONTAINER: &str = "token-minter";
+
+/// With a hosted control plane the controller runs in the management cluster, where the
+/// kubelet cannot issue tokens of the guest's ServiceAccount: HyperShift's token minter asks
+/// the guest for them (through the guest kubeconfig) and writes them to a tmpfs the driver reads,
+/// as OpenShift's pod has it.
+fn with_hosted_token_minter(inputs: &Inputs, deployment: &mut Deployment) {
+    if inputs.hosted.is_none() {
+        return;
+    }
+    // The ServiceAccount and namespace are the guest's, as the Deployment has them before
+    // it moves to the control-plane namespace.
+    let namespace = deployment.metadata.namespace.clone().unwrap_or_default();
+    let Some(spec) = pod_spec(deployment) else {
+        return;
+    };
+    let service_account = spec.service_account_name.clone().unwrap_or_default();
+    put_volume(spec, memory_volume(TOKEN_VOLUME));
+    let minter = Container {
+        name: TOKEN_MINTER_CONTAINER.to_owned(),
+        image: inputs.extra_images.get("tokenMinter").cloned(),
+        image_pull_policy: Some("IfNotPresent".to_owned()),
+        command: Some(vec![
+            "/usr/bin/control-plane-operator".to_owned(),
+            "token-minter".to_owned(),
+        ]),
+        args: Some(vec![
+            format!("--service-account-namespace={namespace}"),
+            format!("--service-account-name={service_account}"),
+            "--token-audience=openshift".to_owned(),
+            format!("--token-file={TOKEN_DIR}/token"),
+            format!("--kubeconfig={}", csi_kit::hosted::GUEST_KUBECONFIG_PATH),
+        ]),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), Quantity("10m".to_owned())),
+                ("memory".to_owned(), Quantity("10Mi".to_owned())),
+            ])),
+            ..ResourceRequirements::default()
+        }),
+        security_context: Some(SecurityContext {
+            read_only_root_filesystem: Some(true),
+            ..SecurityContext::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: TOKEN_VOLUME.to_owned(),
+                mount_path: TOKEN_DIR.to_owned(),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: csi_kit::hosted::GUEST_KUBECONFIG_VOLUME.to_owned(),
+                mount_path: csi_kit::hosted::GUEST_KUBECONFIG_DIR.to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    };
+    // Last, as OpenShift's pod has it.
+    spec.containers.retain(|c| c.name != TOKEN_MINTER_CONTAINER);
+    spec.containers.push(minter);
 }
 
 fn aws(inputs: &Inputs) -> Option<&api::config_v1::AWSPlatformStatus> {

@@ -42,7 +42,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::Value;
 
-use crate::common::{driver_container, ds_pod_spec, literal, pod_spec, set_env, unprivileged};
+use crate::common::{
+    driver_container, ds_pod_spec, literal, memory_volume, pod_spec, put_volume, set_env,
+    unprivileged,
+};
 use crate::table::DriverError;
 
 /// The short name.
@@ -244,14 +247,6 @@ fn read_only_mount(name: &str, path: &str) -> VolumeMount {
 }
 
 /// Replaces the pod's volume of the same name where it stands, or adds `volume` last.
-fn put_volume(spec: &mut PodSpec, volume: Volume) {
-    let volumes = spec.volumes.get_or_insert_with(Vec::new);
-    match volumes.iter_mut().find(|v| v.name == volume.name) {
-        Some(v) => *v = volume,
-        None => volumes.push(volume),
-    }
-}
-
 /// Replaces the driver container's mount at the same path where it stands, or adds `mount`
 /// last.
 fn put_driver_mount(spec: &mut PodSpec, mount: VolumeMount) {
@@ -332,7 +327,7 @@ fn add_injector(layout: &Layout, inputs: &Inputs, spec: &mut PodSpec, file: &str
 }
 
 /// [`mount_cloud_config_as`] on the controller, with `azure-disk-credentials`, as OpenShift
-/// lays it out.
+/// lays it out; with a hosted control plane, [`from_hosted_cloud_config`].
 pub fn with_cloud_config(inputs: &Inputs, deployment: &mut Deployment) {
     if let Some(spec) = pod_spec(deployment) {
         mount_cloud_config_as(
@@ -342,7 +337,52 @@ pub fn with_cloud_config(inputs: &Inputs, deployment: &mut Deployment) {
             CLOUD_CONFIG,
             CREDENTIALS_SECRET,
         );
+        if inputs.hosted.is_some() {
+            from_hosted_cloud_config(spec, HOSTED_CLOUD_CONFIG);
+        }
     }
+}
+
+/// The Secret HyperShift keeps in the control-plane namespace with Azure Disk's cloud config,
+/// credentials included.
+pub const HOSTED_CLOUD_CONFIG: &str = "azure-disk-csi-config";
+/// The controller's volume of a bound service account token.
+pub const BOUND_TOKEN_VOLUME: &str = "bound-sa-token";
+
+/// With a hosted control plane the controller runs in the management cluster, where HyperShift
+/// keeps the cloud config with the credentials merged in a Secret (`secret`): the driver reads
+/// it where it reads the merged file standalone, and neither the injector nor the guest's
+/// source ConfigMap and credentials Secret are needed. The token volume becomes a tmpfs, as
+/// OpenShift's pod has it. The guest kubeconfig's volume is placed before the two, where
+/// OpenShift's pod has it (the kit adds it otherwise).
+pub fn from_hosted_cloud_config(spec: &mut PodSpec, secret: &str) {
+    let layout = &OPENSHIFT_CONTROLLER_LAYOUT;
+    if let Some(init) = spec.init_containers.as_mut() {
+        init.retain(|c| c.name != INJECTOR_CONTAINER);
+        if init.is_empty() {
+            spec.init_containers = None;
+        }
+    }
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| {
+        ![
+            layout.source_volume,
+            layout.merged_volume,
+            layout.credentials_volume,
+            BOUND_TOKEN_VOLUME,
+        ]
+        .contains(&v.name.as_str())
+    });
+    volumes.push(csi_kit::hosted::guest_kubeconfig_volume());
+    volumes.push(memory_volume(BOUND_TOKEN_VOLUME));
+    volumes.push(Volume {
+        name: layout.merged_volume.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.to_owned()),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
+    });
 }
 
 /// [`mount_cloud_config_as`] on the nodes (the node plugin reads the cloud and zone from it).

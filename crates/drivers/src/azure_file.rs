@@ -10,7 +10,8 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::azure_disk::{
-    CLOUD_CONFIG, OPENSHIFT_CONTROLLER_LAYOUT, OPENSHIFT_NODE_LAYOUT, mount_cloud_config_as,
+    CLOUD_CONFIG, OPENSHIFT_CONTROLLER_LAYOUT, OPENSHIFT_NODE_LAYOUT, from_hosted_cloud_config,
+    mount_cloud_config_as,
 };
 use crate::common::{ds_pod_spec, pod_spec};
 use crate::table::DriverError;
@@ -41,7 +42,8 @@ pub fn def() -> Result<DriverDef, DriverError> {
 }
 
 /// The cloud config with `azure-file-credentials` on the controller, as OpenShift lays it out
-/// (see [`mount_cloud_config_as`]).
+/// (see [`mount_cloud_config_as`]); with a hosted control plane, from HyperShift's Secret (see
+/// [`from_hosted_cloud_config`]).
 pub fn with_cloud_config(inputs: &Inputs, deployment: &mut Deployment) {
     if let Some(spec) = pod_spec(deployment) {
         mount_cloud_config_as(
@@ -51,8 +53,15 @@ pub fn with_cloud_config(inputs: &Inputs, deployment: &mut Deployment) {
             CLOUD_CONFIG,
             CREDENTIALS_SECRET,
         );
+        if inputs.hosted.is_some() {
+            from_hosted_cloud_config(spec, HOSTED_CLOUD_CONFIG);
+        }
     }
 }
+
+/// The Secret HyperShift keeps in the control-plane namespace with Azure File's cloud config,
+/// credentials included.
+pub const HOSTED_CLOUD_CONFIG: &str = "azure-file-csi-config";
 
 /// The cloud config with `azure-file-credentials` on the nodes (mounting reads the storage
 /// accounts' keys through it).

@@ -105,6 +105,28 @@ pub fn add_volume(spec: &mut PodSpec, volume: k8s_openapi::api::core::v1::Volume
     volumes.push(volume);
 }
 
+/// Replaces the pod's volume of the same name where it stands, or adds `volume` last.
+pub fn put_volume(spec: &mut PodSpec, volume: k8s_openapi::api::core::v1::Volume) {
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    match volumes.iter_mut().find(|v| v.name == volume.name) {
+        Some(v) => *v = volume,
+        None => volumes.push(volume),
+    }
+}
+
+/// A tmpfs volume (`emptyDir: {medium: Memory}`): where HyperShift's token minter writes a
+/// controller's cloud token with a hosted control plane.
+pub fn memory_volume(name: &str) -> k8s_openapi::api::core::v1::Volume {
+    k8s_openapi::api::core::v1::Volume {
+        name: name.to_owned(),
+        empty_dir: Some(k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+            medium: Some("Memory".to_owned()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// Forbids privilege escalation and drops every capability: for the helper containers a
 /// driver adds, which need neither (the kit's containers get what their SCC imposes).
 pub fn unprivileged(container: &mut Container) {

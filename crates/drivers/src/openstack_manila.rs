@@ -38,6 +38,7 @@
 //!   and the path of the mounted `clouds.yaml`, which manila-csi-plugin reads from v1.34 on;
 //!   the keys written here work with every release.)
 
+use crate::common::pod_spec;
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -88,11 +89,33 @@ pub const PROBE_INTERVAL: Duration = Duration::from_secs(60);
 
 const TABLE: &str = include_str!("openstack_manila.yaml");
 
+/// The ConfigMap HyperShift keeps in the control-plane namespace with the cloud's config and
+/// CA bundle (standalone, the controller mounts the operand namespace's copy of the cluster's
+/// cloud config).
+pub const HOSTED_CLOUD_CONFIG: &str = "openstack-cloud-config";
+/// The controller's volume of the cloud's CA bundle.
+const CA_BUNDLE_VOLUME: &str = "cacert";
+
+/// With a hosted control plane the controller reads the cloud's CA bundle from HyperShift's
+/// ConfigMap ([`HOSTED_CLOUD_CONFIG`]), as OpenShift's pod does.
+fn with_hosted_ca_bundle(inputs: &Inputs, deployment: &mut Deployment) {
+    if inputs.hosted.is_none() {
+        return;
+    }
+    let volume = pod_spec(deployment)
+        .and_then(|spec| spec.volumes.as_mut())
+        .and_then(|volumes| volumes.iter_mut().find(|v| v.name == CA_BUNDLE_VOLUME))
+        .and_then(|v| v.config_map.as_mut());
+    if let Some(config_map) = volume {
+        config_map.name = HOSTED_CLOUD_CONFIG.to_owned();
+    }
+}
+
 /// The Manila driver with its hooks.
 pub fn def() -> Result<DriverDef, DriverError> {
     let mut def = crate::table::parse(SHORT_NAME, TABLE)?;
     def.hooks = Hooks {
-        deployment: vec![with_nfs_controller_plugin],
+        deployment: vec![with_nfs_controller_plugin, with_hosted_ca_bundle],
         daemon_set: vec![with_node_plugin_layout],
         extra_daemon_sets: vec![ExtraDaemonSet {
             controller: NFS_CONTROLLER,

@@ -78,6 +78,13 @@ pub struct DriverEntry {
     /// Whether the driver operator gets a config ConfigMap (`<operator Deployment>-config`)
     /// with the cluster's TLS profile, as OpenShift's platform driver operators do.
     pub operator_config: bool,
+    /// Whether OpenShift runs the driver with a hosted control plane (HyperShift's list: AWS
+    /// EBS, Azure Disk, Azure File, OpenStack Cinder, Manila and PowerVS); its table has a
+    /// `hosted` section exactly then.
+    pub hosted: bool,
+    /// Images passed to the driver operator only with a hosted control plane, as
+    /// [`DriverEntry::extra_image_envs`] (AWS's HyperShift image, for its token minter).
+    pub hosted_image_envs: &'static [(&'static str, &'static str)],
 }
 
 /// An OLM-installed predecessor of a driver operator.
@@ -125,6 +132,8 @@ const fn platform_driver(
         olm: None,
         operator_all_egress: false,
         operator_config: true,
+        hosted: false,
+        hosted_image_envs: &[],
     }
 }
 
@@ -136,6 +145,7 @@ pub fn registry() -> Vec<DriverEntry> {
                 "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
                 "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
             )],
+            hosted: true,
             ..platform_driver(
                 "disk.csi.azure.com",
                 "azure-disk",
@@ -154,6 +164,7 @@ pub fn registry() -> Vec<DriverEntry> {
                 "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
             )],
             skip: &[Skip::OnAzureStackHub],
+            hosted: true,
             ..platform_driver(
                 "file.csi.azure.com",
                 "azure-file",
@@ -171,6 +182,8 @@ pub fn registry() -> Vec<DriverEntry> {
                 package: "aws-ebs-csi-driver-operator",
                 operator_deployment: "aws-ebs-csi-driver-operator",
             }),
+            hosted: true,
+            hosted_image_envs: &[("HYPERSHIFT_IMAGE", "HYPERSHIFT_IMAGE")],
             ..platform_driver(
                 "ebs.csi.aws.com",
                 "aws-ebs",
@@ -211,6 +224,7 @@ pub fn registry() -> Vec<DriverEntry> {
                 package: "manila-csi-driver-operator",
                 operator_deployment: "csi-driver-manila-operator",
             }),
+            hosted: true,
             ..platform_driver(
                 "manila.csi.openstack.org",
                 "openstack-manila",
@@ -222,6 +236,7 @@ pub fn registry() -> Vec<DriverEntry> {
         },
         DriverEntry {
             operator_all_egress: true,
+            hosted: true,
             ..platform_driver(
                 "cinder.csi.openstack.org",
                 "openstack-cinder",
@@ -234,17 +249,20 @@ pub fn registry() -> Vec<DriverEntry> {
                 ),
             )
         },
-        platform_driver(
-            "powervs.csi.ibm.com",
-            "powervs-block",
-            PlatformType::PowerVS,
-            "PowerVSBlock",
-            "powervs-block-csi-driver-operator",
-            (
-                "POWERVS_BLOCK_CSI_DRIVER_OPERATOR_IMAGE",
-                "POWERVS_BLOCK_CSI_DRIVER_IMAGE",
-            ),
-        ),
+        DriverEntry {
+            hosted: true,
+            ..platform_driver(
+                "powervs.csi.ibm.com",
+                "powervs-block",
+                PlatformType::PowerVS,
+                "PowerVSBlock",
+                "powervs-block-csi-driver-operator",
+                (
+                    "POWERVS_BLOCK_CSI_DRIVER_OPERATOR_IMAGE",
+                    "POWERVS_BLOCK_CSI_DRIVER_IMAGE",
+                ),
+            )
+        },
         DriverEntry {
             extra_image_envs: &[("VMWARE_VSPHERE_SYNCER_IMAGE", "VMWARE_VSPHERE_SYNCER_IMAGE")],
             allow_disabled: true,

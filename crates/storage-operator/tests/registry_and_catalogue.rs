@@ -41,7 +41,8 @@ fn every_catalogue_driver_agrees_with_its_registry_entry() {
 }
 
 /// Every extra image a driver's hooks use (Manila's NFS plugin, vSphere's syncer, the Azure
-/// credentials injector) comes from an env var CSO passes to its driver operator.
+/// credentials injector, AWS's token minter with a hosted control plane) comes from an env var
+/// CSO passes to its driver operator.
 #[test]
 fn cso_passes_every_extra_image_env_the_catalogue_reads() {
     for short_name in drivers::short_names() {
@@ -52,11 +53,43 @@ fn cso_passes_every_extra_image_env_the_catalogue_reads() {
                 entry
                     .extra_image_envs
                     .iter()
+                    .chain(entry.hosted_image_envs)
                     .any(|(_, passed_as)| *passed_as == image.env),
                 "{short_name}: the {role} image's {} is not passed by CSO",
                 image.env
             );
         }
+    }
+}
+
+/// The drivers OpenShift runs with a hosted control plane are those whose table says how.
+#[test]
+fn the_hosted_drivers_are_openshifts_and_each_has_a_hosted_section() {
+    let hosted: Vec<&str> = storage_operator::registry::registry()
+        .iter()
+        .filter(|e| e.hosted)
+        .map(|e| e.short_name)
+        .collect();
+    assert_eq!(
+        hosted,
+        [
+            "azure-disk",
+            "azure-file",
+            "aws-ebs",
+            "openstack-manila",
+            "openstack-cinder",
+            "powervs-block"
+        ]
+    );
+    for entry in storage_operator::registry::registry() {
+        let def = drivers::by_name(entry.short_name).unwrap();
+        assert_eq!(
+            def.hosted.is_some(),
+            entry.hosted,
+            "{}: the table's hosted section and the registry disagree",
+            entry.short_name
+        );
+        assert!(entry.hosted || entry.hosted_image_envs.is_empty());
     }
 }
 

@@ -153,6 +153,23 @@ pub struct DriverDef {
     /// `operator::Task::facts`); never used by the operator.
     #[serde(default)]
     pub task_examples: BTreeMap<String, Vec<String>>,
+    /// How the driver runs with a hosted control plane (HyperShift): its controller in the
+    /// hosted cluster's control-plane namespace of a management cluster, the rest in the
+    /// hosted (guest) cluster; see [`crate::hosted`]. Absent: the driver does not run there
+    /// (OpenShift runs AWS EBS, Azure Disk, Azure File, OpenStack Cinder, Manila and PowerVS).
+    #[serde(default)]
+    pub hosted: Option<HostedDef>,
+}
+
+/// See [`DriverDef::hosted`]. What is the same for every driver (the guest kubeconfig of the
+/// sidecars, placement on the control-plane nodes) is the kit's; this says what differs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostedDef {
+    /// Whether the driver container itself calls the Kubernetes API (Azure File reads the
+    /// Secrets of storage accounts there): it then gets the guest kubeconfig as the sidecars do.
+    #[serde(default)]
+    pub driver_reaches_guest_api: bool,
 }
 
 /// See [`DriverDef::storage_class_generator`].

@@ -79,6 +79,7 @@ impl Inputs {
                     Some((r.name.clone(), role.trim().to_owned()))
                 })
                 .collect(),
+            hosted: None,
         }
     }
 

@@ -331,6 +331,79 @@ pub struct Inputs {
     /// name, where the operator's environment sets the request's role variable (see
     /// `credentials::role_variable`): the request then asks for STS credentials.
     pub token_roles: BTreeMap<String, String>,
+    /// The hosted control plane the controller runs in (HyperShift), or `None` when the whole
+    /// driver runs in one cluster. Hooks read it to run their part differently there (see
+    /// [`crate::hosted`]).
+    pub hosted: Option<HostedControlPlane>,
+}
+
+/// A hosted control plane (HyperShift): where a hosted cluster's controllers run in the
+/// management cluster, and what its `HostedControlPlane` object asks of their pods.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostedControlPlane {
+    /// The control-plane namespace of the management cluster (e.g. `clusters-hosted`).
+    pub namespace: String,
+    /// The release the hosted cluster runs (`release.openshift.io/desired-version`).
+    pub release_version: String,
+    /// `HostedControlPlane.spec.nodeSelector`: where the control-plane pods must run.
+    pub node_selector: BTreeMap<String, String>,
+    /// `HostedControlPlane.spec.labels`: added to the control-plane pods.
+    pub labels: BTreeMap<String, String>,
+    /// `HostedControlPlane.spec.tolerations`: added to those of every control-plane pod.
+    pub tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+    /// The user the control-plane pods run as, where the management cluster has no
+    /// SecurityContextConstraints to pick one (`RUN_AS_USER`, e.g. AKS).
+    pub run_as_user: Option<i64>,
+    /// Images built for the management cluster's architecture, which may differ from the
+    /// guest's.
+    pub images: ControlPlaneImages,
+}
+
+impl HostedControlPlane {
+    /// The settings HyperShift gives its control-plane pods through the environment
+    /// (`RELEASE_VERSION`, `RUN_AS_USER`, `DRIVER_CONTROL_PLANE_IMAGE`,
+    /// `LIVENESS_PROBE_CONTROL_PLANE_IMAGE`, `KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE`), for the
+    /// control plane in `namespace`; the HostedControlPlane object's placement is not in the
+    /// environment and stays empty. An unset or empty variable is not set.
+    pub fn from_env(namespace: &str, env: &BTreeMap<String, String>) -> Result<Self, BadRunAsUser> {
+        let get = |name: &str| env.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let run_as_user = get("RUN_AS_USER")
+            .map(|v| {
+                v.parse::<i64>()
+                    .ok()
+                    .filter(|uid| *uid >= 0)
+                    .ok_or_else(|| BadRunAsUser(v.to_owned()))
+            })
+            .transpose()?;
+        Ok(Self {
+            namespace: namespace.to_owned(),
+            release_version: get("RELEASE_VERSION").unwrap_or_default().to_owned(),
+            run_as_user,
+            images: ControlPlaneImages {
+                driver: get("DRIVER_CONTROL_PLANE_IMAGE").map(str::to_owned),
+                liveness_probe: get("LIVENESS_PROBE_CONTROL_PLANE_IMAGE").map(str::to_owned),
+                kube_rbac_proxy: get("KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE").map(str::to_owned),
+            },
+            ..Self::default()
+        })
+    }
+}
+
+/// `RUN_AS_USER` is not a user ID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("RUN_AS_USER is {0:?}: it must be a non-negative integer (a user ID), or unset")]
+pub struct BadRunAsUser(pub String);
+
+/// The controller's images for the management cluster, where set (OpenShift's
+/// `*_CONTROL_PLANE_IMAGE` variables); the guest's images otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControlPlaneImages {
+    /// The driver container's (`DRIVER_CONTROL_PLANE_IMAGE`).
+    pub driver: Option<String>,
+    /// The livenessprobe's (`LIVENESS_PROBE_CONTROL_PLANE_IMAGE`).
+    pub liveness_probe: Option<String>,
+    /// The kube-rbac-proxies' (`KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE`).
+    pub kube_rbac_proxy: Option<String>,
 }
 
 impl Inputs {
