@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, LocalObjectReference, NodeAffinity, NodeSelectorRequirement,
+    Affinity, Container, EnvVar, LocalObjectReference, NodeAffinity, NodeSelectorRequirement,
     NodeSelectorTerm, PodAffinity, PodAffinityTerm, PodSecurityContext, PodSpec,
     PreferredSchedulingTerm, SecretVolumeSource, Toleration, Volume, VolumeMount,
     WeightedPodAffinityTerm,
@@ -362,10 +362,10 @@ pub fn guest_kubeconfig_volume() -> Volume {
     }
 }
 
-/// HyperShift's placement of a control-plane pod: preferably on the control-plane nodes, on
-/// those of this hosted cluster, next to its other control-plane pods; the control plane's
-/// priority; its node selector, labels and tolerations.
-fn place_on_control_plane(spec: &mut PodSpec, hcp: &HostedControlPlane) {
+/// HyperShift's preferences for a pod of the control plane in `namespace`: the management
+/// cluster's control-plane nodes, then those reserved for this hosted cluster, then next to its
+/// other control-plane pods. Other affinities (a spread of replicas) stay.
+pub fn prefer_control_plane(affinity: &mut Affinity, namespace: &str) {
     let preferred = |key: &str, value: &str, weight: i32| PreferredSchedulingTerm {
         weight,
         preference: NodeSelectorTerm {
@@ -377,11 +377,10 @@ fn place_on_control_plane(spec: &mut PodSpec, hcp: &HostedControlPlane) {
             ..NodeSelectorTerm::default()
         },
     };
-    let affinity = spec.affinity.get_or_insert_with(Default::default);
     affinity.node_affinity = Some(NodeAffinity {
         preferred_during_scheduling_ignored_during_execution: Some(vec![
             preferred(CONTROL_PLANE_NODE_KEY, "true", 50),
-            preferred(CLUSTER_NODE_KEY, &hcp.namespace, 100),
+            preferred(CLUSTER_NODE_KEY, namespace, 100),
         ]),
         ..NodeAffinity::default()
     });
@@ -392,7 +391,7 @@ fn place_on_control_plane(spec: &mut PodSpec, hcp: &HostedControlPlane) {
                 label_selector: Some(LabelSelector {
                     match_labels: Some(BTreeMap::from([(
                         HOSTED_CONTROL_PLANE_LABEL.to_owned(),
-                        hcp.namespace.clone(),
+                        namespace.to_owned(),
                     )])),
                     ..LabelSelector::default()
                 }),
@@ -402,6 +401,16 @@ fn place_on_control_plane(spec: &mut PodSpec, hcp: &HostedControlPlane) {
         }]),
         ..PodAffinity::default()
     });
+}
+
+/// HyperShift's placement of a control-plane pod: preferably on the control-plane nodes, on
+/// those of this hosted cluster, next to its other control-plane pods; the control plane's
+/// priority; its node selector, labels and tolerations.
+fn place_on_control_plane(spec: &mut PodSpec, hcp: &HostedControlPlane) {
+    prefer_control_plane(
+        spec.affinity.get_or_insert_with(Default::default),
+        &hcp.namespace,
+    );
     spec.priority_class_name = Some(PRIORITY_CLASS.to_owned());
     spec.node_selector = (!hcp.node_selector.is_empty()).then(|| hcp.node_selector.clone());
     let taint = |key: &str, value: &str| Toleration {

@@ -15,13 +15,15 @@
 //!    [`vsphere_detector`].
 //! 5. Observing: [`observe`] (the caches and what they hold), [`olm`] (adopting an OLM-installed
 //!    driver operator).
-//! 6. Planning: [`plan`].
+//! 6. Planning: [`plan`], then [`hosted`] (what it applies with a hosted control plane, by
+//!    cluster).
 //! 7. At the top: [`operator`], the controller that applies the plan, and [`manifests`], the
 //!    operator's own install manifests, rendered from the same builders and plan.
 
 pub mod default_storage_class;
 pub mod driver_status;
 pub mod failure;
+pub mod hosted;
 pub mod manifests;
 pub mod monitoring;
 pub mod names;

@@ -126,7 +126,7 @@ fn namespace(name: &str, annotations: &[(&str, &str)]) -> Namespace {
     }
 }
 
-fn meta(entry: &DriverEntry, name: String, namespace: Option<&str>) -> ObjectMeta {
+pub(crate) fn meta(entry: &DriverEntry, name: String, namespace: Option<&str>) -> ObjectMeta {
     ObjectMeta {
         name: Some(name),
         namespace: namespace.map(Into::into),
@@ -149,7 +149,7 @@ pub fn build_service_account(entry: &DriverEntry) -> ServiceAccount {
 
 /// The API group and resource of a kind the driver operator renders, and whether it lives in
 /// the operand namespace `namespace`.
-fn resource_of(operand: &Operand, namespace: &str) -> Option<(String, String, bool)> {
+pub(crate) fn resource_of(operand: &Operand, namespace: &str) -> Option<(String, String, bool)> {
     let value = operand.to_value();
     let api_version = value["apiVersion"].as_str()?;
     let group = api_version

@@ -184,14 +184,26 @@ fn shown(v: &Option<Value>) -> String {
 /// Checks `actual` (the differences of every compared set, by set) against the list in `file`:
 /// every difference is listed, every listed one exists in some set, and has a reason.
 fn check(file: &str, actual: &[(&str, Vec<Difference>)]) {
+    check_beside(file, None, actual);
+}
+
+/// [`check`], where the entries of `inherited` (another list, checked where it is used) explain
+/// differences too.
+fn check_beside(file: &str, inherited: Option<&str>, actual: &[(&str, Vec<Difference>)]) {
     let (path, expected) = expected_list(file);
+    let inherited = inherited
+        .map(|f| expected_list(f).1.differences)
+        .unwrap_or_default();
     assert!(!expected.reference.trim().is_empty());
     let mut report = String::new();
     for (set, differences) in actual {
-        for d in differences
-            .iter()
-            .filter(|d| !expected.differences.iter().any(|e| e.matches(d)))
-        {
+        for d in differences.iter().filter(|d| {
+            !expected
+                .differences
+                .iter()
+                .chain(&inherited)
+                .any(|e| e.matches(d))
+        }) {
             report.push_str(&format!(
                 "  {set}: unlisted: {}\n      ours:      {}\n      openshift: {}\n",
                 d.at,
@@ -374,5 +386,117 @@ fn the_payload_matches_openshift_but_for_the_listed_differences() {
     check(
         "manifests.openshift-differences.yaml",
         &[("manifests", actual)],
+    );
+}
+
+/// The control-plane namespace of the hosted cluster in the HyperShift comparison.
+const CONTROL_PLANE_NAMESPACE: &str = "clusters-hosted";
+
+/// The drivers OpenShift runs with a hosted control plane, by our short name and the fixture
+/// directory of its HyperShift assets.
+const HOSTED_DRIVERS: [(&str, &str); 6] = [
+    ("aws-ebs", "aws-ebs"),
+    ("azure-disk", "azure-disk"),
+    ("azure-file", "azure-file"),
+    ("openstack-cinder", "openstack-cinder"),
+    ("openstack-manila", "openstack-manila"),
+    ("powervs-block", "powervs-block"),
+];
+
+/// OpenShift's objects of one side (`mgmt` or `guest`) of a driver operator with a hosted
+/// control plane.
+fn openshift_hosted_objects(fixture: &str, side: &str) -> Vec<Value> {
+    let substitutions: Vec<(String, String)> = [
+        ("${CONTROLPLANE_NAMESPACE}", CONTROL_PLANE_NAMESPACE),
+        ("${RELEASE_VERSION}", "4.22.0"),
+        ("${LOG_LEVEL}", "2"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    fixtures::load_from(
+        &manifest_dir().join("tests/fixtures/openshift-hypershift"),
+        &format!("{fixture}/{side}"),
+        &substitutions,
+    )
+    .into_iter()
+    .map(|mut v| {
+        diff::drop_hash_annotations(&mut v);
+        rules_by_resource(&mut v);
+        v
+    })
+    .collect()
+}
+
+/// What ours applies for one driver operator with a hosted control plane, by side.
+fn our_hosted_objects(short_name: &str) -> (Vec<Value>, Vec<Value>) {
+    let entry = find(short_name).unwrap();
+    let def = drivers::by_name(short_name).unwrap();
+    let mut env = placeholder_env(short_name);
+    for (from, to) in entry.hosted_image_envs {
+        env.insert((*from).to_owned(), format!("${{{to}}}"));
+    }
+    env.insert(
+        storage_operator::hosted::control_plane_image_env(entry.driver_image_env),
+        "${DRIVER_CONTROL_PLANE_IMAGE}".to_owned(),
+    );
+    for name in storage_operator::hosted::CONTROL_PLANE_IMAGE_ENVS {
+        env.insert(name.to_owned(), format!("${{{name}}}"));
+    }
+    let mut inputs = inputs(env);
+    inputs.topology = Topology::External;
+    let hcp = csi_kit::HostedControlPlane {
+        namespace: CONTROL_PLANE_NAMESPACE.to_owned(),
+        release_version: "4.22.0".to_owned(),
+        ..csi_kit::HostedControlPlane::default()
+    };
+    let objects =
+        storage_operator::hosted::hosted_starter_objects(&[(entry.clone(), def)], &inputs, &hcp);
+    let management = objects.management.iter().map(value).collect();
+    let mut guest: Vec<Value> = objects
+        .guest
+        .iter()
+        .filter(|d| match d {
+            Desired::Namespace(n) => n.metadata.name.as_deref() != Some(DRIVER_NAMESPACE),
+            Desired::ClusterRole(r) => r
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(STARTER_LABEL))
+                .is_none_or(|owner| owner != "shared"),
+            _ => true,
+        })
+        .map(value)
+        .collect();
+    let mut cr = serde_json::to_value(starter::build_cluster_csi_driver(&entry, &inputs)).unwrap();
+    fixtures::normalise(&mut cr);
+    guest.push(cr);
+    (management, guest)
+}
+
+#[test]
+fn hosted_driver_operators_are_where_openshift_puts_them_and_match_but_for_the_listed_differences()
+{
+    let mut actual: Vec<(String, Vec<Difference>)> = Vec::new();
+    for (short_name, fixture) in HOSTED_DRIVERS {
+        let (management, guest) = our_hosted_objects(short_name);
+        actual.push((
+            format!("{short_name} (management)"),
+            diff::diff_objects(&management, &openshift_hosted_objects(fixture, "mgmt")),
+        ));
+        actual.push((
+            format!("{short_name} (guest)"),
+            diff::diff_objects(&guest, &openshift_hosted_objects(fixture, "guest")),
+        ));
+    }
+    let actual: Vec<(&str, Vec<Difference>)> = actual
+        .iter()
+        .map(|(set, ds)| (set.as_str(), ds.clone()))
+        .collect();
+    // What differs as it does standalone is not listed again.
+    check_beside(
+        "starter.openshift-hypershift-differences.yaml",
+        Some("starter.openshift-differences.yaml"),
+        &actual,
     );
 }

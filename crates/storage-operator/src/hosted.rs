@@ -1,0 +1,514 @@
+//! The driver operators with a hosted control plane (HyperShift): what the cluster storage
+//! operator applies in the control-plane namespace of the management cluster, and what in the
+//! guest.
+//!
+//! OpenShift's cluster storage operator in HyperShift mode (`--guest-kubeconfig`) runs each
+//! driver operator in the hosted cluster's control-plane namespace, next to the rest of that
+//! control plane, and points it at the guest's API with the kubeconfig Secret HyperShift keeps
+//! there (`service-network-admin-kubeconfig`). The driver operator then splits its own operands
+//! (see `csi_kit::hosted`). Here: the driver operator's Deployment, ServiceAccount, config
+//! ConfigMap and the Role for what it writes in the control-plane namespace go to the
+//! management side; its ServiceAccount and RBAC for the guest's objects, and the namespaces and
+//! shared sidecar roles, to the guest, as a standalone cluster has them.
+//!
+//! The comparison with OpenShift's HyperShift assets is `tests/openshift_parity.rs`
+//! (`src/starter.openshift-hypershift-differences.yaml`).
+
+use std::collections::BTreeMap;
+
+use csi_kit::hosted::{
+    CLUSTER_NODE_KEY, CONTROL_PLANE_NODE_KEY, DESIRED_VERSION_ANNOTATION, GUEST_KUBECONFIG_SECRET,
+    MANAGED_BY, MANAGED_BY_LABEL, PRIORITY_CLASS, PULL_SECRET, prefer_control_plane,
+};
+use csi_kit::{DriverDef, HostedControlPlane, Inputs, OptionalCrds, Topology};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{
+    EnvVar, LocalObjectReference, PodSecurityContext, SecretVolumeSource, ServiceAccount,
+    Toleration, Volume, VolumeMount,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use opkit::rbac::{MANAGE, READ, dedupe, rule};
+
+use crate::plan::{Desired, starter_objects};
+use crate::registry::DriverEntry;
+use crate::starter::{self, StarterInputs, meta, resource_of};
+
+/// Where a driver operator mounts the guest kubeconfig Secret.
+pub const GUEST_KUBECONFIG_DIR: &str = "/etc/guest-kubeconfig";
+/// The driver operator pod's volume of it.
+pub const GUEST_KUBECONFIG_VOLUME: &str = "guest-kubeconfig";
+/// The pod label by which HyperShift's network policies let a control-plane pod reach the
+/// management cluster's API server.
+pub const MANAGEMENT_API_ACCESS_LABEL: &str = "hypershift.openshift.io/need-management-kas-access";
+/// The shared control-plane images passed to every driver operator, for the controller's
+/// containers (the management cluster's architecture may differ from the guest's).
+pub const CONTROL_PLANE_IMAGE_ENVS: [&str; 2] = [
+    "LIVENESS_PROBE_CONTROL_PLANE_IMAGE",
+    "KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE",
+];
+
+/// What the cluster storage operator applies for its driver operators with a hosted control
+/// plane, by cluster.
+#[derive(Clone, Debug, Default)]
+pub struct HostedStarterObjects {
+    /// In the control-plane namespace of the management cluster.
+    pub management: Vec<Desired>,
+    /// In the guest.
+    pub guest: Vec<Desired>,
+}
+
+/// Everything the starter applies for `started` drivers with the hosted control plane `hcp`.
+/// Drivers that do not run hosted ([`DriverEntry::hosted`]) must not be among them.
+pub fn hosted_starter_objects(
+    started: &[(DriverEntry, DriverDef)],
+    inputs: &StarterInputs,
+    hcp: &HostedControlPlane,
+) -> HostedStarterObjects {
+    let mut objects = HostedStarterObjects::default();
+    for desired in starter_objects(started, inputs) {
+        match desired {
+            // The driver operator runs in the control-plane namespace, with its config.
+            Desired::Deployment(_) | Desired::ConfigMap(_) => {}
+            other => objects.guest.push(other),
+        }
+    }
+    for (entry, def) in started {
+        objects
+            .management
+            .push(Desired::ServiceAccount(management_service_account(
+                entry, hcp,
+            )));
+        let role = management_role(entry, def, inputs, hcp);
+        let binding = management_role_binding(entry, &role, hcp);
+        objects.management.push(Desired::Role(role));
+        objects.management.push(Desired::RoleBinding(binding));
+        if let Some(Ok(mut config)) =
+            starter::build_operator_config(entry, inputs.tls_profile.as_ref())
+        {
+            config.metadata.namespace = Some(hcp.namespace.clone());
+            objects.management.push(Desired::ConfigMap(config));
+        }
+        objects
+            .management
+            .push(Desired::Deployment(build_hosted_deployment(
+                entry, inputs, hcp,
+            )));
+    }
+    objects
+}
+
+/// The driver operator's ServiceAccount in the control-plane namespace, with HyperShift's pull
+/// secret.
+fn management_service_account(entry: &DriverEntry, hcp: &HostedControlPlane) -> ServiceAccount {
+    let mut sa = starter::build_service_account(entry);
+    sa.metadata.namespace = Some(hcp.namespace.clone());
+    sa.image_pull_secrets = Some(vec![LocalObjectReference {
+        name: PULL_SECRET.to_owned(),
+    }]);
+    sa
+}
+
+/// What the driver operator may do in the control-plane namespace: manage exactly the kinds of
+/// its management-side operands, hold its Lease, record Events, read the Secrets and
+/// ConfigMaps its operands' hashes come from and its own pods, and read the
+/// HostedControlPlane whose placement its controller follows.
+fn management_role(
+    entry: &DriverEntry,
+    def: &DriverDef,
+    inputs: &StarterInputs,
+    hcp: &HostedControlPlane,
+) -> Role {
+    let mut render_inputs = Inputs::offline(def, Topology::External, &inputs.env);
+    render_inputs.crds = OptionalCrds::all();
+    render_inputs.trusted_ca_bundle = true;
+    render_inputs.hosted = Some(hcp.clone());
+    let mut rules: Vec<PolicyRule> = vec![
+        rule(&[""], &["secrets", "configmaps", "pods"], READ),
+        rule(&["coordination.k8s.io"], &["leases"], MANAGE),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &["create", "patch", "update"],
+        ),
+        rule(&["hypershift.openshift.io"], &["hostedcontrolplanes"], READ),
+    ];
+    if let Ok(sides) = csi_kit::hosted::render_hosted(def, &render_inputs) {
+        for (group, resource, _) in sides
+            .management
+            .iter()
+            .filter_map(|operand| resource_of(operand, &hcp.namespace))
+        {
+            rules.push(rule(&[&group], &[&resource], MANAGE));
+        }
+    }
+    dedupe(&mut rules);
+    Role {
+        metadata: meta(
+            entry,
+            format!("{}-role", entry.operator_deployment),
+            Some(&hcp.namespace),
+        ),
+        rules: Some(rules),
+    }
+}
+
+fn management_role_binding(
+    entry: &DriverEntry,
+    role: &Role,
+    hcp: &HostedControlPlane,
+) -> RoleBinding {
+    RoleBinding {
+        metadata: meta(
+            entry,
+            format!("{}-rolebinding", entry.operator_deployment),
+            Some(&hcp.namespace),
+        ),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
+            kind: "Role".to_owned(),
+            name: role.metadata.name.clone().unwrap_or_default(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: entry.operator_deployment.to_owned(),
+            namespace: Some(hcp.namespace.clone()),
+            ..Subject::default()
+        }]),
+    }
+}
+
+/// The driver operator's Deployment in the control-plane namespace: the standalone one (for
+/// `External` topology), reaching the guest through its kubeconfig, placed and labelled as
+/// HyperShift's control-plane pods, with the control-plane images and HyperShift's image.
+pub fn build_hosted_deployment(
+    entry: &DriverEntry,
+    inputs: &StarterInputs,
+    hcp: &HostedControlPlane,
+) -> Deployment {
+    let mut standalone_inputs = inputs.clone();
+    standalone_inputs.topology = Topology::External;
+    let mut deployment = starter::build_deployment(entry, &standalone_inputs);
+    deployment.metadata.namespace = Some(hcp.namespace.clone());
+    deployment
+        .metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned());
+    deployment
+        .metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(
+            DESIRED_VERSION_ANNOTATION.to_owned(),
+            hcp.release_version.clone(),
+        );
+    let Some(template) = deployment.spec.as_mut().map(|s| &mut s.template) else {
+        return deployment;
+    };
+    let labels = template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(BTreeMap::new);
+    labels.insert(MANAGEMENT_API_ACCESS_LABEL.to_owned(), "true".to_owned());
+    labels.insert("app".to_owned(), entry.operator_deployment.to_owned());
+    // As OpenShift labels its hosted driver operators (HyperShift's own policies govern the
+    // control-plane namespace; these keep the pods' labels OpenShift's).
+    labels.extend(crate::network_policy::labels(&[
+        crate::network_policy::ALL_EGRESS,
+    ]));
+    for (key, value) in &hcp.labels {
+        labels.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    let Some(spec) = template.spec.as_mut() else {
+        return deployment;
+    };
+    prefer_control_plane(
+        spec.affinity.get_or_insert_with(Default::default),
+        &hcp.namespace,
+    );
+    spec.priority_class_name = Some(PRIORITY_CLASS.to_owned());
+    spec.node_selector = (!hcp.node_selector.is_empty()).then(|| hcp.node_selector.clone());
+    let exists = |key: &str, effect: Option<&str>| Toleration {
+        key: Some(key.to_owned()),
+        operator: Some("Exists".to_owned()),
+        effect: effect.map(str::to_owned),
+        ..Toleration::default()
+    };
+    let mut tolerations = vec![
+        exists("CriticalAddonsOnly", None),
+        exists("node-role.kubernetes.io/master", Some("NoSchedule")),
+        exists(CONTROL_PLANE_NODE_KEY, None),
+        Toleration {
+            key: Some(CLUSTER_NODE_KEY.to_owned()),
+            operator: Some("Equal".to_owned()),
+            value: Some(hcp.namespace.clone()),
+            ..Toleration::default()
+        },
+    ];
+    tolerations.extend(hcp.tolerations.iter().cloned());
+    spec.tolerations = Some(tolerations);
+    if let Some(user) = hcp.run_as_user {
+        spec.security_context
+            .get_or_insert_with(PodSecurityContext::default)
+            .run_as_user = Some(user);
+    }
+    // First, as OpenShift's pod has it.
+    spec.volumes.get_or_insert_with(Vec::new).insert(
+        0,
+        Volume {
+            name: GUEST_KUBECONFIG_VOLUME.to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(GUEST_KUBECONFIG_SECRET.to_owned()),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    );
+    let driver_control_plane_image = control_plane_image_env(entry.driver_image_env);
+    let passed = std::iter::once((
+        driver_control_plane_image.as_str(),
+        "DRIVER_CONTROL_PLANE_IMAGE",
+    ))
+    .chain(CONTROL_PLANE_IMAGE_ENVS.iter().map(|e| (*e, *e)))
+    .chain(entry.hosted_image_envs.iter().copied())
+    .chain(std::iter::once(("RELEASE_VERSION", "RELEASE_VERSION")))
+    .chain(std::iter::once(("RUN_AS_USER", "RUN_AS_USER")));
+    let mut env: Vec<EnvVar> = passed
+        .filter_map(|(from, to)| {
+            let value = inputs.env.get(from).filter(|v| !v.trim().is_empty())?;
+            Some(EnvVar {
+                name: to.to_owned(),
+                value: Some(value.clone()),
+                ..EnvVar::default()
+            })
+        })
+        .collect();
+    if let Some(container) = spec.containers.first_mut() {
+        container.args.get_or_insert_with(Vec::new).push(format!(
+            "--guest-kubeconfig={GUEST_KUBECONFIG_DIR}/kubeconfig"
+        ));
+        container.env.get_or_insert_with(Vec::new).append(&mut env);
+        container
+            .volume_mounts
+            .get_or_insert_with(Vec::new)
+            .push(VolumeMount {
+                name: GUEST_KUBECONFIG_VOLUME.to_owned(),
+                mount_path: GUEST_KUBECONFIG_DIR.to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            });
+    }
+    deployment
+}
+
+/// The variable of a driver's control-plane image: `AWS_EBS_DRIVER_IMAGE` gives
+/// `AWS_EBS_DRIVER_CONTROL_PLANE_IMAGE`, as OpenShift's release payload names them.
+pub fn control_plane_image_env(driver_image_env: &str) -> String {
+    let stem = driver_image_env
+        .strip_suffix("_IMAGE")
+        .unwrap_or(driver_image_env);
+    format!("{stem}_CONTROL_PLANE_IMAGE")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use api::operator_v1::LogLevel;
+
+    const CP: &str = "clusters-demo";
+
+    fn started(short_name: &str) -> Vec<(DriverEntry, DriverDef)> {
+        let entry = crate::registry::find(short_name).unwrap();
+        vec![(entry, drivers::by_name(short_name).unwrap())]
+    }
+
+    fn inputs(env: &[(&str, &str)]) -> StarterInputs {
+        StarterInputs {
+            topology: Topology::External,
+            log_level: LogLevel::Normal,
+            proxy: Default::default(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            operator_image: "example.com/storage-operator:v1".to_owned(),
+            tls_profile: None,
+        }
+    }
+
+    fn hcp() -> HostedControlPlane {
+        HostedControlPlane {
+            namespace: CP.to_owned(),
+            release_version: "4.22.0".to_owned(),
+            node_selector: BTreeMap::from([("pool".to_owned(), "cp".to_owned())]),
+            labels: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
+            tolerations: vec![Toleration {
+                key: Some("custom".to_owned()),
+                operator: Some("Exists".to_owned()),
+                ..Toleration::default()
+            }],
+            run_as_user: Some(1001),
+            ..HostedControlPlane::default()
+        }
+    }
+
+    #[test]
+    fn the_driver_operator_runs_in_the_control_plane_namespace_and_its_rbac_stays_in_the_guest() {
+        let objects = hosted_starter_objects(&started("aws-ebs"), &inputs(&[]), &hcp());
+        let keys = |objects: &[Desired]| -> Vec<(&'static str, String)> {
+            objects.iter().map(Desired::key).collect()
+        };
+        let management = keys(&objects.management);
+        assert_eq!(
+            management,
+            [
+                (
+                    "ServiceAccount",
+                    format!("{CP}/aws-ebs-csi-driver-operator")
+                ),
+                ("Role", format!("{CP}/aws-ebs-csi-driver-operator-role")),
+                (
+                    "RoleBinding",
+                    format!("{CP}/aws-ebs-csi-driver-operator-rolebinding")
+                ),
+                (
+                    "ConfigMap",
+                    format!("{CP}/aws-ebs-csi-driver-operator-config")
+                ),
+                ("Deployment", format!("{CP}/aws-ebs-csi-driver-operator")),
+            ]
+        );
+        let guest = keys(&objects.guest);
+        assert!(
+            guest
+                .iter()
+                .all(|(kind, _)| *kind != "Deployment" && *kind != "ConfigMap")
+        );
+        assert!(guest.iter().any(|(kind, name)| *kind == "ClusterRole"
+            && name == "aws-ebs-csi-driver-operator-clusterrole"));
+        assert!(
+            guest
+                .iter()
+                .filter(|(kind, _)| *kind == "ServiceAccount")
+                .all(|(_, name)| name.starts_with("openshift-cluster-csi-drivers/"))
+        );
+    }
+
+    #[test]
+    fn the_management_role_covers_what_the_driver_operator_writes_there_and_no_more() {
+        let objects = hosted_starter_objects(&started("aws-ebs"), &inputs(&[]), &hcp());
+        let role = objects
+            .management
+            .iter()
+            .find_map(|d| match d {
+                Desired::Role(r) => Some(r),
+                _ => None,
+            })
+            .unwrap();
+        let rules = role.rules.as_deref().unwrap();
+        for (group, resource) in [
+            ("apps", "deployments"),
+            ("policy", "poddisruptionbudgets"),
+            ("", "serviceaccounts"),
+            ("", "services"),
+            ("", "configmaps"),
+            ("coordination.k8s.io", "leases"),
+        ] {
+            assert!(
+                opkit::rbac::allows(rules, group, resource, "patch"),
+                "{group}/{resource}"
+            );
+        }
+        assert!(opkit::rbac::allows(
+            rules,
+            "hypershift.openshift.io",
+            "hostedcontrolplanes",
+            "watch"
+        ));
+        for (group, resource) in [
+            ("apps", "daemonsets"),
+            ("storage.k8s.io", "csidrivers"),
+            ("rbac.authorization.k8s.io", "rolebindings"),
+        ] {
+            assert!(
+                !opkit::rbac::allows(rules, group, resource, "get"),
+                "{group}/{resource} is the guest's"
+            );
+        }
+        assert!(!opkit::rbac::allows(rules, "", "secrets", "patch"));
+    }
+
+    #[test]
+    fn the_driver_operator_reaches_the_guest_and_is_placed_as_a_control_plane_pod() {
+        let deployment = build_hosted_deployment(
+            &crate::registry::find("aws-ebs").unwrap(),
+            &inputs(&[
+                ("AWS_EBS_DRIVER_CONTROL_PLANE_IMAGE", "mgmt/driver:1"),
+                ("LIVENESS_PROBE_CONTROL_PLANE_IMAGE", "mgmt/probe:1"),
+                ("HYPERSHIFT_IMAGE", "example.com/hypershift:1"),
+                ("RELEASE_VERSION", "4.22.0"),
+                ("KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE", ""),
+            ]),
+            &hcp(),
+        );
+        assert_eq!(deployment.metadata.namespace.as_deref(), Some(CP));
+        assert_eq!(
+            deployment.metadata.labels.as_ref().unwrap()[MANAGED_BY_LABEL],
+            MANAGED_BY
+        );
+        let template = &deployment.spec.as_ref().unwrap().template;
+        let labels = template.metadata.as_ref().unwrap().labels.as_ref().unwrap();
+        assert_eq!(labels[MANAGEMENT_API_ACCESS_LABEL], "true");
+        assert_eq!(labels["team"], "storage");
+        let spec = template.spec.as_ref().unwrap();
+        assert_eq!(spec.priority_class_name.as_deref(), Some(PRIORITY_CLASS));
+        assert_eq!(spec.node_selector.as_ref().unwrap()["pool"], "cp");
+        assert_eq!(
+            spec.tolerations
+                .as_ref()
+                .unwrap()
+                .last()
+                .unwrap()
+                .key
+                .as_deref(),
+            Some("custom")
+        );
+        assert_eq!(
+            spec.security_context.as_ref().unwrap().run_as_user,
+            Some(1001)
+        );
+        assert_eq!(
+            spec.volumes.as_ref().unwrap()[0].name,
+            GUEST_KUBECONFIG_VOLUME
+        );
+        let container = &spec.containers[0];
+        assert!(
+            container
+                .args
+                .iter()
+                .flatten()
+                .any(|a| a == "--guest-kubeconfig=/etc/guest-kubeconfig/kubeconfig")
+        );
+        let env: BTreeMap<&str, &str> = container
+            .env
+            .iter()
+            .flatten()
+            .filter_map(|e| Some((e.name.as_str(), e.value.as_deref()?)))
+            .collect();
+        assert_eq!(env["DRIVER_CONTROL_PLANE_IMAGE"], "mgmt/driver:1");
+        assert_eq!(env["LIVENESS_PROBE_CONTROL_PLANE_IMAGE"], "mgmt/probe:1");
+        assert_eq!(env["HYPERSHIFT_IMAGE"], "example.com/hypershift:1");
+        assert_eq!(env["RELEASE_VERSION"], "4.22.0");
+        assert!(
+            !env.contains_key("KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE"),
+            "empty: not passed"
+        );
+        assert_eq!(
+            control_plane_image_env("MANILA_DRIVER_IMAGE"),
+            "MANILA_DRIVER_CONTROL_PLANE_IMAGE"
+        );
+    }
+}
