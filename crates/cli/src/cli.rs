@@ -168,12 +168,12 @@ pub enum Command {
         #[arg(long, value_name = "TOPOLOGY", default_value = "HighlyAvailable")]
         topology: csi_kit::Topology,
 
-        /// With --driver: the driver with a hosted control plane (HyperShift; needs
+        /// With --driver or --platform: for a hosted control plane (HyperShift; needs
         /// `--topology External`): each object is preceded by `# cluster: management` (the
         /// control-plane namespace of the management cluster) or `# cluster: guest`. The
         /// environment gives what HyperShift would (RELEASE_VERSION, HYPERSHIFT_IMAGE,
         /// RUN_AS_USER, the *_CONTROL_PLANE_IMAGE variables).
-        #[arg(long, conflicts_with_all = ["platform", "csidriverdeployment"])]
+        #[arg(long, conflicts_with = "csidriverdeployment")]
         hosted: bool,
 
         /// With --hosted: the control-plane namespace of the hosted cluster.

@@ -48,8 +48,14 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
         Command::Render {
             platform: Some(platform),
             topology,
+            hosted,
+            control_plane_namespace,
             ..
-        } => render::platform(&platform, topology),
+        } => render::platform(
+            &platform,
+            topology,
+            hosted.then_some(control_plane_namespace.as_str()),
+        ),
         Command::Render {
             csidriverdeployment: Some(file),
             topology,

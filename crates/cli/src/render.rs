@@ -43,20 +43,22 @@ pub fn hosted_driver(
             .context("reading the hosted control plane's settings from the environment")?,
     );
     let sides = csi_kit::hosted::render_hosted(&def, &inputs)?;
-    let documents = sides
+    let marked: Vec<(&str, serde_json::Value)> = sides
         .iter()
-        .map(|(side, operand)| {
-            let yaml =
-                api::yaml::to_string(&operand.to_value()).context("rendering an object as YAML")?;
-            Ok(format!("# cluster: {}\n{yaml}", side.as_str()))
-        })
-        .collect::<anyhow::Result<Vec<String>>>()?;
-    print!("{}", documents.join("---\n"));
+        .map(|(side, operand)| (side.as_str(), operand.to_value()))
+        .collect();
+    print_marked(&marked)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Renders the operands of every driver the cluster storage operator starts on `platform`.
-pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> {
+/// Renders the operands of every driver the cluster storage operator starts on `platform`; with
+/// `hosted` (a control-plane namespace), for a hosted control plane, each object marked with its
+/// cluster.
+pub fn platform(
+    platform: &str,
+    topology: Topology,
+    hosted: Option<&str>,
+) -> anyhow::Result<ExitCode> {
     let platform_type = PlatformType::KNOWN
         .iter()
         .find(|known| !known.is_empty() && known.eq_ignore_ascii_case(platform))
@@ -90,7 +92,7 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
         source: Source::Infrastructure,
         problem: None,
     };
-    let (started, blocked) = decide(&cluster, &ClusterDrivers::default());
+    let (mut started, blocked) = decide(&cluster, &ClusterDrivers::default());
     if !blocked.is_empty() {
         eprintln!(
             "error: platform {platform_type} cannot be rendered completely:\n  {}\ndrivers available now: {}",
@@ -105,6 +107,25 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
         );
         return Ok(ExitCode::SUCCESS);
     }
+    if hosted.is_some() {
+        anyhow::ensure!(
+            topology == Topology::External,
+            "--hosted needs --topology External: a hosted cluster's control plane runs outside it (Infrastructure's controlPlaneTopology is External), not {topology}"
+        );
+        for (entry, _) in started.iter().filter(|(entry, _)| !entry.hosted) {
+            eprintln!(
+                "{} is not started with a hosted control plane (OpenShift does not run it there)",
+                entry.short_name
+            );
+        }
+        started.retain(|(entry, _)| entry.hosted);
+        if started.is_empty() {
+            eprintln!(
+                "no CSI driver is installed on platform {platform_type} with a hosted control plane"
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let inputs = StarterInputs {
         topology,
@@ -117,6 +138,9 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
             .unwrap_or_else(|| DEFAULT_IMAGE.to_owned()),
         tls_profile: None,
     };
+    if let Some(namespace) = hosted {
+        return hosted_platform(&started, &inputs, namespace, &env);
+    }
     // What the cluster storage operator creates, then what each driver operator creates.
     let mut objects: Vec<serde_json::Value> = starter_objects(&started, &inputs)
         .iter()
@@ -128,6 +152,52 @@ pub fn platform(platform: &str, topology: Topology) -> anyhow::Result<ExitCode> 
     }
     print!("{}", to_yaml(&objects)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// [`platform`] with a hosted control plane in `namespace`.
+fn hosted_platform(
+    started: &[(storage_operator::registry::DriverEntry, csi_kit::DriverDef)],
+    inputs: &StarterInputs,
+    namespace: &str,
+    env: &BTreeMap<String, String>,
+) -> anyhow::Result<ExitCode> {
+    let hcp = csi_kit::HostedControlPlane::from_env(namespace, env)
+        .context("reading the hosted control plane's settings from the environment")?;
+    let starter = storage_operator::hosted::hosted_starter_objects(started, inputs, &hcp);
+    let mut marked: Vec<(&str, serde_json::Value)> = Vec::new();
+    marked.extend(
+        starter
+            .management
+            .iter()
+            .map(|o| ("management", o.to_value())),
+    );
+    marked.extend(starter.guest.iter().map(|o| ("guest", o.to_value())));
+    for (entry, def) in started {
+        marked.extend(
+            serde_json::to_value(build_cluster_csi_driver(entry, inputs))
+                .ok()
+                .map(|cr| ("guest", cr)),
+        );
+        let mut driver_inputs = Inputs::offline(def, Topology::External, env);
+        driver_inputs.hosted = Some(hcp.clone());
+        let sides = csi_kit::hosted::render_hosted(def, &driver_inputs)?;
+        marked.extend(sides.iter().map(|(side, o)| (side.as_str(), o.to_value())));
+    }
+    print_marked(&marked)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Multi-document YAML, each document preceded by `# cluster: <side>`.
+fn print_marked(objects: &[(&str, serde_json::Value)]) -> anyhow::Result<()> {
+    let documents = objects
+        .iter()
+        .map(|(side, object)| {
+            let yaml = api::yaml::to_string(object).context("rendering an object as YAML")?;
+            Ok(format!("# cluster: {side}\n{yaml}"))
+        })
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    print!("{}", documents.join("---\n"));
+    Ok(())
 }
 
 /// Renders every object the CSIDriverDeployment controller creates for the object in `file`.

@@ -642,8 +642,67 @@ fn render_hosted_marks_each_object_with_its_cluster() {
         "{}",
         stderr(&standalone)
     );
-    let without_driver = storage_operator(&["render", "--platform", "AWS", "--hosted"]);
-    assert_eq!(without_driver.status.code(), Some(2), "clap usage error");
+    let platform_standalone = storage_operator(&["render", "--platform", "AWS", "--hosted"]);
+    assert_eq!(platform_standalone.status.code(), Some(1));
+
+    // A platform: both operators' objects, by cluster.
+    let aws = storage_operator(&[
+        "render",
+        "--platform",
+        "AWS",
+        "--topology",
+        "External",
+        "--hosted",
+    ]);
+    assert!(aws.status.success(), "{}", stderr(&aws));
+    let text = stdout(&aws);
+    let marked: Vec<(String, serde_json::Value)> = text
+        .split("\n---\n")
+        .map(|doc| {
+            let side = doc
+                .lines()
+                .next()
+                .unwrap()
+                .strip_prefix("# cluster: ")
+                .unwrap();
+            (side.to_owned(), serde_saphyr::from_str(doc).unwrap())
+        })
+        .collect();
+    let side_of = |kind: &str, name: &str| {
+        marked
+            .iter()
+            .find(|(_, o)| o["kind"] == kind && o["metadata"]["name"] == name)
+            .map(|(side, _)| side.as_str())
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    };
+    assert_eq!(
+        side_of("Deployment", "aws-ebs-csi-driver-operator"),
+        "management"
+    );
+    assert_eq!(
+        side_of("Deployment", "aws-ebs-csi-driver-controller"),
+        "management"
+    );
+    assert_eq!(side_of("ClusterCSIDriver", "ebs.csi.aws.com"), "guest");
+    assert_eq!(side_of("DaemonSet", "aws-ebs-csi-driver-node"), "guest");
+    let gcp = storage_operator(&[
+        "render",
+        "--platform",
+        "GCP",
+        "--topology",
+        "External",
+        "--hosted",
+    ]);
+    assert!(gcp.status.success());
+    assert!(stdout(&gcp).is_empty());
+    assert!(
+        stderr(&gcp).contains("gcp-pd is not started with a hosted control plane")
+            && stderr(&gcp).contains("no CSI driver is installed on platform GCP with a hosted"),
+        "{}",
+        stderr(&gcp)
+    );
+    let declared = storage_operator(&["render", "--csidriverdeployment", "x.yaml", "--hosted"]);
+    assert_eq!(declared.status.code(), Some(2), "clap usage error");
     let namespace_alone = storage_operator(&[
         "render",
         "--driver",
