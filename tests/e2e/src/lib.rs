@@ -18,6 +18,10 @@
 //! ../shared/k8s/stop.sh --clean
 //! ```
 //!
+//! The hosted control plane tests (`hosted_admission.rs`) need a second cluster, the guest, its
+//! kubeconfig as `E2E_GUEST_KUBECONFIG` (`start.sh --kcm` again); `E2E_KUBECONFIG`'s is then
+//! the management cluster.
+//!
 //! `E2E_LOG` (a tracing filter such as `csi=debug,opkit=debug`) sends the in-process
 //! operators' logs to the tests' output (with `--nocapture`).
 //!
@@ -53,7 +57,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
-pub use cluster::{KUBECONFIG_ENV, LOG_ENV, admin, admin_config};
+pub use cluster::{
+    GUEST_KUBECONFIG_ENV, KUBECONFIG_ENV, LOG_ENV, admin, admin_config, guest_admin,
+};
 pub use identity::Identity;
 
 /// The field manager of what the harness itself writes.
