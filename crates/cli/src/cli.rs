@@ -105,6 +105,14 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
 
+        /// With a hosted control plane (HyperShift): the guest cluster's kubeconfig (as
+        /// HyperShift's `service-network-admin-kubeconfig` Secret mounts it). The driver's
+        /// controller then runs in this process's cluster, in the control-plane namespace (the
+        /// pod's, or --namespace), and everything else goes to the guest, where the
+        /// ClusterCSIDriver reports. Only for the drivers OpenShift runs hosted.
+        #[arg(long, value_name = "FILE")]
+        guest_kubeconfig: Option<std::path::PathBuf>,
+
         #[command(flatten)]
         process: ProcessArgs,
     },

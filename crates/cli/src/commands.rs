@@ -15,8 +15,15 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
         Command::Driver {
             name,
             config,
+            guest_kubeconfig,
             process,
-        } => crate::run::driver(&name, config.as_deref(), process, log),
+        } => crate::run::driver(
+            &name,
+            config.as_deref(),
+            guest_kubeconfig.as_deref(),
+            process,
+            log,
+        ),
         Command::Builds {
             selector,
             watch_namespace,

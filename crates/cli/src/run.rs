@@ -1,6 +1,7 @@
 //! `storage-operator run`: the cluster storage operator as a process: admin server, leader
 //! election, the controller, and a clean stop on SIGTERM.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -45,6 +46,7 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
 pub fn driver(
     name: &str,
     config: Option<&std::path::Path>,
+    guest_kubeconfig: Option<&std::path::Path>,
     process: ProcessArgs,
     log: crate::logging::LogControl,
 ) -> anyhow::Result<ExitCode> {
@@ -52,25 +54,67 @@ pub fn driver(
     if let Some(path) = config {
         read_operator_config(path);
     }
-    let settings = driver_operator::Settings {
-        env: std::env::vars().collect(),
-        instance: Some(process.identity.clone()),
-        operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
-        host_fips: driver_operator::host_fips(),
-    };
+    let env: BTreeMap<String, String> = std::env::vars().collect();
     // The Lease OpenShift's driver operator holds, in the namespace it runs in (its pod's, from
     // the starter's Deployment), where the starter's Role allows it. That is the driver
-    // namespace, also for a driver whose operands live in another one (Manila).
+    // namespace, also for a driver whose operands live in another one (Manila); with a hosted
+    // control plane, the control-plane namespace of the management cluster.
     let lease = csi_kit::names::operator_lease(&def);
     let namespace = process
         .namespace
         .clone()
         .unwrap_or_else(|| storage_operator::registry::DRIVER_NAMESPACE.to_owned());
+    let control_plane = match guest_kubeconfig {
+        None => None,
+        Some(_) if def.hosted.is_none() => anyhow::bail!(
+            "--guest-kubeconfig: driver {} does not run with a hosted control plane (HyperShift runs AWS EBS, Azure Disk, Azure File, OpenStack Cinder, OpenStack Manila and IBM PowerVS Block)",
+            def.short_name
+        ),
+        Some(_) => Some(
+            csi_kit::HostedControlPlane::from_env(&namespace, &env)
+                .context("reading the hosted control plane's settings from the environment")?,
+        ),
+    };
+    // Read before anything connects, so a wrong path is said first.
+    let guest_kubeconfig = guest_kubeconfig
+        .map(|path| {
+            kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("--guest-kubeconfig: reading {}", path.display()))
+                .map(|kubeconfig| (path.to_path_buf(), kubeconfig))
+        })
+        .transpose()?;
+    let guest_agent = lease.clone();
+    let settings = driver_operator::Settings {
+        env,
+        instance: Some(process.identity.clone()),
+        operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
+        host_fips: driver_operator::host_fips(),
+        hosted: None,
+    };
     serve(
         &process,
         &namespace,
         &lease,
         move |client, metrics, readiness, shutdown| async move {
+            // With a hosted control plane this process's cluster is the management cluster;
+            // the driver operator's own cluster, where it reports, is the guest.
+            let (client, settings) = match (guest_kubeconfig, control_plane) {
+                (Some((path, kubeconfig)), Some(control_plane)) => {
+                    let guest = connect_to(&path, kubeconfig, &guest_agent).await?;
+                    let hosted = driver_operator::Hosted {
+                        management: client,
+                        control_plane,
+                    };
+                    (
+                        guest,
+                        driver_operator::Settings {
+                            hosted: Some(hosted),
+                            ..settings
+                        },
+                    )
+                }
+                _ => (client, settings),
+            };
             let extras = drivers::extras(&def, client.clone());
             driver_operator::run_with_extras(
                 client, def, settings, extras, metrics, readiness, shutdown,
@@ -316,6 +360,30 @@ async fn terminated() {
 /// kubeconfig (`KUBECONFIG`, or `~/.kube/config`). Says which is missing when neither is there.
 /// Its User-Agent names the operator by its `lease` (`storage-operator/<version> (<lease>)`),
 /// as the API server's audit log and request metrics show it.
+/// A client of the cluster `kubeconfig` (read from `path`) names: the guest of a hosted control
+/// plane, with the same user agent as [`connect`]'s.
+pub async fn connect_to(
+    path: &std::path::Path,
+    kubeconfig: kube::config::Kubeconfig,
+    lease: &str,
+) -> anyhow::Result<kube::Client> {
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .with_context(|| format!("using the guest kubeconfig {}", path.display()))?;
+    let agent = format!(
+        "storage-operator/{} ({lease}, guest)",
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    kube::Client::try_from(config)
+        .with_context(|| format!("connecting to the guest cluster of {}", path.display()))
+}
+
 pub async fn connect(lease: &str) -> anyhow::Result<kube::Client> {
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let kubeconfig = std::env::var_os("KUBECONFIG")

@@ -152,6 +152,43 @@ fn driver_names_the_known_drivers_and_needs_a_cluster() {
     );
 }
 
+/// With a hosted control plane (`--guest-kubeconfig`) only the drivers OpenShift runs there
+/// start, and the guest kubeconfig is read before anything connects.
+#[test]
+fn driver_with_a_guest_kubeconfig_says_what_is_wrong_first() {
+    let not_hosted = storage_operator(&[
+        "driver",
+        "gcp-pd",
+        "--guest-kubeconfig",
+        "/nonexistent/guest",
+    ]);
+    assert_eq!(not_hosted.status.code(), Some(1));
+    assert!(
+        stderr(&not_hosted).contains("driver gcp-pd does not run with a hosted control plane"),
+        "{}",
+        stderr(&not_hosted)
+    );
+    let missing = Command::new(env!("CARGO_BIN_EXE_storage-operator"))
+        .args([
+            "driver",
+            "aws-ebs",
+            "--guest-kubeconfig",
+            "/nonexistent/guest",
+            "--admin-address",
+            "127.0.0.1:0",
+        ])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("--guest-kubeconfig: reading /nonexistent/guest"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
 /// The driver operator takes its config file (`--config`, the TLS profile the cluster storage
 /// operator mounts) as OpenShift's driver operators do: read and logged before it connects; a
 /// file it cannot read is logged and does not stop it.

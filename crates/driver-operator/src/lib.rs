@@ -27,6 +27,12 @@
 //! `<prefix>CredentialsRequestController` (Available/Progressing from
 //! cloud-credential-operator's answer; see [`credentials`]).
 //!
+//! With a hosted control plane ([`Settings::hosted`], `--guest-kubeconfig`), the client `run`
+//! is given is the guest's and a second one reaches the management cluster: the controller
+//! side of the render (`csi_kit::hosted`) is applied and watched in the control-plane namespace
+//! there ([`plan::Step::management`]), everything else and the ClusterCSIDriver's status stay
+//! in the guest. The replaced operator's leftovers are not swept then.
+//!
 //! Where this differs from library-go on purpose:
 //! - No periodic resync and no write when nothing changed (library-go resyncs every minute).
 //! - A failed apply sets its controller's Degraded at once, as `WithSyncDegradedOnError` does;
@@ -99,6 +105,27 @@ pub struct Settings {
     /// node of a FIPS cluster does, so drivers that switch their own cryptography (AWS EFS's
     /// TLS tunnel) are told so, as OpenShift's operators tell them.
     pub host_fips: bool,
+    /// With a hosted control plane (HyperShift): the management cluster, where the controller
+    /// side of the driver runs, and the control plane. The client `run` is given is then the
+    /// guest's, where everything else is and the ClusterCSIDriver reports.
+    pub hosted: Option<Hosted>,
+}
+
+/// The management side of a driver with a hosted control plane (see `csi_kit::hosted`).
+#[derive(Clone)]
+pub struct Hosted {
+    /// A client of the management cluster, allowed in the control-plane namespace.
+    pub management: Client,
+    /// The control plane: its namespace there, and what its pods must carry.
+    pub control_plane: csi_kit::HostedControlPlane,
+}
+
+impl std::fmt::Debug for Hosted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hosted")
+            .field("control_plane", &self.control_plane)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether this host runs in FIPS mode: `/proc/sys/crypto/fips_enabled` says `1`. False where
@@ -278,7 +305,12 @@ pub async fn run_with_extras(
         .await
         .map_err(StartError::Discovery)?;
     tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
-    let (caches, mut informers) = start_caches(&client, &def, apis, SYNC_TIMEOUT).await?;
+    let management = settings
+        .hosted
+        .as_ref()
+        .map(|h| (&h.management, h.control_plane.namespace.as_str()));
+    let (caches, mut informers) =
+        start_caches(&client, &def, apis, management, SYNC_TIMEOUT).await?;
     // What the tasks read: only the events matter (the tasks read through the API).
     for (namespace, name) in extras.tasks.iter().flat_map(|t| &t.config_maps) {
         informers.watch(
@@ -297,15 +329,26 @@ pub async fn run_with_extras(
             (g, applier.adopting(&def.adopt_from))
         })
         .collect();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: name.clone(),
-            instance: settings.instance.clone(),
-        },
-    );
+    let reporter = Reporter {
+        controller: name.clone(),
+        instance: settings.instance.clone(),
+    };
+    let recorder = Recorder::new(client.clone(), reporter.clone());
+    let management = settings.hosted.as_ref().map(|hosted| Management {
+        appliers: Group::ALL
+            .into_iter()
+            .map(|g| {
+                let applier = Applier::new(hosted.management.clone(), &g.controller(&def));
+                (g, applier.adopting(&def.adopt_from))
+            })
+            .collect(),
+        recorder: Recorder::new(hosted.management.clone(), reporter),
+        client: hosted.management.clone(),
+        namespace: hosted.control_plane.namespace.clone(),
+    });
     let context = Context {
         client,
+        management,
         def,
         settings,
         caches,
@@ -332,6 +375,15 @@ pub async fn run_with_extras(
     Ok(())
 }
 
+/// The management cluster's side of a hosted control plane: what writes there.
+struct Management {
+    client: Client,
+    /// The control-plane namespace.
+    namespace: String,
+    appliers: BTreeMap<Group, Applier>,
+    recorder: Recorder,
+}
+
 /// The facts of `tasks` that have some, by task name.
 fn task_facts(tasks: &[TaskConfig]) -> BTreeMap<String, Vec<String>> {
     tasks
@@ -345,6 +397,8 @@ fn task_facts(tasks: &[TaskConfig]) -> BTreeMap<String, Vec<String>> {
 
 struct Context {
     client: Client,
+    /// With a hosted control plane, where the controller side goes.
+    management: Option<Management>,
     def: DriverDef,
     settings: Settings,
     caches: Caches,
@@ -370,6 +424,11 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let def = &context.def;
     let mut observed = context.caches.observe();
     observed.host_fips = context.settings.host_fips;
+    observed.hosted = context
+        .settings
+        .hosted
+        .as_ref()
+        .map(|h| h.control_plane.clone());
     if let Some(probe) = &context.probe {
         let answer = probe.probe.check().await;
         match &answer {
@@ -437,7 +496,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
                     context.metrics.wrote(&context.name, step.operand.kind());
                     tracing::info!(object = %step.operand.key(), ?outcome, "applied");
                 }
-                report(context, &step.operand, outcome, step.recreate).await;
+                report(context, step, outcome).await;
             }
             Err(error)
                 if step.group == Group::ServiceMonitor && error.category() == "not-found" =>
@@ -466,7 +525,10 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         }
     }
     // Once every operand is in place, what the replaced operator left under other names goes.
+    // (With a hosted control plane not yet: the operands of the two clusters would have to be
+    // told apart; see the README.)
     if failures.is_empty()
+        && context.management.is_none()
         && !plan.steps.is_empty()
         && !context.def.adopt_from.is_empty()
         && !context
@@ -554,7 +616,11 @@ async fn apply_step(
     step: &Step,
     observed: &Observed,
 ) -> Result<Outcome, ApplyError> {
-    let Some(applier) = context.appliers.get(&step.group) else {
+    let appliers = match &context.management {
+        Some(management) if step.management => &management.appliers,
+        _ => &context.appliers,
+    };
+    let Some(applier) = appliers.get(&step.group) else {
         return Ok(Outcome::Unchanged);
     };
     let ops = &observed.operands;
@@ -655,7 +721,12 @@ async fn apply_step(
 
 /// Records an Event for a restored operand: fields someone else changed, or an object someone
 /// deleted. A failure to record is logged, never fatal.
-async fn report(context: &Context, operand: &Operand, outcome: Outcome, recreated: bool) {
+async fn report(context: &Context, step: &Step, outcome: Outcome) {
+    let (operand, recreated) = (&step.operand, step.recreate);
+    let recorder = match &context.management {
+        Some(management) if step.management => &management.recorder,
+        _ => &context.recorder,
+    };
     let key = operand.key();
     let previously_applied = {
         let Ok(mut applied) = context.applied.lock() else {
@@ -686,7 +757,7 @@ async fn report(context: &Context, operand: &Operand, outcome: Outcome, recreate
     };
     tracing::info!(object = %key, reason, "restored operand");
     opkit::events::record(
-        &context.recorder,
+        recorder,
         &reference,
         EventType::Normal,
         reason,
@@ -818,8 +889,12 @@ async fn sweep_leftovers(
 
 /// Deletes what `deletion` names; whether it was there to delete.
 async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'static str, String)> {
-    let ns = context.def.namespace.as_str();
-    let client = context.client.clone();
+    let (client, ns) = match &context.management {
+        Some(management) if deletion.management => {
+            (management.client.clone(), management.namespace.as_str())
+        }
+        _ => (context.client.clone(), context.def.namespace.as_str()),
+    };
     let name = deletion.name.as_str();
     let params = DeleteParams::background();
     let result = match deletion.kind {

@@ -98,6 +98,8 @@ pub struct Observed {
     pub host_fips: bool,
     /// The facts of the driver's tasks, by task name ([`super::Task::facts`]).
     pub task_facts: BTreeMap<String, Vec<String>>,
+    /// The hosted control plane the controller runs in ([`super::Settings::hosted`]).
+    pub hosted: Option<csi_kit::HostedControlPlane>,
 }
 
 /// The cluster's configuration the operands are rendered from: its layout, proxy, TLS
@@ -183,6 +185,69 @@ pub struct Caches {
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
     /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
     migration: Option<crate::migration::Caches>,
+    /// With a hosted control plane, the operands in its namespace of the management cluster.
+    management: Option<ManagementCaches>,
+}
+
+/// With a hosted control plane, the caches of the operands the controller side puts in the
+/// control-plane namespace of the management cluster (see `csi_kit::hosted`), by the driver's
+/// operand label; observed with the guest's of the same kinds (objects are told apart by
+/// namespace).
+#[derive(Clone)]
+struct ManagementCaches {
+    service_accounts: Store<ServiceAccount>,
+    config_maps: Store<ConfigMap>,
+    services: Store<Service>,
+    pod_disruption_budgets: Store<PodDisruptionBudget>,
+    deployments: Store<Deployment>,
+}
+
+impl ManagementCaches {
+    fn start(client: &Client, namespace: &str, label: &str, informers: &mut Informers) -> Self {
+        let ours = || Config::default().labels(label);
+        let c = || client.clone();
+        let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
+        Self {
+            service_accounts: informers.watch(
+                &watch_name("serviceaccounts"),
+                Api::namespaced(c(), namespace),
+                ours(),
+            ),
+            config_maps: informers.watch(
+                &watch_name("configmaps"),
+                Api::namespaced(c(), namespace),
+                ours(),
+            ),
+            services: informers.watch(
+                &watch_name("services"),
+                Api::namespaced(c(), namespace),
+                ours(),
+            ),
+            pod_disruption_budgets: informers.watch(
+                &watch_name("poddisruptionbudgets"),
+                Api::namespaced(c(), namespace),
+                ours(),
+            ),
+            deployments: informers.watch(
+                &watch_name("deployments"),
+                Api::namespaced(c(), namespace),
+                ours(),
+            ),
+        }
+    }
+
+    /// Adds what these caches hold to the guest's operands.
+    fn observe_into(&self, operands: &mut ObservedOperands) {
+        operands
+            .service_accounts
+            .extend(self.service_accounts.state());
+        operands.config_maps.extend(self.config_maps.state());
+        operands.services.extend(self.services.state());
+        operands
+            .pod_disruption_budgets
+            .extend(self.pod_disruption_budgets.state());
+        operands.deployments.extend(self.deployments.state());
+    }
 }
 
 /// The caches behind [`ObservedCluster`].
@@ -298,8 +363,16 @@ fn bound_volumes_of(
 }
 
 impl Caches {
-    /// Starts every watch; the caller waits for [`Informers::wait_synced`].
-    pub fn start(client: &Client, def: &DriverDef, apis: Apis, informers: &mut Informers) -> Self {
+    /// Starts every watch; the caller waits for [`Informers::wait_synced`]. With `management`
+    /// (a client of the management cluster and the control-plane namespace), the operands of
+    /// the controller side are watched there.
+    pub fn start(
+        client: &Client,
+        def: &DriverDef,
+        apis: Apis,
+        management: Option<(&Client, &str)>,
+        informers: &mut Informers,
+    ) -> Self {
         let label = format!("{}={}", names::OPERAND_LABEL, def.short_name);
         let crds = OptionalKind::ALL
             .into_iter()
@@ -332,6 +405,9 @@ impl Caches {
             ),
             cluster: ClusterCaches::start(client, def, apis, informers),
             operands: OperandCaches::start(client, def, &label, informers),
+            management: management.map(|(client, namespace)| {
+                ManagementCaches::start(client, namespace, &label, informers)
+            }),
             label,
             crds,
             dynamic: Arc::default(),
@@ -397,9 +473,15 @@ impl Caches {
             apis: self.apis,
             cluster_csi_driver: single(&self.cluster_csi_driver),
             cluster: self.cluster.observe(),
-            operands: ObservedOperands {
-                optional: self.observe_optional(),
-                ..self.operands.observe()
+            operands: {
+                let mut operands = ObservedOperands {
+                    optional: self.observe_optional(),
+                    ..self.operands.observe()
+                };
+                if let Some(management) = &self.management {
+                    management.observe_into(&mut operands);
+                }
+                operands
             },
             probe: None,
             migration: self
@@ -409,6 +491,7 @@ impl Caches {
                 .unwrap_or_default(),
             host_fips: false,
             task_facts: BTreeMap::new(),
+            hosted: None,
         }
     }
 
@@ -628,15 +711,16 @@ pub fn source_ids(def: &DriverDef) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// Starts the caches and waits for them to sync.
+/// Starts the caches and waits for them to sync (see [`Caches::start`] for `management`).
 pub async fn start_caches(
     client: &Client,
     def: &DriverDef,
     apis: Apis,
+    management: Option<(&Client, &str)>,
     timeout: Duration,
 ) -> Result<(Caches, Informers), NotSynced> {
     let mut informers = Informers::new();
-    let caches = Caches::start(client, def, apis, &mut informers);
+    let caches = Caches::start(client, def, apis, management, &mut informers);
     informers.wait_synced(timeout).await?;
     Ok((caches, informers))
 }

@@ -36,6 +36,9 @@ pub struct Step {
     pub operand: Operand,
     /// Delete the existing object first (a CSIDriver's spec is immutable).
     pub recreate: bool,
+    /// With a hosted control plane: whether it goes to the control-plane namespace of the
+    /// management cluster (see `csi_kit::hosted`) rather than the guest.
+    pub management: bool,
 }
 
 /// A kind the operator may delete.
@@ -76,8 +79,11 @@ pub struct Deletion {
     pub group: Group,
     /// Its kind.
     pub kind: DeleteKind,
-    /// Its name (namespaced kinds are in the driver namespace).
+    /// Its name (namespaced kinds are in the driver namespace, or the control-plane namespace
+    /// with `management`).
     pub name: String,
+    /// With a hosted control plane: whether it is in the management cluster.
+    pub management: bool,
 }
 
 /// Everything one reconcile does.
@@ -228,6 +234,7 @@ pub fn inputs(
     }
     inputs.task_facts = observed.task_facts.clone();
     inputs.host_fips = observed.host_fips;
+    inputs.hosted = observed.hosted.clone();
     for secret in observed
         .cluster
         .credentials_secret
@@ -679,7 +686,7 @@ fn operand_steps(
 ) -> (Vec<Step>, Vec<String>) {
     let mut steps = Vec::new();
     let mut kept_classes: Vec<String> = Vec::new();
-    for operand in render_operands(def, inputs) {
+    for (management, operand) in placed_operands(def, inputs) {
         let group = Group::of(&operand);
         let mut recreate = false;
         let operand = match operand {
@@ -750,9 +757,34 @@ fn operand_steps(
             group,
             operand,
             recreate,
+            management,
         });
     }
     (steps, kept_classes)
+}
+
+/// Every operand, with whether it goes to the management cluster (with a hosted control
+/// plane, see `csi_kit::hosted`; never otherwise). A driver that does not run hosted renders
+/// nothing there: the command line refuses to start it so.
+fn placed_operands(def: &DriverDef, inputs: &Inputs) -> Vec<(bool, Operand)> {
+    if inputs.hosted.is_none() {
+        return render_operands(def, inputs)
+            .into_iter()
+            .map(|o| (false, o))
+            .collect();
+    }
+    match csi_kit::hosted::render_hosted(def, inputs) {
+        Ok(sides) => sides
+            .management
+            .into_iter()
+            .map(|o| (true, o))
+            .chain(sides.guest.into_iter().map(|o| (false, o)))
+            .collect(),
+        Err(error) => {
+            tracing::error!(driver = %def.short_name, %error, "nothing to apply");
+            Vec::new()
+        }
+    }
 }
 
 /// Operands of ours that the inputs no longer render: a copied ConfigMap whose source is gone,
@@ -767,17 +799,21 @@ fn stale_operands(
     // A copy outlives its source only until the next pass.
     for copied in &def.copied_config_maps {
         let target = copied.target();
-        let stale = !inputs.copied_config_maps.contains_key(target)
-            && observed
-                .operands
-                .config_maps
-                .iter()
-                .any(|c| c.name_any() == target && is_ours(c.meta(), def));
-        if stale {
+        if inputs.copied_config_maps.contains_key(target) {
+            continue;
+        }
+        // (With a hosted control plane a copy may be on either side, or both.)
+        for copy in observed
+            .operands
+            .config_maps
+            .iter()
+            .filter(|c| c.name_any() == target && is_ours(c.meta(), def))
+        {
             deletions.push(Deletion {
                 group: Group::Static,
                 kind: DeleteKind::ConfigMap,
                 name: target.to_owned(),
+                management: in_management_cluster(copy.meta(), observed),
             });
         }
     }
@@ -794,6 +830,7 @@ fn stale_operands(
                     group: Group::StorageClass,
                     kind: DeleteKind::StorageClass,
                     name,
+                    management: false,
                 });
             }
         }
@@ -874,10 +911,20 @@ fn no_longer_rendered(def: &DriverDef, steps: &[Step], observed: &Observed) -> V
                 group: Group::Static,
                 kind,
                 name,
+                management: in_management_cluster(meta, observed),
             });
         }
     }
     deletions
+}
+
+/// Whether an observed operand is in the control-plane namespace of the management cluster
+/// (with a hosted control plane; the guest's operands are in the driver's namespace).
+fn in_management_cluster(meta: &ObjectMeta, observed: &Observed) -> bool {
+    observed
+        .hosted
+        .as_ref()
+        .is_some_and(|h| meta.namespace.as_deref() == Some(h.namespace.as_str()))
 }
 
 /// The controller service's status (its Deployment), when to look again for the progressing
@@ -1184,6 +1231,7 @@ fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
             group: Group::ControllerService,
             kind: DeleteKind::Deployment,
             name: d.name_any(),
+            management: in_management_cluster(d.meta(), observed),
         });
     }
     for d in observed
@@ -1196,6 +1244,7 @@ fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
             group: Group::NodeService,
             kind: DeleteKind::DaemonSet,
             name: d.name_any(),
+            management: false,
         });
     }
     if let Some(csi) = observed
@@ -1208,6 +1257,7 @@ fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
             group: Group::Static,
             kind: DeleteKind::CSIDriver,
             name: csi.name_any(),
+            management: false,
         });
     }
     out

@@ -48,6 +48,7 @@ fn start_with_hook(
                 instance: Some("gcp-pd-operator-0".into()),
                 operator_log_level,
                 host_fips: false,
+                hosted: None,
             },
             metrics,
             Readiness::default(),

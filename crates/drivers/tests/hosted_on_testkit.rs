@@ -1,0 +1,264 @@
+//! `storage-operator driver aws-ebs --guest-kubeconfig FILE` (`driver_operator::run` with a
+//! hosted control plane) against two in-process API servers: the management cluster, where the
+//! driver's controller runs in the hosted cluster's control-plane namespace, and the guest,
+//! where everything else is and the ClusterCSIDriver reports. Both run the workload simulation.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::time::Duration;
+
+use api::operator_v1::ClusterCSIDriver;
+use driver_operator::{Hosted, Settings};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use opkit::admin::Readiness;
+use opkit::metrics::Metrics;
+use serde_json::json;
+use testkit::{Background, Cluster, SimConfig};
+
+const GUEST_NS: &str = "openshift-cluster-csi-drivers";
+const CONTROL_PLANE_NS: &str = "clusters-hosted";
+const DRIVER: &str = "ebs.csi.aws.com";
+const AGENT: &str = "aws-ebs-operator";
+const CONTROLLER: &str = "aws-ebs-csi-driver-controller";
+const NODE: &str = "aws-ebs-csi-driver-node";
+
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    testkit::eventually(what, Duration::from_secs(60), check).await
+}
+
+async fn namespace(client: &Client, name: &str) {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
+/// A hosted OpenShift cluster on AWS (`controlPlaneTopology: External`), three nodes, and a
+/// management cluster with its control-plane namespace and two nodes.
+async fn clusters() -> (Cluster, Cluster) {
+    let guest = Cluster::start().await;
+    let admin = guest.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    for crd in api::crds::all() {
+        if ["ClusterCSIDriver", "Infrastructure", "Proxy"].contains(&crd.spec.names.kind.as_str()) {
+            crds.create(&PostParams::default(), &crd).await.unwrap();
+        }
+    }
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "hosted-x7k2p", "controlPlaneTopology": "External",
+                   "platformStatus": {"type": "AWS", "aws": {"region": "eu-west-1"}}}
+    });
+    let infrastructures: Api<api::config_v1::Infrastructure> = Api::all(admin.clone());
+    infrastructures
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(infrastructure.clone()).unwrap(),
+        )
+        .await
+        .unwrap();
+    infrastructures
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+    namespace(&admin, GUEST_NS).await;
+    for node in ["worker-a", "worker-b", "worker-c"] {
+        guest.add_node(node, true);
+    }
+    guest.simulate_workloads(SimConfig::default());
+    let cluster_csi_driver: ClusterCSIDriver = serde_json::from_value(json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+        "metadata": {"name": DRIVER}, "spec": {"managementState": "Managed"}
+    }))
+    .unwrap();
+    Api::<ClusterCSIDriver>::all(admin.clone())
+        .create(&PostParams::default(), &cluster_csi_driver)
+        .await
+        .unwrap();
+
+    let management = Cluster::start().await;
+    // What HyperShift creates: the hosted cluster's control-plane namespace.
+    namespace(&management.client(), CONTROL_PLANE_NS).await;
+    for node in ["management-a", "management-b"] {
+        management.add_node(node, true);
+    }
+    management.simulate_workloads(SimConfig::default());
+    (management, guest)
+}
+
+fn start(management: &Cluster, guest: &Cluster) -> Background {
+    let def = drivers::by_name("aws-ebs").unwrap();
+    let client = guest.client_with_agent(AGENT);
+    let hosted = Hosted {
+        management: management.client_with_agent(AGENT),
+        control_plane: csi_kit::HostedControlPlane {
+            namespace: CONTROL_PLANE_NS.to_owned(),
+            release_version: "4.22.0".to_owned(),
+            ..csi_kit::HostedControlPlane::default()
+        },
+    };
+    let metrics = Metrics::new();
+    let settling = metrics.settling(&driver_operator::operator_name(&def));
+    Background::spawn(|shutdown| async move {
+        driver_operator::run(
+            client,
+            def,
+            Settings {
+                env: [("DRIVER_IMAGE".to_owned(), "example.com/ebs:1".to_owned())].into(),
+                instance: Some("aws-ebs-operator-0".into()),
+                hosted: Some(hosted),
+                ..Settings::default()
+            },
+            metrics,
+            Readiness::default(),
+            shutdown,
+        )
+        .await
+        .unwrap();
+    })
+    .settles_when(settling)
+}
+
+async fn condition(client: &Client, type_: &str) -> Option<String> {
+    let driver = Api::<ClusterCSIDriver>::all(client.clone())
+        .get_opt(DRIVER)
+        .await
+        .unwrap()?;
+    Some(driver.status?.condition(type_)?.status.to_string())
+}
+
+#[tokio::test]
+async fn the_controller_runs_in_the_management_cluster_and_the_rest_in_the_guest() {
+    let (management, guest) = clusters().await;
+    let running = start(&management, &guest);
+    let (mgmt, admin) = (management.client(), guest.client());
+
+    // The controller side, in the control-plane namespace of the management cluster.
+    let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
+    let deployment = eventually(
+        "the controller Deployment in the management cluster",
+        async || deployments.get_opt(CONTROLLER).await.unwrap(),
+    )
+    .await;
+    let spec = deployment.spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(1));
+    let pod = spec.template.spec.as_ref().unwrap();
+    assert!(
+        pod.volumes
+            .iter()
+            .flatten()
+            .any(|v| v.name == csi_kit::hosted::GUEST_KUBECONFIG_VOLUME),
+        "the sidecars reach the guest through its kubeconfig"
+    );
+    assert!(pod.containers.iter().any(|c| c.name == "token-minter"));
+    for (what, present) in [
+        (
+            "PodDisruptionBudget",
+            Api::<PodDisruptionBudget>::namespaced(mgmt.clone(), CONTROL_PLANE_NS)
+                .get_opt("aws-ebs-csi-driver-controller-pdb")
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+        (
+            "controller ServiceAccount",
+            Api::<ServiceAccount>::namespaced(mgmt.clone(), CONTROL_PLANE_NS)
+                .get_opt("aws-ebs-csi-driver-controller-sa")
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+    ] {
+        assert!(present, "{what} in the control-plane namespace");
+    }
+
+    // The rest, in the guest; no controller there.
+    eventually("the node DaemonSet in the guest", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), GUEST_NS)
+            .get_opt(NODE)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(
+        Api::<CSIDriver>::all(admin.clone())
+            .get_opt(DRIVER)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        Api::<StorageClass>::all(admin.clone())
+            .get_opt("gp3-csi")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        Api::<Deployment>::namespaced(admin.clone(), GUEST_NS)
+            .get_opt(CONTROLLER)
+            .await
+            .unwrap()
+            .is_none(),
+        "the controller is not in the guest"
+    );
+    assert!(
+        Api::<DaemonSet>::namespaced(mgmt.clone(), CONTROL_PLANE_NS)
+            .get_opt(NODE)
+            .await
+            .unwrap()
+            .is_none(),
+        "the node plugin is not in the management cluster"
+    );
+
+    // The guest's ClusterCSIDriver reports the management cluster's Deployment.
+    for (type_, status) in [
+        ("AWSEBSDriverControllerServiceControllerAvailable", "True"),
+        (
+            "AWSEBSDriverControllerServiceControllerProgressing",
+            "False",
+        ),
+        ("AWSEBSDriverNodeServiceControllerAvailable", "True"),
+        ("AWSEBSDriverStaticResourcesControllerDegraded", "False"),
+    ] {
+        eventually(&format!("{type_}={status}"), async || {
+            (condition(&admin, type_).await.as_deref() == Some(status)).then_some(())
+        })
+        .await;
+    }
+    running.converged(&guest, AGENT).await;
+
+    // Drift on either side is restored there.
+    deployments
+        .delete(CONTROLLER, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the controller Deployment recreated in the management cluster",
+        async || deployments.get_opt(CONTROLLER).await.unwrap(),
+    )
+    .await;
+    Api::<DaemonSet>::namespaced(admin.clone(), GUEST_NS)
+        .delete(NODE, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the node DaemonSet recreated in the guest", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), GUEST_NS)
+            .get_opt(NODE)
+            .await
+            .unwrap()
+    })
+    .await;
+    running.stop().await;
+}
