@@ -49,16 +49,20 @@ async fn config_from(env: &str, what: &str) -> Result<Config, String> {
         .map_err(|e| format!("using {path}: {e}"))
 }
 
-/// The admin client of the guest cluster of the hosted control plane tests ([`admin`]'s is the
-/// management cluster). Panics with how to provide one when none is given.
-pub async fn guest_admin() -> Client {
-    init_logging();
-    let config = config_from(
+/// The admin configuration of the guest cluster of the hosted control plane tests.
+pub async fn guest_admin_config() -> Result<Config, String> {
+    config_from(
         GUEST_KUBECONFIG_ENV,
         "the kubeconfig of a second disposable cluster (the guest) to run the hosted control plane tests",
     )
     .await
-    .unwrap_or_else(|m| panic!("{m}"));
+}
+
+/// The admin client of the guest cluster of the hosted control plane tests ([`admin`]'s is the
+/// management cluster). Panics with how to provide one when none is given.
+pub async fn guest_admin() -> Client {
+    init_logging();
+    let config = guest_admin_config().await.unwrap_or_else(|m| panic!("{m}"));
     Client::try_from(config).unwrap_or_else(|e| panic!("connecting to the guest cluster: {e}"))
 }
 

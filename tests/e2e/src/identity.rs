@@ -53,11 +53,30 @@ impl Identity {
     /// A client for ServiceAccount `namespace/name` (which must exist), authenticated with a
     /// fresh TokenRequest token that the admin asks for.
     pub async fn service_account(admin: &Client, namespace: &str, name: &str) -> Self {
-        let user = format!("system:serviceaccount:{namespace}:{name}");
-        let token = service_account_token(admin, namespace, name, 3600).await;
-        let mut config = crate::cluster::admin_config()
+        let config = crate::cluster::admin_config()
             .await
             .unwrap_or_else(|m| panic!("{m}"));
+        Self::service_account_of(config, admin, namespace, name).await
+    }
+
+    /// [`Identity::service_account`] on the guest cluster of the hosted control plane tests.
+    pub async fn guest_service_account(admin: &Client, namespace: &str, name: &str) -> Self {
+        let config = crate::cluster::guest_admin_config()
+            .await
+            .unwrap_or_else(|m| panic!("{m}"));
+        Self::service_account_of(config, admin, namespace, name).await
+    }
+
+    /// A client for ServiceAccount `namespace/name` of the cluster `config` (an admin's) and
+    /// `admin` reach.
+    async fn service_account_of(
+        mut config: kube::Config,
+        admin: &Client,
+        namespace: &str,
+        name: &str,
+    ) -> Self {
+        let user = format!("system:serviceaccount:{namespace}:{name}");
+        let token = service_account_token(admin, namespace, name, 3600).await;
         config.auth_info = AuthInfo {
             token: Some(token.into()),
             ..Default::default()
