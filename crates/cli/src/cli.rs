@@ -54,6 +54,14 @@ pub struct RunArgs {
     #[arg(long, env = "OPERATOR_IMAGE_VERSION", default_value = env!("CARGO_PKG_VERSION"))]
     pub operator_version: String,
 
+    /// With a hosted control plane (HyperShift): the guest cluster's kubeconfig (as HyperShift's
+    /// `service-network-admin-kubeconfig` Secret mounts it). Storage, the ClusterOperator and
+    /// the ClusterCSIDrivers are then the guest's, and the driver operators run in this
+    /// process's cluster, in the control-plane namespace (the pod's, or --namespace); only the
+    /// drivers OpenShift runs hosted are started.
+    #[arg(long, value_name = "FILE")]
+    pub guest_kubeconfig: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub process: ProcessArgs,
 }

@@ -19,25 +19,53 @@ const LEASE: &str = "cluster-storage-operator-lock";
 
 /// `storage-operator run`.
 pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {
-    let settings = Settings {
-        operator_image: args.operator_image,
-        env: std::env::vars().collect(),
-        version: args.operator_version,
-        operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
-    };
+    let env: BTreeMap<String, String> = std::env::vars().collect();
     let namespace = args
         .process
         .namespace
         .clone()
         .unwrap_or_else(|| storage_operator::plan::OPERATOR_NAMESPACE.to_owned());
+    // Read before anything connects, so a wrong path is said first.
+    let guest = args
+        .guest_kubeconfig
+        .as_deref()
+        .map(|path| -> anyhow::Result<_> {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("--guest-kubeconfig: reading {}", path.display()))?;
+            let control_plane = csi_kit::HostedControlPlane::from_env(&namespace, &env)
+                .context("reading the hosted control plane's settings from the environment")?;
+            Ok((path.to_path_buf(), kubeconfig, control_plane))
+        })
+        .transpose()?;
+    let settings = Settings {
+        operator_image: args.operator_image,
+        env,
+        version: args.operator_version,
+        operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
+    };
     serve(
         &args.process,
         &namespace,
         LEASE,
         move |client, metrics, readiness, shutdown| async move {
-            storage_operator::operator::run(client, settings, metrics, readiness, shutdown)
-                .await
-                .map_err(anyhow::Error::from)
+            // With a hosted control plane this process's cluster is the management cluster;
+            // the operator's own cluster, where it reports, is the guest.
+            let (client, hosted) = match guest {
+                Some((path, kubeconfig, control_plane)) => {
+                    let guest = connect_to(&path, kubeconfig, LEASE).await?;
+                    let hosted = storage_operator::operator::Hosted {
+                        management: client,
+                        control_plane,
+                    };
+                    (guest, Some(hosted))
+                }
+                None => (client, None),
+            };
+            storage_operator::operator::run_with(
+                client, settings, hosted, metrics, readiness, shutdown,
+            )
+            .await
+            .map_err(anyhow::Error::from)
         },
     )
 }

@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
 
-use crate::plan::{Desired, starter_objects};
+use crate::desired::{Desired, starter_objects};
 use crate::registry::DriverEntry;
 use crate::starter::{self, StarterInputs, meta, resource_of};
 

@@ -15,12 +15,13 @@
 //!    [`vsphere_detector`].
 //! 5. Observing: [`observe`] (the caches and what they hold), [`olm`] (adopting an OLM-installed
 //!    driver operator).
-//! 6. Planning: [`plan`], then [`hosted`] (what it applies with a hosted control plane, by
-//!    cluster).
+//! 6. What is applied: [`desired`] (one type for every object, and the starter's objects), then
+//!    [`hosted`] (the same with a hosted control plane, by cluster); then planning: [`plan`].
 //! 7. At the top: [`operator`], the controller that applies the plan, and [`manifests`], the
 //!    operator's own install manifests, rendered from the same builders and plan.
 
 pub mod default_storage_class;
+pub mod desired;
 pub mod driver_status;
 pub mod failure;
 pub mod hosted;

@@ -124,6 +124,10 @@ pub struct Observed {
     pub monitoring: BTreeMap<monitoring::Kind, monitoring::Seen>,
     /// The vSphere problem detector's objects and inputs, on OpenShift.
     pub vsphere_detector: DetectorObserved,
+    /// With a hosted control plane: the control plane whose namespace of the management
+    /// cluster the driver operators run in (set by the controller, not a cache). The objects
+    /// of ours there are in the lists above, told apart by namespace.
+    pub hosted: Option<csi_kit::HostedControlPlane>,
 }
 
 /// The volume data source validator's objects, read by name whoever made them: the names are
@@ -210,6 +214,64 @@ pub struct Caches {
     monitoring: MonitoringCaches,
     /// With the Infrastructure API (OpenShift) only: the detector runs nowhere else.
     vsphere_detector: Option<DetectorCaches>,
+    /// With a hosted control plane, ours in its namespace of the management cluster.
+    management: Option<ManagementCaches>,
+}
+
+/// With a hosted control plane, the driver operators' objects in the control-plane namespace
+/// of the management cluster (see [`crate::hosted`]), by the starter's label.
+#[derive(Clone)]
+struct ManagementCaches {
+    service_accounts: Store<ServiceAccount>,
+    roles: Store<Role>,
+    role_bindings: Store<RoleBinding>,
+    config_maps: Store<ConfigMap>,
+    deployments: Store<Deployment>,
+}
+
+impl ManagementCaches {
+    fn start(client: &Client, namespace: &str, informers: &mut Informers) -> Self {
+        let ours = || Config::default().labels(STARTER_LABEL);
+        let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
+        Self {
+            service_accounts: informers.watch(
+                &watch_name("serviceaccounts"),
+                Api::namespaced(client.clone(), namespace),
+                ours(),
+            ),
+            roles: informers.watch(
+                &watch_name("roles"),
+                Api::namespaced(client.clone(), namespace),
+                ours(),
+            ),
+            role_bindings: informers.watch(
+                &watch_name("rolebindings"),
+                Api::namespaced(client.clone(), namespace),
+                ours(),
+            ),
+            config_maps: informers.watch(
+                &watch_name("configmaps"),
+                Api::namespaced(client.clone(), namespace),
+                ours(),
+            ),
+            deployments: informers.watch(
+                &watch_name("deployments"),
+                Api::namespaced(client.clone(), namespace),
+                ours(),
+            ),
+        }
+    }
+
+    /// Adds what these caches hold to the guest's objects.
+    fn observe_into(&self, observed: &mut Observed) {
+        observed
+            .service_accounts
+            .extend(snapshot(&self.service_accounts));
+        observed.roles.extend(snapshot(&self.roles));
+        observed.role_bindings.extend(snapshot(&self.role_bindings));
+        observed.config_maps.extend(snapshot(&self.config_maps));
+        observed.deployments.extend(snapshot(&self.deployments));
+    }
 }
 
 /// The started caches of monitoring objects, by kind and name.
@@ -399,8 +461,15 @@ impl std::fmt::Debug for Caches {
 }
 
 impl Caches {
-    /// Starts every watch; the caller waits for [`Informers::wait_synced`].
-    pub fn start(client: &Client, apis: Apis, informers: &mut Informers) -> Self {
+    /// Starts every watch; the caller waits for [`Informers::wait_synced`]. With `management`
+    /// (a client of the management cluster and the control-plane namespace), the driver
+    /// operators' objects there are watched too.
+    pub fn start(
+        client: &Client,
+        apis: Apis,
+        management: Option<(&Client, &str)>,
+        informers: &mut Informers,
+    ) -> Self {
         let ours = || Config::default().labels(STARTER_LABEL);
         fn all<K>(client: &Client) -> Api<K>
         where
@@ -559,6 +628,8 @@ impl Caches {
             vsphere_detector: apis
                 .infrastructure
                 .then(|| DetectorCaches::start(client, informers)),
+            management: management
+                .map(|(client, namespace)| ManagementCaches::start(client, namespace, informers)),
         }
     }
 
@@ -596,7 +667,7 @@ impl Caches {
             deployment: single(&self.validator_deployment),
             crd: single(&self.volume_populator_crd),
         };
-        Observed {
+        let mut observed = Observed {
             apis: self.apis,
             storage: single(&self.storage),
             infrastructure: self.infrastructure.as_ref().and_then(single),
@@ -651,7 +722,12 @@ impl Caches {
                     detector
                 })
                 .unwrap_or_default(),
+            hosted: None,
+        };
+        if let Some(management) = &self.management {
+            management.observe_into(&mut observed);
         }
+        observed
     }
 }
 
@@ -668,14 +744,15 @@ fn with<K: Resource + Clone>(mut objects: Vec<K>, named: &Option<K>) -> Vec<K> {
     objects
 }
 
-/// Starts the caches and waits for them to sync.
+/// Starts the caches and waits for them to sync (see [`Caches::start`] for `management`).
 pub async fn start_caches(
     client: &Client,
     apis: Apis,
+    management: Option<(&Client, &str)>,
     timeout: Duration,
 ) -> Result<(Caches, Informers), NotSynced> {
     let mut informers = Informers::new();
-    let caches = Caches::start(client, apis, &mut informers);
+    let caches = Caches::start(client, apis, management, &mut informers);
     informers.wait_synced(timeout).await?;
     Ok((caches, informers))
 }

@@ -43,11 +43,38 @@ pub async fn run(
     readiness: Readiness,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartError> {
+    run_with(client, settings, None, metrics, readiness, shutdown).await
+}
+
+/// The management side of a hosted control plane (HyperShift): where the driver operators run.
+#[derive(Clone)]
+pub struct Hosted {
+    /// A client of the management cluster, allowed in the control-plane namespace.
+    pub management: Client,
+    /// The control plane: its namespace there, and what its pods must carry.
+    pub control_plane: csi_kit::HostedControlPlane,
+}
+
+/// [`run`], with a hosted control plane when `hosted` is set: `client` is then the guest's,
+/// where Storage, the ClusterOperator, the ClusterCSIDrivers and the driver operators' RBAC
+/// are, and the driver operators run in the control-plane namespace of the management
+/// cluster (see [`crate::hosted`]).
+pub async fn run_with(
+    client: Client,
+    settings: Settings,
+    hosted: Option<Hosted>,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
     let apis = Apis::discover(&client)
         .await
         .map_err(StartError::Discovery)?;
     tracing::info!(?apis, "discovered optional APIs");
-    let (caches, informers) = start_caches(&client, apis, SYNC_TIMEOUT).await?;
+    let management = hosted
+        .as_ref()
+        .map(|h| (&h.management, h.control_plane.namespace.as_str()));
+    let (caches, informers) = start_caches(&client, apis, management, SYNC_TIMEOUT).await?;
     readiness.set(true);
     tracing::info!("caches synced; reconciling");
     let context = Context {
@@ -65,6 +92,10 @@ pub async fn run(
                 crate::monitoring::CLUSTER_VERSION_OPERATOR.to_owned(),
             ],
         ),
+        management_applier: hosted.as_ref().map(|h| {
+            Applier::new(h.management.clone(), STARTER).adopting(&[FORMER_OPERATOR.to_owned()])
+        }),
+        hosted: hosted.map(|h| h.control_plane),
         client,
         caches,
         settings,
@@ -180,6 +211,10 @@ struct Context {
     /// Drivers whose OLM adoption is settled (nothing to adopt, or adopted) in this process.
     settled: std::sync::Mutex<BTreeMap<String, olm::Progress>>,
     applier: Applier,
+    /// With a hosted control plane, the applier of the management cluster.
+    management_applier: Option<Applier>,
+    /// With a hosted control plane, the control plane.
+    hosted: Option<csi_kit::HostedControlPlane>,
     /// The monitoring objects' applier ([`crate::monitoring::CONTROLLER`]).
     monitoring_applier: Applier,
     caches: Caches,
@@ -225,7 +260,8 @@ async fn adopt(
 }
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
-    let observed = context.caches.observe();
+    let mut observed = context.caches.observe();
+    observed.hosted = context.hosted.clone();
     let now = Time(Timestamp::now());
     if let Some(storage) = &observed.storage {
         let level = storage.spec.operator.operator_log_level();
@@ -253,8 +289,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     }
     // Every object is tried; what failed shows in this pass's status (then the loop retries).
     let mut failed: Vec<Failure> = Vec::new();
-    for desired in &plan.objects {
-        match apply(context, desired, &observed).await {
+    // The guest's objects, then (with a hosted control plane) the management cluster's.
+    let mut writes: Vec<(&Applier, &Desired)> =
+        plan.objects.iter().map(|d| (&context.applier, d)).collect();
+    if let Some(applier) = &context.management_applier {
+        writes.extend(plan.management_objects.iter().map(|d| (applier, d)));
+    }
+    for (applier, desired) in writes {
+        match apply(context, applier, desired, &observed).await {
             Ok((kind, outcome)) if outcome.wrote() => {
                 context.metrics.wrote(STARTER, kind);
                 tracing::info!(kind, ?outcome, "applied");
@@ -404,10 +446,10 @@ fn find<'a, K: Resource + 'a>(objects: &'a [K], object: &K) -> Option<&'a K> {
 
 async fn apply(
     context: &Context,
+    applier: &Applier,
     desired: &Desired,
     observed: &Observed,
 ) -> Result<(&'static str, Outcome), ApplyError> {
-    let applier = &context.applier;
     // The vSphere problem detector's objects are watched by name, apart from the others.
     let detector = &observed.vsphere_detector;
     Ok(match desired {

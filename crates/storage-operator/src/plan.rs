@@ -10,10 +10,6 @@ use api::operator_v1::{
     ClusterCSIDriver, ConditionStatus, GenerationStatus, OperatorCondition, Storage, StorageSpec,
 };
 use csi_kit::Topology;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
@@ -32,7 +28,7 @@ use crate::platform::{self, ClusterPlatform, Source};
 use crate::registry::{
     ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, MANAGED_CSIDRIVER_ANNOTATION, select,
 };
-use crate::starter::{self, STARTER_LABEL, StarterInputs};
+use crate::starter::{self, StarterInputs};
 use crate::validator;
 use crate::vsphere_detector;
 
@@ -56,35 +52,10 @@ pub struct Settings {
 /// A way to change the process's log level at run time.
 pub use opkit::log_level::LogLevelHook;
 
-/// One object to apply.
-// Built once per reconcile; variant sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-pub enum Desired {
-    /// The driver namespace, or a driver's separate operand namespace.
-    Namespace(Namespace),
-    /// A driver operator's ServiceAccount.
-    ServiceAccount(ServiceAccount),
-    /// A driver operator's or shared sidecar ClusterRole.
-    ClusterRole(ClusterRole),
-    /// A driver operator's ClusterRoleBinding.
-    ClusterRoleBinding(ClusterRoleBinding),
-    /// A driver operator's Role (in its namespace or its operands').
-    Role(Role),
-    /// A driver operator's RoleBinding (in its namespace or its operands').
-    RoleBinding(RoleBinding),
-    /// A driver operator's Deployment, or the volume data source validator's.
-    Deployment(Deployment),
-    /// The volume data source validator's `VolumePopulator` CRD.
-    CustomResourceDefinition(CustomResourceDefinition),
-    /// The operator's ServiceMonitor or PrometheusRule ([`monitoring`]).
-    Monitoring(monitoring::Kind, kube::api::DynamicObject),
-    /// A driver operator's config ConfigMap (the cluster's TLS profile), or the vSphere
-    /// problem detector's ConfigMaps.
-    ConfigMap(ConfigMap),
-    /// The vSphere problem detector's metrics Service.
-    Service(Service),
-}
+use crate::desired::start_driver;
+/// Defined in [`crate::desired`], below the plan; re-exported for the callers that name them
+/// here.
+pub use crate::desired::{Desired, starter_objects};
 
 /// Everything one reconcile does.
 #[derive(Clone, Debug, Default)]
@@ -93,6 +64,9 @@ pub struct Plan {
     pub create_storage: Option<Storage>,
     /// Objects to apply, in order.
     pub objects: Vec<Desired>,
+    /// With a hosted control plane: objects to apply in the control-plane namespace of the
+    /// management cluster (see [`crate::hosted`]), after `objects`.
+    pub management_objects: Vec<Desired>,
     /// ClusterCSIDrivers to create (never updated afterwards).
     pub create_cluster_csi_drivers: Vec<ClusterCSIDriver>,
     /// This controller's part of Storage status.
@@ -108,6 +82,10 @@ pub struct Plan {
     /// once its alerts are disabled), by kind and name in the operator's namespace.
     pub delete_monitoring: Vec<(monitoring::Kind, String)>,
 }
+
+/// With a hosted control plane, the condition naming the drivers of the platform that are not
+/// started there (informational: not an Available, Progressing or Degraded type).
+pub const HOSTED_SKIPPED: &str = "CSIDriverStarterNotHosted";
 
 /// The config observer's name, as OpenShift's (its field manager is
 /// `storage-operator/ConfigObserver`).
@@ -310,11 +288,43 @@ pub fn plan_with_failures(
         {
             plan.requeue = Some(olm::RETRY);
         }
-        plan.objects.extend(starter_objects(&started, &inputs));
+        if let Some(control_plane) = &observed.hosted {
+            // OpenShift runs only some drivers with a hosted control plane; the others are not
+            // started, which is no fault of the cluster's: said, not Degraded.
+            let skipped: Vec<&str> = started
+                .iter()
+                .filter(|(entry, _)| !entry.hosted)
+                .map(|(entry, _)| entry.short_name)
+                .collect();
+            if !skipped.is_empty() {
+                conditions.push(condition(
+                    HOSTED_SKIPPED,
+                    ConditionStatus::True,
+                    "NotRunHosted",
+                    format!(
+                        "not started with a hosted control plane, where OpenShift does not run them: {}",
+                        skipped.join(", ")
+                    ),
+                ));
+            }
+            started.retain(|(entry, _)| entry.hosted);
+            let hosted = crate::hosted::hosted_starter_objects(&started, &inputs, control_plane);
+            plan.objects.extend(hosted.guest);
+            plan.management_objects.extend(hosted.management);
+        } else {
+            plan.objects.extend(starter_objects(&started, &inputs));
+        }
+        // Where the driver operators run: their own namespace, or the control-plane namespace
+        // of the management cluster.
+        let operators_namespace = observed
+            .hosted
+            .as_ref()
+            .map_or(DRIVER_NAMESPACE, |h| h.namespace.as_str());
         // Failures of objects no started driver owns (the namespaces, the shared roles).
         let mut shared_failures: Vec<&WriteFailure> = plan
             .objects
             .iter()
+            .chain(&plan.management_objects)
             .filter_map(|d| d.failed_in(failures))
             .collect();
         for (entry, def) in &started {
@@ -322,10 +332,18 @@ pub fn plan_with_failures(
             let own_failures: Vec<&WriteFailure> = if failures.is_empty() {
                 Vec::new()
             } else {
-                start_driver(entry, def, &inputs)
-                    .iter()
-                    .filter_map(|d| d.failed_in(failures))
-                    .collect()
+                let own = match &observed.hosted {
+                    Some(control_plane) => {
+                        let hosted = crate::hosted::hosted_starter_objects(
+                            &[(entry.clone(), def.clone())],
+                            &inputs,
+                            control_plane,
+                        );
+                        hosted.guest.into_iter().chain(hosted.management).collect()
+                    }
+                    None => start_driver(entry, def, &inputs),
+                };
+                own.iter().filter_map(|d| d.failed_in(failures)).collect()
             };
             shared_failures.retain(|f| !own_failures.contains(f));
             // OpenShift's CSIDriverOperatorCRController: its sync (creating the
@@ -373,7 +391,7 @@ pub fn plan_with_failures(
             related.push(reference(
                 "apps",
                 "deployments",
-                Some(DRIVER_NAMESPACE),
+                Some(operators_namespace),
                 entry.operator_deployment,
             ));
             if let Some(cr) = cr {
@@ -415,7 +433,7 @@ pub fn plan_with_failures(
                 generations.push(generation(
                     "apps",
                     "deployments",
-                    DRIVER_NAMESPACE,
+                    operators_namespace,
                     entry.operator_deployment,
                     deployment.metadata.generation,
                 ));
@@ -679,108 +697,6 @@ pub fn decide(
     (started, blocked)
 }
 
-/// Everything the starter applies for `started` drivers: the driver namespace, the separate
-/// operand namespaces of the drivers that have one, and the shared sidecar ClusterRoles once,
-/// then each driver operator's ServiceAccount, RBAC and Deployment.
-pub fn starter_objects(
-    started: &[(DriverEntry, csi_kit::DriverDef)],
-    inputs: &StarterInputs,
-) -> Vec<Desired> {
-    let mut objects = Vec::new();
-    if started.is_empty() {
-        return objects;
-    }
-    objects.push(Desired::Namespace(starter::build_namespace()));
-    let separate: BTreeSet<&str> = started
-        .iter()
-        .filter_map(|(_, def)| starter::separate_operand_namespace(def))
-        .collect();
-    for namespace in separate {
-        objects.push(Desired::Namespace(starter::build_operand_namespace(
-            namespace,
-        )));
-    }
-    for mut role in csi_kit::build_shared_cluster_roles() {
-        role.metadata
-            .labels
-            .get_or_insert_default()
-            .insert(STARTER_LABEL.into(), "shared".into());
-        objects.push(Desired::ClusterRole(role));
-    }
-    for (entry, def) in started {
-        objects.extend(start_driver(entry, def, inputs));
-    }
-    objects
-}
-
-impl Desired {
-    /// The object's kind and `namespace/name` (or `name`), as [`WriteFailure`] names it.
-    pub fn key(&self) -> (&'static str, String) {
-        let (kind, meta) = match self {
-            Self::Monitoring(kind, o) => (kind.kind(), &o.metadata),
-            Self::Namespace(o) => ("Namespace", &o.metadata),
-            Self::ServiceAccount(o) => ("ServiceAccount", &o.metadata),
-            Self::ClusterRole(o) => ("ClusterRole", &o.metadata),
-            Self::ClusterRoleBinding(o) => ("ClusterRoleBinding", &o.metadata),
-            Self::Role(o) => ("Role", &o.metadata),
-            Self::RoleBinding(o) => ("RoleBinding", &o.metadata),
-            Self::Deployment(o) => ("Deployment", &o.metadata),
-            Self::CustomResourceDefinition(o) => ("CustomResourceDefinition", &o.metadata),
-            Self::ConfigMap(o) => ("ConfigMap", &o.metadata),
-            Self::Service(o) => ("Service", &o.metadata),
-        };
-        let name = meta.name.clone().unwrap_or_default();
-        let object = match &meta.namespace {
-            Some(namespace) => format!("{namespace}/{name}"),
-            None => name,
-        };
-        (kind, object)
-    }
-
-    fn failed_in<'a>(&self, failures: &'a [WriteFailure]) -> Option<&'a WriteFailure> {
-        let (kind, object) = self.key();
-        failures
-            .iter()
-            .find(|f| f.kind == kind && f.object == object)
-    }
-
-    /// The object as JSON, with `apiVersion` and `kind`.
-    pub fn to_value(&self) -> serde_json::Value {
-        let value = match self {
-            Self::Namespace(o) => serde_json::to_value(o),
-            Self::ServiceAccount(o) => serde_json::to_value(o),
-            Self::ClusterRole(o) => serde_json::to_value(o),
-            Self::ClusterRoleBinding(o) => serde_json::to_value(o),
-            Self::Role(o) => serde_json::to_value(o),
-            Self::RoleBinding(o) => serde_json::to_value(o),
-            Self::Deployment(o) => serde_json::to_value(o),
-            Self::CustomResourceDefinition(o) => serde_json::to_value(o),
-            Self::Monitoring(_, o) => serde_json::to_value(o),
-            Self::ConfigMap(o) => serde_json::to_value(o),
-            Self::Service(o) => serde_json::to_value(o),
-        };
-        // These types hold only strings, numbers and string-keyed maps: serializing cannot fail.
-        value.unwrap_or_default()
-    }
-
-    /// The object's metadata.
-    pub fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-        match self {
-            Self::Namespace(o) => &o.metadata,
-            Self::ServiceAccount(o) => &o.metadata,
-            Self::ClusterRole(o) => &o.metadata,
-            Self::ClusterRoleBinding(o) => &o.metadata,
-            Self::Role(o) => &o.metadata,
-            Self::RoleBinding(o) => &o.metadata,
-            Self::Deployment(o) => &o.metadata,
-            Self::CustomResourceDefinition(o) => &o.metadata,
-            Self::ConfigMap(o) => &o.metadata,
-            Self::Service(o) => &o.metadata,
-            Self::Monitoring(_, o) => &o.metadata,
-        }
-    }
-}
-
 impl NotOurs {
     /// The report of `desired`'s object, made by someone else. [`Desired`] is the plan's, so
     /// this constructor lives here rather than in [`crate::ownership`].
@@ -1030,82 +946,6 @@ struct DetectorMonitoring {
     alerts: Result<bool, String>,
 }
 
-/// The detector's object of the same kind and name as `desired`, as observed.
-fn detector_existing<'a>(
-    detector: &'a crate::observe::DetectorObserved,
-    desired: &Desired,
-) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
-    let same = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        meta.name == desired.metadata().name && meta.namespace == desired.metadata().namespace
-    };
-    match desired {
-        Desired::ServiceAccount(_) => detector
-            .service_accounts
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::Role(_) => detector.roles.iter().map(|o| &o.metadata).find(|m| same(m)),
-        Desired::RoleBinding(_) => detector
-            .role_bindings
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::ClusterRole(_) => detector
-            .cluster_roles
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::ClusterRoleBinding(_) => detector
-            .cluster_role_bindings
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::ConfigMap(_) => detector
-            .config_maps
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::Service(_) => detector
-            .services
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::Deployment(_) => detector
-            .deployment
-            .iter()
-            .map(|o| &o.metadata)
-            .find(|m| same(m)),
-        Desired::Namespace(_) | Desired::CustomResourceDefinition(_) | Desired::Monitoring(..) => {
-            None
-        }
-    }
-}
-
-fn start_driver(
-    entry: &DriverEntry,
-    def: &csi_kit::DriverDef,
-    inputs: &StarterInputs,
-) -> Vec<Desired> {
-    let (cluster_role, roles) = starter::build_rbac(entry, def, inputs);
-    let (cluster_binding, bindings) = starter::build_bindings(entry, def);
-    let mut objects = vec![
-        Desired::ServiceAccount(starter::build_service_account(entry)),
-        Desired::ClusterRole(cluster_role),
-        Desired::ClusterRoleBinding(cluster_binding),
-    ];
-    objects.extend(roles.into_iter().map(Desired::Role));
-    objects.extend(bindings.into_iter().map(Desired::RoleBinding));
-    // Before the Deployment that mounts it. An invalid profile leaves it as it is (reported
-    // by [`operator_config_degraded`]).
-    if let Some(Ok(config)) = starter::build_operator_config(entry, inputs.tls_profile.as_ref()) {
-        objects.push(Desired::ConfigMap(config));
-    }
-    objects.push(Desired::Deployment(starter::build_deployment(
-        entry, inputs,
-    )));
-    objects
-}
-
 /// `<Prefix>CSIDriverOperatorDeploymentDegraded` when the driver operator's config ConfigMap
 /// cannot be written because the cluster's TLS profile is invalid (where OpenShift's
 /// Deployment controller reports it): what is wrong, in which field, and how to fix it.
@@ -1199,8 +1039,60 @@ fn young_degraded(conditions: &[OperatorCondition], now: &Time) -> Option<Durati
         .min()
 }
 
+/// The detector's object of the same kind and name as `desired`, as observed.
+fn detector_existing<'a>(
+    detector: &'a crate::observe::DetectorObserved,
+    desired: &Desired,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+    let same = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        meta.name == desired.metadata().name && meta.namespace == desired.metadata().namespace
+    };
+    match desired {
+        Desired::ServiceAccount(_) => detector
+            .service_accounts
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Role(_) => detector.roles.iter().map(|o| &o.metadata).find(|m| same(m)),
+        Desired::RoleBinding(_) => detector
+            .role_bindings
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::ClusterRole(_) => detector
+            .cluster_roles
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::ClusterRoleBinding(_) => detector
+            .cluster_role_bindings
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::ConfigMap(_) => detector
+            .config_maps
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Service(_) => detector
+            .services
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Deployment(_) => detector
+            .deployment
+            .iter()
+            .map(|o| &o.metadata)
+            .find(|m| same(m)),
+        Desired::Namespace(_) | Desired::CustomResourceDefinition(_) | Desired::Monitoring(..) => {
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::jiff::Timestamp;
     use serde_json::json;
 
@@ -1823,6 +1715,60 @@ mod tests {
             ),
             ..observed()
         }
+    }
+
+    #[test]
+    fn with_a_hosted_control_plane_the_driver_operators_go_to_the_management_cluster() {
+        let control_plane = csi_kit::HostedControlPlane {
+            namespace: "clusters-demo".into(),
+            ..Default::default()
+        };
+        let mut aws = openshift_on("AWS");
+        aws.hosted = Some(control_plane.clone());
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        let keys: Vec<(&str, String)> = planned
+            .management_objects
+            .iter()
+            .map(Desired::key)
+            .collect();
+        assert!(keys.contains(&(
+            "Deployment",
+            "clusters-demo/aws-ebs-csi-driver-operator".to_owned()
+        )));
+        assert!(
+            keys.iter()
+                .all(|(_, object)| object.starts_with("clusters-demo/")),
+            "{keys:?}"
+        );
+        assert!(
+            planned.objects
+                .iter()
+                .all(|d| !matches!(d, Desired::Deployment(o) if o.metadata.name.as_deref() == Some("aws-ebs-csi-driver-operator"))),
+            "the driver operator is not in the guest"
+        );
+        assert_eq!(planned.create_cluster_csi_drivers.len(), 1);
+        let conditions = &planned.storage_status.unwrap().conditions;
+        assert!(conditions.iter().all(|c| c.type_ != HOSTED_SKIPPED));
+
+        // GCP PD does not run hosted: not started, said, and nothing Degraded for it.
+        let mut gcp = openshift_on("GCP");
+        gcp.hosted = Some(control_plane);
+        let planned = plan(&gcp, &settings(), &BTreeMap::new(), &now());
+        assert!(planned.management_objects.is_empty());
+        assert!(planned.create_cluster_csi_drivers.is_empty());
+        let conditions = &planned.storage_status.unwrap().conditions;
+        let skipped = conditions
+            .iter()
+            .find(|c| c.type_ == HOSTED_SKIPPED)
+            .unwrap();
+        assert!(skipped.message.as_deref().unwrap().contains("gcp-pd"));
+        assert!(
+            conditions
+                .iter()
+                .filter(|c| c.type_.ends_with("Degraded"))
+                .all(|c| c.status == ConditionStatus::False),
+            "{conditions:?}"
+        );
     }
 
     fn with_detector_image() -> Settings {

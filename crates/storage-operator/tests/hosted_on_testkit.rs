@@ -1,0 +1,308 @@
+//! The cluster storage operator with a hosted control plane (`storage-operator run
+//! --guest-kubeconfig FILE`), and the driver operator it starts, against two in-process API
+//! servers: the management cluster, where the driver operator and the driver's controller run
+//! in the hosted cluster's control-plane namespace, and the guest, where Storage, the
+//! ClusterOperator and the ClusterCSIDriver report and everything else of the driver is.
+
+#![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
+
+use std::time::Duration;
+
+use api::config_v1::ClusterOperator;
+use api::operator_v1::{ClusterCSIDriver, Storage};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use opkit::admin::Readiness;
+use opkit::metrics::Metrics;
+use serde_json::json;
+use storage_operator::plan::{STARTER, Settings};
+use testkit::{Background, Cluster, SimConfig};
+
+const GUEST_NS: &str = "openshift-cluster-csi-drivers";
+const CONTROL_PLANE_NS: &str = "clusters-hosted";
+const OPERATOR: &str = "aws-ebs-csi-driver-operator";
+
+async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    testkit::eventually(what, Duration::from_secs(60), check).await
+}
+
+fn control_plane() -> csi_kit::HostedControlPlane {
+    csi_kit::HostedControlPlane {
+        namespace: CONTROL_PLANE_NS.to_owned(),
+        release_version: "4.22.0".to_owned(),
+        ..csi_kit::HostedControlPlane::default()
+    }
+}
+
+/// A hosted OpenShift cluster on AWS (`controlPlaneTopology: External`) with three nodes, and a
+/// management cluster with the control-plane namespace and two nodes; both simulate workloads.
+async fn clusters() -> (Cluster, Cluster) {
+    let guest = Cluster::start().await;
+    let admin = guest.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    for crd in api::crds::all() {
+        let kind = crd.spec.names.kind.as_str();
+        if [
+            "ClusterCSIDriver",
+            "Storage",
+            "ClusterOperator",
+            "Infrastructure",
+            "FeatureGate",
+            "Proxy",
+        ]
+        .contains(&kind)
+        {
+            crds.create(&PostParams::default(), &crd).await.unwrap();
+        }
+    }
+    let infrastructure = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+        "spec": {}, "status": {"infrastructureName": "hosted-x7k2p", "controlPlaneTopology": "External",
+                   "platformStatus": {"type": "AWS", "aws": {"region": "eu-west-1"}}}
+    });
+    let infrastructures: Api<api::config_v1::Infrastructure> = Api::all(admin.clone());
+    infrastructures
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(infrastructure.clone()).unwrap(),
+        )
+        .await
+        .unwrap();
+    infrastructures
+        .patch_status(
+            "cluster",
+            &PatchParams::apply("installer"),
+            &Patch::Apply(infrastructure),
+        )
+        .await
+        .unwrap();
+    let storage: Storage = serde_json::from_value(json!({
+        "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
+        "spec": {"managementState": "Managed"}
+    }))
+    .unwrap();
+    Api::<Storage>::all(admin.clone())
+        .create(&PostParams::default(), &storage)
+        .await
+        .unwrap();
+    for name in [storage_operator::plan::OPERATOR_NAMESPACE] {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        Api::<Namespace>::all(admin.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+    }
+    for node in ["worker-a", "worker-b", "worker-c"] {
+        guest.add_node(node, true);
+    }
+    guest.simulate_workloads(SimConfig::default());
+
+    let management = Cluster::start().await;
+    // What HyperShift creates: the control-plane namespace.
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": CONTROL_PLANE_NS}})).unwrap();
+    Api::<Namespace>::all(management.client())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    for node in ["management-a", "management-b"] {
+        management.add_node(node, true);
+    }
+    management.simulate_workloads(SimConfig::default());
+    (management, guest)
+}
+
+fn start_storage_operator(management: &Cluster, guest: &Cluster) -> Background {
+    let client = guest.client_with_agent("storage-operator");
+    let hosted = storage_operator::operator::Hosted {
+        management: management.client_with_agent("storage-operator"),
+        control_plane: control_plane(),
+    };
+    let settings = Settings {
+        operator_image: "example.com/storage-operator:1".into(),
+        env: [(
+            "AWS_EBS_DRIVER_IMAGE".to_owned(),
+            "example.com/ebs:1".to_owned(),
+        )]
+        .into(),
+        version: "4.22.0".into(),
+        operator_log_level: None,
+    };
+    let metrics = Metrics::new();
+    let settling = metrics.settling(STARTER);
+    Background::spawn(|shutdown| async move {
+        storage_operator::operator::run_with(
+            client,
+            settings,
+            Some(hosted),
+            metrics,
+            Readiness::default(),
+            shutdown,
+        )
+        .await
+        .unwrap();
+    })
+    .settles_when(settling)
+}
+
+/// The driver operator as the Deployment the storage operator made would run it.
+fn start_driver_operator(management: &Cluster, guest: &Cluster) -> Background {
+    let def = drivers::by_name("aws-ebs").unwrap();
+    let client = guest.client_with_agent("aws-ebs-operator");
+    let settings = driver_operator::Settings {
+        env: [("DRIVER_IMAGE".to_owned(), "example.com/ebs:1".to_owned())].into(),
+        hosted: Some(driver_operator::Hosted {
+            management: management.client_with_agent("aws-ebs-operator"),
+            control_plane: control_plane(),
+        }),
+        ..driver_operator::Settings::default()
+    };
+    let metrics = Metrics::new();
+    let settling = metrics.settling(&driver_operator::operator_name(&def));
+    Background::spawn(|shutdown| async move {
+        driver_operator::run(
+            client,
+            def,
+            settings,
+            metrics,
+            Readiness::default(),
+            shutdown,
+        )
+        .await
+        .unwrap();
+    })
+    .settles_when(settling)
+}
+
+async fn storage_condition(client: &Client, type_: &str) -> Option<String> {
+    let storage = Api::<Storage>::all(client.clone())
+        .get_opt("cluster")
+        .await
+        .unwrap()?;
+    Some(storage.status?.condition(type_)?.status.to_string())
+}
+
+#[tokio::test]
+async fn the_driver_operators_run_in_the_management_cluster_and_report_in_the_guest() {
+    let (management, guest) = clusters().await;
+    let (mgmt, admin) = (management.client(), guest.client());
+    let storage_operator = start_storage_operator(&management, &guest);
+
+    // The driver operator, in the control-plane namespace, pointed at the guest.
+    let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
+    let deployment = eventually(
+        "the driver operator in the management cluster",
+        async || deployments.get_opt(OPERATOR).await.unwrap(),
+    )
+    .await;
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert!(
+        pod.containers[0]
+            .args
+            .iter()
+            .flatten()
+            .any(|a| a == "--guest-kubeconfig=/etc/guest-kubeconfig/kubeconfig")
+    );
+    for (kind, present) in [
+        (
+            "ServiceAccount",
+            Api::<ServiceAccount>::namespaced(mgmt.clone(), CONTROL_PLANE_NS)
+                .get_opt(OPERATOR)
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+        (
+            "Role",
+            Api::<Role>::namespaced(mgmt.clone(), CONTROL_PLANE_NS)
+                .get_opt("aws-ebs-csi-driver-operator-role")
+                .await
+                .unwrap()
+                .is_some(),
+        ),
+    ] {
+        assert!(present, "its {kind} in the control-plane namespace");
+    }
+    // In the guest: its ClusterCSIDriver and RBAC, not the operator itself.
+    eventually("the ClusterCSIDriver in the guest", async || {
+        Api::<ClusterCSIDriver>::all(admin.clone())
+            .get_opt("ebs.csi.aws.com")
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(
+        Api::<ClusterRole>::all(admin.clone())
+            .get_opt("aws-ebs-csi-driver-operator-clusterrole")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        Api::<Deployment>::namespaced(admin.clone(), GUEST_NS)
+            .get_opt(OPERATOR)
+            .await
+            .unwrap()
+            .is_none(),
+        "the driver operator is not in the guest"
+    );
+    // The management cluster's Deployment reaches the guest's Storage.
+    eventually(
+        "the driver operator's Deployment reported in the guest",
+        async || {
+            (storage_condition(&admin, "AWSEBSCSIDriverOperatorDeploymentDegraded")
+                .await
+                .as_deref()
+                == Some("False"))
+            .then_some(())
+        },
+    )
+    .await;
+
+    // The driver operator, as that Deployment runs it: the chain up to the ClusterOperator.
+    let driver_operator = start_driver_operator(&management, &guest);
+    eventually(
+        "the driver's controller in the management cluster",
+        async || {
+            deployments
+                .get_opt("aws-ebs-csi-driver-controller")
+                .await
+                .unwrap()
+        },
+    )
+    .await;
+    eventually("the node plugin in the guest", async || {
+        Api::<DaemonSet>::namespaced(admin.clone(), GUEST_NS)
+            .get_opt("aws-ebs-csi-driver-node")
+            .await
+            .unwrap()
+    })
+    .await;
+    eventually("Storage: the driver available", async || {
+        (storage_condition(&admin, "AWSEBSCSIDriverOperatorCRAvailable")
+            .await
+            .as_deref()
+            == Some("True"))
+        .then_some(())
+    })
+    .await;
+    eventually("ClusterOperator/storage Available", async || {
+        let co = Api::<ClusterOperator>::all(admin.clone())
+            .get_opt("storage")
+            .await
+            .unwrap()?;
+        let available = co
+            .status?
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Available" && c.status.to_string() == "True");
+        available.then_some(())
+    })
+    .await;
+    driver_operator.stop().await;
+    storage_operator.stop().await;
+}
