@@ -741,6 +741,28 @@ mod tests {
     }
 
     #[test]
+    fn the_hosted_control_plane_object_gives_the_placement() {
+        let object = serde_json::json!({
+            "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
+            "metadata": {"name": "demo", "namespace": CP},
+            "spec": {
+                "nodeSelector": {"pool": "cp"},
+                "labels": {"team": "storage"},
+                "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cp", "effect": "NoSchedule"}],
+            }
+        });
+        let plane = hcp().with_object(&object);
+        assert_eq!(plane.namespace, CP);
+        assert_eq!(plane.release_version, "4.22.0");
+        assert_eq!(plane.node_selector["pool"], "cp");
+        assert_eq!(plane.labels["team"], "storage");
+        assert_eq!(plane.tolerations[0].key.as_deref(), Some("dedicated"));
+        // A field it does not set is empty; one it sets wrongly is left out, not fatal.
+        let plane = hcp().with_object(&serde_json::json!({"spec": {"tolerations": "none"}}));
+        assert!(plane.node_selector.is_empty() && plane.tolerations.is_empty());
+    }
+
+    #[test]
     fn the_environment_gives_what_hypershift_sets() {
         let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs

@@ -305,12 +305,30 @@ pub async fn run_with_extras(
         .await
         .map_err(StartError::Discovery)?;
     tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
-    let management = settings
-        .hosted
-        .as_ref()
-        .map(|h| (&h.management, h.control_plane.namespace.as_str()));
+    let scope = match &settings.hosted {
+        None => None,
+        Some(hosted) => {
+            let (group, version, plural) = csi_kit::HostedControlPlane::API;
+            let served = opkit::discovery::served_resources(
+                &hosted.management,
+                &format!("{group}/{version}"),
+            )
+            .await
+            .is_ok_and(|served| served.contains(plural));
+            if !served {
+                tracing::info!(
+                    "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
+                );
+            }
+            Some(observe::Management {
+                client: &hosted.management,
+                namespace: hosted.control_plane.namespace.as_str(),
+                hosted_control_planes: served,
+            })
+        }
+    };
     let (caches, mut informers) =
-        start_caches(&client, &def, apis, management, SYNC_TIMEOUT).await?;
+        start_caches(&client, &def, apis, scope.as_ref(), SYNC_TIMEOUT).await?;
     // What the tasks read: only the events matter (the tasks read through the API).
     for (namespace, name) in extras.tasks.iter().flat_map(|t| &t.config_maps) {
         informers.watch(
@@ -424,11 +442,16 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let def = &context.def;
     let mut observed = context.caches.observe();
     observed.host_fips = context.settings.host_fips;
-    observed.hosted = context
-        .settings
-        .hosted
-        .as_ref()
-        .map(|h| h.control_plane.clone());
+    // The control plane as configured, with the placement its HostedControlPlane asks for.
+    observed.hosted =
+        context
+            .settings
+            .hosted
+            .as_ref()
+            .map(|h| match context.caches.hosted_control_plane() {
+                Some(object) => h.control_plane.with_object(&object),
+                None => h.control_plane.clone(),
+            });
     if let Some(probe) = &context.probe {
         let answer = probe.probe.check().await;
         match &answer {

@@ -189,6 +189,19 @@ pub struct Caches {
     management: Option<ManagementCaches>,
 }
 
+/// Where the controller side of a driver with a hosted control plane goes: the management
+/// cluster's client, the control-plane namespace, and whether HyperShift's
+/// `HostedControlPlane` API is served there (then its object is watched for the placement).
+#[derive(Clone, Copy)]
+pub struct Management<'a> {
+    /// A client of the management cluster.
+    pub client: &'a Client,
+    /// The control-plane namespace.
+    pub namespace: &'a str,
+    /// Whether `hostedcontrolplanes.hypershift.openshift.io` is served.
+    pub hosted_control_planes: bool,
+}
+
 /// With a hosted control plane, the caches of the operands the controller side puts in the
 /// control-plane namespace of the management cluster (see `csi_kit::hosted`), by the driver's
 /// operand label; observed with the guest's of the same kinds (objects are told apart by
@@ -200,14 +213,33 @@ struct ManagementCaches {
     services: Store<Service>,
     pod_disruption_budgets: Store<PodDisruptionBudget>,
     deployments: Store<Deployment>,
+    /// HyperShift's `HostedControlPlane` of the namespace (as JSON), where its API is served.
+    hosted_control_planes: Option<Projection<serde_json::Value>>,
 }
 
 impl ManagementCaches {
-    fn start(client: &Client, namespace: &str, label: &str, informers: &mut Informers) -> Self {
+    fn start(management: &Management<'_>, label: &str, informers: &mut Informers) -> Self {
+        let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(label);
         let c = || client.clone();
         let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
+        let (group, version, plural) = csi_kit::HostedControlPlane::API;
+        let resource = kube::api::ApiResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            api_version: format!("{group}/{version}"),
+            kind: "HostedControlPlane".to_owned(),
+            plural: plural.to_owned(),
+        };
         Self {
+            hosted_control_planes: management.hosted_control_planes.then(|| {
+                informers.watch_projected(
+                    &watch_name(plural),
+                    Api::<DynamicObject>::namespaced_with(c(), namespace, &resource),
+                    Config::default(),
+                    |object| serde_json::to_value(object).ok(),
+                )
+            }),
             service_accounts: informers.watch(
                 &watch_name("serviceaccounts"),
                 Api::namespaced(c(), namespace),
@@ -234,6 +266,16 @@ impl ManagementCaches {
                 ours(),
             ),
         }
+    }
+
+    /// The `HostedControlPlane` object of the namespace, if its API is served and it exists.
+    fn hosted_control_plane(&self) -> Option<serde_json::Value> {
+        let projection = self.hosted_control_planes.as_ref()?;
+        projection
+            .entries()
+            .into_iter()
+            .next()
+            .map(|(_, object)| object)
     }
 
     /// Adds what these caches hold to the guest's operands.
@@ -363,14 +405,14 @@ fn bound_volumes_of(
 }
 
 impl Caches {
-    /// Starts every watch; the caller waits for [`Informers::wait_synced`]. With `management`
-    /// (a client of the management cluster and the control-plane namespace), the operands of
-    /// the controller side are watched there.
+    /// Starts every watch; the caller waits for [`Informers::wait_synced`]. With `management`,
+    /// the operands of the controller side are watched in the control-plane namespace of the
+    /// management cluster.
     pub fn start(
         client: &Client,
         def: &DriverDef,
         apis: Apis,
-        management: Option<(&Client, &str)>,
+        management: Option<&Management<'_>>,
         informers: &mut Informers,
     ) -> Self {
         let label = format!("{}={}", names::OPERAND_LABEL, def.short_name);
@@ -405,15 +447,18 @@ impl Caches {
             ),
             cluster: ClusterCaches::start(client, def, apis, informers),
             operands: OperandCaches::start(client, def, &label, informers),
-            management: management.map(|(client, namespace)| {
-                ManagementCaches::start(client, namespace, &label, informers)
-            }),
+            management: management.map(|m| ManagementCaches::start(m, &label, informers)),
             label,
             crds,
             dynamic: Arc::default(),
             dynamic_tasks: Arc::default(),
             migration: crate::migration::Caches::start(client, def, informers),
         }
+    }
+
+    /// With a hosted control plane, its `HostedControlPlane` object, when watched and present.
+    pub fn hosted_control_plane(&self) -> Option<serde_json::Value> {
+        self.management.as_ref()?.hosted_control_plane()
     }
 
     /// Starts the cache of an optional kind whose CRD now exists (once). Its changes pull the
@@ -716,7 +761,7 @@ pub async fn start_caches(
     client: &Client,
     def: &DriverDef,
     apis: Apis,
-    management: Option<(&Client, &str)>,
+    management: Option<&Management<'_>>,
     timeout: Duration,
 ) -> Result<(Caches, Informers), NotSynced> {
     let mut informers = Informers::new();

@@ -262,3 +262,86 @@ async fn the_controller_runs_in_the_management_cluster_and_the_rest_in_the_guest
     .await;
     running.stop().await;
 }
+
+/// HyperShift's `HostedControlPlane` CRD, accepting any object (as the e2e clusters lack
+/// HyperShift).
+async fn install_hosted_control_plane_crd(client: &Client) {
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "hostedcontrolplanes.hypershift.openshift.io"},
+        "spec": {"group": "hypershift.openshift.io", "scope": "Namespaced",
+                 "names": {"kind": "HostedControlPlane", "plural": "hostedcontrolplanes",
+                           "singular": "hostedcontrolplane", "listKind": "HostedControlPlaneList"},
+                 "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_controller_follows_the_placement_its_hosted_control_plane_asks_for() {
+    let (management, guest) = clusters().await;
+    let mgmt = management.client();
+    install_hosted_control_plane_crd(&mgmt).await;
+    let resource = kube::api::ApiResource {
+        group: "hypershift.openshift.io".into(),
+        version: "v1beta1".into(),
+        api_version: "hypershift.openshift.io/v1beta1".into(),
+        kind: "HostedControlPlane".into(),
+        plural: "hostedcontrolplanes".into(),
+    };
+    let planes: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(mgmt.clone(), CONTROL_PLANE_NS, &resource);
+    let plane: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
+        "metadata": {"name": "hosted", "namespace": CONTROL_PLANE_NS},
+        "spec": {"nodeSelector": {"pool": "control-plane"},
+                 "labels": {"team": "storage"},
+                 "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cp", "effect": "NoSchedule"}]}
+    }))
+    .unwrap();
+    planes.create(&PostParams::default(), &plane).await.unwrap();
+    let running = start(&management, &guest);
+
+    let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
+    let pod = eventually(
+        "the controller placed as its control plane asks",
+        async || {
+            let deployment = deployments.get_opt(CONTROLLER).await.unwrap()?;
+            let template = deployment.spec?.template;
+            let pod = template.spec?;
+            (pod.node_selector.as_ref()?.get("pool").map(String::as_str) == Some("control-plane"))
+                .then_some((template.metadata?, pod))
+        },
+    )
+    .await;
+    let (metadata, spec) = pod;
+    assert_eq!(metadata.labels.unwrap()["team"], "storage");
+    assert!(
+        spec.tolerations
+            .iter()
+            .flatten()
+            .any(|t| t.key.as_deref() == Some("dedicated"))
+    );
+
+    // A change of the HostedControlPlane is followed.
+    planes
+        .patch(
+            "hosted",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"nodeSelector": {"pool": "other"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("the controller moved with its control plane", async || {
+        let deployment = deployments.get_opt(CONTROLLER).await.unwrap()?;
+        let selector = deployment.spec?.template.spec?.node_selector?;
+        (selector.get("pool").map(String::as_str) == Some("other")).then_some(())
+    })
+    .await;
+    running.stop().await;
+}

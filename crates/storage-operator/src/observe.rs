@@ -128,6 +128,9 @@ pub struct Observed {
     /// cluster the driver operators run in (set by the controller, not a cache). The objects
     /// of ours there are in the lists above, told apart by namespace.
     pub hosted: Option<csi_kit::HostedControlPlane>,
+    /// With a hosted control plane, its `HostedControlPlane` object (as JSON), when HyperShift's
+    /// API is served in the management cluster and the object exists.
+    pub hosted_control_plane: Option<serde_json::Value>,
 }
 
 /// The volume data source validator's objects, read by name whoever made them: the names are
@@ -218,6 +221,19 @@ pub struct Caches {
     management: Option<ManagementCaches>,
 }
 
+/// Where the driver operators go with a hosted control plane: the management cluster's client,
+/// the control-plane namespace, and whether HyperShift's `HostedControlPlane` API is served
+/// there (then its object is watched for the placement).
+#[derive(Clone, Copy)]
+pub struct Management<'a> {
+    /// A client of the management cluster.
+    pub client: &'a Client,
+    /// The control-plane namespace.
+    pub namespace: &'a str,
+    /// Whether `hostedcontrolplanes.hypershift.openshift.io` is served.
+    pub hosted_control_planes: bool,
+}
+
 /// With a hosted control plane, the driver operators' objects in the control-plane namespace
 /// of the management cluster (see [`crate::hosted`]), by the starter's label.
 #[derive(Clone)]
@@ -227,13 +243,36 @@ struct ManagementCaches {
     role_bindings: Store<RoleBinding>,
     config_maps: Store<ConfigMap>,
     deployments: Store<Deployment>,
+    /// HyperShift's `HostedControlPlane` of the namespace (as JSON), where its API is served.
+    hosted_control_planes: Option<opkit::runtime::Projection<serde_json::Value>>,
 }
 
 impl ManagementCaches {
-    fn start(client: &Client, namespace: &str, informers: &mut Informers) -> Self {
+    fn start(management: &Management<'_>, informers: &mut Informers) -> Self {
+        let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(STARTER_LABEL);
         let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
+        let (group, version, plural) = csi_kit::HostedControlPlane::API;
+        let resource = kube::api::ApiResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            api_version: format!("{group}/{version}"),
+            kind: "HostedControlPlane".to_owned(),
+            plural: plural.to_owned(),
+        };
         Self {
+            hosted_control_planes: management.hosted_control_planes.then(|| {
+                informers.watch_projected(
+                    &watch_name(plural),
+                    Api::<kube::api::DynamicObject>::namespaced_with(
+                        client.clone(),
+                        namespace,
+                        &resource,
+                    ),
+                    Config::default(),
+                    |object| serde_json::to_value(object).ok(),
+                )
+            }),
             service_accounts: informers.watch(
                 &watch_name("serviceaccounts"),
                 Api::namespaced(client.clone(), namespace),
@@ -264,6 +303,11 @@ impl ManagementCaches {
 
     /// Adds what these caches hold to the guest's objects.
     fn observe_into(&self, observed: &mut Observed) {
+        observed.hosted_control_plane = self
+            .hosted_control_planes
+            .as_ref()
+            .and_then(|p| p.entries().into_iter().next())
+            .map(|(_, object)| object);
         observed
             .service_accounts
             .extend(snapshot(&self.service_accounts));
@@ -467,7 +511,7 @@ impl Caches {
     pub fn start(
         client: &Client,
         apis: Apis,
-        management: Option<(&Client, &str)>,
+        management: Option<&Management<'_>>,
         informers: &mut Informers,
     ) -> Self {
         let ours = || Config::default().labels(STARTER_LABEL);
@@ -628,8 +672,7 @@ impl Caches {
             vsphere_detector: apis
                 .infrastructure
                 .then(|| DetectorCaches::start(client, informers)),
-            management: management
-                .map(|(client, namespace)| ManagementCaches::start(client, namespace, informers)),
+            management: management.map(|m| ManagementCaches::start(m, informers)),
         }
     }
 
@@ -723,6 +766,7 @@ impl Caches {
                 })
                 .unwrap_or_default(),
             hosted: None,
+            hosted_control_plane: None,
         };
         if let Some(management) = &self.management {
             management.observe_into(&mut observed);
@@ -748,7 +792,7 @@ fn with<K: Resource + Clone>(mut objects: Vec<K>, named: &Option<K>) -> Vec<K> {
 pub async fn start_caches(
     client: &Client,
     apis: Apis,
-    management: Option<(&Client, &str)>,
+    management: Option<&Management<'_>>,
     timeout: Duration,
 ) -> Result<(Caches, Informers), NotSynced> {
     let mut informers = Informers::new();

@@ -71,10 +71,29 @@ pub async fn run_with(
         .await
         .map_err(StartError::Discovery)?;
     tracing::info!(?apis, "discovered optional APIs");
-    let management = hosted
-        .as_ref()
-        .map(|h| (&h.management, h.control_plane.namespace.as_str()));
-    let (caches, informers) = start_caches(&client, apis, management, SYNC_TIMEOUT).await?;
+    let scope = match &hosted {
+        None => None,
+        Some(hosted) => {
+            let (group, version, plural) = csi_kit::HostedControlPlane::API;
+            let served = opkit::discovery::served_resources(
+                &hosted.management,
+                &format!("{group}/{version}"),
+            )
+            .await
+            .is_ok_and(|served| served.contains(plural));
+            if !served {
+                tracing::info!(
+                    "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
+                );
+            }
+            Some(crate::observe::Management {
+                client: &hosted.management,
+                namespace: hosted.control_plane.namespace.as_str(),
+                hosted_control_planes: served,
+            })
+        }
+    };
+    let (caches, informers) = start_caches(&client, apis, scope.as_ref(), SYNC_TIMEOUT).await?;
     readiness.set(true);
     tracing::info!("caches synced; reconciling");
     let context = Context {
@@ -261,7 +280,14 @@ async fn adopt(
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let mut observed = context.caches.observe();
-    observed.hosted = context.hosted.clone();
+    // The control plane as configured, with the placement its HostedControlPlane asks for.
+    observed.hosted = context
+        .hosted
+        .as_ref()
+        .map(|h| match &observed.hosted_control_plane {
+            Some(object) => h.with_object(object),
+            None => h.clone(),
+        });
     let now = Time(Timestamp::now());
     if let Some(storage) = &observed.storage {
         let level = storage.spec.operator.operator_log_level();

@@ -306,3 +306,65 @@ async fn the_driver_operators_run_in_the_management_cluster_and_report_in_the_gu
     driver_operator.stop().await;
     storage_operator.stop().await;
 }
+
+#[tokio::test]
+async fn the_driver_operators_follow_the_placement_their_hosted_control_plane_asks_for() {
+    let (management, guest) = clusters().await;
+    let mgmt = management.client();
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "hostedcontrolplanes.hypershift.openshift.io"},
+        "spec": {"group": "hypershift.openshift.io", "scope": "Namespaced",
+                 "names": {"kind": "HostedControlPlane", "plural": "hostedcontrolplanes",
+                           "singular": "hostedcontrolplane", "listKind": "HostedControlPlaneList"},
+                 "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap();
+    Api::<CustomResourceDefinition>::all(mgmt.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    let resource = kube::api::ApiResource {
+        group: "hypershift.openshift.io".into(),
+        version: "v1beta1".into(),
+        api_version: "hypershift.openshift.io/v1beta1".into(),
+        kind: "HostedControlPlane".into(),
+        plural: "hostedcontrolplanes".into(),
+    };
+    let plane: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
+        "metadata": {"name": "hosted", "namespace": CONTROL_PLANE_NS},
+        "spec": {"nodeSelector": {"pool": "control-plane"},
+                 "tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    }))
+    .unwrap();
+    Api::<kube::api::DynamicObject>::namespaced_with(mgmt.clone(), CONTROL_PLANE_NS, &resource)
+        .create(&PostParams::default(), &plane)
+        .await
+        .unwrap();
+    let storage_operator = start_storage_operator(&management, &guest);
+    let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
+    let pod = eventually(
+        "the driver operator placed as its control plane asks",
+        async || {
+            let pod = deployments
+                .get_opt(OPERATOR)
+                .await
+                .unwrap()?
+                .spec?
+                .template
+                .spec?;
+            (pod.node_selector.as_ref()?.get("pool").map(String::as_str) == Some("control-plane"))
+                .then_some(pod)
+        },
+    )
+    .await;
+    assert!(
+        pod.tolerations
+            .iter()
+            .flatten()
+            .any(|t| t.key.as_deref() == Some("dedicated"))
+    );
+    storage_operator.stop().await;
+}

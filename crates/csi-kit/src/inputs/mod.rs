@@ -360,6 +360,33 @@ pub struct HostedControlPlane {
 }
 
 impl HostedControlPlane {
+    /// The API group, version and plural of HyperShift's `HostedControlPlane` objects (one per
+    /// control-plane namespace).
+    pub const API: (&'static str, &'static str, &'static str) =
+        ("hypershift.openshift.io", "v1beta1", "hostedcontrolplanes");
+
+    /// These settings with the placement the `HostedControlPlane` object `object` asks of its
+    /// control-plane pods (`spec.nodeSelector`, `spec.labels`, `spec.tolerations`); a field it
+    /// does not set, or cannot be read, leaves that part empty.
+    pub fn with_object(&self, object: &serde_json::Value) -> Self {
+        let spec = &object["spec"];
+        let strings = |v: &serde_json::Value| -> BTreeMap<String, String> {
+            v.as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Self {
+            node_selector: strings(&spec["nodeSelector"]),
+            labels: strings(&spec["labels"]),
+            tolerations: serde_json::from_value(spec["tolerations"].clone()).unwrap_or_default(),
+            ..self.clone()
+        }
+    }
+
     /// The settings HyperShift gives its control-plane pods through the environment
     /// (`RELEASE_VERSION`, `RUN_AS_USER`, `DRIVER_CONTROL_PLANE_IMAGE`,
     /// `LIVENESS_PROBE_CONTROL_PLANE_IMAGE`, `KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE`), for the
