@@ -308,18 +308,7 @@ pub async fn run_with_extras(
     let scope = match &settings.hosted {
         None => None,
         Some(hosted) => {
-            let (group, version, plural) = csi_kit::HostedControlPlane::API;
-            let served = opkit::discovery::served_resources(
-                &hosted.management,
-                &format!("{group}/{version}"),
-            )
-            .await
-            .is_ok_and(|served| served.contains(plural));
-            if !served {
-                tracing::info!(
-                    "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
-                );
-            }
+            let served = observe::hosted_control_planes_served(&hosted.management).await;
             Some(observe::Management {
                 client: &hosted.management,
                 namespace: hosted.control_plane.namespace.as_str(),

@@ -189,6 +189,40 @@ pub struct Caches {
     management: Option<ManagementCaches>,
 }
 
+/// Whether HyperShift's `HostedControlPlane` API is served in the cluster of `client` (the
+/// management cluster); said in the log when it is not.
+pub async fn hosted_control_planes_served(client: &Client) -> bool {
+    let (group, version, plural) = csi_kit::HostedControlPlane::API;
+    let served = opkit::discovery::served_resources(client, &format!("{group}/{version}"))
+        .await
+        .is_ok_and(|served| served.contains(plural));
+    if !served {
+        tracing::info!(
+            "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
+        );
+    }
+    served
+}
+
+/// Watches the `HostedControlPlane` of `namespace` (as JSON; one per control-plane namespace).
+pub fn watch_hosted_control_planes(
+    informers: &mut Informers,
+    client: &Client,
+    namespace: &str,
+) -> Projection<serde_json::Value> {
+    let (_, _, plural) = csi_kit::HostedControlPlane::API;
+    informers.watch_projected(
+        &format!("{plural} (management cluster, {namespace})"),
+        Api::<DynamicObject>::namespaced_with(
+            client.clone(),
+            namespace,
+            &csi_kit::HostedControlPlane::api_resource(),
+        ),
+        Config::default(),
+        |object| serde_json::to_value(object).ok(),
+    )
+}
+
 /// Where the controller side of a driver with a hosted control plane goes: the management
 /// cluster's client, the control-plane namespace, and whether HyperShift's
 /// `HostedControlPlane` API is served there (then its object is watched for the placement).
@@ -223,23 +257,10 @@ impl ManagementCaches {
         let ours = || Config::default().labels(label);
         let c = || client.clone();
         let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
-        let (group, version, plural) = csi_kit::HostedControlPlane::API;
-        let resource = kube::api::ApiResource {
-            group: group.to_owned(),
-            version: version.to_owned(),
-            api_version: format!("{group}/{version}"),
-            kind: "HostedControlPlane".to_owned(),
-            plural: plural.to_owned(),
-        };
         Self {
-            hosted_control_planes: management.hosted_control_planes.then(|| {
-                informers.watch_projected(
-                    &watch_name(plural),
-                    Api::<DynamicObject>::namespaced_with(c(), namespace, &resource),
-                    Config::default(),
-                    |object| serde_json::to_value(object).ok(),
-                )
-            }),
+            hosted_control_planes: management
+                .hosted_control_planes
+                .then(|| watch_hosted_control_planes(informers, client, namespace)),
             service_accounts: informers.watch(
                 &watch_name("serviceaccounts"),
                 Api::namespaced(c(), namespace),

@@ -287,13 +287,7 @@ async fn the_controller_follows_the_placement_its_hosted_control_plane_asks_for(
     let (management, guest) = clusters().await;
     let mgmt = management.client();
     install_hosted_control_plane_crd(&mgmt).await;
-    let resource = kube::api::ApiResource {
-        group: "hypershift.openshift.io".into(),
-        version: "v1beta1".into(),
-        api_version: "hypershift.openshift.io/v1beta1".into(),
-        kind: "HostedControlPlane".into(),
-        plural: "hostedcontrolplanes".into(),
-    };
+    let resource = csi_kit::HostedControlPlane::api_resource();
     let planes: Api<kube::api::DynamicObject> =
         Api::namespaced_with(mgmt.clone(), CONTROL_PLANE_NS, &resource);
     let plane: kube::api::DynamicObject = serde_json::from_value(json!({

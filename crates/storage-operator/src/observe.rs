@@ -252,26 +252,9 @@ impl ManagementCaches {
         let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(STARTER_LABEL);
         let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
-        let (group, version, plural) = csi_kit::HostedControlPlane::API;
-        let resource = kube::api::ApiResource {
-            group: group.to_owned(),
-            version: version.to_owned(),
-            api_version: format!("{group}/{version}"),
-            kind: "HostedControlPlane".to_owned(),
-            plural: plural.to_owned(),
-        };
         Self {
             hosted_control_planes: management.hosted_control_planes.then(|| {
-                informers.watch_projected(
-                    &watch_name(plural),
-                    Api::<kube::api::DynamicObject>::namespaced_with(
-                        client.clone(),
-                        namespace,
-                        &resource,
-                    ),
-                    Config::default(),
-                    |object| serde_json::to_value(object).ok(),
-                )
+                driver_operator::observe::watch_hosted_control_planes(informers, client, namespace)
             }),
             service_accounts: informers.watch(
                 &watch_name("serviceaccounts"),

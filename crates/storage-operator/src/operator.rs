@@ -74,18 +74,8 @@ pub async fn run_with(
     let scope = match &hosted {
         None => None,
         Some(hosted) => {
-            let (group, version, plural) = csi_kit::HostedControlPlane::API;
-            let served = opkit::discovery::served_resources(
-                &hosted.management,
-                &format!("{group}/{version}"),
-            )
-            .await
-            .is_ok_and(|served| served.contains(plural));
-            if !served {
-                tracing::info!(
-                    "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
-                );
-            }
+            let served =
+                driver_operator::observe::hosted_control_planes_served(&hosted.management).await;
             Some(crate::observe::Management {
                 client: &hosted.management,
                 namespace: hosted.control_plane.namespace.as_str(),

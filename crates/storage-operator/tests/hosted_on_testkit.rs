@@ -325,13 +325,7 @@ async fn the_driver_operators_follow_the_placement_their_hosted_control_plane_as
         .create(&PostParams::default(), &crd)
         .await
         .unwrap();
-    let resource = kube::api::ApiResource {
-        group: "hypershift.openshift.io".into(),
-        version: "v1beta1".into(),
-        api_version: "hypershift.openshift.io/v1beta1".into(),
-        kind: "HostedControlPlane".into(),
-        plural: "hostedcontrolplanes".into(),
-    };
+    let resource = csi_kit::HostedControlPlane::api_resource();
     let plane: kube::api::DynamicObject = serde_json::from_value(json!({
         "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
         "metadata": {"name": "hosted", "namespace": CONTROL_PLANE_NS},

@@ -5,7 +5,8 @@
 //! the admin client, the logs), `identity.rs` (the operators' ServiceAccount clients and their
 //! refusals), this file (the waits, CRDs, the declared platform, [`Background`]), `install.rs`
 //! and `cleanup.rs` (putting the operators' objects in place and taking them away), then
-//! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `suite.rs` (the
+//! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `admission.rs`
+//! (objects sent through admission) uses only this file's `MANAGER`. `suite.rs` (the
 //! external storage suite's runner) uses none of them.
 //!
 //! The tests are `#[ignore]`d so that `cargo test --workspace` stays offline. `.ci/run` runs
@@ -41,6 +42,7 @@
 //! - **No fighting the controllers.** Workload status belongs to kube-controller-manager and
 //!   pod status to the kubelet; tests read them and assert what the operators make of them.
 
+pub mod admission;
 pub mod cleanup;
 pub mod cluster;
 pub mod cso;

@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 
 use csi_kit::{Inputs, Topology};
+use e2e::admission::{create, describe, pod_of};
 use e2e::cleanup::delete_and_wait;
 use e2e::{admin, has_nodes};
 use k8s_openapi::api::core::v1::{Namespace, Node};
-use kube::api::{DynamicObject, GroupVersionKind, ListParams, PostParams};
-use kube::discovery::pinned_kind;
-use kube::{Api, Client, ResourceExt};
-use serde_json::{Value, json};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
 
 /// Kinds whose API may be missing on plain Kubernetes (their CRDs come with other operators).
 const OPTIONAL_KINDS: &[&str] = &[
@@ -28,65 +28,6 @@ const OPTIONAL_KINDS: &[&str] = &[
     "ServiceMonitor",
     "CredentialsRequest",
 ];
-
-fn gvk(object: &Value) -> GroupVersionKind {
-    let api_version = object["apiVersion"].as_str().unwrap();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap())
-}
-
-fn describe(object: &Value) -> String {
-    format!(
-        "{} {}/{}",
-        object["kind"].as_str().unwrap_or("?"),
-        object["metadata"]["namespace"].as_str().unwrap_or(""),
-        object["metadata"]["name"].as_str().unwrap_or("?")
-    )
-}
-
-async fn create(client: &Client, object: &Value, dry_run: bool) -> Result<(), String> {
-    let gvk = gvk(object);
-    let (resource, _) = pinned_kind(client, &gvk)
-        .await
-        .map_err(|e| format!("{gvk:?} is not served: {e}"))?;
-    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    let typed: DynamicObject = serde_json::from_value(object.clone()).unwrap();
-    let params = PostParams {
-        dry_run,
-        field_manager: Some(e2e::MANAGER.to_owned()),
-    };
-    match api.create(&params, &typed).await {
-        Ok(_) => Ok(()),
-        // An object of the same name (left by another test, or on a real cluster) still had
-        // its fields validated before the conflict was found.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(kube::Error::Api(status)) => Err(format!("{} ({})", status.message, status.code)),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// A Pod as a workload controller would make it from `template`, on `node` when there is one.
-fn pod_of(workload: &Value, node: Option<&str>) -> Value {
-    let template = &workload["spec"]["template"];
-    let mut pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": template["metadata"].clone(),
-        "spec": template["spec"].clone(),
-    });
-    pod["metadata"]["namespace"] = workload["metadata"]["namespace"].clone();
-    pod["metadata"]["name"] = Value::from(format!(
-        "{}-dry-run",
-        workload["metadata"]["name"].as_str().unwrap()
-    ));
-    if let Some(node) = node {
-        pod["spec"]["nodeName"] = Value::from(node);
-    }
-    pod
-}
 
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG (see the e2e crate docs)"]

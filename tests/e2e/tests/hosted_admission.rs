@@ -17,12 +17,12 @@
 use std::collections::BTreeMap;
 
 use csi_kit::{HostedControlPlane, Inputs, Topology};
+use e2e::admission::{create, describe, pod_of};
 use e2e::cleanup::delete_and_wait;
 use e2e::{admin, guest_admin};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{DynamicObject, GroupVersionKind, PostParams};
-use kube::discovery::pinned_kind;
+use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use storage_operator::registry::registry;
@@ -33,61 +33,6 @@ const CONTROL_PLANE_NAMESPACE: &str = "clusters-e2e-hosted";
 
 /// Kinds whose API the bare clusters do not serve (their CRDs come with other operators).
 const OPTIONAL_KINDS: &[&str] = &["VolumeSnapshotClass", "ServiceMonitor"];
-
-fn gvk(object: &Value) -> GroupVersionKind {
-    let api_version = object["apiVersion"].as_str().unwrap();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    GroupVersionKind::gvk(group, version, object["kind"].as_str().unwrap())
-}
-
-fn describe(object: &Value) -> String {
-    format!(
-        "{} {}/{}",
-        object["kind"].as_str().unwrap_or("?"),
-        object["metadata"]["namespace"].as_str().unwrap_or(""),
-        object["metadata"]["name"].as_str().unwrap_or("?")
-    )
-}
-
-async fn create(client: &Client, object: &Value, dry_run: bool) -> Result<(), String> {
-    let gvk = gvk(object);
-    let (resource, _) = pinned_kind(client, &gvk)
-        .await
-        .map_err(|e| format!("{gvk:?} is not served: {e}"))?;
-    let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    let typed: DynamicObject = serde_json::from_value(object.clone()).unwrap();
-    let params = PostParams {
-        dry_run,
-        field_manager: Some(e2e::MANAGER.to_owned()),
-    };
-    match api.create(&params, &typed).await {
-        Ok(_) => Ok(()),
-        // An object of the same name still had its fields validated before the conflict.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(kube::Error::Api(status)) => Err(format!("{} ({})", status.message, status.code)),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// A Pod as a workload controller would make it from `workload`'s template.
-fn pod_of(workload: &Value) -> Value {
-    let template = &workload["spec"]["template"];
-    let mut pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": template["metadata"].clone(),
-        "spec": template["spec"].clone(),
-    });
-    pod["metadata"]["namespace"] = workload["metadata"]["namespace"].clone();
-    pod["metadata"]["name"] = Value::from(format!(
-        "{}-dry-run",
-        workload["metadata"]["name"].as_str().unwrap()
-    ));
-    pod
-}
 
 /// Creates the namespaces `objects` name that do not exist yet; returns those it made.
 async fn namespaces_of(client: &Client, objects: &[Value]) -> Vec<String> {
@@ -131,7 +76,7 @@ async fn admitted(client: &Client, cluster: &str, objects: &[Value]) -> Vec<Stri
             Ok(()) => {}
         }
         if (kind == "Deployment" || kind == "DaemonSet")
-            && let Err(e) = create(client, &pod_of(object), true).await
+            && let Err(e) = create(client, &pod_of(object, None), true).await
         {
             refused.push(format!("{cluster}: pod of {}: {e}", describe(object)));
         }

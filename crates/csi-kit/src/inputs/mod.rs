@@ -365,6 +365,18 @@ impl HostedControlPlane {
     pub const API: (&'static str, &'static str, &'static str) =
         ("hypershift.openshift.io", "v1beta1", "hostedcontrolplanes");
 
+    /// [`HostedControlPlane::API`] as the resource a dynamic client addresses.
+    pub fn api_resource() -> kube_core::ApiResource {
+        let (group, version, plural) = Self::API;
+        kube_core::ApiResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            api_version: format!("{group}/{version}"),
+            kind: "HostedControlPlane".to_owned(),
+            plural: plural.to_owned(),
+        }
+    }
+
     /// These settings with the placement the `HostedControlPlane` object `object` asks of its
     /// control-plane pods (`spec.nodeSelector`, `spec.labels`, `spec.tolerations`); a field it
     /// does not set, or cannot be read, leaves that part empty.
