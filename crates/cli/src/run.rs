@@ -25,16 +25,12 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
         .namespace
         .clone()
         .unwrap_or_else(|| storage_operator::plan::OPERATOR_NAMESPACE.to_owned());
-    // Read before anything connects, so a wrong path is said first.
     let guest = args
         .guest_kubeconfig
         .as_deref()
         .map(|path| -> anyhow::Result<_> {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("--guest-kubeconfig: reading {}", path.display()))?;
-            let control_plane = csi_kit::HostedControlPlane::from_env(&namespace, &env)
-                .context("reading the hosted control plane's settings from the environment")?;
-            Ok((path.to_path_buf(), kubeconfig, control_plane))
+            let (path, kubeconfig) = read_guest_kubeconfig(path)?;
+            Ok((path, kubeconfig, hosted_control_plane(&namespace, &env)?))
         })
         .transpose()?;
     let settings = Settings {
@@ -98,19 +94,9 @@ pub fn driver(
             "--guest-kubeconfig: driver {} does not run with a hosted control plane (HyperShift runs AWS EBS, Azure Disk, Azure File, OpenStack Cinder, OpenStack Manila and IBM PowerVS Block)",
             def.short_name
         ),
-        Some(_) => Some(
-            csi_kit::HostedControlPlane::from_env(&namespace, &env)
-                .context("reading the hosted control plane's settings from the environment")?,
-        ),
+        Some(_) => Some(hosted_control_plane(&namespace, &env)?),
     };
-    // Read before anything connects, so a wrong path is said first.
-    let guest_kubeconfig = guest_kubeconfig
-        .map(|path| {
-            kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("--guest-kubeconfig: reading {}", path.display()))
-                .map(|kubeconfig| (path.to_path_buf(), kubeconfig))
-        })
-        .transpose()?;
+    let guest_kubeconfig = guest_kubeconfig.map(read_guest_kubeconfig).transpose()?;
     let guest_agent = lease.clone();
     let settings = driver_operator::Settings {
         env,
@@ -384,12 +370,36 @@ async fn terminated() {
     }
 }
 
-/// A client of the cluster's API server: the pod's ServiceAccount in a cluster, else the
-/// kubeconfig (`KUBECONFIG`, or `~/.kube/config`). Says which is missing when neither is there.
-/// Its User-Agent names the operator by its `lease` (`storage-operator/<version> (<lease>)`),
-/// as the API server's audit log and request metrics show it.
+/// The hosted control plane in `namespace`, with what HyperShift sets in the environment.
+fn hosted_control_plane(
+    namespace: &str,
+    env: &BTreeMap<String, String>,
+) -> anyhow::Result<csi_kit::HostedControlPlane> {
+    csi_kit::HostedControlPlane::from_env(namespace, env)
+        .context("reading the hosted control plane's settings from the environment")
+}
+
+/// The guest kubeconfig of `--guest-kubeconfig`, read before anything connects, so that a
+/// wrong path is said first.
+fn read_guest_kubeconfig(
+    path: &std::path::Path,
+) -> anyhow::Result<(std::path::PathBuf, kube::config::Kubeconfig)> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("--guest-kubeconfig: reading {}", path.display()))?;
+    Ok((path.to_path_buf(), kubeconfig))
+}
+
+/// Names the operator in the API server's audit log and request metrics:
+/// `storage-operator/<version> (<who>)`.
+fn with_agent(config: &mut kube::Config, who: &str) {
+    let agent = format!("storage-operator/{} ({who})", env!("CARGO_PKG_VERSION"));
+    if let Ok(value) = http::HeaderValue::from_str(&agent) {
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+}
+
 /// A client of the cluster `kubeconfig` (read from `path`) names: the guest of a hosted control
-/// plane, with the same user agent as [`connect`]'s.
+/// plane. Its User-Agent is [`connect`]'s, marked `guest`.
 pub async fn connect_to(
     path: &std::path::Path,
     kubeconfig: kube::config::Kubeconfig,
@@ -401,17 +411,15 @@ pub async fn connect_to(
     )
     .await
     .with_context(|| format!("using the guest kubeconfig {}", path.display()))?;
-    let agent = format!(
-        "storage-operator/{} ({lease}, guest)",
-        env!("CARGO_PKG_VERSION")
-    );
-    if let Ok(value) = http::HeaderValue::from_str(&agent) {
-        config.headers.push((http::header::USER_AGENT, value));
-    }
+    with_agent(&mut config, &format!("{lease}, guest"));
     kube::Client::try_from(config)
         .with_context(|| format!("connecting to the guest cluster of {}", path.display()))
 }
 
+/// A client of the cluster's API server: the pod's ServiceAccount in a cluster, else the
+/// kubeconfig (`KUBECONFIG`, or `~/.kube/config`). Says which is missing when neither is there.
+/// Its User-Agent names the operator by its `lease` (`storage-operator/<version> (<lease>)`),
+/// as the API server's audit log and request metrics show it.
 pub async fn connect(lease: &str) -> anyhow::Result<kube::Client> {
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let kubeconfig = std::env::var_os("KUBECONFIG")
@@ -429,11 +437,7 @@ pub async fn connect(lease: &str) -> anyhow::Result<kube::Client> {
     let mut config = kube::Config::infer()
         .await
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
-    // Named in the API server's audit log and request metrics, per operator.
-    let agent = format!("storage-operator/{} ({lease})", env!("CARGO_PKG_VERSION"));
-    if let Ok(value) = http::HeaderValue::from_str(&agent) {
-        config.headers.push((http::header::USER_AGENT, value));
-    }
+    with_agent(&mut config, lease);
     kube::Client::try_from(config)
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")
 }
