@@ -307,14 +307,10 @@ pub async fn run_with_extras(
     tracing::info!(driver = %def.short_name, ?apis, "discovered optional APIs");
     let scope = match &settings.hosted {
         None => None,
-        Some(hosted) => {
-            let served = observe::hosted_control_planes_served(&hosted.management).await;
-            Some(observe::Management {
-                client: &hosted.management,
-                namespace: hosted.control_plane.namespace.as_str(),
-                hosted_control_planes: served,
-            })
-        }
+        Some(hosted) => Some(
+            observe::Management::discover(&hosted.management, &hosted.control_plane.namespace)
+                .await,
+        ),
     };
     let (caches, mut informers) =
         start_caches(&client, &def, apis, scope.as_ref(), SYNC_TIMEOUT).await?;
@@ -329,26 +325,14 @@ pub async fn run_with_extras(
     readiness.set(true);
     tracing::info!(driver = %def.short_name, "caches synced; reconciling");
     let name = operator_name(&def);
-    let appliers = Group::ALL
-        .into_iter()
-        .map(|g| {
-            let applier = Applier::new(client.clone(), &g.controller(&def));
-            (g, applier.adopting(&def.adopt_from))
-        })
-        .collect();
+    let appliers = appliers_for(&client, &def);
     let reporter = Reporter {
         controller: name.clone(),
         instance: settings.instance.clone(),
     };
     let recorder = Recorder::new(client.clone(), reporter.clone());
     let management = settings.hosted.as_ref().map(|hosted| Management {
-        appliers: Group::ALL
-            .into_iter()
-            .map(|g| {
-                let applier = Applier::new(hosted.management.clone(), &g.controller(&def));
-                (g, applier.adopting(&def.adopt_from))
-            })
-            .collect(),
+        appliers: appliers_for(&hosted.management, &def),
         recorder: Recorder::new(hosted.management.clone(), reporter),
         client: hosted.management.clone(),
         namespace: hosted.control_plane.namespace.clone(),
@@ -380,6 +364,18 @@ pub async fn run_with_extras(
     )
     .await;
     Ok(())
+}
+
+/// An applier per logical controller, writing through `client` under the controller's field
+/// manager and adopting what the replaced operator wrote.
+fn appliers_for(client: &Client, def: &DriverDef) -> BTreeMap<Group, Applier> {
+    Group::ALL
+        .into_iter()
+        .map(|g| {
+            let applier = Applier::new(client.clone(), &g.controller(def));
+            (g, applier.adopting(&def.adopt_from))
+        })
+        .collect()
 }
 
 /// The management cluster's side of a hosted control plane: what writes there.

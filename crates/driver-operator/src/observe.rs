@@ -189,21 +189,6 @@ pub struct Caches {
     management: Option<ManagementCaches>,
 }
 
-/// Whether HyperShift's `HostedControlPlane` API is served in the cluster of `client` (the
-/// management cluster); said in the log when it is not.
-pub async fn hosted_control_planes_served(client: &Client) -> bool {
-    let (group, version, plural) = csi_kit::HostedControlPlane::API;
-    let served = opkit::discovery::served_resources(client, &format!("{group}/{version}"))
-        .await
-        .is_ok_and(|served| served.contains(plural));
-    if !served {
-        tracing::info!(
-            "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
-        );
-    }
-    served
-}
-
 /// Watches the `HostedControlPlane` of `namespace` (as JSON; one per control-plane namespace).
 pub fn watch_hosted_control_planes(
     informers: &mut Informers,
@@ -234,6 +219,28 @@ pub struct Management<'a> {
     pub namespace: &'a str,
     /// Whether `hostedcontrolplanes.hypershift.openshift.io` is served.
     pub hosted_control_planes: bool,
+}
+
+impl<'a> Management<'a> {
+    /// The control-plane namespace `namespace` of the management cluster `client` reaches,
+    /// asking whether HyperShift's `HostedControlPlane` API is served there (said in the log
+    /// when it is not: the placement then comes from the environment only).
+    pub async fn discover(client: &'a Client, namespace: &'a str) -> Self {
+        let (group, version, plural) = csi_kit::HostedControlPlane::API;
+        let served = opkit::discovery::served_resources(client, &format!("{group}/{version}"))
+            .await
+            .is_ok_and(|served| served.contains(plural));
+        if !served {
+            tracing::info!(
+                "{plural}.{group} is not served in the management cluster: the control plane's placement comes from the environment only"
+            );
+        }
+        Self {
+            client,
+            namespace,
+            hosted_control_planes: served,
+        }
+    }
 }
 
 /// With a hosted control plane, the caches of the operands the controller side puts in the

@@ -221,18 +221,10 @@ pub struct Caches {
     management: Option<ManagementCaches>,
 }
 
-/// Where the driver operators go with a hosted control plane: the management cluster's client,
-/// the control-plane namespace, and whether HyperShift's `HostedControlPlane` API is served
-/// there (then its object is watched for the placement).
-#[derive(Clone, Copy)]
-pub struct Management<'a> {
-    /// A client of the management cluster.
-    pub client: &'a Client,
-    /// The control-plane namespace.
-    pub namespace: &'a str,
-    /// Whether `hostedcontrolplanes.hypershift.openshift.io` is served.
-    pub hosted_control_planes: bool,
-}
+/// Where the driver operators go with a hosted control plane (the driver operator's own notion:
+/// the management cluster's client, the control-plane namespace, whether HyperShift's
+/// `HostedControlPlane` API is served there).
+pub use driver_operator::observe::Management;
 
 /// With a hosted control plane, the driver operators' objects in the control-plane namespace
 /// of the management cluster (see [`crate::hosted`]), by the starter's label.

@@ -46,14 +46,10 @@ pub async fn run(
     run_with(client, settings, None, metrics, readiness, shutdown).await
 }
 
-/// The management side of a hosted control plane (HyperShift): where the driver operators run.
-#[derive(Clone)]
-pub struct Hosted {
-    /// A client of the management cluster, allowed in the control-plane namespace.
-    pub management: Client,
-    /// The control plane: its namespace there, and what its pods must carry.
-    pub control_plane: csi_kit::HostedControlPlane,
-}
+/// The management side of a hosted control plane (HyperShift): the management cluster's client
+/// and the control plane, as the driver operator takes them; here, where the driver operators
+/// run.
+pub use driver_operator::Hosted;
 
 /// [`run`], with a hosted control plane when `hosted` is set: `client` is then the guest's,
 /// where Storage, the ClusterOperator, the ClusterCSIDrivers and the driver operators' RBAC
@@ -73,15 +69,13 @@ pub async fn run_with(
     tracing::info!(?apis, "discovered optional APIs");
     let scope = match &hosted {
         None => None,
-        Some(hosted) => {
-            let served =
-                driver_operator::observe::hosted_control_planes_served(&hosted.management).await;
-            Some(crate::observe::Management {
-                client: &hosted.management,
-                namespace: hosted.control_plane.namespace.as_str(),
-                hosted_control_planes: served,
-            })
-        }
+        Some(hosted) => Some(
+            crate::observe::Management::discover(
+                &hosted.management,
+                &hosted.control_plane.namespace,
+            )
+            .await,
+        ),
     };
     let (caches, informers) = start_caches(&client, apis, scope.as_ref(), SYNC_TIMEOUT).await?;
     readiness.set(true);
