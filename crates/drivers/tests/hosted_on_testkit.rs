@@ -5,24 +5,26 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
+#[path = "hosted/scene.rs"]
+mod scene;
+
 use std::time::Duration;
 
 use api::operator_v1::ClusterCSIDriver;
 use driver_operator::{Hosted, Settings};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
+use scene::CONTROL_PLANE_NS;
 use serde_json::json;
-use testkit::{Background, Cluster, SimConfig};
+use testkit::{Background, Cluster};
 
 const GUEST_NS: &str = "openshift-cluster-csi-drivers";
-const CONTROL_PLANE_NS: &str = "clusters-hosted";
 const DRIVER: &str = "ebs.csi.aws.com";
 const AGENT: &str = "aws-ebs-operator";
 const CONTROLLER: &str = "aws-ebs-csi-driver-controller";
@@ -32,68 +34,19 @@ async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
     testkit::eventually(what, Duration::from_secs(60), check).await
 }
 
-async fn namespace(client: &Client, name: &str) {
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-}
-
-/// A hosted OpenShift cluster on AWS (`controlPlaneTopology: External`), three nodes, and a
-/// management cluster with its control-plane namespace and two nodes.
+/// The scene: a hosted cluster on AWS with the ClusterCSIDriver (Managed), and its management
+/// cluster.
 async fn clusters() -> (Cluster, Cluster) {
-    let guest = Cluster::start().await;
-    let admin = guest.client();
-    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
-    for crd in api::crds::all() {
-        if ["ClusterCSIDriver", "Infrastructure", "Proxy"].contains(&crd.spec.names.kind.as_str()) {
-            crds.create(&PostParams::default(), &crd).await.unwrap();
-        }
-    }
-    let infrastructure = json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-        "spec": {}, "status": {"infrastructureName": "hosted-x7k2p", "controlPlaneTopology": "External",
-                   "platformStatus": {"type": "AWS", "aws": {"region": "eu-west-1"}}}
-    });
-    let infrastructures: Api<api::config_v1::Infrastructure> = Api::all(admin.clone());
-    infrastructures
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(infrastructure.clone()).unwrap(),
-        )
-        .await
-        .unwrap();
-    infrastructures
-        .patch_status(
-            "cluster",
-            &PatchParams::apply("installer"),
-            &Patch::Apply(infrastructure),
-        )
-        .await
-        .unwrap();
-    namespace(&admin, GUEST_NS).await;
-    for node in ["worker-a", "worker-b", "worker-c"] {
-        guest.add_node(node, true);
-    }
-    guest.simulate_workloads(SimConfig::default());
+    let (management, guest) = scene::clusters(&["ClusterCSIDriver", "Proxy"], &[GUEST_NS]).await;
     let cluster_csi_driver: ClusterCSIDriver = serde_json::from_value(json!({
         "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
         "metadata": {"name": DRIVER}, "spec": {"managementState": "Managed"}
     }))
     .unwrap();
-    Api::<ClusterCSIDriver>::all(admin.clone())
+    Api::<ClusterCSIDriver>::all(guest.client())
         .create(&PostParams::default(), &cluster_csi_driver)
         .await
         .unwrap();
-
-    let management = Cluster::start().await;
-    // What HyperShift creates: the hosted cluster's control-plane namespace.
-    namespace(&management.client(), CONTROL_PLANE_NS).await;
-    for node in ["management-a", "management-b"] {
-        management.add_node(node, true);
-    }
-    management.simulate_workloads(SimConfig::default());
     (management, guest)
 }
 
@@ -102,11 +55,7 @@ fn start(management: &Cluster, guest: &Cluster) -> Background {
     let client = guest.client_with_agent(AGENT);
     let hosted = Hosted {
         management: management.client_with_agent(AGENT),
-        control_plane: csi_kit::HostedControlPlane {
-            namespace: CONTROL_PLANE_NS.to_owned(),
-            release_version: "4.22.0".to_owned(),
-            ..csi_kit::HostedControlPlane::default()
-        },
+        control_plane: scene::control_plane(),
     };
     let metrics = Metrics::new();
     let settling = metrics.settling(&driver_operator::operator_name(&def));
@@ -263,42 +212,17 @@ async fn the_controller_runs_in_the_management_cluster_and_the_rest_in_the_guest
     running.stop().await;
 }
 
-/// HyperShift's `HostedControlPlane` CRD, accepting any object (as the e2e clusters lack
-/// HyperShift).
-async fn install_hosted_control_plane_crd(client: &Client) {
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "hostedcontrolplanes.hypershift.openshift.io"},
-        "spec": {"group": "hypershift.openshift.io", "scope": "Namespaced",
-                 "names": {"kind": "HostedControlPlane", "plural": "hostedcontrolplanes",
-                           "singular": "hostedcontrolplane", "listKind": "HostedControlPlaneList"},
-                 "versions": [{"name": "v1beta1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap();
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn the_controller_follows_the_placement_its_hosted_control_plane_asks_for() {
     let (management, guest) = clusters().await;
     let mgmt = management.client();
-    install_hosted_control_plane_crd(&mgmt).await;
-    let resource = csi_kit::HostedControlPlane::api_resource();
-    let planes: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(mgmt.clone(), CONTROL_PLANE_NS, &resource);
-    let plane: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
-        "metadata": {"name": "hosted", "namespace": CONTROL_PLANE_NS},
-        "spec": {"nodeSelector": {"pool": "control-plane"},
-                 "labels": {"team": "storage"},
-                 "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cp", "effect": "NoSchedule"}]}
-    }))
-    .unwrap();
-    planes.create(&PostParams::default(), &plane).await.unwrap();
+    let planes = scene::hosted_control_plane(
+        &mgmt,
+        json!({"nodeSelector": {"pool": "control-plane"},
+               "labels": {"team": "storage"},
+               "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cp", "effect": "NoSchedule"}]}),
+    )
+    .await;
     let running = start(&management, &guest);
 
     let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);

@@ -6,113 +6,54 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
+#[path = "../../drivers/tests/hosted/scene.rs"]
+mod scene;
+
 use std::time::Duration;
 
 use api::config_v1::ClusterOperator;
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
+use scene::CONTROL_PLANE_NS;
 use serde_json::json;
 use storage_operator::plan::{STARTER, Settings};
-use testkit::{Background, Cluster, SimConfig};
+use testkit::{Background, Cluster};
 
 const GUEST_NS: &str = "openshift-cluster-csi-drivers";
-const CONTROL_PLANE_NS: &str = "clusters-hosted";
 const OPERATOR: &str = "aws-ebs-csi-driver-operator";
 
 async fn eventually<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
     testkit::eventually(what, Duration::from_secs(60), check).await
 }
 
-fn control_plane() -> csi_kit::HostedControlPlane {
-    csi_kit::HostedControlPlane {
-        namespace: CONTROL_PLANE_NS.to_owned(),
-        release_version: "4.22.0".to_owned(),
-        ..csi_kit::HostedControlPlane::default()
-    }
-}
-
-/// A hosted OpenShift cluster on AWS (`controlPlaneTopology: External`) with three nodes, and a
-/// management cluster with the control-plane namespace and two nodes; both simulate workloads.
+/// The scene: a hosted cluster on AWS with Storage (Managed), and its management cluster.
 async fn clusters() -> (Cluster, Cluster) {
-    let guest = Cluster::start().await;
-    let admin = guest.client();
-    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
-    for crd in api::crds::all() {
-        let kind = crd.spec.names.kind.as_str();
-        if [
+    let (management, guest) = scene::clusters(
+        &[
             "ClusterCSIDriver",
             "Storage",
             "ClusterOperator",
-            "Infrastructure",
             "FeatureGate",
             "Proxy",
-        ]
-        .contains(&kind)
-        {
-            crds.create(&PostParams::default(), &crd).await.unwrap();
-        }
-    }
-    let infrastructure = json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-        "spec": {}, "status": {"infrastructureName": "hosted-x7k2p", "controlPlaneTopology": "External",
-                   "platformStatus": {"type": "AWS", "aws": {"region": "eu-west-1"}}}
-    });
-    let infrastructures: Api<api::config_v1::Infrastructure> = Api::all(admin.clone());
-    infrastructures
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(infrastructure.clone()).unwrap(),
-        )
-        .await
-        .unwrap();
-    infrastructures
-        .patch_status(
-            "cluster",
-            &PatchParams::apply("installer"),
-            &Patch::Apply(infrastructure),
-        )
-        .await
-        .unwrap();
+        ],
+        &[storage_operator::plan::OPERATOR_NAMESPACE],
+    )
+    .await;
     let storage: Storage = serde_json::from_value(json!({
         "apiVersion": "operator.openshift.io/v1", "kind": "Storage", "metadata": {"name": "cluster"},
         "spec": {"managementState": "Managed"}
     }))
     .unwrap();
-    Api::<Storage>::all(admin.clone())
+    Api::<Storage>::all(guest.client())
         .create(&PostParams::default(), &storage)
         .await
         .unwrap();
-    for name in [storage_operator::plan::OPERATOR_NAMESPACE] {
-        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-        Api::<Namespace>::all(admin.clone())
-            .create(&PostParams::default(), &ns)
-            .await
-            .unwrap();
-    }
-    for node in ["worker-a", "worker-b", "worker-c"] {
-        guest.add_node(node, true);
-    }
-    guest.simulate_workloads(SimConfig::default());
-
-    let management = Cluster::start().await;
-    // What HyperShift creates: the control-plane namespace.
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": CONTROL_PLANE_NS}})).unwrap();
-    Api::<Namespace>::all(management.client())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-    for node in ["management-a", "management-b"] {
-        management.add_node(node, true);
-    }
-    management.simulate_workloads(SimConfig::default());
     (management, guest)
 }
 
@@ -120,7 +61,7 @@ fn start_storage_operator(management: &Cluster, guest: &Cluster) -> Background {
     let client = guest.client_with_agent("storage-operator");
     let hosted = storage_operator::operator::Hosted {
         management: management.client_with_agent("storage-operator"),
-        control_plane: control_plane(),
+        control_plane: scene::control_plane(),
     };
     let settings = Settings {
         operator_image: "example.com/storage-operator:1".into(),
@@ -157,7 +98,7 @@ fn start_driver_operator(management: &Cluster, guest: &Cluster) -> Background {
         env: [("DRIVER_IMAGE".to_owned(), "example.com/ebs:1".to_owned())].into(),
         hosted: Some(driver_operator::Hosted {
             management: management.client_with_agent("aws-ebs-operator"),
-            control_plane: control_plane(),
+            control_plane: scene::control_plane(),
         }),
         ..driver_operator::Settings::default()
     };
@@ -311,32 +252,12 @@ async fn the_driver_operators_run_in_the_management_cluster_and_report_in_the_gu
 async fn the_driver_operators_follow_the_placement_their_hosted_control_plane_asks_for() {
     let (management, guest) = clusters().await;
     let mgmt = management.client();
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "hostedcontrolplanes.hypershift.openshift.io"},
-        "spec": {"group": "hypershift.openshift.io", "scope": "Namespaced",
-                 "names": {"kind": "HostedControlPlane", "plural": "hostedcontrolplanes",
-                           "singular": "hostedcontrolplane", "listKind": "HostedControlPlaneList"},
-                 "versions": [{"name": "v1beta1", "served": true, "storage": true,
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .unwrap();
-    Api::<CustomResourceDefinition>::all(mgmt.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-        .unwrap();
-    let resource = csi_kit::HostedControlPlane::api_resource();
-    let plane: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
-        "metadata": {"name": "hosted", "namespace": CONTROL_PLANE_NS},
-        "spec": {"nodeSelector": {"pool": "control-plane"},
-                 "tolerations": [{"key": "dedicated", "operator": "Exists"}]}
-    }))
-    .unwrap();
-    Api::<kube::api::DynamicObject>::namespaced_with(mgmt.clone(), CONTROL_PLANE_NS, &resource)
-        .create(&PostParams::default(), &plane)
-        .await
-        .unwrap();
+    scene::hosted_control_plane(
+        &mgmt,
+        json!({"nodeSelector": {"pool": "control-plane"},
+               "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
+    )
+    .await;
     let storage_operator = start_storage_operator(&management, &guest);
     let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
     let pod = eventually(
