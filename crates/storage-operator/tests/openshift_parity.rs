@@ -138,6 +138,21 @@ fn value(desired: &Desired) -> Value {
     v
 }
 
+/// Whether `desired` is one of a driver's assets: not the driver namespace and not a shared
+/// sidecar role, which are OpenShift's `manifests/`.
+fn a_drivers_asset(desired: &Desired) -> bool {
+    match desired {
+        Desired::Namespace(n) => n.metadata.name.as_deref() != Some(DRIVER_NAMESPACE),
+        Desired::ClusterRole(r) => r
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(STARTER_LABEL))
+            .is_none_or(|owner| owner != "shared"),
+        _ => true,
+    }
+}
+
 /// What our cluster storage operator applies for one driver operator: its objects (not the
 /// driver namespace and the shared sidecar roles, which are OpenShift's `manifests/`, not a
 /// driver's assets) and the ClusterCSIDriver it creates.
@@ -147,16 +162,7 @@ fn our_driver_objects(short_name: &str) -> Vec<Value> {
     let inputs = inputs(placeholder_env(short_name));
     let mut objects: Vec<Value> = starter_objects(&[(entry.clone(), def)], &inputs)
         .iter()
-        .filter(|d| match d {
-            Desired::Namespace(n) => n.metadata.name.as_deref() != Some(DRIVER_NAMESPACE),
-            Desired::ClusterRole(r) => r
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(STARTER_LABEL))
-                .is_none_or(|owner| owner != "shared"),
-            _ => true,
-        })
+        .filter(|d| a_drivers_asset(d))
         .map(value)
         .collect();
     let mut cr = serde_json::to_value(starter::build_cluster_csi_driver(&entry, &inputs)).unwrap();
@@ -456,16 +462,7 @@ fn our_hosted_objects(short_name: &str) -> (Vec<Value>, Vec<Value>) {
     let mut guest: Vec<Value> = objects
         .guest
         .iter()
-        .filter(|d| match d {
-            Desired::Namespace(n) => n.metadata.name.as_deref() != Some(DRIVER_NAMESPACE),
-            Desired::ClusterRole(r) => r
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(STARTER_LABEL))
-                .is_none_or(|owner| owner != "shared"),
-            _ => true,
-        })
+        .filter(|d| a_drivers_asset(d))
         .map(value)
         .collect();
     let mut cr = serde_json::to_value(starter::build_cluster_csi_driver(&entry, &inputs)).unwrap();

@@ -148,6 +148,16 @@ pub async fn ensure_gcp(client: &Client) -> bool {
 /// missing) unless the cluster already says what it is. Returns whether it did, so the test
 /// can remove it (with [`cleanup::undeclare_platform`]).
 pub async fn ensure_platform(client: &Client, platform_status: serde_json::Value) -> bool {
+    ensure_infrastructure(
+        client,
+        serde_json::json!({"infrastructureName": "e2e", "platformStatus": platform_status}),
+    )
+    .await
+}
+
+/// [`ensure_platform`] with the whole `status` of the Infrastructure to declare (e.g. a hosted
+/// cluster's `controlPlaneTopology: External`).
+pub async fn ensure_infrastructure(client: &Client, status: serde_json::Value) -> bool {
     use api::config_v1::Infrastructure;
     let served = opkit::discovery::served_resources(client, "config.openshift.io/v1")
         .await
@@ -172,7 +182,7 @@ pub async fn ensure_platform(client: &Client, platform_status: serde_json::Value
     let infrastructure = serde_json::json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
         "metadata": {"name": "cluster", "labels": {DECLARED_LABEL: "true"}},
-        "spec": {}, "status": {"infrastructureName": "e2e", "platformStatus": platform_status}
+        "spec": {}, "status": status
     });
     let params = PatchParams::apply(MANAGER);
     let patch = Patch::Apply(&infrastructure);

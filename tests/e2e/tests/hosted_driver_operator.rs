@@ -21,7 +21,7 @@ use e2e::{DECLARED_LABEL, Identity, admin, guest_admin, wait_for};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::storage::v1::CSIDriver;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
@@ -35,40 +35,19 @@ const GUEST_NAMESPACE: &str = "openshift-cluster-csi-drivers";
 const CONTROLLER: &str = "aws-ebs-csi-driver-controller";
 const NODE: &str = "aws-ebs-csi-driver-node";
 
-/// Declares the guest a hosted cluster on AWS, unless it says what it is already; returns
-/// whether it did.
+/// Declares the guest a hosted cluster on AWS; refuses a guest that says what it is already.
 async fn declare_hosted_aws(guest: &Client) -> bool {
-    use api::config_v1::Infrastructure;
-    e2e::apply_crd(guest, &<Infrastructure as kube::CustomResourceExt>::crd()).await;
-    let infrastructures: Api<Infrastructure> = Api::all(guest.clone());
-    if let Some(existing) = infrastructures.get_opt("cluster").await.unwrap() {
-        let declared = existing
-            .metadata
-            .labels
-            .as_ref()
-            .is_some_and(|l| l.contains_key(DECLARED_LABEL));
-        assert!(
-            declared,
-            "the guest cluster has an Infrastructure of its own; run the e2e tests on a disposable cluster"
-        );
-    }
-    let infrastructure = json!({
-        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-        "metadata": {"name": "cluster", "labels": {DECLARED_LABEL: "true"}},
-        "spec": {}, "status": {"infrastructureName": "e2e-hosted", "controlPlaneTopology": "External",
-                   "platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}}}
-    });
-    let params = PatchParams::apply(e2e::MANAGER);
-    let patch = Patch::Apply(&infrastructure);
-    infrastructures
-        .patch("cluster", &params, &patch)
-        .await
-        .unwrap();
-    infrastructures
-        .patch_status("cluster", &params, &patch)
-        .await
-        .unwrap();
-    true
+    let declared = e2e::ensure_infrastructure(
+        guest,
+        json!({"infrastructureName": "e2e-hosted", "controlPlaneTopology": "External",
+               "platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}}}),
+    )
+    .await;
+    assert!(
+        declared,
+        "the guest cluster has an Infrastructure of its own; run the e2e tests on a disposable cluster"
+    );
+    declared
 }
 
 async fn condition(guest: &Client, type_: &str) -> Option<String> {
