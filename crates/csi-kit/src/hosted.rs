@@ -760,6 +760,44 @@ mod tests {
         // A field it does not set is empty; one it sets wrongly is left out, not fatal.
         let plane = hcp().with_object(&serde_json::json!({"spec": {"tolerations": "none"}}));
         assert!(plane.node_selector.is_empty() && plane.tolerations.is_empty());
+        assert_eq!(plane.tls_profile, None, "no profile: the default");
+    }
+
+    #[test]
+    fn the_hosted_control_plane_object_gives_the_tls_profile() {
+        let with = |profile: serde_json::Value| {
+            hcp().with_object(&serde_json::json!({
+                "metadata": {"name": "demo", "namespace": CP},
+                "spec": {"configuration": {"apiServer": {"tlsSecurityProfile": profile}}},
+            }))
+        };
+        let modern = with(serde_json::json!({"type": "Modern", "modern": {}}));
+        let profile = modern.tls_profile.clone().unwrap().unwrap();
+        let tls = crate::tls::serving_tls_of(Some(&profile), &modern.tls_profile_field()).unwrap();
+        assert_eq!(tls.min_version.as_deref(), Some("VersionTLS13"));
+
+        // Errors name the HostedControlPlane's field, not the guest's APIServer.
+        let custom = with(serde_json::json!({"type": "Custom",
+            "custom": {"ciphers": ["NOT-A-CIPHER"], "minTLSVersion": "VersionTLS12"}}));
+        let profile = custom.tls_profile.clone().unwrap().unwrap();
+        let error =
+            crate::tls::serving_tls_of(Some(&profile), &custom.tls_profile_field()).unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "HostedControlPlane {CP}/demo spec.configuration.apiServer.tlsSecurityProfile.custom.ciphers"
+            )),
+            "{error}"
+        );
+
+        // A profile that is not one is an error naming the field, not a silent default.
+        let broken = with(serde_json::json!({"type": "Custom", "custom": {"ciphers": "all"}}));
+        let error = broken.tls_profile.unwrap().unwrap_err();
+        assert!(
+            error.contains(&format!(
+                "HostedControlPlane {CP}/demo spec.configuration.apiServer.tlsSecurityProfile cannot be read"
+            )),
+            "{error}"
+        );
     }
 
     #[test]

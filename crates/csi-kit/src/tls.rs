@@ -97,8 +97,21 @@ fn settings<'a>(min: &str, ciphers: impl IntoIterator<Item = &'a str>) -> Servin
     }
 }
 
-/// The proxies' TLS settings for a profile. The error names the field and the fix.
+/// Where a standalone cluster keeps its TLS profile.
+pub const CLUSTER_PROFILE_FIELD: &str = "APIServer/cluster spec.tlsSecurityProfile";
+
+/// The proxies' TLS settings for the cluster's profile (`APIServer/cluster`). The error names
+/// the field and the fix.
 pub fn serving_tls(profile: Option<&TLSSecurityProfile>) -> Result<ServingTls, String> {
+    serving_tls_of(profile, CLUSTER_PROFILE_FIELD)
+}
+
+/// The TLS settings for a profile read from `field` (as errors name it, e.g.
+/// [`CLUSTER_PROFILE_FIELD`]).
+pub fn serving_tls_of(
+    profile: Option<&TLSSecurityProfile>,
+    field: &str,
+) -> Result<ServingTls, String> {
     let kind = profile
         .and_then(|p| p.type_.clone())
         .unwrap_or(TLSProfileType::Intermediate);
@@ -117,14 +130,16 @@ pub fn serving_tls(profile: Option<&TLSSecurityProfile>) -> Result<ServingTls, S
         )),
         TLSProfileType::Modern => Ok(settings("VersionTLS13", TLS13)),
         TLSProfileType::Custom => {
-            let custom = profile.and_then(|p| p.custom.as_ref()).ok_or(
-                "APIServer/cluster spec.tlsSecurityProfile.custom is required when its type is Custom; \
-                 set custom.ciphers and custom.minTLSVersion, or choose another type",
-            )?;
+            let custom = profile.and_then(|p| p.custom.as_ref()).ok_or_else(|| {
+                format!(
+                    "{field}.custom is required when its type is Custom; \
+                     set custom.ciphers and custom.minTLSVersion, or choose another type"
+                )
+            })?;
             let min = custom.min_tls_version.as_deref().unwrap_or("VersionTLS12");
             if !VERSIONS.contains(&min) {
                 return Err(format!(
-                    "APIServer/cluster spec.tlsSecurityProfile.custom.minTLSVersion {min:?} is not one of {}",
+                    "{field}.custom.minTLSVersion {min:?} is not one of {}",
                     VERSIONS.join(", ")
                 ));
             }
@@ -135,14 +150,14 @@ pub fn serving_tls(profile: Option<&TLSSecurityProfile>) -> Result<ServingTls, S
                 .any(|s| !TLS13.contains(&s.as_str()));
             if min != "VersionTLS13" && !usable_below_13 {
                 return Err(format!(
-                    "APIServer/cluster spec.tlsSecurityProfile.custom.ciphers has no cipher a {min} server can use \
+                    "{field}.custom.ciphers has no cipher a {min} server can use \
                      (known OpenSSL names such as ECDHE-RSA-AES128-GCM-SHA256); add one or raise minTLSVersion to VersionTLS13"
                 ));
             }
             Ok(tls)
         }
         TLSProfileType::Other(other) => Err(format!(
-            "APIServer/cluster spec.tlsSecurityProfile.type {other:?} is not Old, Intermediate, Modern or Custom"
+            "{field}.type {other:?} is not Old, Intermediate, Modern or Custom"
         )),
     }
 }

@@ -23,8 +23,8 @@ use csi_kit::hosted::{
 use csi_kit::{DriverDef, HostedControlPlane, Inputs, OptionalCrds, Topology};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    EnvVar, LocalObjectReference, PodSecurityContext, SecretVolumeSource, ServiceAccount,
-    Toleration, Volume, VolumeMount,
+    ConfigMap, EnvVar, LocalObjectReference, PodSecurityContext, SecretVolumeSource,
+    ServiceAccount, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
@@ -82,10 +82,9 @@ pub fn hosted_starter_objects(
         let binding = management_role_binding(entry, &role, hcp);
         objects.management.push(Desired::Role(role));
         objects.management.push(Desired::RoleBinding(binding));
-        if let Some(Ok(mut config)) =
-            starter::build_operator_config(entry, inputs.tls_profile.as_ref())
-        {
-            config.metadata.namespace = Some(hcp.namespace.clone());
+        // With the control plane's TLS profile, not the guest's (an invalid one leaves the
+        // ConfigMap as it is, reported by [`operator_config_error`]).
+        if let Some(Ok(config)) = operator_config(entry, hcp) {
             objects.management.push(Desired::ConfigMap(config));
         }
         objects
@@ -95,6 +94,34 @@ pub fn hosted_starter_objects(
             )));
     }
     objects
+}
+
+/// The driver operator's config ConfigMap in the control-plane namespace, with the TLS profile
+/// of the `HostedControlPlane` (as OpenShift's operator takes it there; Intermediate where it
+/// sets none), when its driver has one.
+fn operator_config(
+    entry: &DriverEntry,
+    hcp: &HostedControlPlane,
+) -> Option<Result<ConfigMap, String>> {
+    let profile = match &hcp.tls_profile {
+        Some(Err(error)) => {
+            starter::operator_config_name(entry)?;
+            return Some(Err(error.clone()));
+        }
+        Some(Ok(profile)) => Some(profile),
+        None => None,
+    };
+    let built = starter::build_operator_config_of(entry, profile, &hcp.tls_profile_field())?;
+    Some(built.map(|mut config| {
+        config.metadata.namespace = Some(hcp.namespace.clone());
+        config
+    }))
+}
+
+/// Why the driver operator's config ConfigMap cannot be written in the control-plane
+/// namespace: the `HostedControlPlane`'s TLS profile is invalid (the field, and the fix).
+pub fn operator_config_error(entry: &DriverEntry, hcp: &HostedControlPlane) -> Option<String> {
+    operator_config(entry, hcp)?.err()
 }
 
 /// The driver operator's ServiceAccount in the control-plane namespace, with HyperShift's pull

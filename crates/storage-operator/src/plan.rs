@@ -9,7 +9,7 @@ use api::config_v1::{ClusterOperatorStatus, ObjectReference, OperandVersion};
 use api::operator_v1::{
     ClusterCSIDriver, ConditionStatus, GenerationStatus, OperatorCondition, Storage, StorageSpec,
 };
-use csi_kit::Topology;
+use csi_kit::{HostedControlPlane, Topology};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
@@ -419,7 +419,9 @@ pub fn plan_with_failures(
                 starter::operator_deployment_conditions(entry, deployment),
                 &own_failures,
             );
-            if let Some(invalid) = operator_config_degraded(entry, &inputs) {
+            if let Some(invalid) =
+                operator_config_degraded(entry, &inputs, observed.hosted.as_ref())
+            {
                 deployment_conditions.retain(|c| c.type_ != invalid.type_);
                 deployment_conditions.push(invalid);
             }
@@ -949,11 +951,23 @@ struct DetectorMonitoring {
 /// `<Prefix>CSIDriverOperatorDeploymentDegraded` when the driver operator's config ConfigMap
 /// cannot be written because the cluster's TLS profile is invalid (where OpenShift's
 /// Deployment controller reports it): what is wrong, in which field, and how to fix it.
+/// With a hosted control plane, the profile is the `HostedControlPlane`'s, and the ConfigMap
+/// is in its namespace.
 fn operator_config_degraded(
     entry: &DriverEntry,
     inputs: &StarterInputs,
+    hosted: Option<&HostedControlPlane>,
 ) -> Option<OperatorCondition> {
-    let error = starter::build_operator_config(entry, inputs.tls_profile.as_ref())?.err()?;
+    let (namespace, error) = match hosted {
+        Some(hcp) => (
+            hcp.namespace.as_str(),
+            crate::hosted::operator_config_error(entry, hcp)?,
+        ),
+        None => (
+            DRIVER_NAMESPACE,
+            starter::build_operator_config(entry, inputs.tls_profile.as_ref())?.err()?,
+        ),
+    };
     let name = starter::operator_config_name(entry).unwrap_or_default();
     Some(condition(
         format!(
@@ -963,7 +977,7 @@ fn operator_config_degraded(
         ConditionStatus::True,
         "SyncError",
         format!(
-            "cannot write ConfigMap {DRIVER_NAMESPACE}/{name} with the cluster's TLS profile: {error}"
+            "cannot write ConfigMap {namespace}/{name} with the cluster's TLS profile: {error}"
         ),
     ))
 }
@@ -1768,6 +1782,67 @@ mod tests {
                 .filter(|c| c.type_.ends_with("Degraded"))
                 .all(|c| c.status == ConditionStatus::False),
             "{conditions:?}"
+        );
+    }
+
+    /// With a hosted control plane, the driver operators' config carries the
+    /// HostedControlPlane's TLS profile (as OpenShift's HyperShift Deployment controller
+    /// writes it), not the guest's APIServer's; an invalid one is Degraded naming its field.
+    #[test]
+    fn with_a_hosted_control_plane_the_operator_config_has_its_tls_profile() {
+        let profile_of_the_guest = profile;
+        let profile = |value: serde_json::Value| {
+            csi_kit::HostedControlPlane {
+                namespace: "clusters-demo".into(),
+                ..Default::default()
+            }
+            .with_object(&json!({
+                "metadata": {"name": "demo", "namespace": "clusters-demo"},
+                "spec": {"configuration": {"apiServer": {"tlsSecurityProfile": value}}},
+            }))
+        };
+        let config = |planned: &Plan| {
+            planned.management_objects.iter().find_map(|d| match d {
+                Desired::ConfigMap(c) => Some(c.clone()),
+                _ => None,
+            })
+        };
+        let mut aws = openshift_on("AWS");
+        aws.api_server = profile_of_the_guest(json!({"type": "Old", "old": {}}));
+        aws.hosted = Some(profile(json!({"type": "Modern", "modern": {}})));
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        let modern = config(&planned).expect("the operator config, in the control plane");
+        assert_eq!(modern.metadata.namespace.as_deref(), Some("clusters-demo"));
+        let yaml = &modern.data.unwrap()[starter::OPERATOR_CONFIG_KEY];
+        assert!(yaml.contains("minTLSVersion: VersionTLS13"), "{yaml}");
+
+        // No profile on the control plane: Intermediate, whatever the guest says.
+        aws.hosted = Some(csi_kit::HostedControlPlane {
+            namespace: "clusters-demo".into(),
+            ..Default::default()
+        });
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        let yaml = &config(&planned).unwrap().data.unwrap()[starter::OPERATOR_CONFIG_KEY];
+        assert!(yaml.contains("minTLSVersion: VersionTLS12"), "{yaml}");
+
+        // An invalid one: the ConfigMap is left as it is, and Degraded says where and why.
+        aws.hosted = Some(profile(json!({"type": "Custom",
+            "custom": {"ciphers": ["NOT-A-CIPHER"], "minTLSVersion": "VersionTLS12"}})));
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        assert!(config(&planned).is_none());
+        let conditions = planned.storage_status.unwrap().conditions;
+        let degraded = conditions
+            .iter()
+            .find(|c| c.type_ == "AWSEBSCSIDriverOperatorDeploymentDegraded")
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::True);
+        let message = degraded.message.as_deref().unwrap();
+        assert!(
+            message.contains("ConfigMap clusters-demo/aws-ebs-csi-driver-operator-config")
+                && message.contains(
+                    "HostedControlPlane clusters-demo/demo spec.configuration.apiServer.tlsSecurityProfile.custom.ciphers"
+                ),
+            "{message}"
         );
     }
 

@@ -545,12 +545,23 @@ pub fn build_operator_config(
     entry: &DriverEntry,
     profile: Option<&TLSSecurityProfile>,
 ) -> Option<Result<ConfigMap, String>> {
+    build_operator_config_of(entry, profile, csi_kit::tls::CLUSTER_PROFILE_FIELD)
+}
+
+/// [`build_operator_config`] for a profile read from `field` (as its errors name it).
+pub fn build_operator_config_of(
+    entry: &DriverEntry,
+    profile: Option<&TLSSecurityProfile>,
+    field: &str,
+) -> Option<Result<ConfigMap, String>> {
     let name = operator_config_name(entry)?;
-    Some(csi_kit::tls::serving_tls(profile).map(|tls| ConfigMap {
-        metadata: meta(entry, name, Some(DRIVER_NAMESPACE)),
-        data: Some([(OPERATOR_CONFIG_KEY.to_owned(), operator_config_yaml(&tls))].into()),
-        ..Default::default()
-    }))
+    Some(
+        csi_kit::tls::serving_tls_of(profile, field).map(|tls| ConfigMap {
+            metadata: meta(entry, name, Some(DRIVER_NAMESPACE)),
+            data: Some([(OPERATOR_CONFIG_KEY.to_owned(), operator_config_yaml(&tls))].into()),
+            ..Default::default()
+        }),
+    )
 }
 
 /// The pod annotations of OpenShift's operators: the SCC the pod must be admitted under

@@ -14,9 +14,9 @@ use std::time::Duration;
 use api::config_v1::ClusterOperator;
 use api::operator_v1::{ClusterCSIDriver, Storage};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use opkit::admin::Readiness;
 use opkit::metrics::Metrics;
@@ -252,10 +252,11 @@ async fn the_driver_operators_run_in_the_management_cluster_and_report_in_the_gu
 async fn the_driver_operators_follow_the_placement_their_hosted_control_plane_asks_for() {
     let (management, guest) = clusters().await;
     let mgmt = management.client();
-    scene::hosted_control_plane(
+    let planes = scene::hosted_control_plane(
         &mgmt,
         json!({"nodeSelector": {"pool": "control-plane"},
-               "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
+               "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+               "configuration": {"apiServer": {"tlsSecurityProfile": {"type": "Modern", "modern": {}}}}}),
     )
     .await;
     let storage_operator = start_storage_operator(&management, &guest);
@@ -281,5 +282,31 @@ async fn the_driver_operators_follow_the_placement_their_hosted_control_plane_as
             .flatten()
             .any(|t| t.key.as_deref() == Some("dedicated"))
     );
+
+    // The driver operator's config has the control plane's TLS profile, and follows it.
+    let config_maps: Api<ConfigMap> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
+    let min_version = async |wanted: &str| {
+        eventually(&format!("the operator config with {wanted}"), async || {
+            let config = config_maps
+                .get_opt(&format!("{OPERATOR}-config"))
+                .await
+                .unwrap()?;
+            config.data?["config.yaml"]
+                .contains(&format!("minTLSVersion: {wanted}"))
+                .then_some(())
+        })
+        .await
+    };
+    min_version("VersionTLS13").await;
+    planes
+        .patch(
+            "hosted",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"configuration": {"apiServer":
+                {"tlsSecurityProfile": {"type": "Old", "old": {}, "modern": null}}}}})),
+        )
+        .await
+        .unwrap();
+    min_version("VersionTLS10").await;
     storage_operator.stop().await;
 }

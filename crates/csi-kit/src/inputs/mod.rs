@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use api::config_v1::{PlatformStatus, ProxyStatus, TopologyMode};
+use api::config_v1::{PlatformStatus, ProxyStatus, TLSSecurityProfile, TopologyMode};
 use api::operator_v1::{ClusterCSIDriverSpec, LogLevel};
 
 /// Where the controller pods may run and how many of them there are.
@@ -357,6 +357,12 @@ pub struct HostedControlPlane {
     /// Images built for the management cluster's architecture, which may differ from the
     /// guest's.
     pub images: ControlPlaneImages,
+    /// The `HostedControlPlane` object these settings were read from, where one was.
+    pub object_name: Option<String>,
+    /// `HostedControlPlane.spec.configuration.apiServer.tlsSecurityProfile`: the TLS settings of
+    /// the control plane's servers (Intermediate where unset). The error says why the field
+    /// cannot be read, naming it.
+    pub tls_profile: Option<Result<TLSSecurityProfile, String>>,
 }
 
 impl HostedControlPlane {
@@ -377,9 +383,20 @@ impl HostedControlPlane {
         }
     }
 
+    /// How errors name the TLS profile of this control plane: the field of its
+    /// `HostedControlPlane` object.
+    pub fn tls_profile_field(&self) -> String {
+        format!(
+            "HostedControlPlane {}/{} spec.configuration.apiServer.tlsSecurityProfile",
+            self.namespace,
+            self.object_name.as_deref().unwrap_or("*")
+        )
+    }
+
     /// These settings with the placement the `HostedControlPlane` object `object` asks of its
-    /// control-plane pods (`spec.nodeSelector`, `spec.labels`, `spec.tolerations`); a field it
-    /// does not set, or cannot be read, leaves that part empty.
+    /// control-plane pods (`spec.nodeSelector`, `spec.labels`, `spec.tolerations`) and its TLS
+    /// profile (`spec.configuration.apiServer.tlsSecurityProfile`); a placement field it does
+    /// not set, or cannot be read, leaves that part empty.
     pub fn with_object(&self, object: &serde_json::Value) -> Self {
         let spec = &object["spec"];
         let strings = |v: &serde_json::Value| -> BTreeMap<String, String> {
@@ -391,12 +408,27 @@ impl HostedControlPlane {
                 })
                 .unwrap_or_default()
         };
-        Self {
+        let mut read = Self {
             node_selector: strings(&spec["nodeSelector"]),
             labels: strings(&spec["labels"]),
             tolerations: serde_json::from_value(spec["tolerations"].clone()).unwrap_or_default(),
+            object_name: object["metadata"]["name"].as_str().map(str::to_owned),
+            tls_profile: None,
             ..self.clone()
+        };
+        let profile = &spec["configuration"]["apiServer"]["tlsSecurityProfile"];
+        if !profile.is_null() {
+            read.tls_profile = Some(
+                serde_json::from_value::<TLSSecurityProfile>(profile.clone()).map_err(|e| {
+                    format!(
+                        "{} cannot be read ({e}); set type to Old, Intermediate, Modern, or Custom \
+                         with custom.ciphers and custom.minTLSVersion",
+                        read.tls_profile_field()
+                    )
+                }),
+            );
         }
+        read
     }
 
     /// The settings HyperShift gives its control-plane pods through the environment
