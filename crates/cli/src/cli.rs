@@ -89,9 +89,10 @@ pub struct ProcessArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 137)]
     pub lease_duration: u64,
 
-    /// When the leader renews its lease, in seconds after the last renewal (OpenShift's renew
-    /// deadline: 107). Must be shorter than the lease duration.
-    #[arg(long, value_name = "SECONDS", default_value_t = 107)]
+    /// When the leader renews its lease, in seconds after the last renewal (OpenShift's retry
+    /// period: 26, so that an API server outage of a minute keeps the leader). Must be shorter
+    /// than the lease duration.
+    #[arg(long, value_name = "SECONDS", default_value_t = 26)]
     pub lease_renew_after: u64,
 }
 
@@ -217,6 +218,12 @@ pub enum Command {
         /// The operator image the manifests deploy.
         #[arg(long, default_value = DEFAULT_IMAGE)]
         image: String,
+
+        /// Print the operator's install on the management side of a hosted control plane
+        /// (HyperShift): its ServiceAccount, Role, RoleBinding and Deployment in this
+        /// control-plane namespace (e.g. `clusters-demo`), ready to apply.
+        #[arg(long, value_name = "NS", conflicts_with_all = ["out_dir", "check"])]
+        hosted_control_plane_namespace: Option<String>,
     },
 
     /// Print the CustomResourceDefinitions this project defines, as multi-document YAML.

@@ -79,6 +79,11 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
         } => check_crds(&dir),
         Command::Crds { .. } => print_crds(),
         Command::Manifests {
+            hosted_control_plane_namespace: Some(namespace),
+            image,
+            ..
+        } => print_hosted_manifests(&namespace, &image),
+        Command::Manifests {
             out_dir: Some(dir),
             image,
             ..
@@ -88,7 +93,9 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
             image,
             ..
         } => check_manifests(&dir, &image),
-        Command::Manifests { .. } => anyhow::bail!("manifests needs --out-dir or --check"),
+        Command::Manifests { .. } => {
+            anyhow::bail!("manifests needs --out-dir, --check or --hosted-control-plane-namespace")
+        }
         Command::Migration {
             command: MigrationCommand::Translate { file },
         } => crate::migration::translate(&file),
@@ -163,7 +170,41 @@ fn manifest_files(image: &str) -> anyhow::Result<Vec<(String, String)>> {
             ),
         ));
     }
+    // The management side of a hosted control plane, with HyperShift's placeholder for the
+    // control-plane namespace (`manifests --hosted-control-plane-namespace NS` fills it in).
+    files.push((
+        "hypershift/management.yaml".to_owned(),
+        format!(
+            "{}{}",
+            api::crds::GENERATED_HEADER
+                .replace("crds --out-dir deploy/crds", "manifests --out-dir deploy"),
+            hosted_manifests(
+                storage_operator::hosted_install::CONTROL_PLANE_PLACEHOLDER,
+                image
+            )?
+        ),
+    ));
     Ok(files)
+}
+
+/// The management side of a hosted control plane, for the control-plane namespace
+/// `namespace`, as multi-document YAML.
+fn hosted_manifests(namespace: &str, image: &str) -> anyhow::Result<String> {
+    let documents = storage_operator::hosted_install::build_management(namespace, image)
+        .iter()
+        .map(|object| api::yaml::to_string(object).context("rendering a manifest as YAML"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(documents.join("---\n"))
+}
+
+fn print_hosted_manifests(namespace: &str, image: &str) -> anyhow::Result<ExitCode> {
+    if namespace.trim().is_empty() {
+        anyhow::bail!(
+            "--hosted-control-plane-namespace is empty: give the hosted cluster's control-plane namespace (e.g. clusters-demo)"
+        );
+    }
+    print!("{}", hosted_manifests(namespace, image)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn write_manifests(dir: &Path, image: &str) -> anyhow::Result<ExitCode> {

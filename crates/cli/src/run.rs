@@ -14,8 +14,8 @@ use std::future::Future;
 
 use crate::cli::{ProcessArgs, RunArgs};
 
-/// The Lease the cluster storage operator's replicas compete for.
-const LEASE: &str = "cluster-storage-operator-lock";
+// The Lease the cluster storage operator's replicas compete for.
+use storage_operator::names::LEASE;
 
 /// `storage-operator run`.
 pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<ExitCode> {

@@ -166,6 +166,7 @@ async fn apply_snapshot_class(
             .as_str()
             .unwrap_or_default()
             .to_owned(),
+        cluster: None,
         source: kube::Error::SerdeError(source),
     };
     let desired: DynamicObject = serde_json::from_value(desired.clone()).map_err(error)?;

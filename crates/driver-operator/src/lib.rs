@@ -325,14 +325,14 @@ pub async fn run_with_extras(
     readiness.set(true);
     tracing::info!(driver = %def.short_name, "caches synced; reconciling");
     let name = operator_name(&def);
-    let appliers = appliers_for(&client, &def);
+    let appliers = appliers_for(&client, &def, None);
     let reporter = Reporter {
         controller: name.clone(),
         instance: settings.instance.clone(),
     };
     let recorder = Recorder::new(client.clone(), reporter.clone());
     let management = settings.hosted.as_ref().map(|hosted| Management {
-        appliers: appliers_for(&hosted.management, &def),
+        appliers: appliers_for(&hosted.management, &def, Some(MANAGEMENT_CLUSTER)),
         recorder: Recorder::new(hosted.management.clone(), reporter),
         client: hosted.management.clone(),
         namespace: hosted.control_plane.namespace.clone(),
@@ -368,15 +368,27 @@ pub async fn run_with_extras(
 
 /// An applier per logical controller, writing through `client` under the controller's field
 /// manager and adopting what the replaced operator wrote.
-fn appliers_for(client: &Client, def: &DriverDef) -> BTreeMap<Group, Applier> {
+/// `cluster` names the cluster in errors where it is not the driver operator's own.
+fn appliers_for(
+    client: &Client,
+    def: &DriverDef,
+    cluster: Option<&str>,
+) -> BTreeMap<Group, Applier> {
     Group::ALL
         .into_iter()
         .map(|g| {
             let applier = Applier::new(client.clone(), &g.controller(def));
-            (g, applier.adopting(&def.adopt_from))
+            let applier = applier.adopting(&def.adopt_from);
+            (
+                g,
+                cluster.map_or(applier.clone(), |c| applier.in_cluster(c)),
+            )
         })
         .collect()
 }
+
+/// How errors name the management cluster of a hosted control plane.
+const MANAGEMENT_CLUSTER: &str = "management cluster";
 
 /// The management cluster's side of a hosted control plane: what writes there.
 struct Management {
@@ -662,6 +674,7 @@ async fn apply_step(
                 .map_err(|source| ApplyError {
                     kind: "CSIDriver".into(),
                     object: o.name_any(),
+                    cluster: None,
                     source,
                 })?;
                 applier.apply(o, None).await
@@ -690,6 +703,7 @@ async fn apply_step(
                 .map_err(|source| ApplyError {
                     kind: "StorageClass".into(),
                     object: o.name_any(),
+                    cluster: None,
                     source,
                 })?;
                 applier.apply(o, None).await
@@ -701,6 +715,7 @@ async fn apply_step(
             let error = |source| ApplyError {
                 kind: value["kind"].as_str().unwrap_or_default().to_owned(),
                 object: step.operand.key(),
+                cluster: None,
                 source,
             };
             let Some(kind) = value["kind"].as_str().and_then(OptionalKind::of_kind) else {
@@ -897,11 +912,17 @@ async fn sweep_leftovers(
 
 /// Deletes what `deletion` names; whether it was there to delete.
 async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'static str, String)> {
-    let (client, ns) = match &context.management {
-        Some(management) if deletion.management => {
-            (management.client.clone(), management.namespace.as_str())
-        }
-        _ => (context.client.clone(), context.def.namespace.as_str()),
+    let (client, ns, cluster) = match &context.management {
+        Some(management) if deletion.management => (
+            management.client.clone(),
+            management.namespace.as_str(),
+            format!(" in the {MANAGEMENT_CLUSTER}"),
+        ),
+        _ => (
+            context.client.clone(),
+            context.def.namespace.as_str(),
+            String::new(),
+        ),
     };
     let name = deletion.name.as_str();
     let params = DeleteParams::background();
@@ -960,7 +981,7 @@ async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'stati
     result.map_err(|error| {
         (
             "api",
-            format!("deleting {:?} {name}: {error}", deletion.kind),
+            format!("deleting {:?} {name}{cluster}: {error}", deletion.kind),
         )
     })
 }

@@ -64,15 +64,23 @@ impl Outcome {
 
 /// An apply that failed, naming the object.
 #[derive(Debug, thiserror::Error)]
-#[error("applying {kind} {object}: {source}")]
+#[error("applying {kind} {object}{}: {source}", in_cluster(.cluster.as_deref()))]
 pub struct ApplyError {
     /// The object's kind.
     pub kind: String,
     /// `namespace/name` or `name`.
     pub object: String,
+    /// Which cluster it was written to, where the writer has two (a hosted control plane's
+    /// management cluster); `None` for the writer's own.
+    pub cluster: Option<String>,
     /// What the API server or the client said.
     #[source]
     pub source: kube::Error,
+}
+
+/// " in the <cluster>", or nothing for the writer's own cluster.
+fn in_cluster(cluster: Option<&str>) -> String {
+    cluster.map(|c| format!(" in the {c}")).unwrap_or_default()
 }
 
 impl ApplyError {
@@ -315,6 +323,8 @@ pub struct Applier {
     params: PatchParams,
     /// Field managers whose Update-written fields this applier takes over (see the module doc).
     former: Vec<String>,
+    /// The cluster its errors name, where it is not the controller's own.
+    cluster: Option<String>,
 }
 
 impl Applier {
@@ -325,7 +335,15 @@ impl Applier {
             client,
             params,
             former: Vec::new(),
+            cluster: None,
         }
+    }
+
+    /// The same applier, for a cluster other than the controller's own, which its errors name
+    /// (e.g. `management cluster`: "applying Deployment ns/x in the management cluster: ...").
+    pub fn in_cluster(mut self, cluster: &str) -> Self {
+        self.cluster = Some(cluster.to_owned());
+        self
     }
 
     /// The same applier, taking over the fields these managers wrote with Update (the
@@ -379,6 +397,7 @@ impl Applier {
         let error = |source| ApplyError {
             kind: K::kind(&()).into_owned(),
             object: object_name(desired),
+            cluster: self.cluster.clone(),
             source,
         };
         let desired_value = to_value(desired).map_err(error)?;
@@ -469,6 +488,7 @@ impl Applier {
         let error = |source| ApplyError {
             kind: resource.kind.clone(),
             object: object_name(desired),
+            cluster: self.cluster.clone(),
             source,
         };
         let desired_value = to_value(desired).map_err(error)?;

@@ -2,9 +2,12 @@
 //! only one writes. Built on kube-lease-manager (server-side apply on the Lease).
 //!
 //! OpenShift's operators hold a 137 s lease, give up after failing to renew for 107 s and retry
-//! every 26 s, which renews the Lease about twice a minute. We keep the 137 s lease and the 107 s
-//! deadline but renew once, at 107 s, leaving the remaining 30 s for retries: the same safety
-//! with a quarter of the idle writes.
+//! every 26 s. We keep the 137 s lease and renew 26 s after the last renewal, as they do: an
+//! API server that is down for a minute at any moment then leaves the holder leading. The
+//! renewal is due at most 26 s after the outage starts, kube-lease-manager retries with a
+//! backoff of at most 30 s, and the lease lasts 137 s: 26 + 60 + 30 < 137. Renewing only near
+//! the end of the lease would write less (once every 107 s) but lose the lease to any outage
+//! that began shortly before the renewal.
 
 use std::time::Duration;
 
@@ -15,8 +18,8 @@ use tokio::task::JoinHandle;
 
 /// How long a lease is valid after its last renewal (OpenShift's LeaseDuration).
 pub const LEASE_DURATION: Duration = Duration::from_secs(137);
-/// When the holder renews, counted from its last renewal (OpenShift's RenewDeadline).
-pub const RENEW_AFTER: Duration = Duration::from_secs(107);
+/// When the holder renews, counted from its last renewal (OpenShift's RetryPeriod).
+pub const RENEW_AFTER: Duration = Duration::from_secs(26);
 
 /// Where the lease lives and who is asking.
 #[derive(Clone, Debug)]
@@ -150,6 +153,6 @@ mod tests {
     fn openshift_timings_are_the_default() {
         let config = LeaderConfig::new("ns", "lock", "me");
         assert_eq!(config.lease_duration, Duration::from_secs(137));
-        assert_eq!(config.renew_after, Duration::from_secs(107));
+        assert_eq!(config.renew_after, Duration::from_secs(26));
     }
 }

@@ -169,6 +169,7 @@ pub async fn apply_status<K: OperatorResource>(
     let error = |source| ApplyError {
         kind: K::kind(&()).into_owned(),
         object: name.to_owned(),
+        cluster: None,
         source,
     };
     let request = kube::core::Request::new(K::url_path(&(), None))
@@ -285,6 +286,7 @@ pub async fn remove_conditions<K: OperatorResource>(
     let error = |source| ApplyError {
         kind: K::kind(&()).into_owned(),
         object: name.to_owned(),
+        cluster: None,
         source,
     };
     let url = format!(

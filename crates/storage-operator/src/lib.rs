@@ -25,6 +25,7 @@ pub mod desired;
 pub mod driver_status;
 pub mod failure;
 pub mod hosted;
+pub mod hosted_install;
 pub mod manifests;
 pub mod monitoring;
 pub mod names;

@@ -12,6 +12,10 @@ pub const STARTER: &str = "CSIDriverStarter";
 /// The name of the operator's Deployment, ServiceAccount and RBAC objects.
 pub const NAME: &str = "cluster-storage-operator";
 
+/// The Lease the operator's replicas compete for, in the namespace they run in (with a hosted
+/// control plane, the control-plane namespace of the management cluster).
+pub const LEASE: &str = "cluster-storage-operator-lock";
+
 /// The field manager of OpenShift's cluster-storage-operator (its binary's name, as client-go
 /// derives a manager from the user agent), whose objects this operator adopts.
 pub const FORMER_OPERATOR: &str = "cluster-storage-operator";

@@ -96,7 +96,9 @@ pub async fn run_with(
             ],
         ),
         management_applier: hosted.as_ref().map(|h| {
-            Applier::new(h.management.clone(), STARTER).adopting(&[FORMER_OPERATOR.to_owned()])
+            Applier::new(h.management.clone(), STARTER)
+                .adopting(&[FORMER_OPERATOR.to_owned()])
+                .in_cluster("management cluster")
         }),
         hosted: hosted.map(|h| h.control_plane),
         client,
@@ -585,6 +587,7 @@ async fn write_observed_config(
         .map_err(|source| ApplyError {
             kind: crate::plan::OBSERVED_CONFIG.into(),
             object: "cluster".into(),
+            cluster: None,
             source,
         })
 }
@@ -615,6 +618,7 @@ async fn write_cluster_operator(
             Failure::Apply(ApplyError {
                 kind: "ClusterOperator".into(),
                 object: CLUSTER_OPERATOR.into(),
+                cluster: None,
                 source,
             })
         })?;

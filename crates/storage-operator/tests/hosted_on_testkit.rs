@@ -310,3 +310,99 @@ async fn the_driver_operators_follow_the_placement_their_hosted_control_plane_as
     min_version("VersionTLS10").await;
     storage_operator.stop().await;
 }
+
+async fn storage_condition_message(client: &Client, type_: &str) -> Option<(String, String)> {
+    let storage = Api::<Storage>::all(client.clone())
+        .get_opt("cluster")
+        .await
+        .unwrap()?;
+    let condition = storage.status?.condition(type_)?.clone();
+    Some((
+        condition.status.to_string(),
+        condition.message.unwrap_or_default(),
+    ))
+}
+
+/// A write to the management cluster that keeps failing is Degraded in the guest's Storage
+/// within a pass, naming the object and the cluster, with the server's answer; each cluster's
+/// outage is survived, and the drift it let through is restored once it is back.
+#[tokio::test]
+async fn failures_and_outages_of_either_cluster_are_reported_and_survived() {
+    let (management, guest) = clusters().await;
+    let (mgmt, admin) = (management.client(), guest.client());
+    let storage_operator = start_storage_operator(&management, &guest);
+    let deployments: Api<Deployment> = Api::namespaced(mgmt.clone(), CONTROL_PLANE_NS);
+    eventually("the driver operator reported", async || {
+        (storage_condition(&admin, "AWSEBSCSIDriverOperatorDeploymentDegraded")
+            .await
+            .as_deref()
+            == Some("False"))
+        .then_some(())
+    })
+    .await;
+
+    // The management cluster refuses the Deployment's writes; a drift needs one.
+    management.inject(testkit::FaultRule::status(
+        Some("patch"),
+        Some("deployments"),
+        500,
+    ));
+    deployments
+        .delete(OPERATOR, &Default::default())
+        .await
+        .unwrap();
+    let (_, message) = eventually("Degraded, naming the management cluster", async || {
+        storage_condition_message(&admin, "AWSEBSCSIDriverOperatorDeploymentDegraded")
+            .await
+            .filter(|(status, _)| status == "True")
+    })
+    .await;
+    assert!(
+        message.contains(&format!(
+            "Deployment {CONTROL_PLANE_NS}/{OPERATOR} in the management cluster"
+        )),
+        "{message}"
+    );
+    management.clear_faults();
+    eventually("restored once the writes pass", async || {
+        deployments.get_opt(OPERATOR).await.unwrap()
+    })
+    .await;
+    eventually("no longer Degraded", async || {
+        (storage_condition(&admin, "AWSEBSCSIDriverOperatorDeploymentDegraded")
+            .await
+            .as_deref()
+            == Some("False"))
+        .then_some(())
+    })
+    .await;
+
+    // Each cluster away for a while (every request answered 503, watches cut): the operator
+    // keeps running, and restores what was deleted there meanwhile once it is back. (The
+    // admin's requests are not spared by `unavailable_for`: the deletion waits for its end.)
+    management.unavailable_for(Duration::from_secs(5));
+    management.drop_watches();
+    eventually("the management cluster back", async || {
+        deployments.delete(OPERATOR, &Default::default()).await.ok()
+    })
+    .await;
+    eventually(
+        "the Deployment restored after the management outage",
+        async || deployments.get_opt(OPERATOR).await.ok().flatten(),
+    )
+    .await;
+    let cluster_roles: Api<ClusterRole> = Api::all(admin.clone());
+    let role = "aws-ebs-csi-driver-operator-clusterrole";
+    guest.unavailable_for(Duration::from_secs(5));
+    guest.drop_watches();
+    eventually("the guest back", async || {
+        cluster_roles.delete(role, &Default::default()).await.ok()
+    })
+    .await;
+    eventually(
+        "the ClusterRole restored after the guest outage",
+        async || cluster_roles.get_opt(role).await.ok().flatten(),
+    )
+    .await;
+    storage_operator.stop().await;
+}
