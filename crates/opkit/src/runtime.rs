@@ -67,6 +67,79 @@ pub struct Informers {
     trigger: Arc<Trigger>,
     ready: Vec<(String, ReadyFuture)>,
     tasks: JoinSet<()>,
+    health: WatchHealth,
+}
+
+/// Which watches are failing, since when, and with what error: how a controller tells that an
+/// API server it watches has stopped answering (every watch of it fails, and keeps failing,
+/// however often it retries). A watch is failing from its first error until it gets an event
+/// again (a change, or its re-list), or until the caller [`WatchHealth::forget`]s it: a watch
+/// that resumes where it was has nothing to say until something changes.
+#[derive(Clone, Debug, Default)]
+pub struct WatchHealth(Arc<std::sync::Mutex<std::collections::BTreeMap<String, Failing>>>);
+
+/// A watch that is failing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failing {
+    /// The watch's name (as given to [`Informers::watch`]).
+    pub watch: String,
+    /// Its first error since it last had an event.
+    pub since: std::time::SystemTime,
+    /// Its latest error.
+    pub error: String,
+}
+
+impl WatchHealth {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Failing>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records an error of `watch`; whether it was working until now.
+    fn failed(&self, watch: &str, error: &impl std::fmt::Display) -> bool {
+        let mut failing = self.lock();
+        let error = error.to_string();
+        match failing.get_mut(watch) {
+            Some(known) => {
+                known.error = error;
+                false
+            }
+            None => {
+                failing.insert(
+                    watch.to_owned(),
+                    Failing {
+                        watch: watch.to_owned(),
+                        since: std::time::SystemTime::now(),
+                        error,
+                    },
+                );
+                true
+            }
+        }
+    }
+
+    /// Records an event of `watch`: it works.
+    fn working(&self, watch: &str) {
+        let mut failing = self.lock();
+        if !failing.is_empty() {
+            failing.remove(watch);
+        }
+    }
+
+    /// Forgets the failures of `watches`, once the caller knows better (it asked the server,
+    /// and the server answered): a quiet watch that is back has no event to show it.
+    pub fn forget(&self, watches: &[&str]) {
+        let mut failing = self.lock();
+        for watch in watches {
+            failing.remove(*watch);
+        }
+    }
+
+    /// The watches failing now, by name.
+    pub fn failing(&self) -> Vec<Failing> {
+        self.lock().values().cloned().collect()
+    }
 }
 
 impl Debug for Informers {
@@ -102,6 +175,7 @@ impl Informers {
             trigger: Arc::default(),
             ready: Vec::new(),
             tasks: JoinSet::new(),
+            health: WatchHealth::default(),
         }
     }
 
@@ -180,6 +254,12 @@ impl Informers {
         self.trigger.clone()
     }
 
+    /// Which of these watches are failing (see [`WatchHealth`]). A watch's first error
+    /// triggers a reconcile, so that the controller can say so.
+    pub fn health(&self) -> WatchHealth {
+        self.health.clone()
+    }
+
     /// Waits until every cache has its first full list.
     pub async fn wait_synced(&mut self, timeout: Duration) -> Result<(), NotSynced> {
         let mut pending = Vec::new();
@@ -225,6 +305,7 @@ where
 {
     let (store, writer) = reflector::store();
     let trigger = informers.trigger.clone();
+    let health = informers.health.clone();
     let watch_name = name.to_owned();
     informers.tasks.spawn(async move {
         let mut events = std::pin::pin!(
@@ -235,6 +316,7 @@ where
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
+                    health.working(&watch_name);
                     match &event {
                         watcher::Event::Apply(object)
                         | watcher::Event::Delete(object)
@@ -244,7 +326,10 @@ where
                     trigger.pull();
                 }
                 Err(error) => {
-                    tracing::warn!(watch = %watch_name, %error, "watch failed; retrying")
+                    tracing::warn!(watch = %watch_name, %error, "watch failed; retrying");
+                    if health.failed(&watch_name, &error) {
+                        trigger.pull();
+                    }
                 }
             }
         }
@@ -271,6 +356,7 @@ where
     P: Clone + PartialEq + Send + Sync + 'static,
 {
     let trigger = informers.trigger.clone();
+    let health = informers.health.clone();
     let watch_name = name.to_owned();
     let projection = Projection::default();
     let (synced, mut ready) = tokio::sync::watch::channel(false);
@@ -281,7 +367,11 @@ where
             changed();
             trigger.pull();
         };
-        follow(events, &shared, &project, &synced, &pulled, &watch_name).await;
+        let watch = Watch {
+            name: &watch_name,
+            health: &health,
+        };
+        follow(events, &shared, &project, &synced, &pulled, &watch).await;
     });
     informers.ready.push((
         name.to_owned(),
@@ -397,6 +487,12 @@ impl<P: Clone + PartialEq> Projection<P> {
     }
 }
 
+/// A watch's name and where its failures are recorded.
+struct Watch<'a> {
+    name: &'a str,
+    health: &'a WatchHealth,
+}
+
 /// Keeps `projection` in step with the watch `events` until the watch ends.
 async fn follow<K, P>(
     events: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
@@ -404,7 +500,7 @@ async fn follow<K, P>(
     project: &impl Fn(&K) -> Option<P>,
     synced: &tokio::sync::watch::Sender<bool>,
     pull: &impl Fn(),
-    watch_name: &str,
+    watch: &Watch<'_>,
 ) where
     K: Resource,
     P: Clone + PartialEq,
@@ -414,6 +510,9 @@ async fn follow<K, P>(
     // watch was down must not linger).
     let mut relisting: Option<std::collections::HashMap<String, P>> = None;
     while let Some(event) = events.next().await {
+        if event.is_ok() {
+            watch.health.working(watch.name);
+        }
         let changed = match event {
             Ok(watcher::Event::Init) => {
                 relisting = Some(std::collections::HashMap::new());
@@ -433,8 +532,9 @@ async fn follow<K, P>(
             Ok(watcher::Event::Apply(object)) => projection.set(key_of(&object), project(&object)),
             Ok(watcher::Event::Delete(object)) => projection.set(key_of(&object), None),
             Err(error) => {
-                tracing::warn!(watch = %watch_name, %error, "watch failed; retrying");
-                false
+                tracing::warn!(watch = %watch.name, %error, "watch failed; retrying");
+                // Its first error brings a pass, which may report it.
+                watch.health.failed(watch.name, &error)
             }
         };
         if changed {

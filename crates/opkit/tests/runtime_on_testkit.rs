@@ -366,3 +366,59 @@ async fn a_pass_settles_only_once_the_events_of_earlier_writes_are_seen() {
     stop.send(()).unwrap();
     task.await.unwrap();
 }
+
+/// A server that stops answering shows in the watches' health, from their first error until
+/// they have an event again; plain and projected watches alike.
+#[tokio::test]
+async fn failing_watches_are_known_until_they_work_again() {
+    use kube::api::PartialObjectMeta;
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    let mut informers = Informers::new();
+    let _plain = informers.watch(
+        "configmaps",
+        Api::<ConfigMap>::namespaced(client.clone(), "default"),
+        watcher::Config::default(),
+    );
+    let _projected = informers.watch_projected(
+        "configmaps (names)",
+        Api::<PartialObjectMeta<ConfigMap>>::namespaced(client.clone(), "default"),
+        watcher::Config::default(),
+        |cm| cm.metadata.name.clone(),
+    );
+    informers
+        .wait_synced(Duration::from_secs(10))
+        .await
+        .unwrap();
+    let health = informers.health();
+    assert!(health.failing().is_empty());
+
+    cluster.unavailable_for(Duration::from_secs(3));
+    cluster.drop_watches();
+    eventually("both watches failing", || health.failing().len() == 2).await;
+    let failing = health.failing();
+    assert_eq!(failing[0].watch, "configmaps");
+    assert_eq!(failing[1].watch, "configmaps (names)");
+    assert!(failing.iter().all(|f| !f.error.is_empty()), "{failing:?}");
+    // A quiet watch that is back has no event to show it; the next change does.
+    let admin: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    for _ in 0..100 {
+        if admin
+            .create(&PostParams::default(), &config_map("after"))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eventually("both watches working again", || health.failing().is_empty()).await;
+
+    // What the caller found out otherwise (the server answers again) it may forget.
+    cluster.unavailable_for(Duration::from_secs(1));
+    cluster.drop_watches();
+    eventually("failing again", || health.failing().len() == 2).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    health.forget(&["configmaps", "configmaps (names)"]);
+    assert!(health.failing().is_empty());
+}

@@ -131,6 +131,9 @@ pub struct Observed {
     /// With a hosted control plane, its `HostedControlPlane` object (as JSON), when HyperShift's
     /// API is served in the management cluster and the object exists.
     pub hosted_control_plane: Option<serde_json::Value>,
+    /// With a hosted control plane, why the management cluster is unreachable, when it is (set
+    /// by the controller, which asks it when its watches there fail).
+    pub management_unreachable: Option<String>,
 }
 
 /// The volume data source validator's objects, read by name whoever made them: the names are
@@ -219,6 +222,8 @@ pub struct Caches {
     vsphere_detector: Option<DetectorCaches>,
     /// With a hosted control plane, ours in its namespace of the management cluster.
     management: Option<ManagementCaches>,
+    /// Which watches are failing.
+    health: opkit::runtime::WatchHealth,
 }
 
 /// Where the driver operators go with a hosted control plane (the driver operator's own notion:
@@ -237,14 +242,18 @@ struct ManagementCaches {
     deployments: Store<Deployment>,
     /// HyperShift's `HostedControlPlane` of the namespace (as JSON), where its API is served.
     hosted_control_planes: Option<opkit::runtime::Projection<serde_json::Value>>,
+    /// How the names of these watches end (`(management cluster, <namespace>)`).
+    watch_suffix: String,
 }
 
 impl ManagementCaches {
     fn start(management: &Management<'_>, informers: &mut Informers) -> Self {
         let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(STARTER_LABEL);
-        let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
+        let watch_suffix = format!("(management cluster, {namespace})");
+        let watch_name = |kind: &str| format!("{kind} {watch_suffix}");
         Self {
+            watch_suffix: watch_suffix.clone(),
             hosted_control_planes: management.hosted_control_planes.then(|| {
                 driver_operator::observe::watch_hosted_control_planes(informers, client, namespace)
             }),
@@ -648,7 +657,26 @@ impl Caches {
                 .infrastructure
                 .then(|| DetectorCaches::start(client, informers)),
             management: management.map(|m| ManagementCaches::start(m, informers)),
+            health: informers.health(),
         }
+    }
+
+    /// With a hosted control plane, the watches of the management cluster that are failing.
+    pub fn failing_management_watches(&self) -> Vec<opkit::runtime::Failing> {
+        let Some(management) = &self.management else {
+            return Vec::new();
+        };
+        self.health
+            .failing()
+            .into_iter()
+            .filter(|f| f.watch.ends_with(&management.watch_suffix))
+            .collect()
+    }
+
+    /// Forgets the failures of `watches` (the server answers again).
+    pub fn forget_failures(&self, watches: &[opkit::runtime::Failing]) {
+        let names: Vec<&str> = watches.iter().map(|f| f.watch.as_str()).collect();
+        self.health.forget(&names);
     }
 
     /// What is seen of each monitoring kind (see [`monitoring::Seen`]), for the objects named
@@ -742,6 +770,7 @@ impl Caches {
                 .unwrap_or_default(),
             hosted: None,
             hosted_control_plane: None,
+            management_unreachable: None,
         };
         if let Some(management) = &self.management {
             management.observe_into(&mut observed);

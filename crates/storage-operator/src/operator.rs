@@ -100,6 +100,7 @@ pub async fn run_with(
                 .adopting(&[FORMER_OPERATOR.to_owned()])
                 .in_cluster("management cluster")
         }),
+        management: hosted.as_ref().map(|h| h.management.clone()),
         hosted: hosted.map(|h| h.control_plane),
         client,
         caches,
@@ -220,6 +221,8 @@ struct Context {
     management_applier: Option<Applier>,
     /// With a hosted control plane, the control plane.
     hosted: Option<csi_kit::HostedControlPlane>,
+    /// With a hosted control plane, the management cluster's client.
+    management: Option<Client>,
     /// The monitoring objects' applier ([`crate::monitoring::CONTROLLER`]).
     monitoring_applier: Applier,
     caches: Caches,
@@ -275,6 +278,25 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             None => h.clone(),
         });
     let now = Time(Timestamp::now());
+    // The management cluster's watches failing: does it answer at all?
+    if let Some(management) = &context.management {
+        let failing = context.caches.failing_management_watches();
+        if let Some(first) = failing.iter().min_by_key(|f| f.since) {
+            match management.apiserver_version().await {
+                Ok(_) => context.caches.forget_failures(&failing),
+                Err(error) => {
+                    let since = Timestamp::try_from(first.since)
+                        .map(|t| t.to_string())
+                        .unwrap_or_default();
+                    observed.management_unreachable = Some(format!(
+                        "the management cluster does not answer: {error} (its watch of {} has failed since {since}: {}); the driver operators there are not managed until it does",
+                        first.watch, first.error
+                    ));
+                    tracing::warn!(%error, watch = %first.watch, "the management cluster does not answer");
+                }
+            }
+        }
+    }
     if let Some(storage) = &observed.storage {
         let level = storage.spec.operator.operator_log_level();
         context

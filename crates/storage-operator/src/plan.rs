@@ -83,6 +83,9 @@ pub struct Plan {
     pub delete_monitoring: Vec<(monitoring::Kind, String)>,
 }
 
+/// How soon an unreachable management cluster is asked again.
+pub const UNREACHABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// With a hosted control plane, the condition naming the drivers of the platform that are not
 /// started there (informational: not an Available, Progressing or Degraded type).
 pub const HOSTED_SKIPPED: &str = "CSIDriverStarterNotHosted";
@@ -590,6 +593,14 @@ pub fn plan_with_failures(
             blocked.extend(platform.problem.clone());
         }
         blocked.extend(shared_failures.iter().map(|f| f.message.clone()));
+        if let Some(unreachable) = &observed.management_unreachable {
+            blocked.push(unreachable.clone());
+            // Asked again soon: a watch that resumes has nothing to say until a change.
+            plan.requeue = Some(
+                plan.requeue
+                    .map_or(UNREACHABLE_RETRY, |r| r.min(UNREACHABLE_RETRY)),
+            );
+        }
         conditions.push(if blocked.is_empty() {
             condition(
                 format!("{STARTER}Degraded"),
@@ -1783,6 +1794,36 @@ mod tests {
                 .all(|c| c.status == ConditionStatus::False),
             "{conditions:?}"
         );
+    }
+
+    /// An unreachable management cluster is Degraded in the guest's Storage, with why, and
+    /// asked again soon.
+    #[test]
+    fn an_unreachable_management_cluster_is_degraded_and_asked_again() {
+        let mut aws = openshift_on("AWS");
+        aws.hosted = Some(csi_kit::HostedControlPlane {
+            namespace: "clusters-demo".into(),
+            ..Default::default()
+        });
+        aws.management_unreachable = Some("the management cluster does not answer: refused".into());
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        assert_eq!(planned.requeue, Some(UNREACHABLE_RETRY));
+        let conditions = planned.storage_status.unwrap().conditions;
+        let degraded = conditions
+            .iter()
+            .find(|c| c.type_ == "CSIDriverStarterDegraded")
+            .unwrap();
+        assert_eq!(degraded.status, ConditionStatus::True);
+        assert!(
+            degraded
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("the management cluster does not answer: refused")
+        );
+        aws.management_unreachable = None;
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        assert_eq!(planned.requeue, None);
     }
 
     /// With a hosted control plane, the driver operators' config carries the

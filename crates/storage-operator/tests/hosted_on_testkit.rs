@@ -380,8 +380,22 @@ async fn failures_and_outages_of_either_cluster_are_reported_and_survived() {
     // Each cluster away for a while (every request answered 503, watches cut): the operator
     // keeps running, and restores what was deleted there meanwhile once it is back. (The
     // admin's requests are not spared by `unavailable_for`: the deletion waits for its end.)
-    management.unavailable_for(Duration::from_secs(5));
+    management.unavailable_for(Duration::from_secs(8));
     management.drop_watches();
+    let (_, message) = eventually(
+        "Degraded: the management cluster does not answer",
+        async || {
+            storage_condition_message(&admin, "CSIDriverStarterDegraded")
+                .await
+                .filter(|(status, _)| status == "True")
+        },
+    )
+    .await;
+    assert!(
+        message.contains("the management cluster does not answer")
+            && message.contains(&format!("(management cluster, {CONTROL_PLANE_NS})")),
+        "{message}"
+    );
     eventually("the management cluster back", async || {
         deployments.delete(OPERATOR, &Default::default()).await.ok()
     })
@@ -390,6 +404,14 @@ async fn failures_and_outages_of_either_cluster_are_reported_and_survived() {
         "the Deployment restored after the management outage",
         async || deployments.get_opt(OPERATOR).await.ok().flatten(),
     )
+    .await;
+    eventually("no longer Degraded once it answers", async || {
+        (storage_condition(&admin, "CSIDriverStarterDegraded")
+            .await
+            .as_deref()
+            == Some("False"))
+        .then_some(())
+    })
     .await;
     let cluster_roles: Api<ClusterRole> = Api::all(admin.clone());
     let role = "aws-ebs-csi-driver-operator-clusterrole";
