@@ -314,18 +314,16 @@ impl fmt::Display for Report {
         writeln!(f)?;
         writeln!(f, "Chain:")?;
         for link in &self.chain {
-            let object = link
-                .object
-                .as_deref()
-                .map(|object| format!(" {object}"))
-                .unwrap_or_default();
-            writeln!(
-                f,
-                "  [{}] {}{object}: {}",
-                link.state.label(),
-                link.name,
-                link.detail
-            )?;
+            // `StorageClass gp3` reads as is; another kind goes in parentheses.
+            let object = match link.object.as_deref() {
+                None => String::new(),
+                Some(object) => match object.strip_prefix(&format!("{} ", link.name)) {
+                    Some(name) => format!(" {name}"),
+                    None => format!(" ({object})"),
+                },
+            };
+            let state = format!("[{}]", link.state.label());
+            writeln!(f, "  {state:<13} {}{object}: {}", link.name, link.detail)?;
         }
         Ok(())
     }
@@ -398,7 +396,13 @@ mod tests {
                     link("B", LinkState::Broken),
                     Some(finding(FindingKind::MountFailed)),
                 ),
-                (link("C", LinkState::NotApplicable), None),
+                (
+                    Link {
+                        object: Some("Pod ns/c".to_owned()),
+                        ..link("C", LinkState::NotApplicable)
+                    },
+                    None,
+                ),
             ],
         );
         assert_eq!(
@@ -409,7 +413,8 @@ mod tests {
              \n\
              Fix:\n  do this\n\
              \n\
-             Chain:\n  [ok] A A x: A detail\n  [BROKEN] B B x: B detail\n  [n/a] C C x: C detail\n"
+             Chain:\n  [ok]          A x: A detail\n  [BROKEN]      B x: B detail\n  \
+             [n/a]         C (Pod ns/c): C detail\n"
         );
     }
 
