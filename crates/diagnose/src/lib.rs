@@ -10,13 +10,13 @@
 //! input never panics: a missing object is a finding or a link not checked.
 //!
 //! The files, bottom to top; a file uses only files listed before it:
-//! 1. What uses nothing else: [`quantity`] (sizes), [`report`] (the output), [`snapshot`] (the
-//!    input and its lookups), [`affinity`] (node selector terms against a Node).
-//! 2. [`evidence`]: Events, scheduling failures and troubled containers as evidence.
-//! 3. The links: [`class`] (StorageClass), [`driver`] (CSIDriver, controller, node plugin,
-//!    CSINode, Node, operator), [`provisioning`] (an unbound claim), [`volume`]
+//! 1. What uses nothing else: `quantity` (sizes), `report` (the output), `snapshot` (the
+//!    input and its lookups), `affinity` (node selector terms against a Node).
+//! 2. `evidence`: Events, scheduling failures and troubled containers as evidence.
+//! 3. The links: `class` (StorageClass), `driver` (CSIDriver, controller, node plugin,
+//!    CSINode, Node, operator), `provisioning` (an unbound claim), `volume`
 //!    (PersistentVolume, scheduling, VolumeAttachment, mount).
-//! 4. [`claim`]: one claim's chain, in order.
+//! 4. `claim`: one claim's chain, in order.
 //! 5. This file: the three subjects.
 
 mod affinity;
