@@ -87,7 +87,13 @@ pub struct Failing {
     pub since: std::time::SystemTime,
     /// Its latest error.
     pub error: String,
+    /// When its latest error came.
+    pub last: std::time::SystemTime,
 }
+
+/// A watch whose latest error is older than this has been working quietly since: its next
+/// error starts a new failure (and is said again).
+const QUIET_RECOVERY: Duration = Duration::from_secs(60);
 
 impl WatchHealth {
     fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<String, Failing>> {
@@ -100,18 +106,25 @@ impl WatchHealth {
     fn failed(&self, watch: &str, error: &impl std::fmt::Display) -> bool {
         let mut failing = self.lock();
         let error = error.to_string();
+        let now = std::time::SystemTime::now();
         match failing.get_mut(watch) {
-            Some(known) => {
+            Some(known)
+                if now
+                    .duration_since(known.last)
+                    .is_ok_and(|quiet| quiet < QUIET_RECOVERY) =>
+            {
                 known.error = error;
+                known.last = now;
                 false
             }
-            None => {
+            _ => {
                 failing.insert(
                     watch.to_owned(),
                     Failing {
                         watch: watch.to_owned(),
-                        since: std::time::SystemTime::now(),
+                        since: now,
                         error,
+                        last: now,
                     },
                 );
                 true
@@ -119,12 +132,10 @@ impl WatchHealth {
         }
     }
 
-    /// Records an event of `watch`: it works.
-    fn working(&self, watch: &str) {
+    /// Records an event of `watch`: it works. Whether it was failing until now.
+    fn working(&self, watch: &str) -> bool {
         let mut failing = self.lock();
-        if !failing.is_empty() {
-            failing.remove(watch);
-        }
+        !failing.is_empty() && failing.remove(watch).is_some()
     }
 
     /// Forgets the failures of `watches`, once the caller knows better (it asked the server,
@@ -316,7 +327,9 @@ where
         while let Some(event) = events.next().await {
             match event {
                 Ok(event) => {
-                    health.working(&watch_name);
+                    if health.working(&watch_name) {
+                        tracing::info!(watch = %watch_name, "watch working again");
+                    }
                     match &event {
                         watcher::Event::Apply(object)
                         | watcher::Event::Delete(object)
@@ -326,9 +339,12 @@ where
                     trigger.pull();
                 }
                 Err(error) => {
-                    tracing::warn!(watch = %watch_name, %error, "watch failed; retrying");
+                    // Said once per outage; the retries (every second or so) only at debug.
                     if health.failed(&watch_name, &error) {
+                        tracing::warn!(watch = %watch_name, %error, "watch failed; retrying");
                         trigger.pull();
+                    } else {
+                        tracing::debug!(watch = %watch_name, %error, "watch still failing; retrying");
                     }
                 }
             }
@@ -510,8 +526,8 @@ async fn follow<K, P>(
     // watch was down must not linger).
     let mut relisting: Option<std::collections::HashMap<String, P>> = None;
     while let Some(event) = events.next().await {
-        if event.is_ok() {
-            watch.health.working(watch.name);
+        if event.is_ok() && watch.health.working(watch.name) {
+            tracing::info!(watch = %watch.name, "watch working again");
         }
         let changed = match event {
             Ok(watcher::Event::Init) => {
@@ -532,9 +548,15 @@ async fn follow<K, P>(
             Ok(watcher::Event::Apply(object)) => projection.set(key_of(&object), project(&object)),
             Ok(watcher::Event::Delete(object)) => projection.set(key_of(&object), None),
             Err(error) => {
-                tracing::warn!(watch = %watch.name, %error, "watch failed; retrying");
-                // Its first error brings a pass, which may report it.
-                watch.health.failed(watch.name, &error)
+                // Said once per outage; the retries only at debug. Its first error brings a
+                // pass, which may report it.
+                let first = watch.health.failed(watch.name, &error);
+                if first {
+                    tracing::warn!(watch = %watch.name, %error, "watch failed; retrying");
+                } else {
+                    tracing::debug!(watch = %watch.name, %error, "watch still failing; retrying");
+                }
+                first
             }
         };
         if changed {

@@ -67,6 +67,35 @@ impl Identity {
         Self::service_account_of(config, admin, namespace, name).await
     }
 
+    /// [`Identity::service_account`] through `link` (a [`crate::link::Link`] to the cluster's
+    /// API server), which the test can cut.
+    pub async fn service_account_via(
+        admin: &Client,
+        namespace: &str,
+        name: &str,
+        link: &crate::link::Link,
+    ) -> Self {
+        let mut config = crate::cluster::admin_config()
+            .await
+            .unwrap_or_else(|m| panic!("{m}"));
+        config.cluster_url = link.url();
+        Self::service_account_of(config, admin, namespace, name).await
+    }
+
+    /// [`Identity::guest_service_account`] through `link`.
+    pub async fn guest_service_account_via(
+        admin: &Client,
+        namespace: &str,
+        name: &str,
+        link: &crate::link::Link,
+    ) -> Self {
+        let mut config = crate::cluster::guest_admin_config()
+            .await
+            .unwrap_or_else(|m| panic!("{m}"));
+        config.cluster_url = link.url();
+        Self::service_account_of(config, admin, namespace, name).await
+    }
+
     /// A client for ServiceAccount `namespace/name` of the cluster `config` (an admin's) and
     /// `admin` reach.
     async fn service_account_of(

@@ -19,18 +19,64 @@ const BUILDS: &str = include_str!("../../../deploy/kubernetes/builds.yaml");
 /// Installs `deploy/kubernetes/storage-operator.yaml` but its Deployment, and returns the
 /// cluster storage operator's identity (`openshift-cluster-storage-operator/cluster-storage-operator`).
 pub async fn storage_operator(admin: &Client) -> Identity {
-    apply_manifest(
-        admin,
-        STORAGE_OPERATOR,
-        "deploy/kubernetes/storage-operator.yaml",
-    )
-    .await;
+    storage_operator_manifests(admin).await;
     Identity::service_account(
         admin,
         "openshift-cluster-storage-operator",
         "cluster-storage-operator",
     )
     .await
+}
+
+/// Installs `deploy/kubernetes/storage-operator.yaml` but its Deployment on the cluster of
+/// `admin` (for a guest cluster, whose identity the caller makes).
+pub async fn storage_operator_manifests(admin: &Client) {
+    apply_manifest(
+        admin,
+        STORAGE_OPERATOR,
+        "deploy/kubernetes/storage-operator.yaml",
+    )
+    .await;
+}
+
+/// Installs the cluster storage operator's management side of a hosted control plane
+/// (`storage_operator::hosted_install`, as `manifests --hosted-control-plane-namespace`
+/// prints it) in the control-plane namespace `namespace`, which must exist, but its
+/// Deployment.
+pub async fn hosted_storage_operator(management: &Client, namespace: &str) {
+    for object in storage_operator::hosted_install::build_management(namespace, "unused")
+        .into_iter()
+        .filter(|o| o["kind"] != "Deployment")
+    {
+        apply_value(management, object, "the management side's install").await;
+    }
+}
+
+/// Creates HyperShift's `hypershift-control-plane` PriorityClass on the management cluster,
+/// as HyperShift would have; whether the call made it (and should remove it).
+pub async fn hypershift_priority_class(management: &Client) -> bool {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    let priority_classes: Api<PriorityClass> = Api::all(management.clone());
+    let name = csi_kit::hosted::PRIORITY_CLASS;
+    if priority_classes
+        .get_opt(name)
+        .await
+        .unwrap_or_else(|e| panic!("reading PriorityClass {name}: {e}"))
+        .is_some()
+    {
+        return false;
+    }
+    let class: PriorityClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "value": 100_000_000,
+        "description": "HyperShift's control-plane pods (made by the e2e test as HyperShift would)",
+    }))
+    .unwrap_or_else(|e| panic!("the PriorityClass: {e}"));
+    priority_classes
+        .create(&Default::default(), &class)
+        .await
+        .unwrap_or_else(|e| panic!("creating PriorityClass {name}: {e}"));
+    true
 }
 
 /// The environment variable naming the operator's image on the node (imported there, e.g. by

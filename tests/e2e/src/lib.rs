@@ -2,8 +2,9 @@
 //! operators run as there, and the waits a real API server needs.
 //!
 //! The files, bottom to top (a file uses only those below it): `cluster.rs` (the kubeconfig,
-//! the admin client, the logs), `identity.rs` (the operators' ServiceAccount clients and their
-//! refusals), this file (the waits, CRDs, the declared platform, [`Background`]), `install.rs`
+//! the admin client, the logs), `link.rs` (a TCP link to an API server that a test can cut),
+//! `identity.rs` (the operators' ServiceAccount clients and their refusals, directly or
+//! through a link), this file (the waits, CRDs, the declared platform, [`Background`]), `install.rs`
 //! and `cleanup.rs` (putting the operators' objects in place and taking them away), then
 //! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `admission.rs`
 //! (objects sent through admission) uses only this file's `MANAGER`. `suite.rs` (the
@@ -49,6 +50,7 @@ pub mod cso;
 pub mod driver;
 pub mod identity;
 pub mod install;
+pub mod link;
 pub mod node;
 pub mod suite;
 
@@ -200,6 +202,23 @@ pub async fn ensure_infrastructure(client: &Client, status: serde_json::Value) -
 /// Marks an Infrastructure the harness declared, so a leftover is recognised.
 pub const DECLARED_LABEL: &str = "e2e.storage.openshift.io/declared";
 
+/// Declares the guest cluster of the hosted control plane tests a hosted cluster on AWS
+/// (`controlPlaneTopology: External`), as HyperShift's guest has it; refuses a guest that says
+/// what it is already. Returns whether it declared it (for [`cleanup::undeclare_platform`]).
+pub async fn declare_hosted_aws(guest: &Client) -> bool {
+    let declared = ensure_infrastructure(
+        guest,
+        serde_json::json!({"infrastructureName": "e2e-hosted", "controlPlaneTopology": "External",
+               "platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}}}),
+    )
+    .await;
+    assert!(
+        declared,
+        "the guest cluster has an Infrastructure of its own; run the e2e tests on a disposable cluster"
+    );
+    declared
+}
+
 /// Runs `future` (an operator's run loop) in the background until [`Background::stop`].
 pub struct Background<E> {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -265,6 +284,11 @@ impl<E: std::fmt::Debug + Send + 'static> Background<E> {
                 identity::all_refusals()
             )
         });
+    }
+
+    /// Whether it is still running (it has not returned, failed or panicked).
+    pub fn is_running(&self) -> bool {
+        !self.task.is_finished()
     }
 
     /// Stops it and waits for it; panics if it failed.

@@ -90,26 +90,7 @@ async fn every_hosted_object_passes_the_admission_of_the_cluster_it_goes_to() {
     let management = admin().await;
     let guest = guest_admin().await;
     // What HyperShift creates on the management cluster.
-    let priority_classes: Api<PriorityClass> = Api::all(management.clone());
-    let made_priority_class = priority_classes
-        .get_opt(csi_kit::hosted::PRIORITY_CLASS)
-        .await
-        .unwrap()
-        .is_none();
-    if made_priority_class {
-        priority_classes
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({
-                    "metadata": {"name": csi_kit::hosted::PRIORITY_CLASS},
-                    "value": 100_000_000,
-                    "description": "HyperShift's control-plane pods (made by the e2e test as HyperShift would)",
-                }))
-                .unwrap(),
-            )
-            .await
-            .unwrap();
-    }
+    let made_priority_class = e2e::install::hypershift_priority_class(&management).await;
     for crd in api::crds::all() {
         e2e::apply_crd(&guest, &crd).await;
     }
@@ -178,7 +159,11 @@ async fn every_hosted_object_passes_the_admission_of_the_cluster_it_goes_to() {
         delete_and_wait(&Api::<Namespace>::all(guest.clone()), &ns).await;
     }
     if made_priority_class {
-        delete_and_wait(&priority_classes, csi_kit::hosted::PRIORITY_CLASS).await;
+        delete_and_wait(
+            &Api::<PriorityClass>::all(management.clone()),
+            csi_kit::hosted::PRIORITY_CLASS,
+        )
+        .await;
     }
     assert!(
         refused.is_empty(),

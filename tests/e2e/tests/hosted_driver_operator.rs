@@ -35,21 +35,6 @@ const GUEST_NAMESPACE: &str = "openshift-cluster-csi-drivers";
 const CONTROLLER: &str = "aws-ebs-csi-driver-controller";
 const NODE: &str = "aws-ebs-csi-driver-node";
 
-/// Declares the guest a hosted cluster on AWS; refuses a guest that says what it is already.
-async fn declare_hosted_aws(guest: &Client) -> bool {
-    let declared = e2e::ensure_infrastructure(
-        guest,
-        json!({"infrastructureName": "e2e-hosted", "controlPlaneTopology": "External",
-               "platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}}}),
-    )
-    .await;
-    assert!(
-        declared,
-        "the guest cluster has an Infrastructure of its own; run the e2e tests on a disposable cluster"
-    );
-    declared
-}
-
 async fn condition(guest: &Client, type_: &str) -> Option<String> {
     let driver = Api::<ClusterCSIDriver>::all(guest.clone())
         .get_opt(DRIVER)
@@ -72,7 +57,7 @@ async fn the_driver_operator_puts_each_operand_on_its_cluster_as_its_own_identit
     };
 
     // The scene: what HyperShift and the cluster storage operator would have made.
-    let declared = declare_hosted_aws(&guest).await;
+    let declared = e2e::declare_hosted_aws(&guest).await;
     e2e::apply_crd(&guest, &api::crds::cluster_csi_driver()).await;
     ensure_namespace(&management, CONTROL_PLANE_NAMESPACE).await;
     let inputs = storage_operator::starter::StarterInputs {
