@@ -111,6 +111,15 @@ pub fn management_rules(namespace: &str) -> Vec<PolicyRule> {
             }
         }
     }
+    // The release each driver's controller has rolled out, annotated on its Deployment (made
+    // by the driver operator; see crate::deployment_version).
+    let controllers: BTreeSet<String> = registry()
+        .into_iter()
+        .filter(|entry| entry.hosted)
+        .filter_map(|entry| drivers::by_name(entry.short_name).ok())
+        .map(|def| csi_kit::names::controller(&def))
+        .collect();
+    rules.push(named("apps", "deployments", &["patch"], &controllers));
     rules.extend([
         // Leader election: a Lease is created without a name the authorizer could check.
         rule(&["coordination.k8s.io"], &["leases"], &["create"]),
@@ -350,6 +359,21 @@ mod tests {
             "hypershift.openshift.io",
             "hostedcontrolplanes",
             "watch"
+        ));
+        // The drivers' controller Deployments, for their release annotation, and no other.
+        assert!(allows_name(
+            &rules,
+            "apps",
+            "deployments",
+            "patch",
+            "aws-ebs-csi-driver-controller"
+        ));
+        assert!(!allows_name(
+            &rules,
+            "apps",
+            "deployments",
+            "patch",
+            "kube-apiserver"
         ));
     }
 

@@ -21,6 +21,7 @@
 //!    operator's own install manifests, rendered from the same builders and plan.
 
 pub mod default_storage_class;
+pub mod deployment_version;
 pub mod desired;
 pub mod driver_status;
 pub mod failure;

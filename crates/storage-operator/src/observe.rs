@@ -134,6 +134,9 @@ pub struct Observed {
     /// With a hosted control plane, why the management cluster is unreachable, when it is (set
     /// by the controller, which asks it when its watches there fail).
     pub management_unreachable: Option<String>,
+    /// With a hosted control plane, the drivers' controller Deployments in the control-plane
+    /// namespace (see [`crate::deployment_version`]).
+    pub driver_controllers: Vec<crate::deployment_version::DriverController>,
 }
 
 /// The volume data source validator's objects, read by name whoever made them: the names are
@@ -244,6 +247,8 @@ struct ManagementCaches {
     hosted_control_planes: Option<opkit::runtime::Projection<serde_json::Value>>,
     /// How the names of these watches end (`(management cluster, <namespace>)`).
     watch_suffix: String,
+    /// The drivers' controller Deployments (whoever made them), projected.
+    driver_controllers: opkit::runtime::Projection<crate::deployment_version::DriverController>,
 }
 
 impl ManagementCaches {
@@ -252,7 +257,20 @@ impl ManagementCaches {
         let ours = || Config::default().labels(STARTER_LABEL);
         let watch_suffix = format!("(management cluster, {namespace})");
         let watch_name = |kind: &str| format!("{kind} {watch_suffix}");
+        // The controller Deployments of the drivers that run hosted.
+        let controllers: Vec<String> = crate::registry::registry()
+            .into_iter()
+            .filter(|entry| entry.hosted)
+            .filter_map(|entry| drivers::by_name(entry.short_name).ok())
+            .map(|def| csi_kit::names::controller(&def))
+            .collect();
         Self {
+            driver_controllers: informers.watch_projected(
+                &watch_name("deployments (drivers' controllers)"),
+                Api::<Deployment>::namespaced(client.clone(), namespace),
+                Config::default(),
+                move |deployment| crate::deployment_version::project(deployment, &controllers),
+            ),
             watch_suffix: watch_suffix.clone(),
             hosted_control_planes: management.hosted_control_planes.then(|| {
                 driver_operator::observe::watch_hosted_control_planes(informers, client, namespace)
@@ -299,6 +317,12 @@ impl ManagementCaches {
         observed.role_bindings.extend(snapshot(&self.role_bindings));
         observed.config_maps.extend(snapshot(&self.config_maps));
         observed.deployments.extend(snapshot(&self.deployments));
+        observed.driver_controllers = self
+            .driver_controllers
+            .entries()
+            .into_iter()
+            .map(|(_, controller)| controller)
+            .collect();
     }
 }
 
@@ -771,6 +795,7 @@ impl Caches {
             hosted: None,
             hosted_control_plane: None,
             management_unreachable: None,
+            driver_controllers: Vec::new(),
         };
         if let Some(management) = &self.management {
             management.observe_into(&mut observed);

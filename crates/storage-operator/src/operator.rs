@@ -359,6 +359,48 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Err(error) => failed.push(error.into()),
         }
     }
+    // With a hosted control plane: the release each driver's controller has rolled out.
+    for (namespace, name, version) in &plan.version_annotations {
+        let Some(management) = &context.management else {
+            break;
+        };
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            crate::deployment_version::VERSION_ANNOTATION: version}}});
+        let params = PatchParams {
+            field_manager: Some(format!(
+                "{FIELD_MANAGER_PREFIX}/{}",
+                crate::deployment_version::CONTROLLER
+            )),
+            ..PatchParams::default()
+        };
+        match Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
+            management.clone(),
+            namespace,
+        )
+        .patch(name, &params, &Patch::Merge(&patch))
+        .await
+        {
+            Ok(_) => {
+                context.metrics.wrote(STARTER, "Deployment/version");
+                tracing::info!(
+                    namespace,
+                    name,
+                    version,
+                    "the driver's controller has rolled out this release"
+                );
+            }
+            Err(source) => {
+                let failure = Failure::Apply(ApplyError {
+                    kind: "Deployment".into(),
+                    object: format!("{namespace}/{name}"),
+                    cluster: Some("management cluster".into()),
+                    source,
+                });
+                tracing::warn!(error = %failure, "annotating the release failed");
+                failed.push(failure);
+            }
+        }
+    }
     for driver in &plan.create_cluster_csi_drivers {
         match create(&context.client, driver).await {
             Ok(true) => {

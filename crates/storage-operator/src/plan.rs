@@ -81,6 +81,9 @@ pub struct Plan {
     /// Monitoring objects of ours to delete (the vSphere problem detector's PrometheusRule
     /// once its alerts are disabled), by kind and name in the operator's namespace.
     pub delete_monitoring: Vec<(monitoring::Kind, String)>,
+    /// With a hosted control plane: the drivers' controller Deployments to annotate with the
+    /// release they run (see [`crate::deployment_version`]), as (namespace, name, version).
+    pub version_annotations: Vec<(String, String, String)>,
 }
 
 /// How soon an unreachable management cluster is asked again.
@@ -410,6 +413,29 @@ pub fn plan_with_failures(
                 .deployments
                 .iter()
                 .find(|d| d.name_any() == entry.operator_deployment);
+            // With a hosted control plane, what fails in the control-plane namespace (but the
+            // Deployment) is OpenShift's management-side static controller's.
+            let (management_failures, own_failures): (Vec<&WriteFailure>, Vec<&WriteFailure>) =
+                own_failures.into_iter().partition(|f| {
+                    observed.hosted.is_some()
+                        && f.kind != "Deployment"
+                        && f.object.starts_with(&format!("{operators_namespace}/"))
+                });
+            if observed.hosted.is_some() {
+                let type_ = format!(
+                    "{}CSIDriverOperatorMgmtStaticControllerDegraded",
+                    entry.condition_prefix
+                );
+                conditions.push(if management_failures.is_empty() {
+                    condition(type_, ConditionStatus::False, "AsExpected", "")
+                } else {
+                    sync_error(type_, &management_failures)
+                });
+                let (version_condition, due) =
+                    deployment_version(def, operators_namespace, observed, settings, failures);
+                conditions.push(version_condition);
+                plan.version_annotations.extend(due);
+            }
             let (static_degraded, mut deployment_conditions) = part_conditions(
                 &format!(
                     "{}CSIDriverOperatorStaticControllerDegraded",
@@ -488,8 +514,15 @@ pub fn plan_with_failures(
             validator::NAME,
         ));
         plan.objects.extend(validator_objects);
-        // The operator's ServiceMonitor and PrometheusRule, where their CRDs exist.
-        let (monitoring_objects, foreign) = monitoring::desired(&observed.monitoring);
+        // The operator's ServiceMonitor and PrometheusRule, where their CRDs exist; not with a
+        // hosted control plane, where it runs in the management cluster and the guest's
+        // Prometheus cannot scrape it (OpenShift's operator has no monitoring there either).
+        let monitoring = if observed.hosted.is_some() {
+            Default::default()
+        } else {
+            observed.monitoring.clone()
+        };
+        let (monitoring_objects, foreign) = monitoring::desired(&monitoring);
         let monitoring_objects: Vec<Desired> = monitoring_objects
             .into_iter()
             .map(|(kind, object)| Desired::Monitoring(kind, object))
@@ -498,10 +531,14 @@ pub fn plan_with_failures(
             .iter()
             .filter_map(|d| d.failed_in(failures))
             .collect();
-        conditions.push(monitoring::degraded(&monitoring_failures, &foreign));
+        if observed.hosted.is_none() {
+            conditions.push(monitoring::degraded(&monitoring_failures, &foreign));
+        }
         plan.objects.extend(monitoring_objects);
-        // The vSphere problem detector, on vSphere only.
-        if platform.platform == api::config_v1::PlatformType::VSphere {
+        // The vSphere problem detector, on vSphere only; never with a hosted control plane
+        // (OpenShift's HyperShift mode does not start it: vSphere is not hosted there).
+        if observed.hosted.is_some() {
+        } else if platform.platform == api::config_v1::PlatformType::VSphere {
             match vsphere_detector_part(observed, settings, &inputs, storage, &platform) {
                 DetectorPart::Started { objects, kept } => {
                     let mut detector_failures: Vec<&WriteFailure> = objects
@@ -957,6 +994,38 @@ struct DetectorMonitoring {
     delete: Vec<(monitoring::Kind, String)>,
     kept: Vec<WriteFailure>,
     alerts: Result<bool, String>,
+}
+
+/// OpenShift's `DeploymentVersionController` with a hosted control plane (see
+/// [`crate::deployment_version`]): its `DeploymentVersionControllerDegraded`, and the
+/// annotation due on the driver's controller Deployment, if any. A write of it that failed is
+/// Degraded with the server's answer; a controller Deployment the driver operator has not made
+/// yet is not (OpenShift's says Degraded until it exists, which every install goes through).
+fn deployment_version(
+    def: &csi_kit::DriverDef,
+    namespace: &str,
+    observed: &Observed,
+    settings: &Settings,
+    failures: &[WriteFailure],
+) -> (OperatorCondition, Option<(String, String, String)>) {
+    let type_ = format!("{}Degraded", crate::deployment_version::CONTROLLER);
+    let name = csi_kit::names::controller(def);
+    let failed: Vec<&WriteFailure> = failures
+        .iter()
+        .filter(|f| f.kind == "Deployment" && f.object == format!("{namespace}/{name}"))
+        .collect();
+    let due = observed
+        .driver_controllers
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| crate::deployment_version::due(c, &settings.version))
+        .map(|version| (namespace.to_owned(), name.clone(), version));
+    let condition = if failed.is_empty() {
+        condition(type_, ConditionStatus::False, "AsExpected", "")
+    } else {
+        sync_error(type_, &failed)
+    };
+    (condition, due)
 }
 
 /// `<Prefix>CSIDriverOperatorDeploymentDegraded` when the driver operator's config ConfigMap
@@ -1793,6 +1862,87 @@ mod tests {
                 .filter(|c| c.type_.ends_with("Degraded"))
                 .all(|c| c.status == ConditionStatus::False),
             "{conditions:?}"
+        );
+    }
+
+    /// With a hosted control plane, the conditions are OpenShift's HyperShift mode's: the
+    /// management-side static controller's and the DeploymentVersionController's, not the
+    /// monitoring controller's or the vSphere problem detector's; a failed management-side
+    /// write is the former's; the controller's release is annotated once it has rolled out.
+    #[test]
+    fn with_a_hosted_control_plane_the_conditions_are_openshifts_hypershift_ones() {
+        let mut aws = openshift_on("AWS");
+        aws.hosted = Some(csi_kit::HostedControlPlane {
+            namespace: "clusters-demo".into(),
+            ..Default::default()
+        });
+        let types = |planned: &Plan| -> Vec<(String, String)> {
+            planned
+                .storage_status
+                .as_ref()
+                .unwrap()
+                .conditions
+                .iter()
+                .map(|c| (c.type_.clone(), c.status.to_string()))
+                .collect()
+        };
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        let conditions = types(&planned);
+        for (type_, status) in [
+            (
+                "AWSEBSCSIDriverOperatorMgmtStaticControllerDegraded",
+                "False",
+            ),
+            ("DeploymentVersionControllerDegraded", "False"),
+        ] {
+            assert!(
+                conditions.contains(&(type_.to_owned(), status.to_owned())),
+                "{type_} {status}: {conditions:?}"
+            );
+        }
+        for absent in [
+            "StorageOperatorMonitoringControllerDegraded",
+            "VSphereProblemDetectorStarterDegraded",
+        ] {
+            assert!(
+                conditions.iter().all(|(t, _)| t != absent),
+                "{absent}: {conditions:?}"
+            );
+        }
+        assert!(planned.version_annotations.is_empty());
+
+        // A management-side write that failed.
+        let failure = WriteFailure {
+            kind: "Role".into(),
+            object: "clusters-demo/aws-ebs-csi-driver-operator-role".into(),
+            message: "applying Role clusters-demo/aws-ebs-csi-driver-operator-role in the management cluster: forbidden".into(),
+        };
+        let planned = plan_with_failures(&aws, &settings(), &BTreeMap::new(), &[failure], &now());
+        let conditions = types(&planned);
+        assert!(conditions.contains(&(
+            "AWSEBSCSIDriverOperatorMgmtStaticControllerDegraded".into(),
+            "True".into()
+        )));
+        assert!(conditions.contains(&(
+            "AWSEBSCSIDriverOperatorStaticControllerDegraded".into(),
+            "False".into()
+        )));
+
+        // The driver's controller, rolled out for this operator's release.
+        aws.driver_controllers = vec![crate::deployment_version::DriverController {
+            name: "aws-ebs-csi-driver-controller".into(),
+            desired_version: Some(settings().version),
+            version: None,
+            rolled_out: true,
+        }];
+        let planned = plan(&aws, &settings(), &BTreeMap::new(), &now());
+        assert_eq!(
+            planned.version_annotations,
+            [(
+                "clusters-demo".to_owned(),
+                "aws-ebs-csi-driver-controller".to_owned(),
+                settings().version
+            )]
         );
     }
 

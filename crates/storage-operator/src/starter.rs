@@ -787,10 +787,23 @@ pub fn deployment_conditions(
         .unwrap_or(1);
     let acted = status.observed_generation.is_some()
         && status.observed_generation >= deployment.metadata.generation;
+    // As OpenShift's: a rollout that completed (`Progressing` with `NewReplicaSetAvailable`)
+    // is not progressing again when a pod goes missing later (a node drained, rebooted).
+    let finished = status.conditions.iter().flatten().any(|c| {
+        c.type_ == "Progressing"
+            && c.status == "True"
+            && c.reason.as_deref() == Some("NewReplicaSetAvailable")
+    });
     let progressing = if !acted {
         Some("Waiting for Deployment to act on changes")
+    } else if finished {
+        None
+    } else if status.unavailable_replicas.unwrap_or(0) > 0 {
+        Some("Waiting for Deployment to deploy pods")
     } else if status.updated_replicas.unwrap_or(0) < wanted {
         Some("Waiting for Deployment to update pods")
+    } else if status.available_replicas.unwrap_or(0) < wanted {
+        Some("Waiting for Deployment to deploy pods")
     } else {
         None
     };
@@ -1392,13 +1405,18 @@ mod tests {
     #[case::not_acted_on(2, serde_json::json!({"observedGeneration": 1, "updatedReplicas": 1}), ("True", "Deploying"), ("False", "AsExpected"))]
     #[case::updating(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 0}), ("True", "Deploying"), ("False", "AsExpected"))]
     #[case::rolled_out(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 1}), ("False", "AsExpected"), ("False", "AsExpected"))]
-    #[case::pod_rescheduled_is_not_a_rollout(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 0}), ("False", "AsExpected"), ("False", "AsExpected"))]
+    #[case::first_pods_not_running_yet(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "unavailableReplicas": 1, "conditions": [
+        {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ReplicaSet x is progressing."}]}),
+        ("True", "Deploying"), ("False", "AsExpected"))]
+    #[case::pod_rescheduled_is_not_a_rollout(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 0, "unavailableReplicas": 1, "conditions": [
+        {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": "ReplicaSet x has successfully progressed."}]}),
+        ("False", "AsExpected"), ("False", "AsExpected"))]
     #[case::deadline_exceeded(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 0, "conditions": [
         {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "ReplicaSet x has timed out progressing."}]}),
         ("True", "Deploying"), ("True", "SyncError"))]
     #[case::replica_failure(2, serde_json::json!({"observedGeneration": 2, "updatedReplicas": 1, "conditions": [
         {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "forbidden: quota"}]}),
-        ("False", "AsExpected"), ("True", "SyncError"))]
+        ("True", "Deploying"), ("True", "SyncError"))]
     fn operator_deployment_conditions_follow_openshift(
         #[case] generation: i64,
         #[case] status: serde_json::Value,

@@ -50,6 +50,44 @@ const OPERATOR_CLUSTER_ROLE: &str = "aws-ebs-csi-driver-operator-clusterrole";
 /// How long each server is away.
 const OUTAGE: Duration = Duration::from_secs(60);
 
+/// Whether the object `kind` `namespace/name` exists on the cluster of `client` (the kinds
+/// OpenShift's operator writes in HyperShift mode).
+async fn exists(client: &Client, kind: &str, namespace: &str, name: &str) -> bool {
+    let (group, version, plural) = match kind {
+        "ClusterCSIDriver" => ("operator.openshift.io", "v1", "clustercsidrivers"),
+        "Storage" => ("operator.openshift.io", "v1", "storages"),
+        "ClusterOperator" => ("config.openshift.io", "v1", "clusteroperators"),
+        "ClusterRole" => ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+        "ClusterRoleBinding" => ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+        "Role" => ("rbac.authorization.k8s.io", "v1", "roles"),
+        "RoleBinding" => ("rbac.authorization.k8s.io", "v1", "rolebindings"),
+        "CustomResourceDefinition" => ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+        "Deployment" => ("apps", "v1", "deployments"),
+        "Lease" => ("coordination.k8s.io", "v1", "leases"),
+        "ConfigMap" => ("", "v1", "configmaps"),
+        "ServiceAccount" => ("", "v1", "serviceaccounts"),
+        "Service" => ("", "v1", "services"),
+        other => panic!("the recording names kind {other}, which this test does not know"),
+    };
+    let resource = kube::api::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let api: Api<kube::api::DynamicObject> = if namespace.is_empty() {
+        Api::all_with(client.clone(), &resource)
+    } else {
+        Api::namespaced_with(client.clone(), namespace, &resource)
+    };
+    api.get_opt(name).await.unwrap().is_some()
+}
+
 /// A condition of the guest's Storage: status and message.
 async fn storage_condition(guest: &Client, type_: &str) -> Option<(String, String)> {
     cso::storage_condition(guest, type_)
@@ -104,6 +142,10 @@ async fn the_storage_operator_runs_hosted_as_its_own_identities_and_survives_eac
 
     // What HyperShift would have made, then the operator's install on each side.
     let declared = e2e::declare_hosted_aws(&guest).await;
+    // OpenShift's APIs the guest serves (ClusterOperator among them).
+    for crd in api::crds::all() {
+        e2e::apply_crd(&guest, &crd).await;
+    }
     ensure_namespace(&management, CONTROL_PLANE_NAMESPACE).await;
     let made_priority_class = install::hypershift_priority_class(&management).await;
     install::storage_operator_manifests(&guest).await;
@@ -272,13 +314,77 @@ async fn the_storage_operator_runs_hosted_as_its_own_identities_and_survives_eac
                     && g.namespace == CONTROL_PLANE_NAMESPACE
                     && g.name == OPERATOR
             });
-            let degraded = status
-                .condition("AWSEBSCSIDriverOperatorDeploymentDegraded")
-                .is_some_and(|c| c.status.to_string() == "False");
+            // OpenShift's HyperShift conditions too, each False.
+            let degraded = [
+                "AWSEBSCSIDriverOperatorDeploymentDegraded",
+                "AWSEBSCSIDriverOperatorMgmtStaticControllerDegraded",
+                "DeploymentVersionControllerDegraded",
+            ]
+            .iter()
+            .all(|type_| {
+                status
+                    .condition(type_)
+                    .is_some_and(|c| c.status.to_string() == "False")
+            });
             (generation && degraded).then_some(())
         },
     )
     .await;
+
+    // Each object OpenShift's operator writes in this mode (recorded side by side), on the
+    // same side; each condition type it writes in the guest's Storage.
+    let recorded: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../crates/storage-operator/tests/fixtures/openshift-hypershift/side-by-side.json"
+    ))
+    .unwrap();
+    let not_ours: Vec<(&str, &str)> = recorded["notWrittenByOurs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["kind"].as_str().unwrap(), o["name"].as_str().unwrap()))
+        .collect();
+    for object in recorded["written"].as_array().unwrap() {
+        let (cluster, kind, name) = (
+            object["cluster"].as_str().unwrap(),
+            object["kind"].as_str().unwrap(),
+            object["name"].as_str().unwrap(),
+        );
+        if not_ours.contains(&(kind, name)) {
+            continue;
+        }
+        let namespace = object["namespace"]
+            .as_str()
+            .unwrap()
+            .replace("${CONTROLPLANE_NAMESPACE}", CONTROL_PLANE_NAMESPACE);
+        let client = if cluster == "management" {
+            &management
+        } else {
+            &guest
+        };
+        wait_for(
+            &format!("{kind} {namespace}/{name} in the {cluster}"),
+            async || exists(client, kind, &namespace, name).await.then_some(()),
+        )
+        .await;
+    }
+    let storage = Api::<Storage>::all(guest.clone())
+        .get("cluster")
+        .await
+        .unwrap();
+    let ours: Vec<String> = storage
+        .status
+        .unwrap()
+        .conditions
+        .iter()
+        .map(|c| c.type_.clone())
+        .collect();
+    for type_ in recorded["storageConditions"].as_array().unwrap() {
+        let type_ = type_.as_str().unwrap();
+        assert!(
+            ours.iter().any(|t| t == type_),
+            "OpenShift's {type_} in the guest's Storage: {ours:?}"
+        );
+    }
 
     // Drift, undone on each side.
     scale_behind_its_back(&deployments).await;
@@ -361,6 +467,11 @@ async fn the_storage_operator_runs_hosted_as_its_own_identities_and_survives_eac
     // Cleanup: what it installed in the guest (and its refusals there), the control-plane
     // namespace and what HyperShift would have made.
     cso::finish(&guest, &on_guest, SHORT).await;
+    delete_and_wait(
+        &Api::<api::config_v1::ClusterOperator>::all(guest.clone()),
+        "storage",
+    )
+    .await;
     delete_and_wait(
         &Api::<Namespace>::all(management.clone()),
         CONTROL_PLANE_NAMESPACE,
