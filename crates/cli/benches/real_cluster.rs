@@ -11,11 +11,15 @@
 //!   claims (half in-tree gcePersistentDisk, half CSI), with Nodes and CSINodes (one per 40
 //!   volumes) and one Pod per 4 claims;
 //! - after the API server was down for 60 s and is back: how long each operator takes to undo a
-//!   deletion of one of its operands.
+//!   deletion of one of its operands;
+//! - with hosted control planes (HyperShift), this control plane as the management cluster of
+//!   10 guests (each a kube-apiserver and etcd of its own): one hosted cluster's storage
+//!   operators (start, idle requests to the management API server, resident memory), then all
+//!   of them together.
 //!
 //! Run with `cargo bench -p cli --bench real_cluster` (about 8 minutes; needs `../shared/k8s`,
 //! which it starts and stops). `BENCH_VOLUMES=1000,4000`, `BENCH_IDLE_SECS=60` and
-//! `BENCH_OUTAGE_SECS=60` change the sizes; `BENCH_BINARY=<path>` runs another build of
+//! `BENCH_OUTAGE_SECS=60` change the sizes, `BENCH_HOSTED_GUESTS=10` the guests (0: none); `BENCH_BINARY=<path>` runs another build of
 //! `storage-operator` (say, one with symbols, for a profiler).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: a panic is a failed run
@@ -113,6 +117,8 @@ fn env_secs(name: &str, default: u64) -> Duration {
 struct Event {
     at: SystemTime,
     user_agent: String,
+    /// The user (a ServiceAccount's `system:serviceaccount:<namespace>:<name>`).
+    user: String,
     verb: String,
     uri: String,
 }
@@ -159,16 +165,21 @@ impl Audit {
             self.events.push(Event {
                 at: parse_time(at),
                 user_agent: event["userAgent"].as_str().unwrap_or_default().to_owned(),
+                user: event["user"]["username"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
                 verb: event["verb"].as_str().unwrap_or_default().to_owned(),
                 uri: event["requestURI"].as_str().unwrap_or_default().to_owned(),
             });
         }
     }
 
+    /// The requests of an operator: `agent` is part of its User-Agent, or its user.
     fn of<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
         self.events
             .iter()
-            .filter(move |e| e.user_agent.contains(agent))
+            .filter(move |e| e.user_agent.contains(agent) || e.user == agent)
     }
 }
 
@@ -190,16 +201,27 @@ async fn admin_config() -> Config {
 
 /// A kubeconfig for ServiceAccount `namespace/name`, with a fresh token.
 async fn service_account_kubeconfig(admin: &Client, namespace: &str, name: &str) -> PathBuf {
+    let admin_path = PathBuf::from(std::env::var("E2E_KUBECONFIG").unwrap());
+    service_account_kubeconfig_of(admin, &admin_path, namespace, name).await
+}
+
+/// A kubeconfig for ServiceAccount `namespace/name` of the cluster whose admin kubeconfig is
+/// `admin_path` (and client `admin`), with a fresh token, beside it.
+async fn service_account_kubeconfig_of(
+    admin: &Client,
+    admin_path: &Path,
+    namespace: &str,
+    name: &str,
+) -> PathBuf {
     let token = e2e::identity::service_account_token(admin, namespace, name, 7200).await;
-    let admin_path = std::env::var("E2E_KUBECONFIG").unwrap();
     let mut kubeconfig: Value =
-        serde_saphyr::from_str(&std::fs::read_to_string(&admin_path).unwrap()).unwrap();
+        serde_saphyr::from_str(&std::fs::read_to_string(admin_path).unwrap()).unwrap();
     let user = kubeconfig["contexts"][0]["context"]["user"].clone();
     kubeconfig["users"] = json!([{"name": user, "user": {"token": token}}]);
-    let path = Path::new(&admin_path)
+    let path = admin_path
         .parent()
         .unwrap()
-        .join(format!("bench-{name}.kubeconfig"));
+        .join(format!("bench-{namespace}-{name}.kubeconfig"));
     std::fs::write(&path, serde_json::to_string(&kubeconfig).unwrap()).unwrap();
     path
 }
@@ -215,6 +237,20 @@ struct Operator {
 
 impl Operator {
     fn start(name: &'static str, agent: &str, kubeconfig: &Path, args: &[&str]) -> Self {
+        let mut args = args.to_vec();
+        args.push("--no-leader-election");
+        Self::start_with(name, agent, kubeconfig, &args, &[])
+    }
+
+    /// [`Operator::start`] with these arguments (leader election unless they say otherwise)
+    /// and environment.
+    fn start_with(
+        name: &'static str,
+        agent: &str,
+        kubeconfig: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let started = SystemTime::now();
         // `BENCH_BINARY` runs another build of the binary (one with symbols, to profile it).
         let binary = std::env::var_os("BENCH_BINARY").map_or_else(
@@ -223,7 +259,8 @@ impl Operator {
         );
         let child = Command::new(binary)
             .args(args)
-            .args(["--admin-address", "127.0.0.1:0", "--no-leader-election"])
+            .args(["--admin-address", "127.0.0.1:0"])
+            .envs(env.iter().copied())
             .env("KUBECONFIG", kubeconfig)
             .env("LOG_LEVEL", "warn")
             .stdout(Stdio::null())
@@ -235,6 +272,21 @@ impl Operator {
             child,
             started,
         }
+    }
+
+    /// Resident memory (VmRSS), in MiB.
+    fn rss(&self) -> f64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .unwrap()
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .unwrap();
+        kib / 1024.0
     }
 
     /// Resident memory, in MiB: total (VmRSS), and its heap and other anonymous part.
@@ -458,6 +510,203 @@ async fn bench() {
     }
     cso.stop();
     driver.stop();
+
+    let guests = env_list("BENCH_HOSTED_GUESTS", &[10])[0];
+    if guests > 0 {
+        hosted(&admin, &mut audit, guests, idle_window).await;
+    }
+}
+
+/// Guest control planes of the bench, stopped when dropped.
+struct Guests {
+    k8s: PathBuf,
+    kubeconfigs: Vec<PathBuf>,
+}
+
+impl Drop for Guests {
+    fn drop(&mut self) {
+        for kubeconfig in &self.kubeconfigs {
+            let _ = Command::new(self.k8s.join("stop.sh"))
+                .arg("--clean")
+                .arg(kubeconfig.parent().unwrap())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// Hosted control planes (HyperShift): `guests` guest control planes (kube-apiserver and etcd
+/// each, from `../shared/k8s`), all served from this bench's control plane as their management
+/// cluster, each with its own control-plane namespace there, where its cluster storage
+/// operator (`run --guest-kubeconfig`) and its AWS EBS driver operator (`driver aws-ebs
+/// --guest-kubeconfig`) run as processes, leader-elected as in a cluster, as the identities of
+/// their management-side install and, in the guest, those of `deploy/kubernetes/` and of the
+/// starter. Printed: one hosted cluster's operators (start, idle requests to the management API
+/// server, resident memory), then all of them together.
+async fn hosted(admin: &Client, audit: &mut Audit, guests: usize, idle_window: Duration) {
+    use e2e::install;
+    println!("# hosted control planes: {guests} guests, this control plane their management cluster");
+    let k8s = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/k8s");
+    let mut planes = Guests {
+        k8s: k8s.clone(),
+        kubeconfigs: Vec::new(),
+    };
+    let management_path = PathBuf::from(std::env::var("E2E_KUBECONFIG").unwrap());
+    install::hypershift_priority_class(admin).await;
+    let mut operators: Vec<(Operator, Operator)> = Vec::new();
+    for i in 0..guests {
+        let started = Command::new(k8s.join("start.sh"))
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "start.sh failed for guest {i}");
+        let guest_path = PathBuf::from(String::from_utf8(started.stdout).unwrap().trim());
+        planes.kubeconfigs.push(guest_path.clone());
+        let guest = Client::try_from(
+            Config::from_custom_kubeconfig(
+                Kubeconfig::read_from(&guest_path).unwrap(),
+                &KubeConfigOptions::default(),
+            )
+            .await
+            .unwrap(),
+        )
+        .unwrap();
+        // The guest: a hosted cluster on AWS, with the operator's install of deploy/kubernetes.
+        for crd in api::crds::all() {
+            e2e::apply_crd(&guest, &crd).await;
+        }
+        e2e::ensure_infrastructure(
+            &guest,
+            json!({"infrastructureName": format!("bench-{i}"), "controlPlaneTopology": "External",
+                   "platformStatus": {"type": "AWS", "aws": {"region": "us-east-1"}}}),
+        )
+        .await;
+        install::storage_operator_manifests(&guest).await;
+        // Its control-plane namespace, with the operator's management-side install.
+        let namespace = format!("clusters-bench-{i}");
+        install::ensure_namespace(admin, &namespace).await;
+        install::hosted_storage_operator(admin, &namespace).await;
+        let on_management =
+            service_account_kubeconfig_of(admin, &management_path, &namespace, "cluster-storage-operator")
+                .await;
+        let on_guest = service_account_kubeconfig_of(
+            &guest,
+            &guest_path,
+            "openshift-cluster-storage-operator",
+            "cluster-storage-operator",
+        )
+        .await;
+        let user = format!("system:serviceaccount:{namespace}:cluster-storage-operator");
+        let cso = Operator::start_with(
+            "hosted cluster storage operator",
+            &user,
+            &on_management,
+            &[
+                "run",
+                "--guest-kubeconfig",
+                on_guest.to_str().unwrap(),
+                "--operator-image",
+                "localhost/storage-operator:bench",
+            ],
+            &[("POD_NAMESPACE", &namespace), ("POD_NAME", "bench")],
+        );
+        // The AWS EBS driver operator, once the storage operator made its identities.
+        let driver_sa = "aws-ebs-csi-driver-operator";
+        let operator_sa: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(guest.clone(), DRIVERS_NAMESPACE);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while operator_sa.get_opt(driver_sa).await.unwrap().is_none() {
+            assert!(Instant::now() < deadline, "no driver operator ServiceAccount in guest {i}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let driver_on_management =
+            service_account_kubeconfig_of(admin, &management_path, &namespace, driver_sa).await;
+        let driver_on_guest =
+            service_account_kubeconfig_of(&guest, &guest_path, DRIVERS_NAMESPACE, driver_sa).await;
+        let driver_user = format!("system:serviceaccount:{namespace}:{driver_sa}");
+        let driver = Operator::start_with(
+            "hosted AWS EBS driver operator",
+            &driver_user,
+            &driver_on_management,
+            &[
+                "driver",
+                "aws-ebs",
+                "--guest-kubeconfig",
+                driver_on_guest.to_str().unwrap(),
+            ],
+            &[("POD_NAMESPACE", &namespace), ("POD_NAME", "bench")],
+        );
+        if i == 0 {
+            // One hosted cluster on its own.
+            report_start(audit, &cso).await;
+            report_start(audit, &driver).await;
+            for operator in [&cso, &driver] {
+                let (per_minute, writes, requests) = idle(audit, operator, idle_window).await;
+                println!(
+                    "{}: idle {per_minute:.1} requests/min to the management API server ({writes} writes) over {}: {}",
+                    operator.name,
+                    seconds(idle_window),
+                    if requests.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        requests.join(", ")
+                    }
+                );
+            }
+            println!(
+                "one hosted cluster, resident memory: {} {}, {} {}",
+                cso.name,
+                cso.rss_mib(),
+                driver.name,
+                driver.rss_mib()
+            );
+        }
+        operators.push((cso, driver));
+    }
+    if guests > 1 {
+        // All of them: settled, then idle together.
+        for (cso, driver) in &operators {
+            settle(audit, cso, Duration::from_secs(5)).await;
+            settle(audit, driver, Duration::from_secs(5)).await;
+        }
+        audit.read();
+        let from = SystemTime::now();
+        tokio::time::sleep(idle_window).await;
+        audit.read();
+        let mut lease = 0;
+        let mut other = 0;
+        for (cso, driver) in &operators {
+            for operator in [cso, driver] {
+                for e in audit.of(&operator.agent).filter(|e| e.at >= from) {
+                    if e.uri.contains("/leases/") {
+                        lease += 1;
+                    } else {
+                        other += 1;
+                    }
+                }
+            }
+        }
+        let minutes = idle_window.as_secs_f64() / 60.0;
+        let rss: Vec<f64> = operators
+            .iter()
+            .flat_map(|(c, d)| [c.rss(), d.rss()])
+            .collect();
+        let total: f64 = rss.iter().sum();
+        let max = rss.iter().copied().fold(0.0, f64::max);
+        println!(
+            "{guests} hosted clusters ({} processes): idle {:.1} requests/min to the management API server ({:.1} of them Lease renewals), resident memory {total:.1} MiB in all, {:.1} MiB per process on average, {max:.1} MiB at most",
+            rss.len(),
+            (lease + other) as f64 / minutes,
+            lease as f64 / minutes,
+            total / rss.len() as f64
+        );
+    }
+    for (cso, driver) in operators {
+        cso.stop();
+        driver.stop();
+    }
+    drop(planes);
 }
 
 /// Creates volumes `from..to`: PersistentVolumes bound to claims (even ones in-tree GCE PD,
