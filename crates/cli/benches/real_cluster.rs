@@ -546,7 +546,9 @@ impl Drop for Guests {
 /// server, resident memory), then all of them together.
 async fn hosted(admin: &Client, audit: &mut Audit, guests: usize, idle_window: Duration) {
     use e2e::install;
-    println!("# hosted control planes: {guests} guests, this control plane their management cluster");
+    println!(
+        "# hosted control planes: {guests} guests, this control plane their management cluster"
+    );
     let k8s = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/k8s");
     let mut planes = Guests {
         k8s: k8s.clone(),
@@ -587,9 +589,13 @@ async fn hosted(admin: &Client, audit: &mut Audit, guests: usize, idle_window: D
         let namespace = format!("clusters-bench-{i}");
         install::ensure_namespace(admin, &namespace).await;
         install::hosted_storage_operator(admin, &namespace).await;
-        let on_management =
-            service_account_kubeconfig_of(admin, &management_path, &namespace, "cluster-storage-operator")
-                .await;
+        let on_management = service_account_kubeconfig_of(
+            admin,
+            &management_path,
+            &namespace,
+            "cluster-storage-operator",
+        )
+        .await;
         let on_guest = service_account_kubeconfig_of(
             &guest,
             &guest_path,
@@ -617,7 +623,10 @@ async fn hosted(admin: &Client, audit: &mut Audit, guests: usize, idle_window: D
             Api::namespaced(guest.clone(), DRIVERS_NAMESPACE);
         let deadline = Instant::now() + Duration::from_secs(120);
         while operator_sa.get_opt(driver_sa).await.unwrap().is_none() {
-            assert!(Instant::now() < deadline, "no driver operator ServiceAccount in guest {i}");
+            assert!(
+                Instant::now() < deadline,
+                "no driver operator ServiceAccount in guest {i}"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let driver_on_management =

@@ -353,6 +353,7 @@ pub async fn run_with_extras(
         probe: extras.probe,
         tasks: extras.tasks,
         leftovers_swept: Default::default(),
+        health: informers.health(),
     };
     opkit::runtime::run(
         &name,
@@ -433,6 +434,8 @@ struct Context {
     tasks: Vec<TaskConfig>,
     /// Whether the replaced operator's leftovers were removed in this process.
     leftovers_swept: std::sync::atomic::AtomicBool,
+    /// Which watches are failing.
+    health: opkit::runtime::WatchHealth,
 }
 
 async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
@@ -573,6 +576,18 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
                 .wrote(&context.name, "ClusterCSIDriver/finalizers"),
             Err(error) => failures.push((None, "api", error)),
         }
+    }
+    // With a hosted control plane, a management cluster that does not answer: the controller's
+    // side cannot be managed, which its Degraded says in the guest.
+    if let Some(management) = &context.management
+        && let Some(message) = observe::management_unreachable(
+            &context.health,
+            &management.client,
+            &management.namespace,
+        )
+        .await
+    {
+        failures.push((Some(Group::ControllerService), "transport", message));
     }
     for group in Group::ALL {
         let messages: Vec<&str> = failures

@@ -189,6 +189,50 @@ pub struct Caches {
     management: Option<ManagementCaches>,
 }
 
+/// How the names of the watches of the management cluster end, for the control-plane namespace
+/// `namespace`: `(management cluster, <namespace>)`.
+pub fn management_watch_suffix(namespace: &str) -> String {
+    format!("(management cluster, {namespace})")
+}
+
+/// How soon an unreachable management cluster is asked again.
+pub const UNREACHABLE_RETRY: Duration = Duration::from_secs(5);
+
+/// With a hosted control plane: why the management cluster is unreachable, when it is. Asked
+/// only when its watches (those of `health` named with [`management_watch_suffix`]) have
+/// failed: then its `/version`, which any identity may read. An answer forgets the failures
+/// (a watch that resumes where it was has nothing to say until something changes).
+pub async fn management_unreachable(
+    health: &opkit::runtime::WatchHealth,
+    client: &Client,
+    namespace: &str,
+) -> Option<String> {
+    let suffix = management_watch_suffix(namespace);
+    let failing: Vec<opkit::runtime::Failing> = health
+        .failing()
+        .into_iter()
+        .filter(|f| f.watch.ends_with(&suffix))
+        .collect();
+    let first = failing.iter().min_by_key(|f| f.since)?;
+    match client.apiserver_version().await {
+        Ok(_) => {
+            let names: Vec<&str> = failing.iter().map(|f| f.watch.as_str()).collect();
+            health.forget(&names);
+            None
+        }
+        Err(error) => {
+            let since = k8s_openapi::jiff::Timestamp::try_from(first.since)
+                .map(|t| t.to_string())
+                .unwrap_or_default();
+            tracing::warn!(%error, watch = %first.watch, "the management cluster does not answer");
+            Some(format!(
+                "the management cluster does not answer: {error} (its watch of {} has failed since {since}: {})",
+                first.watch, first.error
+            ))
+        }
+    }
+}
+
 /// Watches the `HostedControlPlane` of `namespace` (as JSON; one per control-plane namespace).
 pub fn watch_hosted_control_planes(
     informers: &mut Informers,
@@ -197,7 +241,7 @@ pub fn watch_hosted_control_planes(
 ) -> Projection<serde_json::Value> {
     let (_, _, plural) = csi_kit::HostedControlPlane::API;
     informers.watch_projected(
-        &format!("{plural} (management cluster, {namespace})"),
+        &format!("{plural} {}", management_watch_suffix(namespace)),
         Api::<DynamicObject>::namespaced_with(
             client.clone(),
             namespace,
@@ -263,7 +307,8 @@ impl ManagementCaches {
         let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(label);
         let c = || client.clone();
-        let watch_name = |kind: &str| format!("{kind} (management cluster, {namespace})");
+        let suffix = management_watch_suffix(namespace);
+        let watch_name = |kind: &str| format!("{kind} {suffix}");
         Self {
             hosted_control_planes: management
                 .hosted_control_planes

@@ -263,3 +263,42 @@ async fn the_controller_follows_the_placement_its_hosted_control_plane_asks_for(
     .await;
     running.stop().await;
 }
+
+/// The management cluster not answering is said in the guest's ClusterCSIDriver (the
+/// controller's side cannot be managed), and the controller's Degraded clears once it answers.
+#[tokio::test]
+async fn an_unreachable_management_cluster_is_said_in_the_guest() {
+    let (management, guest) = clusters().await;
+    let running = start(&management, &guest);
+    let admin = guest.client();
+    let degraded = "AWSEBSDriverControllerServiceControllerDegraded";
+    eventually("the controller side in place", async || {
+        (condition(&admin, degraded).await.as_deref() == Some("False")).then_some(())
+    })
+    .await;
+    management.unavailable_for(Duration::from_secs(8));
+    management.drop_watches();
+    let message = eventually(
+        "Degraded: the management cluster does not answer",
+        async || {
+            let driver = Api::<ClusterCSIDriver>::all(admin.clone())
+                .get_opt(DRIVER)
+                .await
+                .unwrap()?;
+            let condition = driver.status?.condition(degraded)?.clone();
+            (condition.status.to_string() == "True")
+                .then_some(condition.message.unwrap_or_default())
+        },
+    )
+    .await;
+    assert!(
+        message.contains("the management cluster does not answer")
+            && message.contains(&format!("(management cluster, {CONTROL_PLANE_NS})")),
+        "{message}"
+    );
+    eventually("no longer Degraded once it answers", async || {
+        (condition(&admin, degraded).await.as_deref() == Some("False")).then_some(())
+    })
+    .await;
+    running.stop().await;
+}

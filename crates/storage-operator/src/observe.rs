@@ -245,8 +245,6 @@ struct ManagementCaches {
     deployments: Store<Deployment>,
     /// HyperShift's `HostedControlPlane` of the namespace (as JSON), where its API is served.
     hosted_control_planes: Option<opkit::runtime::Projection<serde_json::Value>>,
-    /// How the names of these watches end (`(management cluster, <namespace>)`).
-    watch_suffix: String,
     /// The drivers' controller Deployments (whoever made them), projected.
     driver_controllers: opkit::runtime::Projection<crate::deployment_version::DriverController>,
 }
@@ -255,7 +253,7 @@ impl ManagementCaches {
     fn start(management: &Management<'_>, informers: &mut Informers) -> Self {
         let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(STARTER_LABEL);
-        let watch_suffix = format!("(management cluster, {namespace})");
+        let watch_suffix = driver_operator::observe::management_watch_suffix(namespace);
         let watch_name = |kind: &str| format!("{kind} {watch_suffix}");
         // The controller Deployments of the drivers that run hosted.
         let controllers: Vec<String> = crate::registry::registry()
@@ -271,7 +269,6 @@ impl ManagementCaches {
                 Config::default(),
                 move |deployment| crate::deployment_version::project(deployment, &controllers),
             ),
-            watch_suffix: watch_suffix.clone(),
             hosted_control_planes: management.hosted_control_planes.then(|| {
                 driver_operator::observe::watch_hosted_control_planes(informers, client, namespace)
             }),
@@ -685,22 +682,9 @@ impl Caches {
         }
     }
 
-    /// With a hosted control plane, the watches of the management cluster that are failing.
-    pub fn failing_management_watches(&self) -> Vec<opkit::runtime::Failing> {
-        let Some(management) = &self.management else {
-            return Vec::new();
-        };
-        self.health
-            .failing()
-            .into_iter()
-            .filter(|f| f.watch.ends_with(&management.watch_suffix))
-            .collect()
-    }
-
-    /// Forgets the failures of `watches` (the server answers again).
-    pub fn forget_failures(&self, watches: &[opkit::runtime::Failing]) {
-        let names: Vec<&str> = watches.iter().map(|f| f.watch.as_str()).collect();
-        self.health.forget(&names);
+    /// Which watches are failing.
+    pub fn health(&self) -> &opkit::runtime::WatchHealth {
+        &self.health
     }
 
     /// What is seen of each monitoring kind (see [`monitoring::Seen`]), for the objects named

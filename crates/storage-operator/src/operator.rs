@@ -279,23 +279,13 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         });
     let now = Time(Timestamp::now());
     // The management cluster's watches failing: does it answer at all?
-    if let Some(management) = &context.management {
-        let failing = context.caches.failing_management_watches();
-        if let Some(first) = failing.iter().min_by_key(|f| f.since) {
-            match management.apiserver_version().await {
-                Ok(_) => context.caches.forget_failures(&failing),
-                Err(error) => {
-                    let since = Timestamp::try_from(first.since)
-                        .map(|t| t.to_string())
-                        .unwrap_or_default();
-                    observed.management_unreachable = Some(format!(
-                        "the management cluster does not answer: {error} (its watch of {} has failed since {since}: {}); the driver operators there are not managed until it does",
-                        first.watch, first.error
-                    ));
-                    tracing::warn!(%error, watch = %first.watch, "the management cluster does not answer");
-                }
-            }
-        }
+    if let (Some(management), Some(control_plane)) = (&context.management, &context.hosted) {
+        observed.management_unreachable = driver_operator::observe::management_unreachable(
+            context.caches.health(),
+            management,
+            &control_plane.namespace,
+        )
+        .await;
     }
     if let Some(storage) = &observed.storage {
         let level = storage.spec.operator.operator_log_level();

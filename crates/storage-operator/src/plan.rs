@@ -87,7 +87,7 @@ pub struct Plan {
 }
 
 /// How soon an unreachable management cluster is asked again.
-pub const UNREACHABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+pub use driver_operator::observe::UNREACHABLE_RETRY;
 
 /// With a hosted control plane, the condition naming the drivers of the platform that are not
 /// started there (informational: not an Available, Progressing or Degraded type).
