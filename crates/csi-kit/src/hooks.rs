@@ -129,6 +129,38 @@ pub fn annotate_input_hashes(
     template: &mut PodTemplateSpec,
     inputs: &Inputs,
 ) {
+    annotate_hashes_of(
+        &def.namespace,
+        volumes,
+        workload,
+        template,
+        &inputs.secret_hashes,
+        &inputs.config_map_hashes,
+    );
+}
+
+/// [`annotate_input_hashes`] with the hashes of the objects of `namespace`, by name: after
+/// removing every input hash annotation the workload had (a controller moved to another
+/// namespace mounts other objects under the same names).
+pub fn annotate_hashes_of(
+    namespace: &str,
+    volumes: &[VolumeDef],
+    workload: &mut ObjectMeta,
+    template: &mut PodTemplateSpec,
+    secret_hashes: &BTreeMap<String, String>,
+    config_map_hashes: &BTreeMap<String, String>,
+) {
+    let input_hash = |key: &String| key.starts_with(crate::hash::HASH_ANNOTATION_PREFIX);
+    if let Some(annotations) = workload.annotations.as_mut() {
+        annotations.retain(|key, _| !input_hash(key));
+    }
+    if let Some(annotations) = template
+        .metadata
+        .as_mut()
+        .and_then(|m| m.annotations.as_mut())
+    {
+        annotations.retain(|key, _| !input_hash(key));
+    }
     let mut hashes = BTreeMap::new();
     let unhashed = |name: &str| volumes.iter().any(|v| v.name == name && !v.roll_on_change);
     for volume in template
@@ -141,20 +173,16 @@ pub fn annotate_input_hashes(
             .secret
             .as_ref()
             .and_then(|s| s.secret_name.as_deref());
-        if let Some(hash) =
-            secret.and_then(|name| inputs.secret_hashes.get(name).map(|h| (name, h)))
-        {
+        if let Some(hash) = secret.and_then(|name| secret_hashes.get(name).map(|h| (name, h))) {
             hashes.insert(
-                annotation_key(&def.namespace, hash.0, HashedKind::Secret),
+                annotation_key(namespace, hash.0, HashedKind::Secret),
                 hash.1.clone(),
             );
         }
         let cm = volume.config_map.as_ref().map(|c| c.name.as_str());
-        if let Some(hash) =
-            cm.and_then(|name| inputs.config_map_hashes.get(name).map(|h| (name, h)))
-        {
+        if let Some(hash) = cm.and_then(|name| config_map_hashes.get(name).map(|h| (name, h))) {
             hashes.insert(
-                annotation_key(&def.namespace, hash.0, HashedKind::ConfigMap),
+                annotation_key(namespace, hash.0, HashedKind::ConfigMap),
                 hash.1.clone(),
             );
         }

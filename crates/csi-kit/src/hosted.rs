@@ -149,7 +149,7 @@ pub fn render_hosted(def: &DriverDef, inputs: &Inputs) -> Result<Sides, NotHoste
         if management {
             sides
                 .management
-                .push(for_management(def, hosted, hcp, operand));
+                .push(for_management(def, hosted, inputs, hcp, operand));
         }
     }
     Ok(sides)
@@ -226,11 +226,15 @@ fn mounted(spec: &PodSpec) -> BTreeSet<(&'static str, String)> {
 fn for_management(
     def: &DriverDef,
     hosted: &crate::def::HostedDef,
+    inputs: &Inputs,
     hcp: &HostedControlPlane,
     mut operand: Operand,
 ) -> Operand {
     match &mut operand {
-        Operand::Deployment(d) => controller_for_management(def, hosted, hcp, d),
+        Operand::Deployment(d) => {
+            controller_for_management(def, hosted, hcp, d);
+            rehash_for_control_plane(def, inputs, hcp, d);
+        }
         Operand::ServiceAccount(sa) => {
             sa.image_pull_secrets = Some(vec![LocalObjectReference {
                 name: PULL_SECRET.to_owned(),
@@ -346,6 +350,49 @@ fn controller_for_management(
         spec.security_context
             .get_or_insert_with(PodSecurityContext::default)
             .run_as_user = Some(user);
+    }
+}
+
+/// The controller's input hashes, of the objects of the control-plane namespace it mounts
+/// there: the driver operator's own derived Secrets and ConfigMaps (the same as the guest's),
+/// and what HyperShift put there ([`HostedControlPlane::secret_hashes`]), never the guest's
+/// objects of the same names.
+fn rehash_for_control_plane(
+    def: &DriverDef,
+    inputs: &Inputs,
+    hcp: &HostedControlPlane,
+    deployment: &mut Deployment,
+) {
+    let derived = |secret: bool| -> BTreeSet<&str> {
+        def.config_maps
+            .iter()
+            .filter(|d| d.secret == secret)
+            .map(|d| d.name.as_str())
+            .collect()
+    };
+    let (derived_secrets, derived_config_maps) = (derived(true), derived(false));
+    let mut secret_hashes: BTreeMap<String, String> = inputs
+        .secret_hashes
+        .iter()
+        .filter(|(name, _)| derived_secrets.contains(name.as_str()))
+        .map(|(name, hash)| (name.clone(), hash.clone()))
+        .collect();
+    secret_hashes.extend(hcp.secret_hashes.clone());
+    let config_map_hashes: BTreeMap<String, String> = inputs
+        .config_map_hashes
+        .iter()
+        .filter(|(name, _)| derived_config_maps.contains(name.as_str()))
+        .map(|(name, hash)| (name.clone(), hash.clone()))
+        .collect();
+    if let Some(spec) = deployment.spec.as_mut() {
+        crate::hooks::annotate_hashes_of(
+            &hcp.namespace,
+            &def.controller.driver.volumes,
+            &mut deployment.metadata,
+            &mut spec.template,
+            &secret_hashes,
+            &config_map_hashes,
+        );
     }
 }
 

@@ -443,15 +443,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let mut observed = context.caches.observe();
     observed.host_fips = context.settings.host_fips;
     // The control plane as configured, with the placement its HostedControlPlane asks for.
-    observed.hosted =
-        context
-            .settings
-            .hosted
-            .as_ref()
-            .map(|h| match context.caches.hosted_control_plane() {
-                Some(object) => h.control_plane.with_object(&object),
-                None => h.control_plane.clone(),
-            });
+    observed.hosted = context.settings.hosted.as_ref().map(|h| {
+        let mut control_plane = match context.caches.hosted_control_plane() {
+            Some(object) => h.control_plane.with_object(&object),
+            None => h.control_plane.clone(),
+        };
+        control_plane.secret_hashes = context.caches.control_plane_secret_hashes();
+        control_plane
+    });
     if let Some(probe) = &context.probe {
         let answer = probe.probe.check().await;
         match &answer {

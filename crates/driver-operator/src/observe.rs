@@ -300,16 +300,40 @@ struct ManagementCaches {
     deployments: Store<Deployment>,
     /// HyperShift's `HostedControlPlane` of the namespace (as JSON), where its API is served.
     hosted_control_planes: Option<Projection<serde_json::Value>>,
+    /// The Secrets of the namespace the controller mounts that are not ours (the credentials
+    /// HyperShift puts there), by name, for their hashes only.
+    secrets: Vec<Store<Secret>>,
 }
 
 impl ManagementCaches {
-    fn start(management: &Management<'_>, label: &str, informers: &mut Informers) -> Self {
+    fn start(
+        management: &Management<'_>,
+        def: &DriverDef,
+        label: &str,
+        informers: &mut Informers,
+    ) -> Self {
         let (client, namespace) = (management.client, management.namespace);
         let ours = || Config::default().labels(label);
         let c = || client.clone();
         let suffix = management_watch_suffix(namespace);
         let watch_name = |kind: &str| format!("{kind} {suffix}");
+        let secrets: BTreeSet<&str> = def
+            .credentials
+            .iter()
+            .map(|c| c.secret_name.as_str())
+            .chain(def.hashed_secrets.iter().map(String::as_str))
+            .collect();
         Self {
+            secrets: secrets
+                .into_iter()
+                .map(|name| {
+                    informers.watch(
+                        &watch_name(&format!("secrets/{name} (hashed)")),
+                        Api::namespaced(c(), namespace),
+                        named(name),
+                    )
+                })
+                .collect(),
             hosted_control_planes: management
                 .hosted_control_planes
                 .then(|| watch_hosted_control_planes(informers, client, namespace)),
@@ -339,6 +363,20 @@ impl ManagementCaches {
                 ours(),
             ),
         }
+    }
+
+    /// The hashes of the Secrets of the namespace the controller mounts that exist, by name.
+    fn secret_hashes(&self) -> BTreeMap<String, String> {
+        self.secrets
+            .iter()
+            .filter_map(single)
+            .map(|secret| {
+                (
+                    secret.metadata.name.clone().unwrap_or_default(),
+                    csi_kit::hash::secret_hash(&secret),
+                )
+            })
+            .collect()
     }
 
     /// The `HostedControlPlane` object of the namespace, if its API is served and it exists.
@@ -520,7 +558,7 @@ impl Caches {
             ),
             cluster: ClusterCaches::start(client, def, apis, informers),
             operands: OperandCaches::start(client, def, &label, informers),
-            management: management.map(|m| ManagementCaches::start(m, &label, informers)),
+            management: management.map(|m| ManagementCaches::start(m, def, &label, informers)),
             label,
             crds,
             dynamic: Arc::default(),
@@ -532,6 +570,15 @@ impl Caches {
     /// With a hosted control plane, its `HostedControlPlane` object, when watched and present.
     pub fn hosted_control_plane(&self) -> Option<serde_json::Value> {
         self.management.as_ref()?.hosted_control_plane()
+    }
+
+    /// With a hosted control plane, the hashes of the Secrets of the control-plane namespace
+    /// the controller mounts that are not ours, by name (see `csi_kit::HostedControlPlane`).
+    pub fn control_plane_secret_hashes(&self) -> BTreeMap<String, String> {
+        self.management
+            .as_ref()
+            .map(ManagementCaches::secret_hashes)
+            .unwrap_or_default()
     }
 
     /// Starts the cache of an optional kind whose CRD now exists (once). Its changes pull the

@@ -136,8 +136,8 @@ fn management_service_account(entry: &DriverEntry, hcp: &HostedControlPlane) -> 
 }
 
 /// What the driver operator may do in the control-plane namespace: manage exactly the kinds of
-/// its management-side operands, hold its Lease, record Events, read the Secrets and
-/// ConfigMaps its operands' hashes come from and its own pods, and read the
+/// its management-side operands, hold its Lease, record Events, read the Secrets its
+/// controller's hashes come from (by name), the ConfigMaps and its own pods, and read the
 /// HostedControlPlane whose placement its controller follows.
 fn management_role(
     entry: &DriverEntry,
@@ -149,8 +149,26 @@ fn management_role(
     render_inputs.crds = OptionalCrds::all();
     render_inputs.trusted_ca_bundle = true;
     render_inputs.hosted = Some(hcp.clone());
-    let mut rules: Vec<PolicyRule> = vec![
-        rule(&[""], &["secrets", "configmaps", "pods"], READ),
+    // The control-plane namespace holds the whole control plane's Secrets: only those the
+    // controller mounts and the driver operator hashes (its credentials, its metrics serving
+    // certificate) are readable, by name.
+    let secrets: Vec<String> = def
+        .credentials
+        .iter()
+        .map(|c| c.secret_name.clone())
+        .chain(def.hashed_secrets.iter().cloned())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut rules: Vec<PolicyRule> = vec![rule(&[""], &["configmaps", "pods"], READ)];
+    if !secrets.is_empty() {
+        rules.push(PolicyRule {
+            resource_names: Some(secrets),
+            ..rule(&[""], &["secrets"], READ)
+        });
+    }
+    rules.extend([
+        rule(&["coordination.k8s.io"], &["leases"], MANAGE),
         rule(&["coordination.k8s.io"], &["leases"], MANAGE),
         rule(
             &["", "events.k8s.io"],
@@ -158,7 +176,7 @@ fn management_role(
             &["create", "patch", "update"],
         ),
         rule(&["hypershift.openshift.io"], &["hostedcontrolplanes"], READ),
-    ];
+    ]);
     if let Ok(sides) = csi_kit::hosted::render_hosted(def, &render_inputs) {
         for (group, resource, _) in sides
             .management

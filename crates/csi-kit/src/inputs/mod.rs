@@ -363,6 +363,11 @@ pub struct HostedControlPlane {
     /// the control plane's servers (Intermediate where unset). The error says why the field
     /// cannot be read, naming it.
     pub tls_profile: Option<Result<TLSSecurityProfile, String>>,
+    /// Hashes of the Secrets of the control-plane namespace the controller mounts that are not
+    /// the driver operator's own (the credentials HyperShift puts there), by name (see
+    /// [`crate::hash`]): the controller's pods roll when they change, as the guest's when the
+    /// guest's do.
+    pub secret_hashes: BTreeMap<String, String>,
 }
 
 impl HostedControlPlane {
