@@ -250,7 +250,8 @@ impl Reader {
         if read.optional {
             let why = match code {
                 Some(403) => format!("forbidden; it needs {}", rbac_for(read.resource)),
-                Some(404) => "the API is not served here".to_owned(),
+                Some(404) if read.verb == "list" => "the API is not served here".to_owned(),
+                Some(404) => "not found".to_owned(),
                 _ => error.to_string(),
             };
             self.notes
@@ -859,15 +860,19 @@ async fn read_logs(
         });
         for container in statuses {
             let state = container.state.as_ref();
-            let waiting = state.and_then(|state| state.waiting.as_ref());
-            let terminated = state.and_then(|state| state.terminated.is_some().then_some(()));
-            let restarted = container.restart_count > 0;
-            let previous = match (waiting, terminated) {
-                (Some(_), _) if restarted => true,
-                (Some(_), _) => continue,
-                (None, Some(())) => false,
-                (None, None) if !container.ready && container.started == Some(true) => false,
-                (None, None) => continue,
+            let waiting = state.is_some_and(|state| state.waiting.is_some());
+            let terminated = state.is_some_and(|state| state.terminated.is_some());
+            let running_unready = state.is_some_and(|state| state.running.is_some())
+                && !container.ready
+                && container.started == Some(true);
+            let previous = if waiting && container.restart_count > 0 {
+                // A crash loop: what the last run said before it ended.
+                true
+            } else if terminated || running_unready {
+                false
+            } else {
+                // Running well, or waiting for a first start (an image pull): no log to read.
+                continue;
             };
             let params = LogParams {
                 container: Some(container.name.clone()),
