@@ -172,6 +172,32 @@ impl Scene {
         );
     }
 
+    /// Runs `diagnose ARGS` until it finds nothing (exit 0): a healthy chain is not reported.
+    async fn no_finding(&self, args: &[&str]) -> String {
+        let deadline = Instant::now() + node::TIMEOUT;
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            let output = self.diagnose(args).await;
+            if output.code == Some(0) {
+                eprintln!(
+                    "diagnose {} found nothing after {:.1}s of the test:\n{}",
+                    args.join(" "),
+                    self.started.elapsed().as_secs_f64(),
+                    output.stdout
+                );
+                return output.stdout;
+            }
+            last = format!("{}{}", output.stdout, output.stderr);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        panic!(
+            "diagnose {} still found something after {}s:\n{last}\n{}",
+            args.join(" "),
+            node::TIMEOUT.as_secs(),
+            node::explain(&self.admin, &[NS, DRIVER_NS]).await
+        );
+    }
+
     /// Runs `diagnose ARGS` as the ServiceAccount; fails on any read refused to it.
     async fn diagnose(&self, args: &[&str]) -> Ran {
         let mut all = vec!["diagnose"];
@@ -804,5 +830,87 @@ async fn diagnose_on_a_node_a_volume_the_driver_cannot_mount() {
             .contains("`kubectl logs -n e2e-diagnose-hostpath e2e-diagnose-hostpath-node-"),
         "{report:#}"
     );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_the_driver_node_plugin_cannot_start() {
+    let scene = Scene::new().await;
+    // The registrar of the node pod has no image: the driver runs but the kubelet never hears
+    // of it.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            for container in containers(document) {
+                if container["name"] == "node-driver-registrar" {
+                    container["image"] = json!(MISSING_IMAGE);
+                }
+            }
+        }
+    })
+    .await;
+    let report = scene
+        .finding_saying(
+            &["driver", DRIVER],
+            "DriverNodeNotRunning",
+            "ErrImageNeverPull",
+        )
+        .await;
+    let cause = text(&report, "cause");
+    assert!(
+        cause.starts_with(&format!(
+            "the node plugin of {DRIVER} on node harness-node is not running: container node-driver-registrar of pod e2e-diagnose-hostpath-node-"
+        )),
+        "{cause}"
+    );
+    assert!(evidence(&report).contains(MISSING_IMAGE), "{report:#}");
+    assert!(
+        text(&report, "fix").starts_with(&format!(
+            "image {MISSING_IMAGE} of container node-driver-registrar cannot be pulled"
+        )),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_healthy_volume_has_no_finding() {
+    let scene = Scene::new().await;
+    install_hostpath(&scene.admin, |_| {}).await;
+    wait_registered(&scene.admin).await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim("data", Some(DRIVER_CLASS), "16Mi"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    // A claim still being provisioned is not a problem either; the whole chain is checked
+    // once the pod runs.
+    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
+    node::wait_or_explain(
+        &scene.admin,
+        &[NS, DRIVER_NS],
+        "pod app Running",
+        async || {
+            let pod = pods.get("app").await.ok()?;
+            (pod.status?.phase.as_deref() == Some("Running")).then_some(())
+        },
+    )
+    .await;
+    let text = scene.no_finding(&["pod", "app"]).await;
+    assert!(
+        text.starts_with("Pod e2e-diagnose/app: no problem found\n"),
+        "{text}"
+    );
+    assert!(!text.contains("[BROKEN]"), "{text}");
+    assert!(
+        text.contains("[ok]          Mount (Pod e2e-diagnose/app): "),
+        "{text}"
+    );
+    let driver = scene.no_finding(&["driver", DRIVER]).await;
+    assert!(!driver.contains("[BROKEN]"), "{driver}");
     scene.end().await;
 }
