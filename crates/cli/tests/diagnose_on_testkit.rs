@@ -395,3 +395,120 @@ async fn print_rbac_is_a_cluster_role_of_reads() {
         .collect();
     assert_eq!(verbs, BTreeSet::from(["get".to_owned(), "list".to_owned()]));
 }
+
+/// A healthy pod of the driver on node-0, labelled `labels`.
+fn running_pod(name: &str, labels: std::collections::BTreeMap<String, String>) -> Value {
+    json!({"metadata": {"name": name, "labels": labels},
+           "spec": {"nodeName": "node-0", "containers": [{"name": "csi-driver", "image": "driver"}]}})
+}
+
+const RUNNING: &str = r#"{"status": {"phase": "Running",
+    "conditions": [{"type": "Ready", "status": "True"}],
+    "containerStatuses": [{"name": "csi-driver", "image": "driver", "imageID": "", "ready": true,
+                           "restartCount": 0, "started": true,
+                           "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_driver_whose_csi_driver_deployment_is_degraded() {
+    let cluster = scene("standard").await;
+    let client = cluster.client();
+    let crd = api::crds::all()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == "CSIDriverDeployment")
+        .unwrap();
+    create(
+        &Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(client.clone()),
+        serde_json::to_value(crd).unwrap(),
+    )
+    .await;
+    create(
+        &Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+        json!({"metadata": {"name": DRIVER_NS}}),
+    )
+    .await;
+    // The example as a user declares it, and what its controller would say of a bad template.
+    let declared: api::csidriver_v1alpha1::CSIDriverDeployment = serde_saphyr::from_str(
+        include_str!("../../../examples/csidriverdeployment/hostpath.yaml"),
+    )
+    .unwrap();
+    let declared_api: Api<api::csidriver_v1alpha1::CSIDriverDeployment> =
+        Api::namespaced(client.clone(), DRIVER_NS);
+    declared_api
+        .create(&PostParams::default(), &declared)
+        .await
+        .unwrap();
+    declared_api
+        .patch_status(
+            "hostpath",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [
+                {"type": "Available", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {"type": "Degraded", "status": "True", "reason": "SyncError",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z",
+                 "message": "applying DaemonSet csi-hostpath/hostpath-node: forbidden"}]}})),
+        )
+        .await
+        .unwrap();
+    // Its pods where the CSIDriverDeployment's names put them, running well, and the node's
+    // registration.
+    let def = csi_driver_deployment::driver_def(&declared);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), DRIVER_NS);
+    for (name, labels) in [
+        (
+            "hostpath-controller-0",
+            csi_kit::names::controller_selector(&def),
+        ),
+        ("hostpath-node-0", csi_kit::names::node_selector(&def)),
+    ] {
+        create(&pods, running_pod(name, labels)).await;
+        pods.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::from_str::<Value>(RUNNING).unwrap()),
+        )
+        .await
+        .unwrap();
+    }
+    create(
+        &Api::<k8s_openapi::api::storage::v1::CSINode>::all(client),
+        json!({"metadata": {"name": "node-0"},
+               "spec": {"drivers": [{"name": DRIVER, "nodeID": "node-0"}]}}),
+    )
+    .await;
+    cluster.clear_requests();
+
+    let output = diagnose(&cluster, &["driver", DRIVER, "-o", "json"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["finding"]["kind"], "OperatorDegraded", "{report:#}");
+    assert_eq!(
+        report["finding"]["cause"],
+        format!(
+            "CSIDriverDeployment csi-hostpath/hostpath, which installs {DRIVER}, reports a failure"
+        )
+    );
+    assert_eq!(
+        report["finding"]["evidence"][0]["message"],
+        "applying DaemonSet csi-hostpath/hostpath-node: forbidden"
+    );
+    let states: Vec<(String, String)> = report["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|link| {
+            (
+                link["name"].as_str().unwrap().to_owned(),
+                link["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for link in ["Controller", "NodePlugin", "CSINode"] {
+        assert!(
+            states.contains(&(link.to_owned(), "Ok".to_owned())),
+            "{link} not Ok in {states:?}"
+        );
+    }
+    // Found through its CSIDriverDeployment, not by searching the cluster's DaemonSets.
+    assert_no_writes(&cluster);
+    assert!(!reads(&cluster).contains(&read("list", "daemonsets", "")));
+}
