@@ -238,11 +238,89 @@ pub enum Command {
         check: Option<PathBuf>,
     },
 
+    /// Say why a volume does not come up: walk the chain a PersistentVolumeClaim, a Pod or a
+    /// CSI driver goes through (class, driver, its pods, node registration, provisioning,
+    /// volume, attachment, mount, operator) and print the first broken link with its
+    /// evidence and fix, then every link as checked. Read-only. Exit code 0: no problem
+    /// found; 1: a problem found; 2: the diagnosis failed.
+    Diagnose(DiagnoseArgs),
+
     /// In-tree to CSI volume migration tools.
     Migration {
         #[command(subcommand)]
         command: MigrationCommand,
     },
+}
+
+/// Options of `diagnose`.
+#[derive(Debug, clap::Args)]
+#[command(arg_required_else_help = true, args_conflicts_with_subcommands = true)]
+pub struct DiagnoseArgs {
+    /// Print the ClusterRole that allows every read of diagnose (get and list, nothing else)
+    /// as YAML, to bind to whoever runs it.
+    #[arg(long)]
+    pub print_rbac: bool,
+
+    #[command(subcommand)]
+    pub target: Option<DiagnoseTarget>,
+}
+
+/// What `diagnose` looks at.
+#[derive(Debug, Subcommand)]
+pub enum DiagnoseTarget {
+    /// A PersistentVolumeClaim: why it is not bound, or why its volume is not mounted where a
+    /// pod uses it.
+    Pvc {
+        /// The claim's namespace (default: the kubeconfig context's, else `default`).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// The claim.
+        name: String,
+        #[command(flatten)]
+        common: DiagnoseCommon,
+    },
+    /// A Pod: the chain of every claim it uses, then its scheduling.
+    Pod {
+        /// The pod's namespace (default: the kubeconfig context's, else `default`).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// The pod.
+        name: String,
+        #[command(flatten)]
+        common: DiagnoseCommon,
+    },
+    /// A CSI driver: its CSIDriver, controller and node pods, registration on every node and
+    /// its operator's conditions.
+    Driver {
+        /// Its CSI name (`ebs.csi.aws.com`) or a catalogue short name (`aws-ebs`).
+        name: String,
+        #[command(flatten)]
+        common: DiagnoseCommon,
+    },
+}
+
+/// Options every `diagnose` subject takes.
+#[derive(Debug, clap::Args)]
+pub struct DiagnoseCommon {
+    /// How to print the report: plain text, or the same as data.
+    #[arg(short = 'o', long, value_enum, default_value_t = DiagnoseOutput::Text)]
+    pub output: DiagnoseOutput,
+
+    /// The kubeconfig to use (default: as kubectl finds it: KUBECONFIG, ~/.kube/config, or
+    /// the pod's ServiceAccount).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// The formats of a diagnosis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiagnoseOutput {
+    /// The finding (cause, evidence, fix), then the chain.
+    Text,
+    /// The report as JSON.
+    Json,
+    /// The report as YAML.
+    Yaml,
 }
 
 /// Subcommands of `migration`.

@@ -99,6 +99,16 @@ pub fn run(command: Command, log: crate::logging::LogControl) -> anyhow::Result<
         Command::Migration {
             command: MigrationCommand::Translate { file },
         } => crate::migration::translate(&file),
+        Command::Diagnose(args) => crate::diagnose::run(args),
+    }
+}
+
+/// The exit code of a subcommand that failed: 2 for `diagnose`, where 1 means that it found a
+/// problem; 1 for the others.
+pub fn failure_code(command: &Command) -> ExitCode {
+    match command {
+        Command::Diagnose(_) => ExitCode::from(crate::diagnose::EXIT_ERROR),
+        _ => ExitCode::FAILURE,
     }
 }
 

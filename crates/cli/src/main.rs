@@ -6,6 +6,7 @@ use clap::Parser;
 
 mod cli;
 mod commands;
+mod diagnose;
 mod logging;
 mod migration;
 mod render;
@@ -14,11 +15,12 @@ mod run;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let log = logging::init(cli.log_format, &cli.log_level);
+    let failure = commands::failure_code(&cli.command);
     match commands::run(cli.command, log) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", report(&error));
-            ExitCode::FAILURE
+            failure
         }
     }
 }

@@ -231,6 +231,29 @@ fn missing_claim_of_pod(snap: &Snapshot, pod: &Pod, volume: &str, claim_name: &s
     )
 }
 
+/// What the catalogue knows of a driver; what it does not know is said so, not taken as "any".
+fn describe_facts(facts: &DriverFacts) -> String {
+    let modes = |modes: &[String]| {
+        if modes.is_empty() {
+            "not known".to_owned()
+        } else {
+            format!("[{}]", modes.join(", "))
+        }
+    };
+    let bytes = |bytes: u64| format_bytes(u128::from(bytes));
+    let sizes = match (facts.min_bytes, facts.max_bytes) {
+        (None, None) => "not known".to_owned(),
+        (Some(min), None) => format!("from {}", bytes(min)),
+        (None, Some(max)) => format!("up to {}", bytes(max)),
+        (Some(min), Some(max)) => format!("{} to {}", bytes(min), bytes(max)),
+    };
+    format!(
+        "access modes {}, volume modes {}, sizes {sizes}",
+        modes(&facts.access_modes),
+        modes(&facts.volume_modes)
+    )
+}
+
 /// `diagnose driver NAME`: the CSIDriver, its catalogue entry, its controller, its node pods
 /// and their registration in each node's CSINode, and its operator's conditions.
 pub fn diagnose_driver(snap: &Snapshot, csi_name: &str) -> Report {
@@ -240,23 +263,7 @@ pub fn diagnose_driver(snap: &Snapshot, csi_name: &str) -> Report {
     let installed = driver.0.state != LinkState::Broken || facts.is_some();
     let mut links = vec![driver];
     links.push(match facts {
-        Some(facts) => ok(
-            "Catalogue",
-            None,
-            format!(
-                "access modes [{}], volume modes [{}], sizes {} to {}",
-                facts.access_modes.join(", "),
-                facts.volume_modes.join(", "),
-                facts
-                    .min_bytes
-                    .map(|b| format_bytes(u128::from(b)))
-                    .unwrap_or_else(|| "any".to_owned()),
-                facts
-                    .max_bytes
-                    .map(|b| format_bytes(u128::from(b)))
-                    .unwrap_or_else(|| "any".to_owned()),
-            ),
-        ),
+        Some(facts) => ok("Catalogue", None, describe_facts(facts)),
         None => not_applicable(
             "Catalogue",
             None,

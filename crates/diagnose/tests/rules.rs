@@ -5,8 +5,8 @@
 mod scene;
 
 use diagnose::{
-    ContainerLog, FindingKind, InstalledBy, LinkState, Report, diagnose_driver, diagnose_pod,
-    diagnose_pvc,
+    ContainerLog, DriverFacts, FindingKind, InstalledBy, LinkState, Report, Snapshot,
+    diagnose_driver, diagnose_pod, diagnose_pvc,
 };
 use scene::*;
 use serde_json::json;
@@ -98,6 +98,26 @@ fn a_healthy_driver_has_no_finding() {
     );
     let csi_nodes = report.chain.iter().filter(|l| l.name == "CSINode").count();
     assert_eq!(csi_nodes, 2, "one CSINode link per node with a node pod");
+}
+
+#[test]
+fn the_catalogue_link_says_what_it_does_not_know() {
+    let mut snap = healthy();
+    let detail = |snap: &Snapshot| {
+        diagnose_driver(snap, EBS)
+            .chain
+            .into_iter()
+            .find(|link| link.name == "Catalogue")
+            .map(|link| link.detail)
+            .unwrap_or_default()
+    };
+    let known = detail(&snap);
+    assert!(known.starts_with("access modes ["), "{known}");
+    snap.drivers = vec![DriverFacts::named(EBS)];
+    assert_eq!(
+        detail(&snap),
+        "access modes not known, volume modes not known, sizes not known"
+    );
 }
 
 #[test]
