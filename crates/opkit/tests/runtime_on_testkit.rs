@@ -287,6 +287,43 @@ async fn a_projected_cache_keeps_only_what_concerns_it() {
     eventually("c forgotten", || keys() == ["default/b"]).await;
 }
 
+/// A projected cache lists in pages of at most `PROJECTED_PAGE_SIZE` objects, whatever page
+/// size it was given (kube's default is 500): a page is held whole before it is projected.
+#[tokio::test]
+async fn a_projected_cache_lists_in_small_pages() {
+    use opkit::runtime::PROJECTED_PAGE_SIZE;
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    let admin: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let count = 2 * PROJECTED_PAGE_SIZE as usize + 20;
+    for i in 0..count {
+        admin
+            .create(&PostParams::default(), &config_map(&format!("cm-{i:03}")))
+            .await
+            .unwrap();
+    }
+    cluster.clear_requests();
+    let mut informers = Informers::new();
+    let kept = informers.watch_projected(
+        "configmaps (names)",
+        Api::<ConfigMap>::namespaced(client.clone(), "default"),
+        watcher::Config::default(),
+        |cm| cm.metadata.name.clone(),
+    );
+    informers
+        .wait_synced(Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), count);
+    let limits: Vec<String> = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.from_client("operator") && r.verb == "list")
+        .map(|r| r.query.get("limit").cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(limits, ["50", "50", "50"], "pages of the first list");
+}
+
 /// A pass that wrote is followed by passes that cannot be called settled until a watch event
 /// has come: a pass woken by its timer may decide from caches that do not show the write yet.
 #[tokio::test]
