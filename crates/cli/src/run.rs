@@ -104,6 +104,7 @@ pub fn driver(
         operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
         host_fips: driver_operator::host_fips(),
         hosted: None,
+        stuck_claims_after: None,
     };
     serve(
         &process,
@@ -194,6 +195,7 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
     let settings = csi_driver_deployment::controller::Settings {
         instance: Some(process.identity.clone()),
         env: std::env::vars().collect(),
+        stuck_claims_after: None,
     };
     serve(
         &process,

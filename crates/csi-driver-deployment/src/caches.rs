@@ -8,7 +8,7 @@ use std::time::Duration;
 use api::csidriver_v1alpha1::CSIDriverDeployment;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{PersistentVolume, ServiceAccount};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
@@ -31,9 +31,10 @@ use csi_kit::inputs::OptionalKind;
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The watch caches: the CSIDriverDeployments, every operand by its owner label, the
-/// StorageClasses and CSIDrivers (for the default-class rule and foreign drivers) and the
+/// StorageClasses and CSIDrivers (for the default-class rule and foreign drivers), the
 /// CSI driver of each CSI PersistentVolume (a driver with volumes keeps its CSIDriver; nothing
-/// else of a volume is kept).
+/// else of a volume is kept) and the Pending claims that may be stuck on a driver (see
+/// [`csi_kit::claims`]; nothing of the other claims is kept).
 #[derive(Clone)]
 pub struct Caches {
     pub(crate) deployments_declared: Store<CSIDriverDeployment>,
@@ -49,6 +50,8 @@ pub struct Caches {
     pub(crate) storage_classes: Store<StorageClass>,
     /// PersistentVolume name -> its CSI driver, for CSI volumes only.
     pub(crate) volumes: opkit::runtime::Projection<String>,
+    /// The Pending claims that may wait on some driver, by `namespace/name`.
+    pub(crate) pending_claims: opkit::runtime::Projection<csi_kit::claims::PendingClaim>,
     /// The VolumeSnapshotClass CRD, while it exists.
     pub(crate) snapshot_crd: Store<CustomResourceDefinition>,
     /// The VolumeSnapshotClasses with owner labels, cached once their CRD exists.
@@ -193,8 +196,9 @@ fn claimants_of(
 /// Starts the caches and waits until they are filled. Every change asks `requests` for the
 /// CSIDriverDeployments it concerns: an operand's owner; a CSIDriverDeployment itself and the
 /// others naming the same driver (the first claimant wins); a CSIDriver's claimants and owner;
-/// any StorageClass, or a change in which drivers have volumes, all of them (the default-class
-/// rule and the volumes that hold a removal back).
+/// any StorageClass, or a change in which drivers have volumes or which claims are Pending,
+/// all of them (the default-class rule, the volumes that hold a removal back, the stuck
+/// claims).
 pub async fn start_caches(
     client: &Client,
     requests: &Requests<CSIDriverDeployment>,
@@ -247,6 +251,23 @@ pub async fn start_caches(
         |pv| Some(pv.spec.as_ref()?.csi.as_ref()?.driver.clone()),
         move || every.all(),
     );
+    let every = requests.clone();
+    let classes = storage_classes.clone();
+    let pending_claims = informers.watch_projected_then(
+        "persistentvolumeclaims (pending ones kept)",
+        Api::<PersistentVolumeClaim>::all(c.clone()),
+        watcher::Config::default(),
+        move |claim| {
+            let pending = csi_kit::claims::pending_claim(claim)?;
+            let class = pending
+                .class
+                .as_deref()
+                .and_then(|name| classes.get(&ObjectRef::new(name)));
+            // Any driver's: the drivers declared may change, a claim's projection does not.
+            csi_kit::claims::may_wait_on(&pending, None, class.as_deref()).then_some(pending)
+        },
+        move || every.all(),
+    );
     let snapshot_crd = informers.watch_then(
         "customresourcedefinitions/volumesnapshotclasses",
         Api::all(c.clone()),
@@ -272,6 +293,7 @@ pub async fn start_caches(
         csi_drivers,
         storage_classes,
         volumes,
+        pending_claims,
         snapshot_crd,
         snapshot_classes,
     };

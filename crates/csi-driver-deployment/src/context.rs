@@ -22,6 +22,8 @@ pub(crate) struct Context {
     pub(crate) scc_api: bool,
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) metrics: Metrics,
+    /// How long a claim may wait on its driver before `StuckClaims` reports it.
+    pub(crate) stuck_claims_after: std::time::Duration,
 }
 
 /// `namespace/name` of a CSIDriverDeployment, for messages and logs.

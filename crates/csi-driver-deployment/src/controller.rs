@@ -74,6 +74,11 @@ pub struct Settings {
     /// `LIVENESS_PROBE_IMAGE`) are the images of the objects whose `containerImages` names
     /// none; unset or empty ones use the upstream images.
     pub env: BTreeMap<String, String>,
+    /// How long a claim may wait Pending on the driver before the `StuckClaims` condition
+    /// reports it (see [`csi_kit::claims`]); `None`: [`csi_kit::claims::STUCK_AFTER`], 5
+    /// minutes. Tests set it shorter: the API server stamps a claim's creation time, so a test
+    /// cannot make an old one.
+    pub stuck_claims_after: Option<Duration>,
 }
 
 /// The cluster's layout and whether SCCs exist, asked once at start: OpenShift's
@@ -133,6 +138,9 @@ pub async fn run(
         scc_api,
         env: settings.env,
         metrics: metrics.clone(),
+        stuck_claims_after: settings
+            .stuck_claims_after
+            .unwrap_or(csi_kit::claims::STUCK_AFTER),
     };
     opkit::controller::run(
         CONTROLLER_NAME,

@@ -60,7 +60,12 @@ pub fn operator_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
             &["volumesnapshotclasses"],
             MANAGE,
         ),
-        rule(&[""], &["persistentvolumes", "nodes"], READ),
+        // Volumes hold a removal back; claims Pending on a driver are reported (StuckClaims).
+        rule(
+            &[""],
+            &["persistentvolumes", "persistentvolumeclaims", "nodes"],
+            READ,
+        ),
         rule(&["config.openshift.io"], &["infrastructures"], READ),
         // Whether the VolumeSnapshotClass CRD exists: that CRD only (it is watched by name).
         k8s_openapi::api::rbac::v1::PolicyRule {

@@ -1,5 +1,7 @@
 //! The status of a CSIDriverDeployment: Available, Progressing and Degraded from the
-//! workloads and the pass, the children applied, written only when it changed.
+//! workloads and the pass, the informational StuckClaims (the claims Pending on the driver for
+//! more than 5 minutes, see [`csi_kit::claims`]), the children applied, written only when it
+//! changed.
 
 use std::time::Duration;
 
@@ -191,7 +193,45 @@ fn conditions(
         condition(DEGRADED, ConditionStatus::False, REASON_AS_EXPECTED, "")
     };
     out.push(degraded);
+    let (stuck, again) = stuck_claims(context, cd, now);
+    out.push(stuck);
+    let requeue = match (requeue, again) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     (out, requeue)
+}
+
+/// `StuckClaims`: the claims Pending on the driver for longer than the controller's threshold
+/// (see [`csi_kit::claims`]; informational, never Degraded), and when the next one would be.
+fn stuck_claims(
+    context: &Context,
+    cd: &CSIDriverDeployment,
+    now: &Time,
+) -> (OperatorCondition, Option<Duration>) {
+    use csi_kit::claims;
+    let driver = cd.spec.driver_name.as_str();
+    let pending = context.caches.pending_claims.entries();
+    let classes = context.caches.storage_classes.state();
+    let stuck = claims::stuck_claims(
+        driver,
+        pending.iter().map(|(key, claim)| (key.as_str(), claim)),
+        |name| {
+            classes
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some(name))
+                .map(AsRef::as_ref)
+        },
+        now.0,
+        context.stuck_claims_after,
+    );
+    let condition = claims::stuck_claims_condition(
+        claims::STUCK_CLAIMS.to_owned(),
+        driver,
+        &stuck,
+        context.stuck_claims_after,
+    );
+    (condition, stuck.next)
 }
 
 /// The status this pass should leave: `Unmanaged` keeps conditions and children as they were.

@@ -1213,3 +1213,70 @@ async fn copies_of_our_objects_under_other_names_are_never_deleted() {
     copies_left().await;
     running.stop().await;
 }
+
+/// A claim of the driver's StorageClass left Pending (no provisioner runs here) is reported on
+/// the CSIDriverDeployment once it has waited longer than the threshold (3 seconds here: the
+/// API server stamps a claim's creation time, so a test cannot make an old one), a claim of
+/// another class is not, the report goes once the claim binds, and Degraded never says it.
+#[tokio::test]
+async fn claims_pending_on_the_driver_too_long_are_reported() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let (cluster, admin) = setup().await;
+    let client = cluster.client_with_agent(AGENT);
+    let metrics = Metrics::new();
+    let settling = metrics.settling(csi_driver_deployment::CONTROLLER_NAME);
+    let settings = Settings {
+        stuck_claims_after: Some(Duration::from_secs(3)),
+        ..Settings::default()
+    };
+    let running = Background::spawn(|shutdown| async move {
+        run(client, settings, metrics, None, shutdown)
+            .await
+            .unwrap();
+    })
+    .settles_when(settling);
+    create(&admin, example("cinder-3.11.yaml", NS)).await;
+    let (_, reason, _) = wait_condition(&admin, NS, "cinder", "StuckClaims", "False").await;
+    assert_eq!(reason, "NoStuckClaims");
+
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), "other");
+    for (name, class) in [("data", "cinder"), ("elsewhere", "no-such-class")] {
+        claims
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": name},
+                    "spec": {"storageClassName": class, "accessModes": ["ReadWriteOnce"],
+                             "resources": {"requests": {"storage": "1Gi"}}},
+                    "status": {"phase": "Pending"}
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let (_, reason, message) = wait_condition(&admin, NS, "cinder", "StuckClaims", "True").await;
+    assert_eq!(reason, "ClaimsStuckPending");
+    assert_eq!(
+        message,
+        "1 PersistentVolumeClaim of csi-cinderplugin has been Pending for more than 3 seconds: \
+         other/data; run `storage-operator diagnose pvc -n other data` to see why"
+    );
+    let cd = get(&admin, NS, "cinder").await.unwrap();
+    assert_ne!(
+        condition(&cd, "Degraded").map(|c| c.1),
+        Some("ClaimsStuckPending".to_owned())
+    );
+
+    claims
+        .patch_status(
+            "data",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Bound"}})),
+        )
+        .await
+        .unwrap();
+    wait_condition(&admin, NS, "cinder", "StuckClaims", "False").await;
+    quiet(&cluster, &running).await;
+    running.stop().await;
+}

@@ -8,8 +8,8 @@
 //! functions compute the desired objects, and the driver operator applies them.
 //!
 //! The files, bottom to top; a file uses only files listed before it:
-//! 1. What uses nothing else: [`error`], [`hash`], [`status`], [`replace`], and the types of
-//!    [`inputs`] (`inputs/mod.rs`).
+//! 1. What uses nothing else: [`error`], [`hash`], [`status`], [`claims`], [`replace`], and the
+//!    types of [`inputs`] (`inputs/mod.rs`).
 //! 2. [`tls`] (serving TLS from a profile), then the table's schema, [`def`] (`def/mod.rs`).
 //! 3. What reads a table: [`names`], [`credentials`], then the table's defaults
 //!    (`def/defaults.rs`), a driver's inputs before anything is observed
@@ -30,6 +30,7 @@
 //! - [`hooks`]: the generic hooks (proxy, CA bundle, input hashes).
 //! - [`storage`]: CSIDriver, StorageClasses, VolumeSnapshotClasses.
 //! - [`status`]: condition names and workload conditions from observed objects.
+//! - [`claims`]: the claims stuck Pending on a driver, and the condition that reports them.
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
 //! - [`derived`]: operand ConfigMaps generated from an observed ConfigMap (cloud configs).
@@ -60,6 +61,7 @@
 //! - Every operand carries the label [`names::OPERAND_LABEL`] (metadata only, never pod
 //!   templates) so controllers can watch their operands by label.
 
+pub mod claims;
 pub mod credentials;
 pub mod def;
 pub mod derived;

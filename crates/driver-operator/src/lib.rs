@@ -25,7 +25,9 @@
 //! (`ManagementStateDegraded`, `observedGeneration`), `ConfigObserver`
 //! (`ConfigObservationDegraded`, `spec.observedConfig`; see [`config_observer`]) and
 //! `<prefix>CredentialsRequestController` (Available/Progressing from
-//! cloud-credential-operator's answer; see [`credentials`]).
+//! cloud-credential-operator's answer; see [`credentials`]) and `<prefix>StuckClaimsController`
+//! (`<prefix>StuckClaims`, informational: the claims Pending on the driver for more than 5
+//! minutes; see [`csi_kit::claims`]).
 //!
 //! With a hosted control plane ([`Settings::hosted`], `--guest-kubeconfig`), the client `run`
 //! is given is the guest's and a second one reaches the management cluster: the controller
@@ -109,6 +111,11 @@ pub struct Settings {
     /// side of the driver runs, and the control plane. The client `run` is given is then the
     /// guest's, where everything else is and the ClusterCSIDriver reports.
     pub hosted: Option<Hosted>,
+    /// How long a claim may wait Pending on the driver before `<prefix>StuckClaims` reports it
+    /// (see [`csi_kit::claims`]); `None`: [`csi_kit::claims::STUCK_AFTER`], 5 minutes. Tests
+    /// set it shorter: the API server stamps a claim's creation time, so a test cannot make
+    /// an old one.
+    pub stuck_claims_after: Option<Duration>,
 }
 
 /// The management side of a driver with a hosted control plane (see `csi_kit::hosted`).
@@ -442,6 +449,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     let def = &context.def;
     let mut observed = context.caches.observe();
     observed.host_fips = context.settings.host_fips;
+    observed.stuck_claims_after = context.settings.stuck_claims_after;
     // The control plane as configured, with the placement its HostedControlPlane asks for.
     observed.hosted = context.settings.hosted.as_ref().map(|h| {
         let mut control_plane = match context.caches.hosted_control_plane() {

@@ -3,7 +3,8 @@
 //! and the optional CRDs by name; operands by the operand label; StorageClasses all (the
 //! default-class rule must see other classes); nodes only on plain Kubernetes; for a driver
 //! that replaces an in-tree plugin, PVs and the metadata of PVCs and CSINodes (see
-//! [`super::migration`]). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass,
+//! [`super::migration`]); for every driver, the PVCs that may be stuck Pending on it (see
+//! [`csi_kit::claims`]; only those are kept). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass,
 //! CredentialsRequest) get a cache once their CRD exists. The sources of a driver's copied
 //! ConfigMaps are watched by name in their own namespaces; PersistentVolumes only for drivers
 //! whose removal waits for them. Source ConfigMaps of derived ConfigMaps (e.g.
@@ -96,6 +97,11 @@ pub struct Observed {
     pub migration: crate::migration::Observed,
     /// Whether this process's host runs in FIPS mode ([`super::Settings::host_fips`]).
     pub host_fips: bool,
+    /// The Pending claims that may wait on the driver, by `namespace/name`.
+    pub pending_claims: Vec<(String, csi_kit::claims::PendingClaim)>,
+    /// How long a claim may wait on the driver before it is reported
+    /// ([`super::Settings::stuck_claims_after`]; `None`: [`csi_kit::claims::STUCK_AFTER`]).
+    pub stuck_claims_after: Option<Duration>,
     /// The facts of the driver's tasks, by task name ([`super::Task::facts`]).
     pub task_facts: BTreeMap<String, Vec<String>>,
     /// The hosted control plane the controller runs in ([`super::Settings::hosted`]).
@@ -185,6 +191,8 @@ pub struct Caches {
     dynamic_tasks: Arc<Mutex<JoinSet<()>>>,
     /// PVs, PVCs and CSINodes, for a driver that replaces an in-tree plugin.
     migration: Option<crate::migration::Caches>,
+    /// The Pending claims that may wait on the driver.
+    pending_claims: Projection<csi_kit::claims::PendingClaim>,
     /// With a hosted control plane, the operands in its namespace of the management cluster.
     management: Option<ManagementCaches>,
 }
@@ -455,8 +463,9 @@ impl std::fmt::Debug for Caches {
 /// driver without StorageClasses still watches them for the default-class rules), as
 /// (API group, resource, namespaced in the driver's namespace). Whoever installs a driver
 /// operator grants it read access to these; [`Caches::start`] is the list's source of truth.
-pub const ALWAYS_WATCHED: [(&str, &str, bool); 14] = [
+pub const ALWAYS_WATCHED: [(&str, &str, bool); 15] = [
     ("operator.openshift.io", "clustercsidrivers", false),
+    ("", "persistentvolumeclaims", false),
     ("storage.k8s.io", "csidrivers", false),
     ("storage.k8s.io", "storageclasses", false),
     ("rbac.authorization.k8s.io", "clusterroles", false),
@@ -471,6 +480,35 @@ pub const ALWAYS_WATCHED: [(&str, &str, bool); 14] = [
     ("apps", "deployments", true),
     ("apps", "daemonsets", true),
 ];
+
+/// The claims that may be stuck Pending on `driver` ([`csi_kit::claims::may_wait_on`], with
+/// the StorageClasses cached now), each as a [`csi_kit::claims::PendingClaim`]: the watch sees
+/// every claim of the cluster (whole: the phase is in the status) but keeps only these.
+fn watch_pending_claims(
+    client: &Client,
+    driver: &str,
+    operands: &OperandCaches,
+    informers: &mut Informers,
+) -> Projection<csi_kit::claims::PendingClaim> {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use kube::runtime::reflector::ObjectRef;
+    let driver = driver.to_owned();
+    let classes = operands.storage_classes.clone();
+    informers.watch_projected(
+        "persistentvolumeclaims (pending ones of the driver kept)",
+        Api::<PersistentVolumeClaim>::all(client.clone()),
+        Config::default(),
+        move |claim| {
+            let pending = csi_kit::claims::pending_claim(claim)?;
+            let class = pending
+                .class
+                .as_deref()
+                .and_then(|name| classes.get(&ObjectRef::new(name)));
+            csi_kit::claims::may_wait_on(&pending, Some(&driver), class.as_deref())
+                .then_some(pending)
+        },
+    )
+}
 
 /// The driver's bound PersistentVolumes, as much of each as the removal guard reads (name, CSI
 /// driver, phase): the watch sees every volume of the cluster but keeps only these.
@@ -527,6 +565,7 @@ impl Caches {
         informers: &mut Informers,
     ) -> Self {
         let label = format!("{}={}", names::OPERAND_LABEL, def.short_name);
+        let operands = OperandCaches::start(client, def, &label, informers);
         let crds = OptionalKind::ALL
             .into_iter()
             .map(|kind| {
@@ -557,7 +596,8 @@ impl Caches {
                 named(&def.name),
             ),
             cluster: ClusterCaches::start(client, def, apis, informers),
-            operands: OperandCaches::start(client, def, &label, informers),
+            pending_claims: watch_pending_claims(client, &def.name, &operands, informers),
+            operands,
             management: management.map(|m| ManagementCaches::start(m, def, &label, informers)),
             label,
             crds,
@@ -655,6 +695,8 @@ impl Caches {
                 .map(crate::migration::Caches::observe)
                 .unwrap_or_default(),
             host_fips: false,
+            pending_claims: self.pending_claims.entries(),
+            stuck_claims_after: None,
             task_facts: BTreeMap::new(),
             hosted: None,
         }

@@ -577,7 +577,52 @@ pub fn plan(
         &observed.operands.storage_classes,
         driver_available,
     ));
+    let (stuck, again) = stuck_claims_status(def, observed, now);
+    plan.status.push(stuck);
+    plan.requeue = min_requeue(plan.requeue, again);
     plan
+}
+
+/// The claims stuck Pending on the driver (see [`csi_kit::claims`]): the informational
+/// `<prefix>StuckClaims` under its own controller, and when the next claim would be stuck.
+fn stuck_claims_status(
+    def: &DriverDef,
+    observed: &Observed,
+    now: &Time,
+) -> (ControllerStatus, Option<Duration>) {
+    use csi_kit::claims;
+    let after = observed.stuck_claims_after.unwrap_or(claims::STUCK_AFTER);
+    let classes = &observed.operands.storage_classes;
+    let stuck = claims::stuck_claims(
+        &def.name,
+        observed
+            .pending_claims
+            .iter()
+            .map(|(key, claim)| (key.as_str(), claim)),
+        |name| {
+            classes
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some(name))
+                .map(AsRef::as_ref)
+        },
+        now.0,
+        after,
+    );
+    let condition = claims::stuck_claims_condition(
+        claims::stuck_claims_type(&def.condition_prefix),
+        &def.name,
+        &stuck,
+        after,
+    );
+    let status = ControllerStatus {
+        group: None,
+        controller: claims::stuck_claims_controller(&def.condition_prefix),
+        part: StatusPart {
+            conditions: vec![condition],
+            ..StatusPart::default()
+        },
+    };
+    (status, stuck.next)
 }
 
 /// What the management state leaves to do.

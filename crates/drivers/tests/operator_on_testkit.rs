@@ -49,6 +49,7 @@ fn start_with_hook(
                 operator_log_level,
                 host_fips: false,
                 hosted: None,
+                stuck_claims_after: None,
             },
             metrics,
             Readiness::default(),

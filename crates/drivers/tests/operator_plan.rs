@@ -130,8 +130,11 @@ fn managed_applies_every_operand_and_reports_every_controller() {
             "GCPPDDriverNodeServiceController",
             "StorageClassController",
             "GCPPDDriverServiceMonitorController",
+            "GCPPDStuckClaimsController",
         ]
     );
+    // No claim is Pending: none is reported stuck.
+    assert_eq!(status_of(&plan, "GCPPDStuckClaims"), ConditionStatus::False);
     // Nothing observed yet: waiting for the workloads, not degraded.
     assert_eq!(
         status_of(&plan, "GCPPDDriverControllerServiceControllerAvailable"),
@@ -882,4 +885,36 @@ fn only_our_operands_of_rendered_kinds_that_this_version_does_not_render_are_del
     // A pass that plans nothing (here Unmanaged) deletes nothing.
     observed.cluster_csi_driver = Some(driver(json!({"managementState": "Unmanaged"})));
     assert!(run(&observed, &at(0)).deletions.is_empty());
+}
+
+/// A claim Pending on the driver (annotated with it by kube-controller-manager): not reported
+/// before the 5 minutes, with a requeue for the moment it crosses them, then reported.
+#[test]
+fn a_claim_pending_on_the_driver_is_reported_after_five_minutes_and_timed_before() {
+    use csi_kit::claims::PendingClaim;
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    observed.pending_claims = vec![(
+        "shop/orders-db".to_owned(),
+        PendingClaim {
+            class: Some("gone".into()),
+            provisioner: Some("pd.csi.storage.gke.io".into()),
+            selected_node: false,
+            created: Some(at(0).0),
+        },
+    )];
+    let early = run(&observed, &at(60));
+    assert_eq!(status_of(&early, "GCPPDStuckClaims"), ConditionStatus::False);
+    // Due at 301 s; nothing else asks for an earlier pass in this plan but the progressing
+    // deadline of a Deployment that does not exist yet.
+    assert!(early.requeue.is_some_and(|r| r <= Duration::from_secs(241)));
+    let late = run(&observed, &at(301));
+    let (_, status, message) = conditions(&late)
+        .into_iter()
+        .find(|c| c.0 == "GCPPDStuckClaims")
+        .unwrap();
+    assert_eq!(status, ConditionStatus::True);
+    assert!(
+        message.contains("shop/orders-db; run `storage-operator diagnose pvc -n shop orders-db`"),
+        "{message}"
+    );
 }

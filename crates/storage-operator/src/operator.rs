@@ -169,6 +169,7 @@ async fn run_declared(
     let settings = csi_driver_deployment::controller::Settings {
         instance: None,
         env: env.clone(),
+        stuck_claims_after: None,
     };
     if let Err(error) = csi_driver_deployment::controller::run(
         client.clone(),

@@ -232,7 +232,8 @@ pub fn build_rbac(
             READ,
         ),
         // Nodes on plain Kubernetes; PVs, PVCs (metadata) and CSINodes for the CSI migration
-        // audit of drivers that replace an in-tree plugin.
+        // audit of drivers that replace an in-tree plugin; PVCs for every driver's report of
+        // the claims stuck Pending on it.
         rule(
             &[""],
             &["nodes", "persistentvolumes", "persistentvolumeclaims"],
