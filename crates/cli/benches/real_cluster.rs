@@ -7,11 +7,17 @@
 //! - start -> all operands: from the process's start to its last write before it settles, as
 //!   the API server's audit log has them, with the requests and writes that took;
 //! - idle requests per minute once settled;
-//! - resident memory (VmRSS) on the empty cluster and with N PersistentVolumes and as many
-//!   claims (half in-tree gcePersistentDisk, half CSI), with Nodes and CSINodes (one per 40
-//!   volumes) and one Pod per 4 claims;
+//! - resident memory (VmRSS, and its peak VmHWM) on the empty cluster and with N
+//!   PersistentVolumes and as many claims (half in-tree gcePersistentDisk, half CSI), with
+//!   Nodes and CSINodes (one per 40 volumes) and one Pod per 4 claims, added while the
+//!   operators run; 12 claims of the driver's class stay Pending (no provisioner runs), so
+//!   its report of stuck claims is active once they are 5 minutes old;
 //! - after the API server was down for 60 s and is back: how long each operator takes to undo a
 //!   deletion of one of its operands;
+//! - volumes first: both operators started anew on the cluster that now holds the volumes (as
+//!   after an upgrade or a lease takeover), their start, and their resident memory right after
+//!   their caches synced (their first write), 20 s after their start and after the idle
+//!   window, with its peak, and the driver's report of the stuck claims;
 //! - with hosted control planes (HyperShift), this control plane as the management cluster of
 //!   10 guests (each a kube-apiserver and etcd of its own): one hosted cluster's storage
 //!   operators (start, idle requests to the management API server, resident memory), then all
@@ -289,6 +295,21 @@ impl Operator {
         kib / 1024.0
     }
 
+    /// The peak of resident memory (VmHWM) since the start, in MiB.
+    fn peak(&self) -> f64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .unwrap()
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .unwrap();
+        kib / 1024.0
+    }
+
     /// Resident memory, in MiB: total (VmRSS), and its heap and other anonymous part.
     fn rss_mib(&self) -> String {
         let field = |file: &str, name: &str| -> f64 {
@@ -307,7 +328,10 @@ impl Operator {
         };
         let total = field("status", "VmRSS:");
         let anonymous = field("smaps_rollup", "Anonymous:");
-        format!("{total:.1} MiB ({anonymous:.1} anonymous)")
+        format!(
+            "{total:.1} MiB ({anonymous:.1} anonymous, peak {:.1})",
+            self.peak()
+        )
     }
 
     fn stop(mut self) {
@@ -406,6 +430,9 @@ async fn bench() {
     // The cluster storage operator, as the ServiceAccount of deploy/kubernetes/.
     e2e::install::storage_operator(&admin).await;
     e2e::ensure_gcp(&admin).await;
+    // Claims of the driver's class that a pod waits for and no provisioner serves: stuck
+    // Pending, reported once 5 minutes old (before the volumes-first phase starts).
+    stuck_claims(&admin, STUCK_CLAIMS).await;
     let cso_kubeconfig = service_account_kubeconfig(
         &admin,
         "openshift-cluster-storage-operator",
@@ -511,10 +538,168 @@ async fn bench() {
     cso.stop();
     driver.stop();
 
+    volumes_first(&admin, &mut audit, idle_window).await;
+
     let guests = env_list("BENCH_HOSTED_GUESTS", &[10])[0];
     if guests > 0 {
         hosted(&admin, &mut audit, guests, idle_window).await;
     }
+}
+
+/// How many claims stay Pending on the GCP PD driver.
+const STUCK_CLAIMS: usize = 12;
+
+/// Creates `count` claims of the GCP PD driver's class `standard-csi` (which binds on first
+/// consumer) with a node selected for their pod, in namespace `bench-stuck`: no provisioner
+/// runs here, so they stay Pending on the driver.
+async fn stuck_claims(admin: &Client, count: usize) {
+    use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
+    let namespace = "bench-stuck";
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    if namespaces.get_opt(namespace).await.unwrap().is_none() {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": namespace}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(admin.clone(), namespace);
+    for i in 0..count {
+        claims
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({
+                    "metadata": {"name": format!("stuck-{i:02}"),
+                                 "annotations": {"volume.kubernetes.io/selected-node": "node-0"}},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "standard-csi",
+                             "resources": {"requests": {"storage": "1Gi"}}},
+                }))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Waits for the first write of `operator` (its first pass, right after its caches synced).
+async fn first_write(audit: &mut Audit, operator: &Operator) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        audit.read();
+        if audit
+            .of(&operator.agent)
+            .any(|e| e.is_write() && e.at >= operator.started)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} wrote nothing in 3 minutes",
+            operator.name
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Volumes first: both operators started anew on the cluster that holds the volumes (an
+/// upgrade, a restart, a lease taken over), their start and resident memory at several
+/// moments, with its peak; then the driver's report of the stuck claims.
+async fn volumes_first(admin: &Client, audit: &mut Audit, idle_window: Duration) {
+    use api::operator_v1::ClusterCSIDriver;
+    let volumes = env_list("BENCH_VOLUMES", &[1000, 4000])
+        .into_iter()
+        .max()
+        .unwrap_or_default();
+    println!(
+        "# volumes first: the operators started on the cluster holding {volumes} PVs + {volumes} PVCs, {STUCK_CLAIMS} of them stuck Pending on the driver"
+    );
+    let cso_kubeconfig = service_account_kubeconfig(
+        admin,
+        "openshift-cluster-storage-operator",
+        "cluster-storage-operator",
+    )
+    .await;
+    let driver_kubeconfig =
+        service_account_kubeconfig(admin, DRIVERS_NAMESPACE, "gcp-pd-csi-driver-operator").await;
+    audit.read();
+    let cso = Operator::start(
+        "cluster storage operator",
+        "(cluster-storage-operator-lock)",
+        &cso_kubeconfig,
+        &[
+            "run",
+            "--operator-image",
+            "localhost/storage-operator:bench",
+        ],
+    );
+    let driver = Operator::start(
+        "GCP PD driver operator",
+        "(gcp-pd-csi-driver-operator-lock)",
+        &driver_kubeconfig,
+        &["driver", "gcp-pd"],
+    );
+    for operator in [&cso, &driver] {
+        first_write(audit, operator).await;
+        println!(
+            "{}: resident memory right after its caches synced (its first write, {} after its start): {}",
+            operator.name,
+            seconds(SystemTime::now().duration_since(operator.started).unwrap()),
+            operator.rss_mib()
+        );
+    }
+    let twenty = driver.started + Duration::from_secs(20);
+    if let Ok(left) = twenty.duration_since(SystemTime::now()) {
+        tokio::time::sleep(left).await;
+    }
+    println!(
+        "resident memory 20 s after the start: {} {}, {} {}",
+        cso.name,
+        cso.rss_mib(),
+        driver.name,
+        driver.rss_mib()
+    );
+    for operator in [&cso, &driver] {
+        let (last, requests, writes) = settle(audit, operator, Duration::from_secs(5)).await;
+        println!(
+            "{}: start -> all operands {}, {requests} requests ({writes} writes)",
+            operator.name,
+            seconds(last.duration_since(operator.started).unwrap()),
+        );
+    }
+    for operator in [&cso, &driver] {
+        let (per_minute, writes, _) = idle(audit, operator, idle_window).await;
+        println!(
+            "{}: idle {per_minute:.1} requests/min ({writes} writes) over {}",
+            operator.name,
+            seconds(idle_window)
+        );
+    }
+    println!(
+        "resident memory after the idle window: {} {}, {} {}",
+        cso.name,
+        cso.rss_mib(),
+        driver.name,
+        driver.rss_mib()
+    );
+    let reported = Api::<ClusterCSIDriver>::all(admin.clone())
+        .get("pd.csi.storage.gke.io")
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.condition("GCPPDStuckClaims").cloned());
+    println!(
+        "GCPPDStuckClaims: {}",
+        reported.map_or("not reported".to_owned(), |c| format!(
+            "{} {}: {}",
+            c.status,
+            c.reason.unwrap_or_default(),
+            c.message.unwrap_or_default()
+        ))
+    );
+    cso.stop();
+    driver.stop();
 }
 
 /// Guest control planes of the bench, stopped when dropped.
