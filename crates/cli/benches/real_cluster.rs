@@ -15,9 +15,10 @@
 //! - after the API server was down for 60 s and is back: how long each operator takes to undo a
 //!   deletion of one of its operands;
 //! - volumes first: both operators started anew on the cluster that now holds the volumes (as
-//!   after an upgrade or a lease takeover), their start, and their resident memory right after
-//!   their caches synced (their first write), 20 s after their start and after the idle
-//!   window, with its peak, and the driver's report of the stuck claims;
+//!   after an upgrade or a lease takeover): the time until their caches synced (`/readyz`), the
+//!   requests until they are quiet, their resident memory right after the sync, 20 s after
+//!   their start and after the idle window, with its peak, and the driver's report of the
+//!   stuck claims;
 //! - with hosted control planes (HyperShift), this control plane as the management cluster of
 //!   10 guests (each a kube-apiserver and etcd of its own): one hosted cluster's storage
 //!   operators (start, idle requests to the management API server, resident memory), then all
@@ -257,6 +258,39 @@ impl Operator {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
+        Self::spawn(name, agent, kubeconfig, args, env, "127.0.0.1:0")
+    }
+
+    /// [`Operator::start`] with its admin server on a free port of its own, for
+    /// [`Operator::wait_ready`]; the port.
+    fn start_serving(
+        name: &'static str,
+        agent: &str,
+        kubeconfig: &Path,
+        args: &[&str],
+    ) -> (Self, u16) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut args = args.to_vec();
+        args.push("--no-leader-election");
+        let address = format!("127.0.0.1:{port}");
+        (
+            Self::spawn(name, agent, kubeconfig, &args, &[], &address),
+            port,
+        )
+    }
+
+    fn spawn(
+        name: &'static str,
+        agent: &str,
+        kubeconfig: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        admin_address: &str,
+    ) -> Self {
         let started = SystemTime::now();
         // `BENCH_BINARY` runs another build of the binary (one with symbols, to profile it).
         let binary = std::env::var_os("BENCH_BINARY").map_or_else(
@@ -265,7 +299,7 @@ impl Operator {
         );
         let child = Command::new(binary)
             .args(args)
-            .args(["--admin-address", "127.0.0.1:0"])
+            .args(["--admin-address", admin_address])
             .envs(env.iter().copied())
             .env("KUBECONFIG", kubeconfig)
             .env("LOG_LEVEL", "warn")
@@ -583,23 +617,51 @@ async fn stuck_claims(admin: &Client, count: usize) {
     }
 }
 
-/// Waits for the first write of `operator` (its first pass, right after its caches synced).
-async fn first_write(audit: &mut Audit, operator: &Operator) {
+/// Waits until the operator on admin `port` is ready (`/readyz`: its caches synced).
+async fn wait_ready(operator: &Operator, port: u16) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        audit.read();
-        if audit
-            .of(&operator.agent)
-            .any(|e| e.is_write() && e.at >= operator.started)
-        {
-            return;
+        if let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            let _ = stream
+                .write_all(b"GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n")
+                .await;
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer).await;
+            if answer.starts_with(b"HTTP/1.1 200") || answer.starts_with(b"HTTP/1.0 200") {
+                return;
+            }
         }
         assert!(
             Instant::now() < deadline,
-            "{} wrote nothing in 3 minutes",
+            "{} was not ready in 3 minutes",
             operator.name
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until `operator` has sent no request for `quiet`; its requests and writes since its
+/// start until then, and the time of its last write (if it wrote).
+async fn quiet_since_start(
+    audit: &mut Audit,
+    operator: &Operator,
+    quiet: Duration,
+) -> (usize, usize, Option<SystemTime>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        audit.read();
+        let mine: Vec<&Event> = audit
+            .of(&operator.agent)
+            .filter(|e| e.at >= operator.started)
+            .collect();
+        let last = mine.iter().map(|e| e.at).max();
+        if last
+            .is_some_and(|last| SystemTime::now().duration_since(last).unwrap_or_default() >= quiet)
+        {
+            let writes: Vec<&&Event> = mine.iter().filter(|e| e.is_write()).collect();
+            return (mine.len(), writes.len(), writes.iter().map(|e| e.at).max());
+        }
     }
 }
 
@@ -624,7 +686,7 @@ async fn volumes_first(admin: &Client, audit: &mut Audit, idle_window: Duration)
     let driver_kubeconfig =
         service_account_kubeconfig(admin, DRIVERS_NAMESPACE, "gcp-pd-csi-driver-operator").await;
     audit.read();
-    let cso = Operator::start(
+    let (cso, cso_port) = Operator::start_serving(
         "cluster storage operator",
         "(cluster-storage-operator-lock)",
         &cso_kubeconfig,
@@ -634,16 +696,16 @@ async fn volumes_first(admin: &Client, audit: &mut Audit, idle_window: Duration)
             "localhost/storage-operator:bench",
         ],
     );
-    let driver = Operator::start(
+    let (driver, driver_port) = Operator::start_serving(
         "GCP PD driver operator",
         "(gcp-pd-csi-driver-operator-lock)",
         &driver_kubeconfig,
         &["driver", "gcp-pd"],
     );
-    for operator in [&cso, &driver] {
-        first_write(audit, operator).await;
+    for (operator, port) in [(&cso, cso_port), (&driver, driver_port)] {
+        wait_ready(operator, port).await;
         println!(
-            "{}: resident memory right after its caches synced (its first write, {} after its start): {}",
+            "{}: caches synced (ready) {} after its start, resident memory then {}",
             operator.name,
             seconds(SystemTime::now().duration_since(operator.started).unwrap()),
             operator.rss_mib()
@@ -661,11 +723,15 @@ async fn volumes_first(admin: &Client, audit: &mut Audit, idle_window: Duration)
         driver.rss_mib()
     );
     for operator in [&cso, &driver] {
-        let (last, requests, writes) = settle(audit, operator, Duration::from_secs(5)).await;
+        let (requests, writes, last_write) =
+            quiet_since_start(audit, operator, Duration::from_secs(5)).await;
         println!(
-            "{}: start -> all operands {}, {requests} requests ({writes} writes)",
+            "{}: from its start until quiet, {requests} requests ({writes} writes{})",
             operator.name,
-            seconds(last.duration_since(operator.started).unwrap()),
+            last_write.map_or(String::new(), |last| format!(
+                ", the last {} after its start",
+                seconds(last.duration_since(operator.started).unwrap_or_default())
+            )),
         );
     }
     for operator in [&cso, &driver] {

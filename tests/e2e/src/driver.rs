@@ -70,6 +70,18 @@ impl Driver {
         &self,
         env: std::collections::BTreeMap<String, String>,
     ) -> Background<driver_operator::StartError> {
+        self.start_with_settings(driver_operator::Settings {
+            env,
+            ..driver_operator::Settings::default()
+        })
+    }
+
+    /// As [`Driver::start`], with the operator's `settings` (e.g. a shorter threshold for the
+    /// report of claims stuck Pending).
+    pub fn start_with_settings(
+        &self,
+        settings: driver_operator::Settings,
+    ) -> Background<driver_operator::StartError> {
         let client = self.operator.client.clone();
         let def = self.def.clone();
         let metrics = Metrics::new();
@@ -80,10 +92,7 @@ impl Driver {
             driver_operator::run_with_extras(
                 client,
                 def,
-                driver_operator::Settings {
-                    env,
-                    ..driver_operator::Settings::default()
-                },
+                settings,
                 extras,
                 running,
                 Readiness::default(),
