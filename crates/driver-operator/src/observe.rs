@@ -4,8 +4,8 @@
 //! default-class rule must see other classes); nodes only on plain Kubernetes; for a driver
 //! that replaces an in-tree plugin, PVs and the metadata of PVCs and CSINodes (see
 //! [`super::migration`]); for every driver, the PVCs that may be stuck Pending on it (see
-//! [`csi_kit::claims`]; only those are kept). Kinds whose CRD may be missing (ServiceMonitor, VolumeSnapshotClass,
-//! CredentialsRequest) get a cache once their CRD exists. The sources of a driver's copied
+//! [`csi_kit::claims`]; only those are kept). Kinds whose CRD may be missing (ServiceMonitor,
+//! VolumeSnapshotClass, CredentialsRequest) get a cache once their CRD exists. The sources of a driver's copied
 //! ConfigMaps are watched by name in their own namespaces; PersistentVolumes only for drivers
 //! whose removal waits for them. Source ConfigMaps of derived ConfigMaps (e.g.
 //! `openshift-config/cloud-provider-config`) are watched by name.
