@@ -903,7 +903,10 @@ fn a_claim_pending_on_the_driver_is_reported_after_five_minutes_and_timed_before
         },
     )];
     let early = run(&observed, &at(60));
-    assert_eq!(status_of(&early, "GCPPDStuckClaims"), ConditionStatus::False);
+    assert_eq!(
+        status_of(&early, "GCPPDStuckClaims"),
+        ConditionStatus::False
+    );
     // Due at 301 s; nothing else asks for an earlier pass in this plan but the progressing
     // deadline of a Deployment that does not exist yet.
     assert!(early.requeue.is_some_and(|r| r <= Duration::from_secs(241)));
