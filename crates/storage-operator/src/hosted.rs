@@ -329,6 +329,14 @@ pub fn build_hosted_deployment(
             })
         })
         .collect();
+    // HyperShift's token minter, where the driver operator's cloud identity needs it and its
+    // image is known.
+    let minter = entry.hosted_token_minter.zip(
+        inputs
+            .env
+            .get(HYPERSHIFT_IMAGE_ENV)
+            .filter(|image| !image.trim().is_empty()),
+    );
     if let Some(container) = spec.containers.first_mut() {
         container.args.get_or_insert_with(Vec::new).push(format!(
             "--guest-kubeconfig={GUEST_KUBECONFIG_DIR}/kubeconfig"
@@ -343,8 +351,112 @@ pub fn build_hosted_deployment(
                 read_only: Some(true),
                 ..VolumeMount::default()
             });
+        if minter.is_some() {
+            container
+                .volume_mounts
+                .get_or_insert_with(Vec::new)
+                .push(VolumeMount {
+                    name: TOKEN_VOLUME.to_owned(),
+                    mount_path: TOKEN_DIR.to_owned(),
+                    ..VolumeMount::default()
+                });
+        }
+    }
+    if let Some(((namespace, service_account), image)) = minter {
+        add_token_minter(spec, namespace, service_account, image);
     }
     deployment
+}
+
+/// The environment variable with HyperShift's image (its control-plane operator binary).
+pub const HYPERSHIFT_IMAGE_ENV: &str = "HYPERSHIFT_IMAGE";
+/// Where the token minter writes the guest ServiceAccount's token, and the operator reads it.
+const TOKEN_DIR: &str = "/var/run/secrets/openshift/serviceaccount";
+const TOKEN_VOLUME: &str = "web-identity-token";
+/// The token minter's own mount of the guest kubeconfig, as HyperShift's pods have it.
+const MINTER_KUBECONFIG_VOLUME: &str = csi_kit::hosted::GUEST_KUBECONFIG_VOLUME;
+
+/// HyperShift's token minter, first in the pod as OpenShift's has it: it writes a token of the
+/// guest ServiceAccount `namespace/service_account` (audience `openshift`) into a memory
+/// volume the operator mounts, from the guest kubeconfig Secret.
+fn add_token_minter(
+    spec: &mut k8s_openapi::api::core::v1::PodSpec,
+    namespace: &str,
+    service_account: &str,
+    image: &str,
+) {
+    let minter = k8s_openapi::api::core::v1::Container {
+        name: "token-minter".to_owned(),
+        image: Some(image.to_owned()),
+        image_pull_policy: Some("IfNotPresent".to_owned()),
+        command: Some(vec![
+            "/usr/bin/control-plane-operator".to_owned(),
+            "token-minter".to_owned(),
+        ]),
+        args: Some(vec![
+            format!("--service-account-namespace={namespace}"),
+            format!("--service-account-name={service_account}"),
+            "--token-audience=openshift".to_owned(),
+            format!("--token-file={TOKEN_DIR}/token"),
+            format!(
+                "--kubeconfig={}/kubeconfig",
+                csi_kit::hosted::GUEST_KUBECONFIG_DIR
+            ),
+        ]),
+        resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+            requests: Some(
+                [
+                    (
+                        "cpu".to_owned(),
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("10m".into()),
+                    ),
+                    (
+                        "memory".to_owned(),
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("10Mi".into()),
+                    ),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: TOKEN_VOLUME.to_owned(),
+                mount_path: TOKEN_DIR.to_owned(),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: MINTER_KUBECONFIG_VOLUME.to_owned(),
+                mount_path: csi_kit::hosted::GUEST_KUBECONFIG_DIR.to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Default::default()
+    };
+    spec.containers.insert(0, minter);
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.insert(
+        0,
+        Volume {
+            name: TOKEN_VOLUME.to_owned(),
+            empty_dir: Some(Default::default()),
+            ..Volume::default()
+        },
+    );
+    volumes.insert(
+        1,
+        Volume {
+            name: MINTER_KUBECONFIG_VOLUME.to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(GUEST_KUBECONFIG_SECRET.to_owned()),
+                default_mode: Some(0o644),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    );
 }
 
 /// The variable of a driver's control-plane image: `AWS_EBS_DRIVER_IMAGE` gives
