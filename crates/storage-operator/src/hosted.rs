@@ -637,17 +637,48 @@ mod tests {
             spec.security_context.as_ref().unwrap().run_as_user,
             Some(1001)
         );
+        // As OpenShift's pod: the token minter's two volumes, then the guest kubeconfig.
+        let volumes: Vec<&str> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.as_str())
+            .collect();
         assert_eq!(
-            spec.volumes.as_ref().unwrap()[0].name,
-            GUEST_KUBECONFIG_VOLUME
+            volumes[..3],
+            [
+                TOKEN_VOLUME,
+                MINTER_KUBECONFIG_VOLUME,
+                GUEST_KUBECONFIG_VOLUME
+            ]
         );
-        let container = &spec.containers[0];
+        // HyperShift's token minter first, for the guest controller's ServiceAccount.
+        let minter = &spec.containers[0];
+        assert_eq!(minter.name, "token-minter");
+        assert_eq!(minter.image.as_deref(), Some("example.com/hypershift:1"));
+        assert!(
+            minter
+                .args
+                .iter()
+                .flatten()
+                .any(|a| a == "--service-account-name=aws-ebs-csi-driver-controller-sa")
+        );
+        let container = &spec.containers[1];
+        assert_eq!(container.name, "operator");
         assert!(
             container
                 .args
                 .iter()
                 .flatten()
                 .any(|a| a == "--guest-kubeconfig=/etc/guest-kubeconfig/kubeconfig")
+        );
+        assert!(
+            container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.name == TOKEN_VOLUME && m.mount_path == TOKEN_DIR),
+            "the operator reads the minted token"
         );
         let env: BTreeMap<&str, &str> = container
             .env
