@@ -371,7 +371,7 @@ pub fn build_hosted_deployment(
 /// The environment variable with HyperShift's image (its control-plane operator binary).
 pub const HYPERSHIFT_IMAGE_ENV: &str = "HYPERSHIFT_IMAGE";
 /// Where the token minter writes the guest ServiceAccount's token, and the operator reads it.
-const TOKEN_DIR: &str = "/var/run/secrets/openshift/serviceaccount";
+use csi_kit::hosted::TOKEN_DIR;
 const TOKEN_VOLUME: &str = "web-identity-token";
 /// The token minter's own mount of the guest kubeconfig, as HyperShift's pods have it.
 const MINTER_KUBECONFIG_VOLUME: &str = csi_kit::hosted::GUEST_KUBECONFIG_VOLUME;
@@ -385,56 +385,12 @@ fn add_token_minter(
     service_account: &str,
     image: &str,
 ) {
-    let minter = k8s_openapi::api::core::v1::Container {
-        name: "token-minter".to_owned(),
-        image: Some(image.to_owned()),
-        image_pull_policy: Some("IfNotPresent".to_owned()),
-        command: Some(vec![
-            "/usr/bin/control-plane-operator".to_owned(),
-            "token-minter".to_owned(),
-        ]),
-        args: Some(vec![
-            format!("--service-account-namespace={namespace}"),
-            format!("--service-account-name={service_account}"),
-            "--token-audience=openshift".to_owned(),
-            format!("--token-file={TOKEN_DIR}/token"),
-            format!(
-                "--kubeconfig={}/kubeconfig",
-                csi_kit::hosted::GUEST_KUBECONFIG_DIR
-            ),
-        ]),
-        resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
-            requests: Some(
-                [
-                    (
-                        "cpu".to_owned(),
-                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("10m".into()),
-                    ),
-                    (
-                        "memory".to_owned(),
-                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("10Mi".into()),
-                    ),
-                ]
-                .into(),
-            ),
-            ..Default::default()
-        }),
-        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: TOKEN_VOLUME.to_owned(),
-                mount_path: TOKEN_DIR.to_owned(),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: MINTER_KUBECONFIG_VOLUME.to_owned(),
-                mount_path: csi_kit::hosted::GUEST_KUBECONFIG_DIR.to_owned(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-        ]),
-        ..Default::default()
-    };
+    let minter = csi_kit::hosted::token_minter(
+        Some(image.to_owned()),
+        namespace,
+        service_account,
+        TOKEN_VOLUME,
+    );
     spec.containers.insert(0, minter);
     let volumes = spec.volumes.get_or_insert_with(Vec::new);
     volumes.insert(
