@@ -310,7 +310,15 @@ impl Operator {
         format!("{total:.1} MiB ({anonymous:.1} anonymous)")
     }
 
-    fn stop(mut self) {
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+/// An operator the bench started is stopped (SIGTERM, then waited for) however the bench ends,
+/// a failed assertion included.
+impl Drop for Operator {
+    fn drop(&mut self) {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
