@@ -47,55 +47,11 @@ metadata: {name: openshift-cluster-storage-operator}
 apiVersion: v1
 kind: Namespace
 metadata: {name: openshift-cluster-csi-drivers}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: openshift-config}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: openshift-config-managed}
----
-apiVersion: config.openshift.io/v1
-kind: Infrastructure
-metadata: {name: cluster}
-spec: {platformSpec: {type: AWS}}
----
-apiVersion: config.openshift.io/v1
-kind: Proxy
-metadata: {name: cluster}
-spec: {}
----
-apiVersion: config.openshift.io/v1
-kind: APIServer
-metadata: {name: cluster}
-spec: {}
----
-apiVersion: config.openshift.io/v1
-kind: FeatureGate
-metadata: {name: cluster}
-spec: {}
----
-apiVersion: config.openshift.io/v1
-kind: ClusterVersion
-metadata: {name: version}
-spec: {clusterID: 11111111-2222-3333-4444-555555555555}
----
-apiVersion: operator.openshift.io/v1
-kind: Storage
-metadata: {name: cluster}
-spec: {managementState: Managed, logLevel: Normal, operatorLogLevel: Normal}
----
-apiVersion: config.openshift.io/v1
-kind: ClusterOperator
-metadata: {name: storage}
-spec: {}
 EOF
-gstatus() { guest patch "$1" cluster --subresource=status --type=merge -p "$2" >/dev/null; }
-gstatus infrastructure '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"side-by-side","controlPlaneTopology":"External","infrastructureTopology":"HighlyAvailable","apiServerURL":"https://api.x:6443","apiServerInternalURI":"https://api-int.x:6443","etcdDiscoveryDomain":""}}'
-gstatus featuregate "{\"status\":{\"featureGates\":[{\"version\":\"$version\",\"enabled\":[],\"disabled\":[{\"name\":\"SELinuxMountGAReadiness\"},{\"name\":\"Example\"}]}]}}"
-guest patch clusterversion version --subresource=status --type=merge -p "{\"status\":{\"desired\":{\"version\":\"$version\",\"image\":\"x\"},\"history\":[{\"state\":\"Completed\",\"version\":\"$version\",\"image\":\"x\",\"startedTime\":\"2026-01-01T00:00:00Z\",\"completionTime\":\"2026-01-01T00:01:00Z\",\"verified\":false}],\"observedGeneration\":1,\"versionHash\":\"x\",\"availableUpdates\":[]}}" >/dev/null
-guest patch clusteroperator storage --subresource=status --type=merge -p "{\"status\":{\"versions\":[{\"name\":\"operator\",\"version\":\"$version\"}]}}" >/dev/null
+k() { guest "$@"; }
+# shellcheck source=openshift-cluster.sh
+source "$(dirname "$0")/openshift-cluster.sh"
+openshift_cluster External
 
 # The management cluster: what HyperShift makes for a hosted cluster.
 mgmt apply -f - >/dev/null <<EOF

@@ -34,50 +34,12 @@ for kind in apiservers clusterversions; do
   }
 done
 
-kubectl apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: openshift-config}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: openshift-config-managed}
----
-apiVersion: config.openshift.io/v1
-kind: Infrastructure
-metadata: {name: cluster}
-spec: {platformSpec: {type: AWS}}
----
-apiVersion: config.openshift.io/v1
-kind: Proxy
-metadata: {name: cluster}
-spec: {}
----
-apiVersion: config.openshift.io/v1
-kind: APIServer
-metadata: {name: cluster}
-spec: {}
----
-apiVersion: config.openshift.io/v1
-kind: FeatureGate
-metadata: {name: cluster}
-spec: {}
----
-apiVersion: config.openshift.io/v1
-kind: ClusterVersion
-metadata: {name: version}
-spec: {clusterID: 11111111-2222-3333-4444-555555555555}
----
-apiVersion: operator.openshift.io/v1
-kind: Storage
-metadata: {name: cluster}
-spec: {managementState: Managed, logLevel: Normal, operatorLogLevel: Normal}
----
-apiVersion: config.openshift.io/v1
-kind: ClusterOperator
-metadata: {name: storage}
-spec: {}
-EOF
+# The singletons of an OpenShift cluster on AWS, applied with their statuses after the
+# install below.
+k() { kubectl "$@"; }
+# shellcheck source=openshift-cluster.sh
+source "$(dirname "$0")/openshift-cluster.sh"
+
 # deploy/openshift without the operator's Deployment (and its CredentialsRequest, whose kind
 # only OpenShift serves): its namespaces, ServiceAccount, RBAC and policies.
 python3 - "$root/deploy/openshift/storage-operator.yaml" > "$work/install.json" <<'PY'
@@ -88,11 +50,7 @@ items = [d for d in yaml.safe_load_all(open(sys.argv[1]))
 print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 PY
 kubectl apply -f "$work/install.json" >/dev/null
-status() { kubectl patch "$1" cluster --subresource=status --type=merge -p "$2" >/dev/null; }
-status infrastructure '{"status":{"platform":"AWS","platformStatus":{"type":"AWS","aws":{"region":"us-east-1"}},"infrastructureName":"side-by-side","controlPlaneTopology":"HighlyAvailable","infrastructureTopology":"HighlyAvailable","apiServerURL":"https://api.x:6443","apiServerInternalURI":"https://api-int.x:6443","etcdDiscoveryDomain":""}}'
-status featuregate "{\"status\":{\"featureGates\":[{\"version\":\"$version\",\"enabled\":[],\"disabled\":[{\"name\":\"SELinuxMountGAReadiness\"},{\"name\":\"Example\"}]}]}}"
-kubectl patch clusterversion version --subresource=status --type=merge -p "{\"status\":{\"desired\":{\"version\":\"$version\",\"image\":\"x\"},\"history\":[{\"state\":\"Completed\",\"version\":\"$version\",\"image\":\"x\",\"startedTime\":\"2026-01-01T00:00:00Z\",\"completionTime\":\"2026-01-01T00:01:00Z\",\"verified\":false}],\"observedGeneration\":1,\"versionHash\":\"x\",\"availableUpdates\":[]}}" >/dev/null
-kubectl patch clusteroperator storage --subresource=status --type=merge -p "{\"status\":{\"versions\":[{\"name\":\"operator\",\"version\":\"$version\"}]}}" >/dev/null
+openshift_cluster HighlyAvailable
 
 cat > "$work/conditions.py" <<'PY'
 import json, sys

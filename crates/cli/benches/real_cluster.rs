@@ -368,7 +368,15 @@ impl Operator {
         )
     }
 
-    fn stop(mut self) {
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+/// An operator the bench started is stopped (SIGTERM, then waited for) however the bench ends,
+/// a failed assertion included.
+impl Drop for Operator {
+    fn drop(&mut self) {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
@@ -870,15 +878,17 @@ async fn hosted(admin: &Client, audit: &mut Audit, guests: usize, idle_window: D
         );
         // The AWS EBS driver operator, once the storage operator made its identities.
         let driver_sa = "aws-ebs-csi-driver-operator";
-        let operator_sa: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-            Api::namespaced(guest.clone(), DRIVERS_NAMESPACE);
         let deadline = Instant::now() + Duration::from_secs(120);
-        while operator_sa.get_opt(driver_sa).await.unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "no driver operator ServiceAccount in guest {i}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        for (client, namespace) in [(&guest, DRIVERS_NAMESPACE), (admin, namespace.as_str())] {
+            let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+                Api::namespaced(client.clone(), namespace);
+            while accounts.get_opt(driver_sa).await.unwrap().is_none() {
+                assert!(
+                    Instant::now() < deadline,
+                    "no driver operator ServiceAccount in {namespace} for guest {i}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
         }
         let driver_on_management =
             service_account_kubeconfig_of(admin, &management_path, &namespace, driver_sa).await;

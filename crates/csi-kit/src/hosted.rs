@@ -396,6 +396,64 @@ fn rehash_for_control_plane(
     }
 }
 
+/// Where HyperShift's token minter writes a token, and its readers find it.
+pub const TOKEN_DIR: &str = "/var/run/secrets/openshift/serviceaccount";
+/// HyperShift's token minter container's name.
+pub const TOKEN_MINTER_CONTAINER: &str = "token-minter";
+
+/// HyperShift's token minter (its control-plane operator's `token-minter`), for a pod in the
+/// management cluster that needs a token of the guest's ServiceAccount
+/// `namespace/service_account` (audience `openshift`), which the kubelet there cannot issue:
+/// it asks the guest for one through the guest kubeconfig (the pod's [`guest_kubeconfig_volume`])
+/// and writes it to [`TOKEN_DIR`] in the volume `token_volume`, as OpenShift's pods have it.
+pub fn token_minter(
+    image: Option<String>,
+    namespace: &str,
+    service_account: &str,
+    token_volume: &str,
+) -> k8s_openapi::api::core::v1::Container {
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    Container {
+        name: TOKEN_MINTER_CONTAINER.to_owned(),
+        image,
+        image_pull_policy: Some("IfNotPresent".to_owned()),
+        command: Some(vec![
+            "/usr/bin/control-plane-operator".to_owned(),
+            "token-minter".to_owned(),
+        ]),
+        args: Some(vec![
+            format!("--service-account-namespace={namespace}"),
+            format!("--service-account-name={service_account}"),
+            "--token-audience=openshift".to_owned(),
+            format!("--token-file={TOKEN_DIR}/token"),
+            format!("--kubeconfig={GUEST_KUBECONFIG_PATH}"),
+        ]),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), Quantity("10m".to_owned())),
+                ("memory".to_owned(), Quantity("10Mi".to_owned())),
+            ])),
+            ..ResourceRequirements::default()
+        }),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: token_volume.to_owned(),
+                mount_path: TOKEN_DIR.to_owned(),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: GUEST_KUBECONFIG_VOLUME.to_owned(),
+                mount_path: GUEST_KUBECONFIG_DIR.to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    }
+}
+
 /// The controller pod's volume of the guest kubeconfig Secret.
 pub fn guest_kubeconfig_volume() -> Volume {
     Volume {

@@ -596,6 +596,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
     {
         failures.push((Some(Group::ControllerService), "transport", message));
     }
+    // And a guest that does not answer, which only the log can say.
+    if let Some(management) = &context.management
+        && let Some(message) =
+            observe::guest_unreachable(&context.health, &context.client, &management.namespace)
+                .await
+    {
+        failures.push((None, "transport", message));
+    }
     for group in Group::ALL {
         let messages: Vec<&str> = failures
             .iter()

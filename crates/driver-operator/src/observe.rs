@@ -216,10 +216,39 @@ pub async fn management_unreachable(
     namespace: &str,
 ) -> Option<String> {
     let suffix = management_watch_suffix(namespace);
+    unreachable(health, client, "management cluster", |watch| {
+        watch.ends_with(&suffix)
+    })
+    .await
+}
+
+/// With a hosted control plane: why the guest cluster is unreachable, when it is (its watches,
+/// all but the management cluster's, have failed and its `/version` does not answer). Its
+/// status cannot say so; the log does, naming the guest.
+pub async fn guest_unreachable(
+    health: &opkit::runtime::WatchHealth,
+    client: &Client,
+    namespace: &str,
+) -> Option<String> {
+    let suffix = management_watch_suffix(namespace);
+    unreachable(health, client, "guest cluster", |watch| {
+        !watch.ends_with(&suffix)
+    })
+    .await
+}
+
+/// Whether the `cluster` that `client` reaches answers, asked when the watches of it (those
+/// `of_it` says are) have failed.
+async fn unreachable(
+    health: &opkit::runtime::WatchHealth,
+    client: &Client,
+    cluster: &str,
+    of_it: impl Fn(&str) -> bool,
+) -> Option<String> {
     let failing: Vec<opkit::runtime::Failing> = health
         .failing()
         .into_iter()
-        .filter(|f| f.watch.ends_with(&suffix))
+        .filter(|f| of_it(&f.watch))
         .collect();
     let first = failing.iter().min_by_key(|f| f.since)?;
     match client.apiserver_version().await {
@@ -232,9 +261,9 @@ pub async fn management_unreachable(
             let since = k8s_openapi::jiff::Timestamp::try_from(first.since)
                 .map(|t| t.to_string())
                 .unwrap_or_default();
-            tracing::warn!(%error, watch = %first.watch, "the management cluster does not answer");
+            tracing::warn!(%error, watch = %first.watch, "the {cluster} does not answer");
             Some(format!(
-                "the management cluster does not answer: {error} (its watch of {} has failed since {since}: {})",
+                "the {cluster} does not answer: {error} (its watch of {} has failed since {since}: {})",
                 first.watch, first.error
             ))
         }

@@ -5,15 +5,10 @@
 //! when it has one, and the KMS key of `driverConfig.aws.kmsKeyARN` as a StorageClass
 //! parameter. With a hosted control plane, HyperShift's token minter next to the controller.
 
-use std::collections::BTreeMap;
-
 use csi_kit::{DriverDef, Hooks, Inputs};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ResourceRequirements, SecurityContext, Volume, VolumeMount,
-};
+use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, SecurityContext, Volume, VolumeMount};
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::common::{
     add_volume, driver_container, drop_missing_credentials, from_secret, literal, memory_volume,
@@ -62,10 +57,8 @@ pub fn def() -> Result<DriverDef, DriverError> {
 
 /// The controller's volume of the web identity token.
 const TOKEN_VOLUME: &str = "bound-sa-token";
-/// Where the driver reads that token.
-const TOKEN_DIR: &str = "/var/run/secrets/openshift/serviceaccount";
 /// HyperShift's token minter container.
-pub const TOKEN_MINTER_CONTAINER: &str = "token-minter";
+pub use csi_kit::hosted::TOKEN_MINTER_CONTAINER;
 
 /// With a hosted control plane the controller runs in the management cluster, where the
 /// kubelet cannot issue tokens of the guest's ServiceAccount: HyperShift's token minter asks
@@ -83,48 +76,16 @@ fn with_hosted_token_minter(inputs: &Inputs, deployment: &mut Deployment) {
     };
     let service_account = spec.service_account_name.clone().unwrap_or_default();
     put_volume(spec, memory_volume(TOKEN_VOLUME));
-    let minter = Container {
-        name: TOKEN_MINTER_CONTAINER.to_owned(),
-        image: inputs.extra_images.get("tokenMinter").cloned(),
-        image_pull_policy: Some("IfNotPresent".to_owned()),
-        command: Some(vec![
-            "/usr/bin/control-plane-operator".to_owned(),
-            "token-minter".to_owned(),
-        ]),
-        args: Some(vec![
-            format!("--service-account-namespace={namespace}"),
-            format!("--service-account-name={service_account}"),
-            "--token-audience=openshift".to_owned(),
-            format!("--token-file={TOKEN_DIR}/token"),
-            format!("--kubeconfig={}", csi_kit::hosted::GUEST_KUBECONFIG_PATH),
-        ]),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_owned(), Quantity("10m".to_owned())),
-                ("memory".to_owned(), Quantity("10Mi".to_owned())),
-            ])),
-            ..ResourceRequirements::default()
-        }),
-        security_context: Some(SecurityContext {
-            read_only_root_filesystem: Some(true),
-            ..SecurityContext::default()
-        }),
-        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: TOKEN_VOLUME.to_owned(),
-                mount_path: TOKEN_DIR.to_owned(),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: csi_kit::hosted::GUEST_KUBECONFIG_VOLUME.to_owned(),
-                mount_path: csi_kit::hosted::GUEST_KUBECONFIG_DIR.to_owned(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-        ]),
-        ..Container::default()
-    };
+    let mut minter = csi_kit::hosted::token_minter(
+        inputs.extra_images.get("tokenMinter").cloned(),
+        &namespace,
+        &service_account,
+        TOKEN_VOLUME,
+    );
+    minter.security_context = Some(SecurityContext {
+        read_only_root_filesystem: Some(true),
+        ..SecurityContext::default()
+    });
     // Last, as OpenShift's pod has it.
     spec.containers.retain(|c| c.name != TOKEN_MINTER_CONTAINER);
     spec.containers.push(minter);

@@ -329,6 +329,14 @@ pub fn build_hosted_deployment(
             })
         })
         .collect();
+    // HyperShift's token minter, where the driver operator's cloud identity needs it and its
+    // image is known.
+    let minter = entry.hosted_token_minter.zip(
+        inputs
+            .env
+            .get(HYPERSHIFT_IMAGE_ENV)
+            .filter(|image| !image.trim().is_empty()),
+    );
     if let Some(container) = spec.containers.first_mut() {
         container.args.get_or_insert_with(Vec::new).push(format!(
             "--guest-kubeconfig={GUEST_KUBECONFIG_DIR}/kubeconfig"
@@ -343,8 +351,68 @@ pub fn build_hosted_deployment(
                 read_only: Some(true),
                 ..VolumeMount::default()
             });
+        if minter.is_some() {
+            container
+                .volume_mounts
+                .get_or_insert_with(Vec::new)
+                .push(VolumeMount {
+                    name: TOKEN_VOLUME.to_owned(),
+                    mount_path: TOKEN_DIR.to_owned(),
+                    ..VolumeMount::default()
+                });
+        }
+    }
+    if let Some(((namespace, service_account), image)) = minter {
+        add_token_minter(spec, namespace, service_account, image);
     }
     deployment
+}
+
+/// The environment variable with HyperShift's image (its control-plane operator binary).
+pub const HYPERSHIFT_IMAGE_ENV: &str = "HYPERSHIFT_IMAGE";
+/// Where the token minter writes the guest ServiceAccount's token, and the operator reads it.
+use csi_kit::hosted::TOKEN_DIR;
+const TOKEN_VOLUME: &str = "web-identity-token";
+/// The token minter's own mount of the guest kubeconfig, as HyperShift's pods have it.
+const MINTER_KUBECONFIG_VOLUME: &str = csi_kit::hosted::GUEST_KUBECONFIG_VOLUME;
+
+/// HyperShift's token minter, first in the pod as OpenShift's has it: it writes a token of the
+/// guest ServiceAccount `namespace/service_account` (audience `openshift`) into a memory
+/// volume the operator mounts, from the guest kubeconfig Secret.
+fn add_token_minter(
+    spec: &mut k8s_openapi::api::core::v1::PodSpec,
+    namespace: &str,
+    service_account: &str,
+    image: &str,
+) {
+    let minter = csi_kit::hosted::token_minter(
+        Some(image.to_owned()),
+        namespace,
+        service_account,
+        TOKEN_VOLUME,
+    );
+    spec.containers.insert(0, minter);
+    let volumes = spec.volumes.get_or_insert_with(Vec::new);
+    volumes.insert(
+        0,
+        Volume {
+            name: TOKEN_VOLUME.to_owned(),
+            empty_dir: Some(Default::default()),
+            ..Volume::default()
+        },
+    );
+    volumes.insert(
+        1,
+        Volume {
+            name: MINTER_KUBECONFIG_VOLUME.to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(GUEST_KUBECONFIG_SECRET.to_owned()),
+                default_mode: Some(0o644),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+    );
 }
 
 /// The variable of a driver's control-plane image: `AWS_EBS_DRIVER_IMAGE` gives
@@ -525,17 +593,48 @@ mod tests {
             spec.security_context.as_ref().unwrap().run_as_user,
             Some(1001)
         );
+        // As OpenShift's pod: the token minter's two volumes, then the guest kubeconfig.
+        let volumes: Vec<&str> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.as_str())
+            .collect();
         assert_eq!(
-            spec.volumes.as_ref().unwrap()[0].name,
-            GUEST_KUBECONFIG_VOLUME
+            volumes[..3],
+            [
+                TOKEN_VOLUME,
+                MINTER_KUBECONFIG_VOLUME,
+                GUEST_KUBECONFIG_VOLUME
+            ]
         );
-        let container = &spec.containers[0];
+        // HyperShift's token minter first, for the guest controller's ServiceAccount.
+        let minter = &spec.containers[0];
+        assert_eq!(minter.name, "token-minter");
+        assert_eq!(minter.image.as_deref(), Some("example.com/hypershift:1"));
+        assert!(
+            minter
+                .args
+                .iter()
+                .flatten()
+                .any(|a| a == "--service-account-name=aws-ebs-csi-driver-controller-sa")
+        );
+        let container = &spec.containers[1];
+        assert_eq!(container.name, "operator");
         assert!(
             container
                 .args
                 .iter()
                 .flatten()
                 .any(|a| a == "--guest-kubeconfig=/etc/guest-kubeconfig/kubeconfig")
+        );
+        assert!(
+            container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.name == TOKEN_VOLUME && m.mount_path == TOKEN_DIR),
+            "the operator reads the minted token"
         );
         let env: BTreeMap<&str, &str> = container
             .env

@@ -287,6 +287,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             &control_plane.namespace,
         )
         .await;
+        // A guest that does not answer cannot be told so; the log says it (and the pass
+        // fails on its writes, retried with backoff).
+        driver_operator::observe::guest_unreachable(
+            context.caches.health(),
+            &context.client,
+            &control_plane.namespace,
+        )
+        .await;
     }
     if let Some(storage) = &observed.storage {
         let level = storage.spec.operator.operator_log_level();

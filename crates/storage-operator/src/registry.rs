@@ -85,6 +85,10 @@ pub struct DriverEntry {
     /// Images passed to the driver operator only with a hosted control plane, as
     /// [`DriverEntry::extra_image_envs`] (AWS's HyperShift image, for its token minter).
     pub hosted_image_envs: &'static [(&'static str, &'static str)],
+    /// With a hosted control plane, HyperShift's token minter beside the driver operator: the
+    /// guest ServiceAccount (namespace, name) whose token it writes for the operator's cloud
+    /// identity (AWS STS web identity), as OpenShift's AWS EBS operator has it.
+    pub hosted_token_minter: Option<(&'static str, &'static str)>,
 }
 
 /// An OLM-installed predecessor of a driver operator.
@@ -134,6 +138,7 @@ const fn platform_driver(
         operator_config: true,
         hosted: false,
         hosted_image_envs: &[],
+        hosted_token_minter: None,
     }
 }
 
@@ -184,6 +189,10 @@ pub fn registry() -> Vec<DriverEntry> {
             }),
             hosted: true,
             hosted_image_envs: &[("HYPERSHIFT_IMAGE", "HYPERSHIFT_IMAGE")],
+            hosted_token_minter: Some((
+                "openshift-cluster-csi-drivers",
+                "aws-ebs-csi-driver-controller-sa",
+            )),
             ..platform_driver(
                 "ebs.csi.aws.com",
                 "aws-ebs",

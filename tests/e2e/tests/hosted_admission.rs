@@ -104,7 +104,12 @@ async fn every_hosted_object_passes_the_admission_of_the_cluster_it_goes_to() {
         })
         .collect();
     assert_eq!(started.len(), 6, "OpenShift's six HyperShift drivers");
-    let env = BTreeMap::new();
+    // HyperShift's image: AWS EBS's driver operator gets its token minter, admitted too.
+    let env: BTreeMap<String, String> = [(
+        "HYPERSHIFT_IMAGE".to_owned(),
+        "quay.io/hypershift/hypershift:e2e".to_owned(),
+    )]
+    .into();
     let inputs = StarterInputs {
         topology: Topology::External,
         log_level: api::operator_v1::LogLevel::Normal,
