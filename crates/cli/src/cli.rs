@@ -73,6 +73,18 @@ pub struct ProcessArgs {
     #[arg(long, env = "ADMIN_ADDRESS", default_value = "0.0.0.0:8080")]
     pub admin_address: std::net::SocketAddr,
 
+    /// Serve /metrics over HTTPS on this address (OpenShift's operators: 0.0.0.0:8443), to
+    /// callers the API server allows to `get` the URL `/metrics` (a bearer token or a client
+    /// certificate of its client CA), instead of over HTTP on the admin address.
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics_address: Option<std::net::SocketAddr>,
+
+    /// The serving certificate of --metrics-address: a directory with tls.crt and tls.key (as
+    /// service-ca's Secret is mounted), read again as it changes; a self-signed certificate is
+    /// served while it has none.
+    #[arg(long, value_name = "DIR", default_value = opkit::secure_metrics::DEFAULT_CERT_DIR)]
+    pub serving_cert_dir: std::path::PathBuf,
+
     /// Namespace of the leader election Lease (the pod's namespace in a cluster).
     #[arg(long, env = "POD_NAMESPACE")]
     pub namespace: Option<String>,

@@ -8,6 +8,9 @@ use anyhow::Context;
 use opkit::admin::{AdminServer, Readiness};
 use opkit::leader::{LeaderConfig, elect};
 use opkit::metrics::Metrics;
+use opkit::secure_metrics::{
+    ApiReviewer, ProfileSource, SecureMetricsConfig, SecureMetricsServer, TlsProfile,
+};
 use storage_operator::plan::{LogLevelHook, Settings};
 
 use std::future::Future;
@@ -43,6 +46,7 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
         &args.process,
         &namespace,
         LEASE,
+        MetricsTls::default(),
         move |client, metrics, readiness, shutdown| async move {
             // With a hosted control plane this process's cluster is the management cluster;
             // the operator's own cluster, where it reports, is the guest.
@@ -75,9 +79,21 @@ pub fn driver(
     log: crate::logging::LogControl,
 ) -> anyhow::Result<ExitCode> {
     let def = drivers::by_name(name)?;
-    if let Some(path) = config {
-        read_operator_config(path);
-    }
+    let profile = MetricsTls {
+        profile: config
+            .and_then(read_operator_config)
+            .map(profile_of)
+            .unwrap_or_default(),
+        source: config.map(|path| {
+            let path = path.to_owned();
+            ProfileSource(std::sync::Arc::new(move || {
+                std::fs::read_to_string(&path)
+                    .map_err(|error| format!("{}: {error}", path.display()))
+                    .and_then(|text| storage_operator::starter::parse_operator_config(&text))
+                    .map(profile_of)
+            }))
+        }),
+    };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     // The Lease OpenShift's driver operator holds, in the namespace it runs in (its pod's, from
     // the starter's Deployment), where the starter's Role allows it. That is the driver
@@ -110,6 +126,7 @@ pub fn driver(
         &process,
         &namespace,
         &lease,
+        profile,
         move |client, metrics, readiness, shutdown| async move {
             // With a hosted control plane this process's cluster is the management cluster;
             // the driver operator's own cluster, where it reports, is the guest.
@@ -141,27 +158,33 @@ pub fn driver(
 }
 
 /// Reads the driver operator's config file (the cluster's TLS profile, from the cluster
-/// storage operator's `<operator>-config` ConfigMap), as OpenShift's driver operators take it.
-/// This process serves no TLS itself (its admin port is plain HTTP) and its operands' metrics
-/// proxies follow `APIServer/cluster` directly, so the settings are checked and logged, for
-/// parity and for whoever compares them with the proxies'; a missing or unreadable file is
-/// logged and does not stop the operator.
-fn read_operator_config(path: &std::path::Path) {
+/// storage operator's `<operator>-config` ConfigMap), as OpenShift's driver operators take it:
+/// its `/metrics` over HTTPS (--metrics-address) follow it. (Its operands' metrics proxies follow
+/// `APIServer/cluster` directly.) The file is read once: the cluster storage operator rolls the
+/// Deployment when the profile changes. A missing or unreadable file is logged and does not
+/// stop the operator, which then serves with rustls' defaults.
+fn read_operator_config(path: &std::path::Path) -> Option<csi_kit::inputs::ServingTls> {
     let read = std::fs::read_to_string(path)
         .map_err(|e| e.to_string())
         .and_then(|text| storage_operator::starter::parse_operator_config(&text));
     match read {
-        Ok(tls) => tracing::info!(
-            file = %path.display(),
-            min_tls_version = tls.min_version.as_deref().unwrap_or_default(),
-            cipher_suites = tls.cipher_suites.len(),
-            "read the operator config (TLS profile); this process serves no TLS endpoint"
-        ),
-        Err(error) => tracing::warn!(
-            file = %path.display(),
-            %error,
-            "cannot read the operator config; continuing without it"
-        ),
+        Ok(tls) => {
+            tracing::info!(
+                file = %path.display(),
+                min_tls_version = tls.min_version.as_deref().unwrap_or_default(),
+                cipher_suites = tls.cipher_suites.len(),
+                "read the operator config (TLS profile)"
+            );
+            Some(tls)
+        }
+        Err(error) => {
+            tracing::warn!(
+                file = %path.display(),
+                %error,
+                "cannot read the operator config; continuing without it"
+            );
+            None
+        }
     }
 }
 
@@ -178,6 +201,7 @@ pub fn builds(
         &process,
         &namespace,
         builds::manifests::LEASE,
+        MetricsTls::default(),
         move |client, metrics, readiness, shutdown| async move {
             builds::controller::run(client, settings, metrics, readiness, shutdown)
                 .await
@@ -201,6 +225,7 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
         &process,
         &namespace,
         DECLARED_LEASE,
+        MetricsTls::default(),
         move |client, metrics, readiness, shutdown| async move {
             csi_driver_deployment::controller::run(
                 client,
@@ -215,6 +240,20 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
     )
 }
 
+/// The TLS profile of a process's `/metrics` over HTTPS, and where it is read again.
+#[derive(Default)]
+struct MetricsTls {
+    profile: TlsProfile,
+    source: Option<ProfileSource>,
+}
+
+fn profile_of(tls: csi_kit::inputs::ServingTls) -> TlsProfile {
+    TlsProfile {
+        min_version: tls.min_version,
+        cipher_suites: tls.cipher_suites,
+    }
+}
+
 /// The Lease of the standalone CSIDriverDeployment controller.
 const DECLARED_LEASE: &str = "csidriverdeployment-controller-lock";
 
@@ -224,6 +263,7 @@ fn serve<F, Fut>(
     process: &ProcessArgs,
     namespace: &str,
     lease: &str,
+    metrics_tls: MetricsTls,
     operator: F,
 ) -> anyhow::Result<ExitCode>
 where
@@ -245,9 +285,35 @@ where
         let client = connect(lease).await?;
         let metrics = Metrics::new();
         let readiness = Readiness::default();
-        let admin = AdminServer::bind(process.admin_address, readiness.clone(), metrics.clone())
-            .await
-            .with_context(|| format!("binding the admin server to {}", process.admin_address))?;
+        let mut admin =
+            AdminServer::bind(process.admin_address, readiness.clone(), metrics.clone())
+                .await
+                .with_context(|| {
+                    format!("binding the admin server to {}", process.admin_address)
+                })?;
+        if let Some(address) = process.metrics_address {
+            let config = SecureMetricsConfig {
+                profile_source: metrics_tls.source,
+                self_signed_names: vec![process.identity.clone(), "localhost".to_owned()],
+                ..SecureMetricsConfig::new(
+                    address,
+                    process.serving_cert_dir.clone(),
+                    metrics_tls.profile,
+                )
+            };
+            let reviewer = std::sync::Arc::new(ApiReviewer(client.clone()));
+            let secure =
+                SecureMetricsServer::bind(config, metrics.clone(), readiness.clone(), reviewer)
+                    .await
+                    .context("--metrics-address")?;
+            tracing::info!(
+                %address,
+                cert_dir = %process.serving_cert_dir.display(),
+                "serving /metrics over HTTPS"
+            );
+            tokio::spawn(secure.serve());
+            admin = admin.metrics_served_at(address);
+        }
         tokio::spawn(admin.serve());
 
         // Only the leader reconciles; losing the lease stops the process so it restarts clean.

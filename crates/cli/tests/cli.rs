@@ -390,7 +390,8 @@ fn render_platform_prints_every_operand_of_its_drivers() {
                 serde_json::json!([
                     "driver",
                     short,
-                    "--config=/var/run/configmaps/config/config.yaml"
+                    "--config=/var/run/configmaps/config/config.yaml",
+                    "--metrics-address=0.0.0.0:8443"
                 ])
             );
             // Its config ConfigMap (the TLS profile: Intermediate when rendered offline).

@@ -38,6 +38,7 @@ pub struct AdminServer {
     listener: TcpListener,
     readiness: Readiness,
     metrics: Metrics,
+    metrics_moved_to: Option<SocketAddr>,
 }
 
 impl AdminServer {
@@ -51,7 +52,15 @@ impl AdminServer {
             listener: TcpListener::bind(address).await?,
             readiness,
             metrics,
+            metrics_moved_to: None,
         })
+    }
+
+    /// Serves no `/metrics` here: they are served over HTTPS on `address`
+    /// ([`crate::secure_metrics`]), to callers the API server allows.
+    pub fn metrics_served_at(mut self, address: SocketAddr) -> Self {
+        self.metrics_moved_to = Some(address);
+        self
     }
 
     /// The address actually bound.
@@ -71,9 +80,10 @@ impl AdminServer {
             };
             let readiness = self.readiness.clone();
             let metrics = self.metrics.clone();
+            let moved_to = self.metrics_moved_to;
             tokio::spawn(async move {
                 let service = service_fn(move |request| {
-                    let response = respond(&request, &readiness, &metrics);
+                    let response = respond(&request, &readiness, &metrics, moved_to);
                     async move { Ok::<_, Infallible>(response) }
                 });
                 if let Err(error) = hyper::server::conn::http1::Builder::new()
@@ -91,6 +101,7 @@ fn respond(
     request: &Request<Incoming>,
     readiness: &Readiness,
     metrics: &Metrics,
+    moved_to: Option<SocketAddr>,
 ) -> Response<Full<Bytes>> {
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here\n");
@@ -102,6 +113,19 @@ fn respond(
             StatusCode::SERVICE_UNAVAILABLE,
             "caches are not synced yet\n",
         ),
+        "/metrics" if moved_to.is_some() => {
+            let port = moved_to.map(|address| address.port()).unwrap_or_default();
+            let mut response = Response::new(Full::new(Bytes::from(format!(
+                "not here: /metrics is served over HTTPS on port {port}, to callers the API \
+                 server allows\n"
+            ))));
+            *response.status_mut() = StatusCode::NOT_FOUND;
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            response
+        }
         "/metrics" => {
             let mut response = Response::new(Full::new(Bytes::from(metrics.encode())));
             response.headers_mut().insert(
@@ -169,6 +193,28 @@ mod tests {
             "{body}"
         );
         assert_eq!(get(address, "/nope").await.0, 404);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn serves_no_metrics_when_they_are_served_over_https() {
+        let metrics = Metrics::new();
+        metrics.reconciled("X");
+        let server = AdminServer::bind(
+            "127.0.0.1:0".parse().unwrap(),
+            Readiness::default(),
+            metrics,
+        )
+        .await
+        .unwrap()
+        .metrics_served_at("0.0.0.0:8443".parse().unwrap());
+        let address = server.local_addr().unwrap();
+        let task = tokio::spawn(server.serve());
+        assert_eq!(get(address, "/healthz").await, (200, "ok\n".into()));
+        let (status, body) = get(address, "/metrics").await;
+        assert_eq!(status, 404);
+        assert!(body.contains("HTTPS on port 8443"), "{body}");
+        assert!(!body.contains("reconciles"), "{body}");
         task.abort();
     }
 }

@@ -19,4 +19,5 @@ pub mod metrics;
 pub mod ownership;
 pub mod rbac;
 pub mod runtime;
+pub mod secure_metrics;
 pub mod status;

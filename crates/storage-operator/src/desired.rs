@@ -40,7 +40,7 @@ pub enum Desired {
     /// A driver operator's config ConfigMap (the cluster's TLS profile), or the vSphere
     /// problem detector's ConfigMaps.
     ConfigMap(ConfigMap),
-    /// The vSphere problem detector's metrics Service.
+    /// A driver operator's metrics Service, or the vSphere problem detector's.
     Service(Service),
 }
 
@@ -147,7 +147,7 @@ pub fn starter_objects(
 }
 
 /// The objects the starter applies for one driver operator: its ServiceAccount, RBAC, config
-/// ConfigMap and Deployment.
+/// ConfigMap, metrics Service and Deployment.
 pub(crate) fn start_driver(
     entry: &DriverEntry,
     def: &csi_kit::DriverDef,
@@ -167,6 +167,7 @@ pub(crate) fn start_driver(
     if let Some(Ok(config)) = starter::build_operator_config(entry, inputs.tls_profile.as_ref()) {
         objects.push(Desired::ConfigMap(config));
     }
+    objects.push(Desired::Service(starter::build_metrics_service(entry)));
     objects.push(Desired::Deployment(starter::build_deployment(
         entry, inputs,
     )));

@@ -23,7 +23,7 @@ use csi_kit::hosted::{
 use csi_kit::{DriverDef, HostedControlPlane, Inputs, OptionalCrds, Topology};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, EnvVar, LocalObjectReference, PodSecurityContext, SecretVolumeSource,
+    ConfigMap, EnvVar, LocalObjectReference, PodSecurityContext, SecretVolumeSource, Service,
     ServiceAccount, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -67,8 +67,9 @@ pub fn hosted_starter_objects(
     let mut objects = HostedStarterObjects::default();
     for desired in starter_objects(started, inputs) {
         match desired {
-            // The driver operator runs in the control-plane namespace, with its config.
-            Desired::Deployment(_) | Desired::ConfigMap(_) => {}
+            // The driver operator runs in the control-plane namespace, with its config and
+            // its metrics Service.
+            Desired::Deployment(_) | Desired::ConfigMap(_) | Desired::Service(_) => {}
             other => objects.guest.push(other),
         }
     }
@@ -89,11 +90,25 @@ pub fn hosted_starter_objects(
         }
         objects
             .management
+            .push(Desired::Service(management_metrics_service(entry, hcp)));
+        objects
+            .management
             .push(Desired::Deployment(build_hosted_deployment(
                 entry, inputs, hcp,
             )));
     }
     objects
+}
+
+/// The driver operator's metrics Service in the control-plane namespace: the standalone one,
+/// without service-ca's annotation where the management cluster has none (Azure's).
+fn management_metrics_service(entry: &DriverEntry, hcp: &HostedControlPlane) -> Service {
+    let mut service = starter::build_metrics_service(entry);
+    service.metadata.namespace = Some(hcp.namespace.clone());
+    if !entry.hosted_service_ca {
+        service.metadata.annotations = None;
+    }
+    service
 }
 
 /// The driver operator's config ConfigMap in the control-plane namespace, with the TLS profile
@@ -491,6 +506,10 @@ mod tests {
                     "ConfigMap",
                     format!("{CP}/aws-ebs-csi-driver-operator-config")
                 ),
+                (
+                    "Service",
+                    format!("{CP}/aws-ebs-csi-driver-operator-metrics")
+                ),
                 ("Deployment", format!("{CP}/aws-ebs-csi-driver-operator")),
             ]
         );
@@ -498,7 +517,7 @@ mod tests {
         assert!(
             guest
                 .iter()
-                .all(|(kind, _)| *kind != "Deployment" && *kind != "ConfigMap")
+                .all(|(kind, _)| !["Deployment", "ConfigMap", "Service"].contains(kind))
         );
         assert!(guest.iter().any(|(kind, name)| *kind == "ClusterRole"
             && name == "aws-ebs-csi-driver-operator-clusterrole"));

@@ -66,6 +66,7 @@ fn written(namespace: &str) -> BTreeMap<(&'static str, &'static str), BTreeSet<S
         let (kind, name) = match &object {
             Desired::ServiceAccount(o) => (("serviceaccounts", ""), &o.metadata.name),
             Desired::ConfigMap(o) => (("configmaps", ""), &o.metadata.name),
+            Desired::Service(o) => (("services", ""), &o.metadata.name),
             Desired::Deployment(o) => (("deployments", "apps"), &o.metadata.name),
             Desired::Role(o) => (("roles", RBAC_GROUP), &o.metadata.name),
             Desired::RoleBinding(o) => {
@@ -284,6 +285,7 @@ mod tests {
                 let (group, resource, meta) = match object {
                     Desired::ServiceAccount(o) => ("", "serviceaccounts", &o.metadata),
                     Desired::ConfigMap(o) => ("", "configmaps", &o.metadata),
+                    Desired::Service(o) => ("", "services", &o.metadata),
                     Desired::Deployment(o) => ("apps", "deployments", &o.metadata),
                     Desired::Role(o) => (RBAC_GROUP, "roles", &o.metadata),
                     Desired::RoleBinding(o) => (RBAC_GROUP, "rolebindings", &o.metadata),

@@ -339,6 +339,22 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
                         &["get", "list", "watch", "create", "patch"],
                     )
                 });
+                // The driver operators' metrics Services: watched by the starter's label,
+                // written by name (the drivers' own Services are their operators').
+                rules.push(rule(
+                    &[""],
+                    &["services"],
+                    &["get", "list", "watch", "create"],
+                ));
+                rules.push(PolicyRule {
+                    resource_names: Some(
+                        registry()
+                            .iter()
+                            .map(starter::metrics_service_name)
+                            .collect(),
+                    ),
+                    ..rule(&[""], &["services"], &["patch"])
+                });
             }
             rules.push(rule(&[RBAC_GROUP], &["roles", "rolebindings"], READ));
             rules.extend(

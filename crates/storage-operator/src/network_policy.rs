@@ -229,17 +229,13 @@ pub fn build(flavour: Flavour) -> Vec<NetworkPolicy> {
         METRICS_RANGE,
         vec![tcp(9201, Some(9223))],
     ));
+    // The driver operators serve their metrics over HTTPS on 8443, in this range; their admin
+    // port serves only health, to the kubelet.
     policies.push(ingress(
         "allow-ingress-to-operator-metrics-range",
         DRIVER_NAMESPACE,
         OPERATOR_METRICS_RANGE,
         vec![tcp(8443, Some(8445))],
-    ));
-    policies.push(ingress(
-        ALLOW_ADMIN,
-        DRIVER_NAMESPACE,
-        OPERATOR_METRICS_RANGE,
-        vec![tcp(admin, None)],
     ));
     policies
 }

@@ -106,6 +106,8 @@ pub struct Observed {
     pub role_bindings: Vec<RoleBinding>,
     /// Our driver operator Deployments, and the volume data source validator's.
     pub deployments: Vec<Deployment>,
+    /// Our driver operators' metrics Services.
+    pub services: Vec<Service>,
     /// The volume data source validator's objects, whoever made them (also in
     /// `service_accounts`, `cluster_roles`, `cluster_role_bindings` and `deployments`).
     pub validator: ValidatorObjects,
@@ -206,6 +208,7 @@ pub struct Caches {
     roles: Vec<Store<Role>>,
     role_bindings: Vec<Store<RoleBinding>>,
     deployments: Store<Deployment>,
+    services: Store<Service>,
     /// The volume data source validator's objects, by name.
     validator_service_account: Store<ServiceAccount>,
     validator_cluster_role: Store<ClusterRole>,
@@ -243,6 +246,7 @@ struct ManagementCaches {
     role_bindings: Store<RoleBinding>,
     config_maps: Store<ConfigMap>,
     deployments: Store<Deployment>,
+    services: Store<Service>,
     /// HyperShift's `HostedControlPlane` of the namespace (as JSON), where its API is served.
     hosted_control_planes: Option<opkit::runtime::Projection<serde_json::Value>>,
     /// The drivers' controller Deployments (whoever made them), projected.
@@ -297,6 +301,11 @@ impl ManagementCaches {
                 Api::namespaced(client.clone(), namespace),
                 ours(),
             ),
+            services: informers.watch(
+                &watch_name("services"),
+                Api::namespaced(client.clone(), namespace),
+                ours(),
+            ),
         }
     }
 
@@ -314,6 +323,7 @@ impl ManagementCaches {
         observed.role_bindings.extend(snapshot(&self.role_bindings));
         observed.config_maps.extend(snapshot(&self.config_maps));
         observed.deployments.extend(snapshot(&self.deployments));
+        observed.services.extend(snapshot(&self.services));
         observed.driver_controllers = self
             .driver_controllers
             .entries()
@@ -620,6 +630,11 @@ impl Caches {
                 Api::namespaced(ns(client), DRIVER_NAMESPACE),
                 ours(),
             ),
+            services: informers.watch(
+                "services",
+                Api::namespaced(ns(client), DRIVER_NAMESPACE),
+                ours(),
+            ),
             validator_service_account: informers.watch(
                 &named_in("serviceaccounts", OPERATOR_NAMESPACE),
                 Api::namespaced(ns(client), OPERATOR_NAMESPACE),
@@ -742,6 +757,7 @@ impl Caches {
             roles: self.roles.iter().flat_map(snapshot).collect(),
             role_bindings: self.role_bindings.iter().flat_map(snapshot).collect(),
             deployments: with(snapshot(&self.deployments), &validator.deployment),
+            services: snapshot(&self.services),
             selinux_conflicts: self.selinux_conflicts.as_ref().and_then(single),
             storage_classes: snapshot(&self.storage_classes),
             volume_attributes_classes: self

@@ -624,7 +624,12 @@ async fn apply(
         ),
         Desired::Service(o) => (
             "Service",
-            applier.apply(o, find(&detector.services, o)).await?,
+            applier
+                .apply(
+                    o,
+                    find(&observed.services, o).or_else(|| find(&detector.services, o)),
+                )
+                .await?,
         ),
     })
 }

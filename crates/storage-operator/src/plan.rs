@@ -1788,6 +1788,7 @@ mod tests {
                 "Role",
                 "RoleBinding",
                 "ConfigMap",
+                "Service",
                 "Deployment"
             ]
         );
@@ -2413,9 +2414,10 @@ mod tests {
             .unwrap()
         };
         let has_service = |plan: &Plan| {
-            plan.objects
-                .iter()
-                .any(|o| matches!(o, Desired::Service(_)))
+            plan.objects.iter().any(|o| {
+                matches!(o, Desired::Service(s)
+                    if s.metadata.name.as_deref() == Some(vsphere_detector::SERVICE))
+            })
         };
         let mut foreign = observed.clone();
         foreign.vsphere_detector.services = vec![service_by("kubectl-create")];

@@ -89,6 +89,11 @@ pub struct DriverEntry {
     /// guest ServiceAccount (namespace, name) whose token it writes for the operator's cloud
     /// identity (AWS STS web identity), as OpenShift's AWS EBS operator has it.
     pub hosted_token_minter: Option<(&'static str, &'static str)>,
+    /// Whether, with a hosted control plane, the management cluster's service-ca writes the
+    /// driver operator's serving certificate (its metrics Service asks for it), as OpenShift
+    /// has it; not for Azure's, whose management cluster (AKS) has no service-ca: its operator
+    /// serves a self-signed certificate there.
+    pub hosted_service_ca: bool,
 }
 
 /// An OLM-installed predecessor of a driver operator.
@@ -139,6 +144,7 @@ const fn platform_driver(
         hosted: false,
         hosted_image_envs: &[],
         hosted_token_minter: None,
+        hosted_service_ca: true,
     }
 }
 
@@ -151,6 +157,7 @@ pub fn registry() -> Vec<DriverEntry> {
                 "CLUSTER_CLOUD_CONTROLLER_MANAGER_OPERATOR_IMAGE",
             )],
             hosted: true,
+            hosted_service_ca: false,
             ..platform_driver(
                 "disk.csi.azure.com",
                 "azure-disk",
@@ -170,6 +177,7 @@ pub fn registry() -> Vec<DriverEntry> {
             )],
             skip: &[Skip::OnAzureStackHub],
             hosted: true,
+            hosted_service_ca: false,
             ..platform_driver(
                 "file.csi.azure.com",
                 "azure-file",

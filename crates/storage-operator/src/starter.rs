@@ -21,14 +21,15 @@ use csi_kit::{DriverDef, Inputs, Operand, OptionalCrds, ServingTls, Topology};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, Namespace,
-    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, ServiceAccount,
-    Toleration, Volume, VolumeMount,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, SecretVolumeSource,
+    Service, ServiceAccount, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use opkit::conditions::condition;
 
 use opkit::rbac::{MANAGE, READ, dedupe, rule};
@@ -147,6 +148,62 @@ pub fn build_service_account(entry: &DriverEntry) -> ServiceAccount {
     }
 }
 
+/// The port on which a driver operator serves `/metrics` over HTTPS, as OpenShift's.
+pub const OPERATOR_METRICS_PORT: i32 = 8443;
+/// The name of that port, in the pod and (`https`) in the Service, as OpenShift's.
+pub const OPERATOR_METRICS_PORT_NAME: &str = "metrics";
+/// The volume of the driver operator's serving certificate, as OpenShift's.
+pub const SERVING_CERT_VOLUME: &str = "serving-cert";
+/// The annotation by which OpenShift's service-ca writes a Service's serving certificate into
+/// the Secret it names.
+pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
+
+/// The driver operator's metrics Service (`<operator>-metrics`).
+pub fn metrics_service_name(entry: &DriverEntry) -> String {
+    format!("{}-metrics", entry.operator_deployment)
+}
+
+/// The Secret of the driver operator's serving certificate (`<operator>-serving-cert`), which
+/// service-ca writes on OpenShift.
+pub fn serving_cert_secret_name(entry: &DriverEntry) -> String {
+    format!("{}-serving-cert", entry.operator_deployment)
+}
+
+/// The driver operator's metrics Service: HTTPS on 443 to its pod's 8443, asking service-ca
+/// for its serving certificate, as OpenShift's. Scrapers present a bearer token or a client
+/// certificate of the API server's client CA, and need `get` on the URL `/metrics`.
+pub fn build_metrics_service(entry: &DriverEntry) -> Service {
+    let mut metadata = meta(entry, metrics_service_name(entry), Some(DRIVER_NAMESPACE));
+    metadata
+        .labels
+        .get_or_insert_default()
+        .insert("app".to_owned(), entry.operator_deployment.to_owned());
+    metadata.annotations = Some(
+        [(
+            SERVING_CERT_ANNOTATION.to_owned(),
+            serving_cert_secret_name(entry),
+        )]
+        .into(),
+    );
+    Service {
+        metadata,
+        spec: Some(ServiceSpec {
+            ports: Some(vec![ServicePort {
+                name: Some("https".to_owned()),
+                port: 443,
+                protocol: Some("TCP".to_owned()),
+                target_port: Some(IntOrString::Int(OPERATOR_METRICS_PORT)),
+                ..Default::default()
+            }]),
+            selector: Some([("name".to_owned(), entry.operator_deployment.to_owned())].into()),
+            session_affinity: Some("None".to_owned()),
+            type_: Some("ClusterIP".to_owned()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// The API group and resource of a kind the driver operator renders, and whether it lives in
 /// the operand namespace `namespace`.
 pub(crate) fn resource_of(operand: &Operand, namespace: &str) -> Option<(String, String, bool)> {
@@ -245,6 +302,20 @@ pub fn build_rbac(
             &["events"],
             &["create", "patch", "update"],
         ),
+        // Who may read its /metrics over HTTPS: the API server reviews the caller's token and
+        // access (as `system:auth-delegator` grants), and publishes its client CA.
+        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
+        PolicyRule {
+            resource_names: Some(vec![
+                opkit::secure_metrics::CLIENT_CA_CONFIG_MAP.1.to_owned(),
+            ]),
+            ..rule(&[""], &["configmaps"], &["get"])
+        },
     ];
     // The ConfigMaps it derives operand ConfigMaps from (the cloud config), by name.
     let sources: BTreeSet<String> = driver_operator::observe::source_ids(def)
@@ -621,6 +692,9 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
             "--config={OPERATOR_CONFIG_DIR}/{OPERATOR_CONFIG_KEY}"
         ));
     }
+    // `/metrics` over HTTPS with service-ca's certificate (opkit's default directory), to
+    // whom the API server allows; the admin port keeps the health endpoints.
+    args.push(format!("--metrics-address=0.0.0.0:{OPERATOR_METRICS_PORT}"));
     let control_plane = inputs.topology.control_plane_node_label();
     let requests: BTreeMap<String, Quantity> = [
         ("cpu".to_owned(), Quantity("10m".into())),
@@ -634,25 +708,41 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
         image_pull_policy: Some("IfNotPresent".into()),
         args: Some(args),
         env: Some(env_vars),
-        // Where it serves /healthz, /readyz and /metrics (the process's default address).
-        ports: Some(vec![ContainerPort {
-            name: Some("admin".into()),
-            container_port: opkit::install::ADMIN_PORT,
-            ..Default::default()
-        }]),
+        // Where it serves /healthz and /readyz (the process's default address), and /metrics
+        // over HTTPS.
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("admin".into()),
+                container_port: opkit::install::ADMIN_PORT,
+                ..Default::default()
+            },
+            ContainerPort {
+                name: Some(OPERATOR_METRICS_PORT_NAME.into()),
+                container_port: OPERATOR_METRICS_PORT,
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            },
+        ]),
         resources: Some(ResourceRequirements {
             requests: Some(requests),
             ..Default::default()
         }),
         security_context: Some(opkit::install::restricted_container()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
-        volume_mounts: config.as_ref().map(|_| {
-            vec![VolumeMount {
+        volume_mounts: Some(
+            std::iter::once(VolumeMount {
+                name: SERVING_CERT_VOLUME.into(),
+                mount_path: opkit::secure_metrics::DEFAULT_CERT_DIR.into(),
+                read_only: Some(true),
+                ..Default::default()
+            })
+            .chain(config.as_ref().map(|_| VolumeMount {
                 name: OPERATOR_CONFIG_VOLUME.into(),
                 mount_path: OPERATOR_CONFIG_DIR.into(),
                 ..Default::default()
-            }]
-        }),
+            }))
+            .collect(),
+        ),
         ..Default::default()
     };
     // OpenShift's NetworkPolicies of the namespace let the pod reach the API server and DNS,
@@ -720,16 +810,29 @@ pub fn build_deployment(entry: &DriverEntry, inputs: &StarterInputs) -> Deployme
                     tolerations,
                     security_context: Some(opkit::install::restricted_pod()),
                     containers: vec![container],
-                    volumes: config.map(|name| {
-                        vec![Volume {
+                    volumes: Some(
+                        // Optional: where no service-ca writes it (plain Kubernetes), the
+                        // pod starts and serves a self-signed certificate until it appears.
+                        std::iter::once(Volume {
+                            name: SERVING_CERT_VOLUME.into(),
+                            secret: Some(SecretVolumeSource {
+                                secret_name: Some(serving_cert_secret_name(entry)),
+                                default_mode: Some(0o644),
+                                optional: Some(true),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        })
+                        .chain(config.map(|name| Volume {
                             name: OPERATOR_CONFIG_VOLUME.into(),
                             config_map: Some(ConfigMapVolumeSource {
                                 name,
                                 ..Default::default()
                             }),
                             ..Default::default()
-                        }]
-                    }),
+                        }))
+                        .collect(),
+                    ),
                     ..Default::default()
                 }),
             },
@@ -933,7 +1036,8 @@ mod tests {
                 &[
                     "driver".to_owned(),
                     "gcp-pd".to_owned(),
-                    "--config=/var/run/configmaps/config/config.yaml".to_owned()
+                    "--config=/var/run/configmaps/config/config.yaml".to_owned(),
+                    "--metrics-address=0.0.0.0:8443".to_owned()
                 ][..]
             )
         );
@@ -1539,6 +1643,77 @@ servingInfo:
         );
     }
 
+    /// Every driver operator serves `/metrics` over HTTPS on 8443 with service-ca's
+    /// certificate, behind its `<operator>-metrics` Service, as OpenShift's; the Secret is
+    /// optional, so that the pod starts where no service-ca writes it.
+    #[test]
+    fn every_driver_operator_serves_metrics_over_https_behind_its_service() {
+        for entry in crate::registry::registry() {
+            let op = entry.operator_deployment;
+            let service = build_metrics_service(&entry);
+            assert_eq!(
+                service.metadata.name.as_deref(),
+                Some(&*format!("{op}-metrics"))
+            );
+            assert_eq!(
+                service.metadata.annotations.as_ref().unwrap()[SERVING_CERT_ANNOTATION],
+                format!("{op}-serving-cert")
+            );
+            let spec = service.spec.unwrap();
+            assert_eq!(spec.selector.unwrap()["name"], op);
+            let port = &spec.ports.unwrap()[0];
+            assert_eq!((port.name.as_deref(), port.port), (Some("https"), 443));
+            assert_eq!(port.target_port, Some(IntOrString::Int(8443)));
+
+            let deployment = build_deployment(&entry, &inputs(Topology::HighlyAvailable));
+            let template = deployment.spec.unwrap().template;
+            assert_eq!(
+                template.metadata.unwrap().labels.unwrap()["name"],
+                op,
+                "the Service selects the pod"
+            );
+            let pod = template.spec.unwrap();
+            let container = &pod.containers[0];
+            assert!(
+                container
+                    .args
+                    .as_ref()
+                    .unwrap()
+                    .contains(&"--metrics-address=0.0.0.0:8443".to_owned())
+            );
+            assert!(
+                container
+                    .ports
+                    .as_ref()
+                    .unwrap()
+                    .iter()
+                    .any(|p| { p.name.as_deref() == Some("metrics") && p.container_port == 8443 })
+            );
+            let volume = pod
+                .volumes
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|v| v.name == "serving-cert")
+                .unwrap();
+            let secret = volume.secret.as_ref().unwrap();
+            assert_eq!(
+                secret.secret_name.as_deref(),
+                Some(&*format!("{op}-serving-cert"))
+            );
+            assert_eq!(secret.optional, Some(true));
+            let mount = container
+                .volume_mounts
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|m| m.name == "serving-cert")
+                .unwrap();
+            assert_eq!(mount.mount_path, "/var/run/secrets/serving-cert");
+            assert_eq!(mount.read_only, Some(true));
+        }
+    }
+
     /// The platform drivers' operators mount their config as OpenShift's do (volume
     /// `operator-config`, `/var/run/configmaps/config`, `--config=.../config.yaml`); the
     /// optional drivers' have none, as on OpenShift.
@@ -1558,16 +1733,26 @@ servingInfo:
                         )
                     );
                     let volumes = pod.volumes.unwrap();
-                    assert_eq!(volumes[0].name, "operator-config");
-                    assert_eq!(volumes[0].config_map.as_ref().unwrap().name, name);
+                    let volume = volumes
+                        .iter()
+                        .find(|v| v.name == "operator-config")
+                        .unwrap();
+                    assert_eq!(volume.config_map.as_ref().unwrap().name, name);
                     let mounts = container.volume_mounts.clone().unwrap();
-                    assert_eq!(mounts[0].name, "operator-config");
-                    assert_eq!(mounts[0].mount_path, "/var/run/configmaps/config");
+                    let mount = mounts.iter().find(|m| m.name == "operator-config").unwrap();
+                    assert_eq!(mount.mount_path, "/var/run/configmaps/config");
                 }
                 None => {
                     assert!(["aws-efs", "smb"].contains(&entry.short_name));
-                    assert!(pod.volumes.is_none() && container.volume_mounts.is_none());
-                    assert_eq!(args, ["driver", entry.short_name]);
+                    let names = |volumes: Option<Vec<String>>| volumes.unwrap_or_default();
+                    assert_eq!(
+                        names(pod.volumes.map(|v| v.into_iter().map(|v| v.name).collect())),
+                        ["serving-cert"]
+                    );
+                    assert_eq!(
+                        args,
+                        ["driver", entry.short_name, "--metrics-address=0.0.0.0:8443"]
+                    );
                 }
             }
         }
