@@ -6,7 +6,8 @@
 //! `identity.rs` (the operators' ServiceAccount clients and their refusals, directly or
 //! through a link), this file (the waits, CRDs, the declared platform, [`Background`]), `install.rs`
 //! and `cleanup.rs` (putting the operators' objects in place and taking them away), then
-//! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `admission.rs`
+//! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `process.rs` (the
+//! binary under test, with a token's kubeconfig) uses only this file's names. `admission.rs`
 //! (objects sent through admission) uses only this file's `MANAGER`. `suite.rs` (the
 //! external storage suite's runner) uses none of them.
 //!
@@ -52,6 +53,7 @@ pub mod identity;
 pub mod install;
 pub mod link;
 pub mod node;
+pub mod process;
 pub mod suite;
 
 use std::time::Duration;

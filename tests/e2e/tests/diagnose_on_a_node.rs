@@ -11,12 +11,12 @@
 //! changing what it breaks.
 //!
 //! The binary is `target/debug/storage-operator` beside the test (`cargo build -p cli` first
-//! when running by hand; `cargo test --workspace` builds it), or the one `E2E_DIAGNOSE_BIN`
+//! when running by hand; `cargo test --workspace` builds it), or the one `E2E_BIN`
 //! names. Every test removes what it made, also what a failed run left behind.
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use e2e::{cleanup, install, node};
@@ -45,26 +45,6 @@ const HOSTPATH_MANIFEST: &str = concat!(
 );
 /// An image no node has, pulled `Never`: the kubelet says `ErrImageNeverPull` at once.
 const MISSING_IMAGE: &str = "localhost/e2e-diagnose-no-such-image:dev";
-
-/// The binary under test.
-fn binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("E2E_DIAGNOSE_BIN") {
-        return PathBuf::from(path);
-    }
-    // target/debug/deps/<test> -> target/debug/storage-operator
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|dir| dir.join("storage-operator"))
-        .unwrap();
-    assert!(
-        path.exists(),
-        "{} not found: build it with `cargo build -p cli` (or name it with E2E_DIAGNOSE_BIN)",
-        path.display()
-    );
-    path
-}
 
 /// The test's namespace, its diagnosing identity and a kubeconfig for it.
 struct Scene {
@@ -106,7 +86,7 @@ impl Scene {
         )
         .await;
         let token = e2e::identity::service_account_token(&admin, NS, SA, 3600).await;
-        let kubeconfig = write_kubeconfig(&token);
+        let kubeconfig = e2e::process::kubeconfig_with_token(&token, Some(NS), "diagnose");
         Scene {
             admin,
             kubeconfig,
@@ -234,7 +214,7 @@ struct Ran {
 }
 
 async fn run_binary(env: &[(&str, &str)], args: &[&str]) -> Ran {
-    let mut command = std::process::Command::new(binary());
+    let mut command = std::process::Command::new(e2e::process::binary());
     command
         .args(args)
         .env_remove("LOG_LEVEL")
@@ -250,25 +230,6 @@ async fn run_binary(env: &[(&str, &str)], args: &[&str]) -> Ran {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
-}
-
-/// The e2e cluster's kubeconfig with the ServiceAccount's token as its only credential and
-/// the test's namespace in its contexts.
-fn write_kubeconfig(token: &str) -> PathBuf {
-    let path = std::env::var(e2e::KUBECONFIG_ENV).unwrap();
-    let mut config: Value =
-        serde_json::to_value(kube::config::Kubeconfig::read_from(&path).unwrap()).unwrap();
-    for user in config["users"].as_array_mut().into_iter().flatten() {
-        user["user"] = json!({"token": token});
-    }
-    for context in config["contexts"].as_array_mut().into_iter().flatten() {
-        context["context"]["namespace"] = json!(NS);
-    }
-    let dir = std::env::temp_dir().join(format!("e2e-diagnose-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("kubeconfig");
-    std::fs::write(&file, serde_json::to_string(&config).unwrap()).unwrap();
-    file
 }
 
 /// Deletes the test's namespaces, the volumes of its driver, its driver and every

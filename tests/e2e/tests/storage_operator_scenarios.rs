@@ -266,6 +266,26 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
         .await
         .unwrap();
 
+    // Its metrics Service, as OpenShift's asset has it.
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(admin.clone(), NS);
+    services
+        .create(
+            &former,
+            &serde_json::from_value(json!({
+                "metadata": {"name": format!("{OPERATOR}-metrics"), "namespace": NS,
+                    "labels": {"app": OPERATOR},
+                    "annotations": {"service.beta.openshift.io/serving-cert-secret-name":
+                        format!("{OPERATOR}-serving-cert")}},
+                "spec": {"selector": {"name": OPERATOR}, "sessionAffinity": "None",
+                    "type": "ClusterIP",
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                        "targetPort": 8443}]}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
     // The volume data source validator as OpenShift's operator made it: its ServiceAccount
     // and its Deployment (RollingUpdate by default, with OpenShift's arguments).
     let validators: Api<Deployment> =
@@ -376,6 +396,7 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
                 "driver",
                 "gcp-pd",
                 "--config=/var/run/configmaps/config/config.yaml",
+                "--metrics-address=0.0.0.0:8443",
             ])
         .then_some(d)
     })
@@ -391,6 +412,29 @@ async fn takes_over_openshifts_driver_operator_and_reports_a_refused_write() {
             .flatten()
             .all(|e| e.manager.as_deref() != Some(storage_operator::operator::FORMER_OPERATOR)),
         "no field is left to the former operator"
+    );
+    // The metrics Service: taken over in place, the same ports, no field left to the former
+    // operator.
+    let service =
+        wait_for("the metrics Service adopted", async || {
+            let service = services.get(&format!("{OPERATOR}-metrics")).await.unwrap();
+            let ours = service
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(storage_operator::starter::STARTER_LABEL));
+            let former_left =
+                service.metadata.managed_fields.iter().flatten().any(|e| {
+                    e.manager.as_deref() == Some(storage_operator::operator::FORMER_OPERATOR)
+                });
+            (ours && !former_left).then_some(service)
+        })
+        .await;
+    let ports = service.spec.unwrap().ports.unwrap();
+    assert_eq!(ports.len(), 1, "{ports:?}");
+    assert_eq!(
+        (ports[0].name.as_deref(), ports[0].port),
+        (Some("https"), 443)
     );
     wait_for("the Deployment's Degraded False", async || {
         cso::storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
