@@ -173,7 +173,8 @@ async fn an_olm_installed_driver_operator_is_adopted_without_running_twice() {
         [
             "driver",
             "aws-ebs",
-            "--config=/var/run/configmaps/config/config.yaml"
+            "--config=/var/run/configmaps/config/config.yaml",
+            "--metrics-address=0.0.0.0:8443"
         ]
     );
     assert!(subscriptions.get_opt(OPERATOR).await.unwrap().is_none());
