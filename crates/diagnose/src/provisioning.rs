@@ -2,11 +2,11 @@
 //! volume mode), a class that waits for a pod that is missing or unschedulable, the
 //! provisioner's own errors, or a provisioner that says nothing.
 
+use csi_kit::quantity::{format_bytes, parse_bytes};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::evidence::{self, newest, scheduling_failure};
-use crate::quantity::{format_bytes, parse_bytes};
 use crate::report::{Checked, Evidence, Finding, FindingKind, broken, ok};
 use crate::snapshot::{
     DriverFacts, Snapshot, event_reporter, format_age, name_of, namespace_of, object_name,
