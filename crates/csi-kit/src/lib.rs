@@ -87,7 +87,7 @@ pub use def::{
     CredentialsRequestDef, DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef,
     ExtraDaemonSet, ExtraDaemonSetBuilder, Hooks, HostedDef, ImageDef, Images, MetricsDef, NodeDef,
     RequestsDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
-    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
+    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef, VolumesDef,
 };
 pub use error::{HookError, HookErrorKind};
 pub use inputs::{
