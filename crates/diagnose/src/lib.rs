@@ -247,9 +247,20 @@ fn describe_facts(facts: &DriverFacts) -> String {
         (None, Some(max)) => format!("up to {}", bytes(max)),
         (Some(min), Some(max)) => format!("{} to {}", bytes(min), bytes(max)),
     };
+    // Where they differ between volume modes, the access modes of each.
+    let access_modes =
+        if facts.access_modes_by_volume_mode.is_empty() || facts.volume_modes.is_empty() {
+            modes(&facts.access_modes)
+        } else {
+            facts
+                .volume_modes
+                .iter()
+                .map(|mode| format!("{} with {mode}", modes(facts.access_modes_with(mode))))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
     format!(
-        "access modes {}, volume modes {}, sizes {sizes}",
-        modes(&facts.access_modes),
+        "access modes {access_modes}, volume modes {}, sizes {sizes}",
         modes(&facts.volume_modes)
     )
 }

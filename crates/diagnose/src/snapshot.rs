@@ -3,6 +3,8 @@
 //! share (a claim by name, the pods that use a claim, the Events of an object), and what the
 //! gatherer must read for a subject ([`reads`]).
 
+use std::collections::BTreeMap;
+
 use api::csidriver_v1alpha1::CSIDriverDeployment;
 use api::operator_v1::ClusterCSIDriver;
 use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -131,6 +133,11 @@ pub struct DriverFacts {
     /// The volume modes it offers (`Filesystem`, `Block`); empty when not known.
     #[serde(default)]
     pub volume_modes: Vec<String>,
+    /// The access modes it offers with each volume mode, where they differ between volume
+    /// modes (AWS EBS offers `ReadWriteMany`, io2 Multi-Attach, with `Block` only); a volume
+    /// mode not listed offers `access_modes`.
+    #[serde(default)]
+    pub access_modes_by_volume_mode: BTreeMap<String, Vec<String>>,
     /// Whether it runs a controller Deployment (some drivers have only node pods).
     #[serde(default = "yes")]
     pub has_controller: bool,
@@ -152,9 +159,17 @@ impl DriverFacts {
             max_bytes: None,
             access_modes: Vec::new(),
             volume_modes: Vec::new(),
+            access_modes_by_volume_mode: BTreeMap::new(),
             has_controller: true,
             installed_by: None,
         }
+    }
+
+    /// The access modes it offers with `volume_mode`; empty when not known.
+    pub fn access_modes_with(&self, volume_mode: &str) -> &[String] {
+        self.access_modes_by_volume_mode
+            .get(volume_mode)
+            .unwrap_or(&self.access_modes)
     }
 }
 
