@@ -1031,3 +1031,50 @@ fn json_and_yaml_carry_the_same_data() {
     let back: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     assert_eq!(back, json);
 }
+
+/// The catalogue's facts as the rules read them from a driver's table: sizes in bytes, modes in
+/// the API's order, access modes by volume mode only where they differ between volume modes;
+/// what the table leaves out stays unknown.
+#[test]
+fn catalogue_facts_from_a_driver_table() {
+    let table = |volumes: serde_json::Value| {
+        let mut def = csi_kit::def::test_def();
+        def.volumes = Some(serde_json::from_value(volumes).unwrap());
+        def.validate().unwrap();
+        DriverFacts::of_catalogue(&def)
+    };
+    let facts = table(json!({"maxSize": "64Ti", "accessModes": {
+        "Block": ["ReadWriteMany", "ReadWriteOnce"],
+        "Filesystem": ["ReadWriteOncePod", "ReadWriteOnce"],
+    }}));
+    assert_eq!(facts.csi_name, "demo.csi.k8s.io");
+    assert_eq!((facts.min_bytes, facts.max_bytes), (None, Some(64 << 40)));
+    assert_eq!(facts.volume_modes, ["Filesystem", "Block"]);
+    assert_eq!(
+        facts.access_modes,
+        ["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"]
+    );
+    assert_eq!(
+        facts.access_modes_with("Filesystem"),
+        ["ReadWriteOnce", "ReadWriteOncePod"]
+    );
+    assert_eq!(
+        facts.access_modes_with("Block"),
+        ["ReadWriteOnce", "ReadWriteMany"]
+    );
+
+    let same = table(json!({"minSize": "1Gi", "accessModes": {
+        "Filesystem": ["ReadWriteOnce", "ReadWriteMany"],
+        "Block": ["ReadWriteMany", "ReadWriteOnce"],
+    }}));
+    assert_eq!(same.min_bytes, Some(1 << 30));
+    assert!(same.access_modes_by_volume_mode.is_empty(), "{same:?}");
+    assert_eq!(same.access_modes, ["ReadWriteOnce", "ReadWriteMany"]);
+
+    let unknown = table(json!({}));
+    assert_eq!(unknown, DriverFacts::named("demo.csi.k8s.io"));
+    assert_eq!(
+        DriverFacts::of_catalogue(&csi_kit::def::test_def()),
+        DriverFacts::named("demo.csi.k8s.io")
+    );
+}
