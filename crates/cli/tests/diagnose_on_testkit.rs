@@ -408,6 +408,39 @@ const RUNNING: &str = r#"{"status": {"phase": "Running",
                            "restartCount": 0, "started": true,
                            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}}"#;
 
+/// The driver of `def` at work: its controller and node pods (`<prefix>-controller-0`,
+/// `<prefix>-node-0`) running on node-0 where its selectors find them, and node-0's CSINode
+/// registering it.
+async fn run_driver(cluster: &Cluster, def: &csi_kit::DriverDef, prefix: &str) {
+    let client = cluster.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &def.namespace);
+    for (name, labels) in [
+        (
+            format!("{prefix}-controller-0"),
+            csi_kit::names::controller_selector(def),
+        ),
+        (
+            format!("{prefix}-node-0"),
+            csi_kit::names::node_selector(def),
+        ),
+    ] {
+        create(&pods, running_pod(&name, labels)).await;
+        pods.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::from_str::<Value>(RUNNING).unwrap()),
+        )
+        .await
+        .unwrap();
+    }
+    create(
+        &Api::<k8s_openapi::api::storage::v1::CSINode>::all(client),
+        json!({"metadata": {"name": "node-0"},
+               "spec": {"drivers": [{"name": def.name, "nodeID": "node-0"}]}}),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declared_driver_whose_csi_driver_deployment_is_degraded() {
     let cluster = scene("standard").await;
@@ -451,28 +484,10 @@ async fn a_declared_driver_whose_csi_driver_deployment_is_degraded() {
         .unwrap();
     // Its pods where the CSIDriverDeployment's names put them, running well, and the node's
     // registration.
-    let def = csi_driver_deployment::driver_def(&declared);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), DRIVER_NS);
-    for (name, labels) in [
-        (
-            "hostpath-controller-0",
-            csi_kit::names::controller_selector(&def),
-        ),
-        ("hostpath-node-0", csi_kit::names::node_selector(&def)),
-    ] {
-        create(&pods, running_pod(name, labels)).await;
-        pods.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::from_str::<Value>(RUNNING).unwrap()),
-        )
-        .await
-        .unwrap();
-    }
-    create(
-        &Api::<k8s_openapi::api::storage::v1::CSINode>::all(client),
-        json!({"metadata": {"name": "node-0"},
-               "spec": {"drivers": [{"name": DRIVER, "nodeID": "node-0"}]}}),
+    run_driver(
+        &cluster,
+        &csi_driver_deployment::driver_def(&declared),
+        "hostpath",
     )
     .await;
     cluster.clear_requests();
@@ -539,32 +554,7 @@ async fn catalogue_scene(claims: &[(&str, &str, &str, &str)]) -> Cluster {
                "parameters": {"type": "gp3"}, "volumeBindingMode": "Immediate"}),
     )
     .await;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &def.namespace);
-    for (name, labels) in [
-        (
-            "aws-ebs-csi-driver-controller-0",
-            csi_kit::names::controller_selector(&def),
-        ),
-        (
-            "aws-ebs-csi-driver-node-0",
-            csi_kit::names::node_selector(&def),
-        ),
-    ] {
-        create(&pods, running_pod(name, labels)).await;
-        pods.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::from_str::<Value>(RUNNING).unwrap()),
-        )
-        .await
-        .unwrap();
-    }
-    create(
-        &Api::<k8s_openapi::api::storage::v1::CSINode>::all(client.clone()),
-        json!({"metadata": {"name": "node-0"},
-               "spec": {"drivers": [{"name": EBS, "nodeID": "i-0123456789"}]}}),
-    )
-    .await;
+    run_driver(&cluster, &def, "aws-ebs-csi-driver").await;
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(client, NS);
     for (name, access_mode, volume_mode, size) in claims {
         create(
