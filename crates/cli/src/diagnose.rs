@@ -620,12 +620,12 @@ async fn driver_side(
                 (Some(facts), Some(place))
             }
             (None, Some(def)) => {
-                // The catalogue says nothing of sizes or modes: left unknown.
+                // Sizes and modes as the driver's table states them.
                 let facts = DriverFacts {
                     installed_by: has_cluster_driver.then(|| InstalledBy::ClusterCSIDriver {
                         name: csi_name.clone(),
                     }),
-                    ..DriverFacts::named(csi_name)
+                    ..DriverFacts::of_catalogue(def)
                 };
                 let place = PodPlace {
                     namespace: def.namespace.clone(),

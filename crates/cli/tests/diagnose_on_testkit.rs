@@ -408,6 +408,39 @@ const RUNNING: &str = r#"{"status": {"phase": "Running",
                            "restartCount": 0, "started": true,
                            "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}}"#;
 
+/// The driver of `def` at work: its controller and node pods (`<prefix>-controller-0`,
+/// `<prefix>-node-0`) running on node-0 where its selectors find them, and node-0's CSINode
+/// registering it.
+async fn run_driver(cluster: &Cluster, def: &csi_kit::DriverDef, prefix: &str) {
+    let client = cluster.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &def.namespace);
+    for (name, labels) in [
+        (
+            format!("{prefix}-controller-0"),
+            csi_kit::names::controller_selector(def),
+        ),
+        (
+            format!("{prefix}-node-0"),
+            csi_kit::names::node_selector(def),
+        ),
+    ] {
+        create(&pods, running_pod(&name, labels)).await;
+        pods.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::from_str::<Value>(RUNNING).unwrap()),
+        )
+        .await
+        .unwrap();
+    }
+    create(
+        &Api::<k8s_openapi::api::storage::v1::CSINode>::all(client),
+        json!({"metadata": {"name": "node-0"},
+               "spec": {"drivers": [{"name": def.name, "nodeID": "node-0"}]}}),
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_declared_driver_whose_csi_driver_deployment_is_degraded() {
     let cluster = scene("standard").await;
@@ -451,28 +484,10 @@ async fn a_declared_driver_whose_csi_driver_deployment_is_degraded() {
         .unwrap();
     // Its pods where the CSIDriverDeployment's names put them, running well, and the node's
     // registration.
-    let def = csi_driver_deployment::driver_def(&declared);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), DRIVER_NS);
-    for (name, labels) in [
-        (
-            "hostpath-controller-0",
-            csi_kit::names::controller_selector(&def),
-        ),
-        ("hostpath-node-0", csi_kit::names::node_selector(&def)),
-    ] {
-        create(&pods, running_pod(name, labels)).await;
-        pods.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::from_str::<Value>(RUNNING).unwrap()),
-        )
-        .await
-        .unwrap();
-    }
-    create(
-        &Api::<k8s_openapi::api::storage::v1::CSINode>::all(client),
-        json!({"metadata": {"name": "node-0"},
-               "spec": {"drivers": [{"name": DRIVER, "nodeID": "node-0"}]}}),
+    run_driver(
+        &cluster,
+        &csi_driver_deployment::driver_def(&declared),
+        "hostpath",
     )
     .await;
     cluster.clear_requests();
@@ -511,4 +526,159 @@ async fn a_declared_driver_whose_csi_driver_deployment_is_degraded() {
     // Found through its CSIDriverDeployment, not by searching the cluster's DaemonSets.
     assert_no_writes(&cluster);
     assert!(!reads(&cluster).contains(&read("list", "daemonsets", "")));
+}
+
+const EBS: &str = "ebs.csi.aws.com";
+
+/// AWS EBS from the driver catalogue, as its operator installs it: the CSIDriver, a class that
+/// binds at once, the controller and node pods running where the catalogue's selectors find
+/// them, and node-0's registration; then one claim of the class per `(name, access mode,
+/// volume mode, size)`.
+async fn catalogue_scene(claims: &[(&str, &str, &str, &str)]) -> Cluster {
+    let cluster = scene("standard").await;
+    let client = cluster.client();
+    let def = drivers::by_name("aws-ebs").unwrap();
+    create(
+        &Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+        json!({"metadata": {"name": def.namespace}}),
+    )
+    .await;
+    create(
+        &Api::<k8s_openapi::api::storage::v1::CSIDriver>::all(client.clone()),
+        json!({"metadata": {"name": EBS}, "spec": {"attachRequired": true}}),
+    )
+    .await;
+    create(
+        &Api::<k8s_openapi::api::storage::v1::StorageClass>::all(client.clone()),
+        json!({"metadata": {"name": "ebs-now"}, "provisioner": EBS,
+               "parameters": {"type": "gp3"}, "volumeBindingMode": "Immediate"}),
+    )
+    .await;
+    run_driver(&cluster, &def, "aws-ebs-csi-driver").await;
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(client, NS);
+    for (name, access_mode, volume_mode, size) in claims {
+        create(
+            &claims_api,
+            json!({"metadata": {"name": name}, "spec": {
+                "accessModes": [access_mode], "volumeMode": volume_mode,
+                "storageClassName": "ebs-now",
+                "resources": {"requests": {"storage": size}}}}),
+        )
+        .await;
+    }
+    cluster.clear_requests();
+    cluster
+}
+
+/// `diagnose pvc -o json` of `claim`: its exit code and report.
+async fn diagnose_claim(cluster: &Cluster, claim: &str) -> (Option<i32>, Value) {
+    let output = diagnose(cluster, &["pvc", "-n", NS, claim, "-o", "json"]).await;
+    let report = serde_json::from_str(&stdout(&output))
+        .unwrap_or_else(|e| panic!("{e}: {}", stderr(&output)));
+    (output.status.code(), report)
+}
+
+/// The evidence of a finding whose object is `object`, as `source: message`.
+fn evidence_of(report: &Value, object: &str) -> Vec<String> {
+    report["finding"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["object"] == object)
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e["source"].as_str().unwrap(),
+                e["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A claim of a catalogue driver's class is judged by the sizes the catalogue gives the
+/// driver (AWS EBS: at most 64Ti, io2 Block Express), which the evidence cites as the
+/// catalogue's; a claim within them has nothing wrong with its request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_above_the_catalogues_largest_volume_is_out_of_range() {
+    let cluster = catalogue_scene(&[
+        ("too-big", "ReadWriteOnce", "Filesystem", "65Ti"),
+        ("fits", "ReadWriteOnce", "Filesystem", "64Ti"),
+    ])
+    .await;
+
+    let (code, report) = diagnose_claim(&cluster, "too-big").await;
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["finding"]["kind"], "SizeOutOfRange", "{report:#}");
+    assert_eq!(
+        report["finding"]["cause"],
+        format!("the claim requests 65Ti, above the volumes {EBS} creates (of at most 64Ti)")
+    );
+    assert_eq!(
+        evidence_of(&report, &format!("catalogue of {EBS}")),
+        [format!(
+            "volume sizes: {EBS} creates volumes of at most 64Ti"
+        )]
+    );
+    let fix = report["finding"]["fix"].as_str().unwrap();
+    assert!(
+        fix.starts_with("recreate the claim with spec.resources.requests.storage of at most 64Ti"),
+        "{fix}"
+    );
+
+    let (code, report) = diagnose_claim(&cluster, "fits").await;
+    assert_eq!(code, Some(0), "{report:#}");
+    assert!(report["finding"].is_null(), "{report:#}");
+    let provisioning = report["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|link| link["name"] == "Provisioning")
+        .unwrap();
+    assert_eq!(provisioning["state"], "Ok", "{report:#}");
+    assert_no_writes(&cluster);
+}
+
+/// An access mode the catalogue's driver does not offer with the claim's volume mode (AWS EBS:
+/// ReadWriteMany only of a raw block device, io2 Multi-Attach) is found, with the catalogue's
+/// modes in evidence and the volume mode that offers it in the fix; the same claim as a raw
+/// block device is one the driver takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_mode_the_catalogues_driver_lacks_is_unsupported() {
+    let cluster = catalogue_scene(&[
+        ("shared", "ReadWriteMany", "Filesystem", "100Gi"),
+        ("shared-block", "ReadWriteMany", "Block", "100Gi"),
+    ])
+    .await;
+
+    let (code, report) = diagnose_claim(&cluster, "shared").await;
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(
+        report["finding"]["kind"], "AccessModeUnsupported",
+        "{report:#}"
+    );
+    assert_eq!(
+        report["finding"]["cause"],
+        format!(
+            "the claim asks for ReadWriteMany, which {EBS} does not offer with volumeMode Filesystem"
+        )
+    );
+    assert_eq!(
+        evidence_of(&report, &format!("catalogue of {EBS}")),
+        [format!(
+            "access modes: {EBS} offers with volumeMode Filesystem: ReadWriteOnce, ReadWriteOncePod"
+        )]
+    );
+    let fix = report["finding"]["fix"].as_str().unwrap();
+    assert!(
+        fix.starts_with(&format!(
+            "recreate the claim with spec.accessModes from: ReadWriteOnce, ReadWriteOncePod; or \
+             with spec.volumeMode Block, with which {EBS} offers ReadWriteMany"
+        )),
+        "{fix}"
+    );
+
+    let (code, report) = diagnose_claim(&cluster, "shared-block").await;
+    assert_eq!(code, Some(0), "{report:#}");
+    assert!(report["finding"].is_null(), "{report:#}");
+    assert_no_writes(&cluster);
 }

@@ -292,6 +292,8 @@ pub fn driver_def(cd: &CSIDriverDeployment) -> DriverDef {
         task_examples: BTreeMap::new(),
         // A declared driver runs where its CSIDriverDeployment is, in one cluster.
         hosted: None,
+        // Its CRD says nothing of what the driver provisions: nothing is judged by it.
+        volumes: None,
         images: Images {
             driver: image("", ""),
             provisioner: image("PROVISIONER_IMAGE", PROVISIONER_IMAGE),

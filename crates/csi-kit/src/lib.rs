@@ -8,8 +8,8 @@
 //! functions compute the desired objects, and the driver operator applies them.
 //!
 //! The files, bottom to top; a file uses only files listed before it:
-//! 1. What uses nothing else: [`error`], [`hash`], [`status`], [`claims`], [`replace`], and the
-//!    types of [`inputs`] (`inputs/mod.rs`).
+//! 1. What uses nothing else: [`error`], [`hash`], [`status`], [`claims`], [`replace`],
+//!    [`quantity`], and the types of [`inputs`] (`inputs/mod.rs`).
 //! 2. [`tls`] (serving TLS from a profile), then the table's schema, [`def`] (`def/mod.rs`).
 //! 3. What reads a table: [`names`], [`credentials`], then the table's defaults
 //!    (`def/defaults.rs`), a driver's inputs before anything is observed
@@ -33,6 +33,7 @@
 //! - [`claims`]: the claims stuck Pending on a driver, and the condition that reports them.
 //! - [`metrics`]: metrics Service and ServiceMonitor.
 //! - [`hash`]: hash annotations for Secrets and ConfigMaps.
+//! - [`quantity`]: a resource quantity (`10Gi`) read as bytes, and bytes written as one.
 //! - [`derived`]: operand ConfigMaps generated from an observed ConfigMap (cloud configs).
 //! - [`render`](mod@render): everything, in order.
 //! - [`hosted`]: with a hosted control plane (HyperShift): the controller in the management
@@ -72,6 +73,7 @@ pub mod hosted;
 pub mod inputs;
 pub mod metrics;
 pub mod names;
+pub mod quantity;
 pub mod rbac;
 pub mod render;
 pub mod replace;
@@ -85,7 +87,7 @@ pub use def::{
     CredentialsRequestDef, DaemonSetHook, DeploymentHook, DriverContainerDef, DriverDef, EnvDef,
     ExtraDaemonSet, ExtraDaemonSetBuilder, Hooks, HostedDef, ImageDef, Images, MetricsDef, NodeDef,
     RequestsDef, RuleDef, SidecarDef, SidecarKind, StorageClassDef, StorageClassFilter,
-    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef,
+    StorageClassHook, VolumeDef, VolumeSnapshotClassDef, VolumeSourceDef, VolumesDef,
 };
 pub use error::{HookError, HookErrorKind};
 pub use inputs::{

@@ -515,6 +515,101 @@ fn validation_checks_the_metrics_service_and_rbac_fields() {
     );
 }
 
+/// What the driver provisions (`volumes`): each mistake is reported on its own, naming the
+/// field and the fix.
+#[rstest::rstest]
+#[case::not_a_quantity(
+    json!({"maxSize": "64TB"}),
+    "volumes.maxSize: \"64TB\" is not a quantity: write a size as Kubernetes does, such as 1Gi or 64Ti"
+)]
+#[case::negative(
+    json!({"minSize": "-1Gi"}),
+    "volumes.minSize: \"-1Gi\" is negative: write a size as Kubernetes does, such as 1Gi or 64Ti"
+)]
+#[case::zero(
+    json!({"minSize": "0"}),
+    "volumes.minSize \"0\" is zero bytes: write a size such as 1Gi, or leave volumes.minSize out"
+)]
+#[case::above_any_volume(
+    json!({"maxSize": "17Ei"}),
+    "volumes.maxSize \"17Ei\" is larger than any volume (above 16Ei): write a size such as 64Ti"
+)]
+#[case::min_above_max(
+    json!({"minSize": "2Ti", "maxSize": "1Ti"}),
+    "volumes.minSize 2Ti is larger than volumes.maxSize 1Ti: swap them, or correct the one that is wrong"
+)]
+#[case::unknown_volume_mode(
+    json!({"accessModes": {"Raw": ["ReadWriteOnce"]}}),
+    "volumes.accessModes: \"Raw\" is not a volume mode: key the access modes by Filesystem or Block"
+)]
+#[case::unknown_access_mode(
+    json!({"accessModes": {"Filesystem": ["ReadWriteOnce", "ReadWriteAll"]}}),
+    "volumes.accessModes.Filesystem: \"ReadWriteAll\" is not an access mode (ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod)"
+)]
+#[case::access_mode_twice(
+    json!({"accessModes": {"Block": ["ReadWriteOnce", "ReadWriteMany", "ReadWriteOnce"]}}),
+    "volumes.accessModes.Block lists ReadWriteOnce twice: list it once"
+)]
+#[case::no_access_mode(
+    json!({"accessModes": {"Filesystem": ["ReadWriteOnce"], "Block": []}}),
+    "volumes.accessModes.Block lists no access mode: list those the driver accepts with it, or leave Block out if the driver does not offer it"
+)]
+fn validation_checks_what_the_driver_provisions(#[case] volumes: Value, #[case] problem: &str) {
+    let mut value = serde_json::to_value(example()).unwrap();
+    value["volumes"] = volumes;
+    let def: DriverDef = serde_json::from_value(value).unwrap();
+    assert_eq!(def.validate().unwrap_err().problems, [problem]);
+}
+
+/// A sound `volumes` validates and reads as bytes and modes in the API's order; any part of it
+/// may be left out (not known), and a volume mode can be keyed only once.
+#[test]
+fn what_the_driver_provisions_reads_as_bytes_and_modes() {
+    let table = |volumes: &str| -> Result<DriverDef, String> {
+        let mut value = serde_json::to_value(example()).unwrap();
+        value["volumes"] = api::yaml::from_str(volumes).map_err(|e| e.to_string())?;
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    };
+    let def = table(
+        "minSize: 1Gi\nmaxSize: 64Ti\naccessModes:\n  Block: [ReadWriteMany, ReadWriteOnce]\n  \
+         Filesystem: [ReadWriteOncePod, ReadWriteOnce]\n",
+    )
+    .unwrap();
+    def.validate().unwrap();
+    let volumes = def.volumes.unwrap();
+    assert_eq!(volumes.min_bytes(), Some(1 << 30));
+    assert_eq!(volumes.max_bytes(), Some(64 << 40));
+    assert_eq!(volumes.volume_modes(), ["Filesystem", "Block"]);
+    assert_eq!(
+        volumes.all_access_modes(),
+        ["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"]
+    );
+
+    for partial in [
+        "{}",
+        "maxSize: 16Ti",
+        "accessModes: {Filesystem: [ReadWriteMany]}",
+    ] {
+        table(partial).unwrap().validate().unwrap();
+    }
+    let unknown = table("{}").unwrap().volumes.unwrap();
+    assert_eq!(
+        (unknown.min_bytes(), unknown.max_bytes()),
+        (None, None),
+        "not known"
+    );
+    assert!(unknown.volume_modes().is_empty() && unknown.all_access_modes().is_empty());
+    assert!(example().volumes.is_none());
+
+    let twice =
+        table("accessModes:\n  Block: [ReadWriteOnce]\n  Block: [ReadWriteMany]\n").unwrap_err();
+    assert!(twice.contains("Block"), "{twice}");
+    assert!(
+        table("maxsize: 1Gi").is_err(),
+        "a misspelt field is refused"
+    );
+}
+
 #[test]
 fn plain_kubernetes_renders_bring_the_shared_sidecar_roles() {
     let def = example();

@@ -10,8 +10,9 @@
 //! input never panics: a missing object is a finding or a link not checked.
 //!
 //! The files, bottom to top; a file uses only files listed before it:
-//! 1. What uses nothing else: `quantity` (sizes), `report` (the output), `snapshot` (the
-//!    input and its lookups), `affinity` (node selector terms against a Node).
+//! 1. What uses nothing else: `report` (the output), `snapshot` (the input and its lookups),
+//!    `affinity` (node selector terms against a Node). Sizes are read and written by
+//!    `csi_kit::quantity`, as the driver tables' are.
 //! 2. `evidence`: Events, scheduling failures and troubled containers as evidence.
 //! 3. The links: `class` (StorageClass), `driver` (CSIDriver, controller, node plugin,
 //!    CSINode, Node, operator), `provisioning` (an unbound claim), `volume`
@@ -25,14 +26,13 @@ mod class;
 mod driver;
 mod evidence;
 mod provisioning;
-mod quantity;
 mod report;
 mod snapshot;
 mod volume;
 
+use csi_kit::quantity::format_bytes;
 use k8s_openapi::api::core::v1::Pod;
 
-pub use crate::quantity::{QuantityError, format_bytes, parse_bytes};
 pub use crate::report::{Evidence, Finding, FindingKind, Link, LinkState, Report, Subject};
 pub use crate::snapshot::{
     ContainerLog, DriverFacts, DriverPods, InstalledBy, Read, Snapshot, Target, reads,
@@ -247,9 +247,20 @@ fn describe_facts(facts: &DriverFacts) -> String {
         (None, Some(max)) => format!("up to {}", bytes(max)),
         (Some(min), Some(max)) => format!("{} to {}", bytes(min), bytes(max)),
     };
+    // Where they differ between volume modes, the access modes of each.
+    let access_modes =
+        if facts.access_modes_by_volume_mode.is_empty() || facts.volume_modes.is_empty() {
+            modes(&facts.access_modes)
+        } else {
+            facts
+                .volume_modes
+                .iter()
+                .map(|mode| format!("{} with {mode}", modes(facts.access_modes_with(mode))))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
     format!(
-        "access modes {}, volume modes {}, sizes {sizes}",
-        modes(&facts.access_modes),
+        "access modes {access_modes}, volume modes {}, sizes {sizes}",
         modes(&facts.volume_modes)
     )
 }

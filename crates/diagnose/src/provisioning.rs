@@ -2,11 +2,11 @@
 //! volume mode), a class that waits for a pod that is missing or unschedulable, the
 //! provisioner's own errors, or a provisioner that says nothing.
 
+use csi_kit::quantity::{format_bytes, parse_bytes};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::evidence::{self, newest, scheduling_failure};
-use crate::quantity::{format_bytes, parse_bytes};
 use crate::report::{Checked, Evidence, Finding, FindingKind, broken, ok};
 use crate::snapshot::{
     DriverFacts, Snapshot, event_reporter, format_age, name_of, namespace_of, object_name,
@@ -226,14 +226,23 @@ fn request_checks(
     let object = Some(claim_object.to_owned());
     let catalogue = format!("catalogue of {csi}");
 
+    let volume_mode = spec.volume_mode.as_deref().unwrap_or("Filesystem");
     let modes = spec.access_modes.as_deref().unwrap_or_default();
-    let missing: Vec<&String> = modes
+    let offered = facts.access_modes_with(volume_mode);
+    let missing: Vec<&str> = modes
         .iter()
-        .filter(|mode| !facts.access_modes.is_empty() && !facts.access_modes.contains(mode))
+        .filter(|mode| !offered.is_empty() && !offered.contains(mode))
+        .map(String::as_str)
         .collect();
     if !missing.is_empty() {
-        let offered = facts.access_modes.join(", ");
-        let others = classes_offering(snap, modes, |f| &f.access_modes);
+        // Where the driver's access modes depend on the volume mode, the volume mode is said.
+        let with = if facts.access_modes_by_volume_mode.contains_key(volume_mode) {
+            format!(" with volumeMode {volume_mode}")
+        } else {
+            String::new()
+        };
+        let offered = offered.join(", ");
+        let others = classes_offering(snap, modes, |f| f.access_modes_with(volume_mode));
         let mut evidence = vec![
             Evidence::new(
                 claim_object.to_owned(),
@@ -243,32 +252,43 @@ fn request_checks(
             Evidence::new(
                 catalogue.clone(),
                 "access modes".to_owned(),
-                format!("{csi} offers: {offered}"),
+                format!("{csi} offers{with}: {offered}"),
             ),
         ];
         evidence.extend(failed.iter().cloned());
-        let missing = missing
+        let missing = missing.join(", ");
+        // The same driver may offer them with the other volume mode (AWS EBS: ReadWriteMany
+        // of a raw block device).
+        let other_volume_mode = facts
+            .access_modes_by_volume_mode
             .iter()
-            .map(|mode| mode.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+            .find(|(other, access)| {
+                other.as_str() != volume_mode && modes.iter().all(|mode| access.contains(mode))
+            })
+            .map(|(other, _)| {
+                format!(
+                    "; or with spec.volumeMode {other}, with which {csi} offers {missing} (the \
+                     pods then use it through volumeDevices)"
+                )
+            })
+            .unwrap_or_default();
         return Some(broken(
             LINK,
             object,
-            format!("{csi} does not offer {missing}"),
+            format!("{csi} does not offer {missing}{with}"),
             Finding::new(
                 FindingKind::AccessModeUnsupported,
-                format!("the claim asks for {missing}, which {csi} does not offer"),
+                format!("the claim asks for {missing}, which {csi} does not offer{with}"),
                 evidence,
                 format!(
-                    "recreate the claim with spec.accessModes from: {offered}; or, for {missing}, \
-                     with spec.storageClassName set to a class whose driver offers it: {others}"
+                    "recreate the claim with spec.accessModes from: {offered}{other_volume_mode}; \
+                     or, for {missing}, with spec.storageClassName set to a class whose driver \
+                     offers it: {others}"
                 ),
             ),
         ));
     }
 
-    let volume_mode = spec.volume_mode.as_deref().unwrap_or("Filesystem");
     if !facts.volume_modes.is_empty() && !facts.volume_modes.iter().any(|m| m == volume_mode) {
         let offered = facts.volume_modes.join(", ");
         let mut evidence = vec![
@@ -358,7 +378,7 @@ fn request_checks(
 fn classes_offering(
     snap: &Snapshot,
     wanted: &[String],
-    offered: impl Fn(&DriverFacts) -> &Vec<String>,
+    offered: impl Fn(&DriverFacts) -> &[String],
 ) -> String {
     let mut names: Vec<&str> = snap
         .storage_classes

@@ -64,7 +64,7 @@ pub enum FindingKind {
     ProvisioningStuck,
     /// The requested size is outside what the driver provisions.
     SizeOutOfRange,
-    /// The claim asks for an access mode the driver does not offer.
+    /// The claim asks for an access mode the driver does not offer with its volume mode.
     AccessModeUnsupported,
     /// The claim asks for a volume mode (Block, Filesystem) the driver does not offer.
     VolumeModeUnsupported,

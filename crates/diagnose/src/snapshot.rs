@@ -3,8 +3,11 @@
 //! share (a claim by name, the pods that use a claim, the Events of an object), and what the
 //! gatherer must read for a subject ([`reads`]).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use api::csidriver_v1alpha1::CSIDriverDeployment;
 use api::operator_v1::ClusterCSIDriver;
+use csi_kit::DriverDef;
 use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -131,6 +134,11 @@ pub struct DriverFacts {
     /// The volume modes it offers (`Filesystem`, `Block`); empty when not known.
     #[serde(default)]
     pub volume_modes: Vec<String>,
+    /// The access modes it offers with each volume mode, where they differ between volume
+    /// modes (AWS EBS offers `ReadWriteMany`, io2 Multi-Attach, with `Block` only); a volume
+    /// mode not listed offers `access_modes`.
+    #[serde(default)]
+    pub access_modes_by_volume_mode: BTreeMap<String, Vec<String>>,
     /// Whether it runs a controller Deployment (some drivers have only node pods).
     #[serde(default = "yes")]
     pub has_controller: bool,
@@ -152,9 +160,50 @@ impl DriverFacts {
             max_bytes: None,
             access_modes: Vec::new(),
             volume_modes: Vec::new(),
+            access_modes_by_volume_mode: BTreeMap::new(),
             has_controller: true,
             installed_by: None,
         }
+    }
+
+    /// What the driver catalogue says `def` provisions (its table's `volumes`); what the table
+    /// leaves out stays unknown. Access modes are kept by volume mode only where they differ
+    /// between volume modes, so a finding names the volume mode only where it matters.
+    pub fn of_catalogue(def: &DriverDef) -> Self {
+        let mut facts = DriverFacts::named(&def.name);
+        let Some(volumes) = &def.volumes else {
+            return facts;
+        };
+        facts.min_bytes = volumes.min_bytes();
+        facts.max_bytes = volumes.max_bytes();
+        facts.volume_modes = volumes.volume_modes();
+        facts.access_modes = volumes.all_access_modes();
+        let as_set = |modes: &Vec<String>| modes.iter().cloned().collect::<BTreeSet<String>>();
+        let mut sets = volumes.access_modes.values().map(as_set);
+        let first = sets.next();
+        if sets.any(|set| Some(set) != first) {
+            facts.access_modes_by_volume_mode = volumes
+                .access_modes
+                .iter()
+                .map(|(volume_mode, access_modes)| {
+                    let offered = facts
+                        .access_modes
+                        .iter()
+                        .filter(|mode| access_modes.contains(mode))
+                        .cloned()
+                        .collect();
+                    (volume_mode.clone(), offered)
+                })
+                .collect();
+        }
+        facts
+    }
+
+    /// The access modes it offers with `volume_mode`; empty when not known.
+    pub fn access_modes_with(&self, volume_mode: &str) -> &[String] {
+        self.access_modes_by_volume_mode
+            .get(volume_mode)
+            .unwrap_or(&self.access_modes)
     }
 }
 

@@ -597,6 +597,73 @@ fn block_mode_on_a_filesystem_only_driver() {
     );
 }
 
+/// Where a driver's access modes depend on the volume mode (AWS EBS: ReadWriteMany, io2
+/// Multi-Attach, of a raw block device only), a claim is judged by its own volume mode: the
+/// finding says which, and that the other volume mode offers what it asks; the same claim as a
+/// raw block device is one the driver takes.
+#[test]
+fn read_write_many_only_with_block() {
+    let mut snap = unbound();
+    let modes = |modes: &[&str]| modes.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
+    let ebs = &mut snap.drivers[0];
+    ebs.access_modes = modes(&["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"]);
+    ebs.access_modes_by_volume_mode = [
+        ("Filesystem", modes(&["ReadWriteOnce", "ReadWriteOncePod"])),
+        (
+            "Block",
+            modes(&["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"]),
+        ),
+    ]
+    .into_iter()
+    .map(|(mode, access)| (mode.to_owned(), access))
+    .collect();
+    snap.claims[0].spec.as_mut().unwrap().access_modes = Some(modes(&["ReadWriteMany"]));
+    let report = diagnose_pvc(&snap, NS, "data");
+    assert_finding(
+        &report,
+        FindingKind::AccessModeUnsupported,
+        &[
+            "ReadWriteMany",
+            "ebs.csi.aws.com offers with volumeMode Filesystem: ReadWriteOnce, ReadWriteOncePod",
+        ],
+        &[
+            "spec.accessModes from: ReadWriteOnce, ReadWriteOncePod; or with spec.volumeMode \
+             Block, with which ebs.csi.aws.com offers ReadWriteMany",
+        ],
+    );
+    assert_eq!(
+        report.finding.unwrap().cause,
+        "the claim asks for ReadWriteMany, which ebs.csi.aws.com does not offer with volumeMode \
+         Filesystem"
+    );
+    let catalogue = diagnose_driver(&snap, EBS)
+        .chain
+        .into_iter()
+        .find(|link| link.name == "Catalogue")
+        .unwrap();
+    assert_eq!(
+        catalogue.detail,
+        "access modes [ReadWriteOnce, ReadWriteOncePod] with Filesystem and [ReadWriteOnce, \
+         ReadWriteMany, ReadWriteOncePod] with Block, volume modes [Filesystem, Block], sizes \
+         1Gi to 16Ti"
+    );
+
+    snap.claims[0].spec.as_mut().unwrap().volume_mode = Some("Block".to_owned());
+    let report = diagnose_pvc(&snap, NS, "data");
+    let kind = report.finding.as_ref().map(|finding| finding.kind);
+    assert!(
+        !matches!(
+            kind,
+            Some(
+                FindingKind::AccessModeUnsupported
+                    | FindingKind::VolumeModeUnsupported
+                    | FindingKind::SizeOutOfRange
+            )
+        ),
+        "\n{report}"
+    );
+}
+
 #[test]
 fn the_bound_volume_is_gone() {
     let mut snap = healthy();
@@ -963,4 +1030,51 @@ fn json_and_yaml_carry_the_same_data() {
     let yaml = serde_saphyr::to_string(&report).unwrap();
     let back: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     assert_eq!(back, json);
+}
+
+/// The catalogue's facts as the rules read them from a driver's table: sizes in bytes, modes in
+/// the API's order, access modes by volume mode only where they differ between volume modes;
+/// what the table leaves out stays unknown.
+#[test]
+fn catalogue_facts_from_a_driver_table() {
+    let table = |volumes: serde_json::Value| {
+        let mut def = csi_kit::def::test_def();
+        def.volumes = Some(serde_json::from_value(volumes).unwrap());
+        def.validate().unwrap();
+        DriverFacts::of_catalogue(&def)
+    };
+    let facts = table(json!({"maxSize": "64Ti", "accessModes": {
+        "Block": ["ReadWriteMany", "ReadWriteOnce"],
+        "Filesystem": ["ReadWriteOncePod", "ReadWriteOnce"],
+    }}));
+    assert_eq!(facts.csi_name, "demo.csi.k8s.io");
+    assert_eq!((facts.min_bytes, facts.max_bytes), (None, Some(64 << 40)));
+    assert_eq!(facts.volume_modes, ["Filesystem", "Block"]);
+    assert_eq!(
+        facts.access_modes,
+        ["ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"]
+    );
+    assert_eq!(
+        facts.access_modes_with("Filesystem"),
+        ["ReadWriteOnce", "ReadWriteOncePod"]
+    );
+    assert_eq!(
+        facts.access_modes_with("Block"),
+        ["ReadWriteOnce", "ReadWriteMany"]
+    );
+
+    let same = table(json!({"minSize": "1Gi", "accessModes": {
+        "Filesystem": ["ReadWriteOnce", "ReadWriteMany"],
+        "Block": ["ReadWriteMany", "ReadWriteOnce"],
+    }}));
+    assert_eq!(same.min_bytes, Some(1 << 30));
+    assert!(same.access_modes_by_volume_mode.is_empty(), "{same:?}");
+    assert_eq!(same.access_modes, ["ReadWriteOnce", "ReadWriteMany"]);
+
+    let unknown = table(json!({}));
+    assert_eq!(unknown, DriverFacts::named("demo.csi.k8s.io"));
+    assert_eq!(
+        DriverFacts::of_catalogue(&csi_kit::def::test_def()),
+        DriverFacts::named("demo.csi.k8s.io")
+    );
 }

@@ -98,6 +98,12 @@ pub struct DriverDef {
     /// VolumeSnapshotClasses the operator creates when their CRD exists.
     #[serde(default)]
     pub volume_snapshot_classes: Vec<VolumeSnapshotClassDef>,
+    /// What the driver provisions (sizes, access modes by volume mode), from its own code and
+    /// documentation and its cloud's limits: `storage-operator diagnose` judges a claim of the
+    /// driver's classes by it. Nothing is rendered from it. Absent: nothing is known, and no
+    /// claim is judged by it.
+    #[serde(default)]
+    pub volumes: Option<VolumesDef>,
     /// Cloud credentials of the controller, if the driver needs any.
     #[serde(default)]
     pub credentials: Option<CredentialsDef>,
@@ -955,6 +961,79 @@ pub struct StorageClassDef {
 
 fn default_reclaim_policy() -> String {
     "Delete".to_owned()
+}
+
+/// The access modes of the Kubernetes API, in its order.
+pub const ACCESS_MODES: [&str; 4] = [
+    "ReadWriteOnce",
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOncePod",
+];
+
+/// The volume modes of the Kubernetes API, the default first.
+pub const VOLUME_MODES: [&str; 2] = ["Filesystem", "Block"];
+
+/// See [`DriverDef::volumes`]. A fact that is not known, or that no bound holds for every
+/// class of the driver, is left out and never checked: a claim the driver would accept must
+/// never be judged wrong. Where a limit depends on the class (a disk type, a SKU), the widest
+/// the driver accepts with any class is given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VolumesDef {
+    /// The smallest volume the driver creates, a quantity (e.g. `1Gi`): a claim asking for less
+    /// is refused. Left out where the driver raises a small request to a size it can create.
+    #[serde(default)]
+    pub min_size: Option<String>,
+    /// The largest volume the driver creates, a quantity (e.g. `64Ti`): a claim asking for more
+    /// is refused. Where a class can raise it (a disk type), the largest of any class.
+    #[serde(default)]
+    pub max_size: Option<String>,
+    /// The access modes (`ReadWriteOnce`, `ReadOnlyMany`, `ReadWriteMany`, `ReadWriteOncePod`)
+    /// the driver accepts, by volume mode (`Filesystem`, `Block`): e.g. AWS EBS accepts
+    /// `ReadWriteMany` (io2 Multi-Attach) with `Block` only. A volume mode left out is one the
+    /// driver does not offer; an access mode that only some classes allow (a shared disk type)
+    /// is listed. Empty: not known.
+    #[serde(default)]
+    pub access_modes: BTreeMap<String, Vec<String>>,
+}
+
+impl VolumesDef {
+    /// `minSize` in bytes; none when it is unset or not a size (which [`DriverDef::validate`]
+    /// reports).
+    pub fn min_bytes(&self) -> Option<u64> {
+        size_bytes(self.min_size.as_deref())
+    }
+
+    /// `maxSize` in bytes; none when it is unset or not a size.
+    pub fn max_bytes(&self) -> Option<u64> {
+        size_bytes(self.max_size.as_deref())
+    }
+
+    /// The volume modes the driver offers, in the API's order; empty when not known.
+    pub fn volume_modes(&self) -> Vec<String> {
+        VOLUME_MODES
+            .iter()
+            .filter(|mode| self.access_modes.contains_key(**mode))
+            .map(|mode| (*mode).to_owned())
+            .collect()
+    }
+
+    /// Every access mode the driver offers with at least one volume mode, in the API's order;
+    /// empty when not known.
+    pub fn all_access_modes(&self) -> Vec<String> {
+        ACCESS_MODES
+            .iter()
+            .filter(|mode| self.access_modes.values().flatten().any(|m| m == **mode))
+            .map(|mode| (*mode).to_owned())
+            .collect()
+    }
+}
+
+/// A table's size in bytes, when it is one.
+fn size_bytes(size: Option<&str>) -> Option<u64> {
+    let bytes = crate::quantity::parse_bytes(size?).ok()?;
+    u64::try_from(bytes).ok()
 }
 
 /// A VolumeSnapshotClass the operator creates when its CRD exists.

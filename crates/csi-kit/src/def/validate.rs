@@ -1,10 +1,15 @@
 //! The checks of a driver table that serde cannot make: names, ports, volumes and containers
 //! unique within a pod, the pod layout after OpenShift's assets, RBAC without wildcards, at most
-//! one default class of each kind. Every problem is collected, so one round of fixes is enough.
+//! one default class of each kind, sizes and modes of what the driver provisions. Every problem
+//! is collected, so one round of fixes is enough.
 
 use std::collections::BTreeMap;
 
-use crate::def::{ControllerDef, DriverDef, MetricsDef, StaticConfigMapDef, VolumeSourceDef};
+use crate::def::{
+    ACCESS_MODES, ControllerDef, DriverDef, MetricsDef, StaticConfigMapDef, VOLUME_MODES,
+    VolumeSourceDef,
+};
+use crate::quantity::parse_bytes;
 use crate::{metrics, names, rbac};
 
 impl DriverDef {
@@ -66,6 +71,74 @@ impl DriverDef {
             }
             for name in duplicates(driver.env_from.iter().map(String::as_str)) {
                 problems.push(format!("{pod}.driver.envFrom: {name} is listed twice"));
+            }
+        }
+    }
+}
+
+impl DriverDef {
+    /// Problems of `volumes`: sizes that are not sizes or are in the wrong order, volume and
+    /// access modes the API does not have, a mode listed twice or a volume mode listing none.
+    fn validate_volumes(&self, problems: &mut Vec<String>) {
+        let Some(volumes) = &self.volumes else {
+            return;
+        };
+        let mut size = |field: &str, size: Option<&str>| -> Option<u64> {
+            let size = size?;
+            let problem = match parse_bytes(size).map(u64::try_from) {
+                Ok(Ok(0)) => format!(
+                    "{field} {size:?} is zero bytes: write a size such as 1Gi, or leave {field} out"
+                ),
+                Ok(Ok(bytes)) => return Some(bytes),
+                Ok(Err(_)) => format!(
+                    "{field} {size:?} is larger than any volume (above 16Ei): write a size such \
+                     as 64Ti"
+                ),
+                Err(e) => {
+                    format!("{field}: {e}: write a size as Kubernetes does, such as 1Gi or 64Ti")
+                }
+            };
+            problems.push(problem);
+            None
+        };
+        let min = size("volumes.minSize", volumes.min_size.as_deref());
+        let max = size("volumes.maxSize", volumes.max_size.as_deref());
+        if let (Some(min), Some(max)) = (min, max)
+            && min > max
+        {
+            problems.push(format!(
+                "volumes.minSize {} is larger than volumes.maxSize {}: swap them, or correct \
+                 the one that is wrong",
+                volumes.min_size.as_deref().unwrap_or_default(),
+                volumes.max_size.as_deref().unwrap_or_default()
+            ));
+        }
+        for (volume_mode, access_modes) in &volumes.access_modes {
+            let field = format!("volumes.accessModes.{volume_mode}");
+            if !VOLUME_MODES.contains(&volume_mode.as_str()) {
+                problems.push(format!(
+                    "volumes.accessModes: {volume_mode:?} is not a volume mode: key the access \
+                     modes by {}",
+                    VOLUME_MODES.join(" or ")
+                ));
+            }
+            if access_modes.is_empty() {
+                problems.push(format!(
+                    "{field} lists no access mode: list those the driver accepts with it, or \
+                     leave {volume_mode} out if the driver does not offer it"
+                ));
+            }
+            for mode in access_modes
+                .iter()
+                .filter(|m| !ACCESS_MODES.contains(&m.as_str()))
+            {
+                problems.push(format!(
+                    "{field}: {mode:?} is not an access mode ({})",
+                    ACCESS_MODES.join(", ")
+                ));
+            }
+            for mode in duplicates(access_modes.iter().map(String::as_str)) {
+                problems.push(format!("{field} lists {mode} twice: list it once"));
             }
         }
     }
@@ -687,6 +760,7 @@ impl DriverDef {
         }
         self.validate_metrics_service(&mut problems);
         self.validate_rbac(&mut problems);
+        self.validate_volumes(&mut problems);
         if problems.is_empty() {
             Ok(())
         } else {

@@ -235,6 +235,7 @@ pub fn ebs_facts() -> DriverFacts {
         max_bytes: Some(16 << 40),
         access_modes: vec!["ReadWriteOnce".to_owned(), "ReadWriteOncePod".to_owned()],
         volume_modes: vec!["Filesystem".to_owned(), "Block".to_owned()],
+        access_modes_by_volume_mode: Default::default(),
         has_controller: true,
         installed_by: Some(InstalledBy::ClusterCSIDriver {
             name: EBS.to_owned(),
