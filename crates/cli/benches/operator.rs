@@ -88,6 +88,7 @@ async fn in_process() {
             env: Default::default(),
             version: "1".into(),
             operator_log_level: None,
+            metrics_tls: None,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let started = Instant::now();

@@ -297,8 +297,18 @@ impl Operator {
             || PathBuf::from(env!("CARGO_BIN_EXE_storage-operator")),
             PathBuf::from,
         );
+        // As deployed: the install manifests and the starter serve /metrics over HTTPS (a
+        // self-signed certificate here, made at the first connection; none is made, nor any
+        // review asked, while nothing scrapes), but not the hosted cluster storage operator.
+        let hosted_operator = args.first() == Some(&"run") && args.contains(&"--guest-kubeconfig");
+        let metrics = if hosted_operator {
+            &[][..]
+        } else {
+            &["--metrics-address", "127.0.0.1:0"][..]
+        };
         let child = Command::new(binary)
             .args(args)
+            .args(metrics)
             .args(["--admin-address", admin_address])
             .envs(env.iter().copied())
             .env("KUBECONFIG", kubeconfig)

@@ -36,17 +36,29 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
             Ok((path, kubeconfig, hosted_control_plane(&namespace, &env)?))
         })
         .transpose()?;
+    // Its /metrics follow the cluster's TLS profile, which the operator keeps in this cell
+    // (Intermediate until it has read APIServer/cluster).
+    let metrics_tls = opkit::secure_metrics::ProfileCell::default();
+    metrics_tls.set(
+        csi_kit::tls::serving_tls_of(None, "")
+            .map(profile_of)
+            .unwrap_or_default(),
+    );
     let settings = Settings {
         operator_image: args.operator_image,
         env,
         version: args.operator_version,
         operator_log_level: Some(LogLevelHook::new(move |level| log.set(level))),
+        metrics_tls: Some(metrics_tls.clone()),
     };
     serve(
         &args.process,
         &namespace,
         LEASE,
-        MetricsTls::default(),
+        MetricsTls {
+            profile: metrics_tls.get(),
+            source: Some(metrics_tls.source()),
+        },
         move |client, metrics, readiness, shutdown| async move {
             // With a hosted control plane this process's cluster is the management cluster;
             // the operator's own cluster, where it reports, is the guest.

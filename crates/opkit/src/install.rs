@@ -10,13 +10,13 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy}
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
     ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, Toleration,
+    SeccompProfile, SecretVolumeSource, SecurityContext, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-/// The port of `/healthz`, `/readyz` and `/metrics`.
+/// The port of `/healthz`, `/readyz` and (unless served over HTTPS) `/metrics`.
 pub const ADMIN_PORT: i32 = 8080;
 
 /// What differs between our operator Deployments.
@@ -44,7 +44,14 @@ pub struct OperatorDeployment {
     pub node_selector: Option<BTreeMap<String, String>>,
     /// Tolerations.
     pub tolerations: Vec<Toleration>,
+    /// `/metrics` over HTTPS on [`METRICS_PORT`] ([`crate::secure_metrics`]) with the serving
+    /// certificate of this Secret (service-ca's, mounted optional at
+    /// [`crate::secure_metrics::DEFAULT_CERT_DIR`]), instead of over HTTP on the admin port.
+    pub serving_cert_secret: Option<String>,
 }
+
+/// The port of `/metrics` over HTTPS, as OpenShift's operators serve them.
+pub const METRICS_PORT: i32 = 8443;
 
 fn from_field(name: &str, path: &str) -> EnvVar {
     EnvVar {
@@ -105,6 +112,39 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
     let mut env = spec.env;
     env.push(from_field("POD_NAME", "metadata.name"));
     env.push(from_field("POD_NAMESPACE", "metadata.namespace"));
+    let mut args = spec.args;
+    let mut ports = vec![ContainerPort {
+        name: Some("admin".into()),
+        container_port: ADMIN_PORT,
+        ..Default::default()
+    }];
+    let (mut volumes, mut mounts) = (Vec::new(), Vec::new());
+    if let Some(secret) = spec.serving_cert_secret {
+        args.push(format!("--metrics-address=0.0.0.0:{METRICS_PORT}"));
+        ports.push(ContainerPort {
+            name: Some("metrics".into()),
+            container_port: METRICS_PORT,
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        });
+        // Optional: where no service-ca writes it, the process serves a self-signed
+        // certificate until it appears.
+        volumes.push(Volume {
+            name: secret.clone(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(VolumeMount {
+            name: secret,
+            mount_path: crate::secure_metrics::DEFAULT_CERT_DIR.into(),
+            read_only: Some(true),
+            ..Default::default()
+        });
+    }
     let requests: BTreeMap<String, Quantity> = [
         ("cpu".to_owned(), Quantity("10m".into())),
         ("memory".to_owned(), Quantity("30Mi".into())),
@@ -140,13 +180,10 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
                         // Pulled only when the node lacks it, whatever the tag: the image
                         // may have been imported on the node with no registry to pull from.
                         image_pull_policy: Some("IfNotPresent".into()),
-                        args: Some(spec.args),
+                        args: Some(args),
                         env: Some(env),
-                        ports: Some(vec![ContainerPort {
-                            name: Some("admin".into()),
-                            container_port: ADMIN_PORT,
-                            ..Default::default()
-                        }]),
+                        ports: Some(ports),
+                        volume_mounts: (!mounts.is_empty()).then_some(mounts),
                         liveness_probe: Some(probe("/healthz")),
                         readiness_probe: Some(probe("/readyz")),
                         resources: Some(ResourceRequirements {
@@ -157,6 +194,7 @@ pub fn operator_deployment(spec: OperatorDeployment) -> Deployment {
                         termination_message_policy: Some("FallbackToLogsOnError".into()),
                         ..Default::default()
                     }],
+                    volumes: (!volumes.is_empty()).then_some(volumes),
                     ..Default::default()
                 }),
             },

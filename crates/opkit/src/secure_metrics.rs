@@ -105,6 +105,24 @@ pub enum Authorized {
     Denied(String),
 }
 
+/// The RBAC rules a process serving `/metrics` this way needs (cluster-wide): create
+/// TokenReviews and SubjectAccessReviews (what `system:auth-delegator` grants), and read the
+/// client CA's ConfigMap, by name.
+pub fn review_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    vec![
+        crate::rbac::rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+        crate::rbac::rule(
+            &["authorization.k8s.io"],
+            &["subjectaccessreviews"],
+            &["create"],
+        ),
+        k8s_openapi::api::rbac::v1::PolicyRule {
+            resource_names: Some(vec![CLIENT_CA_CONFIG_MAP.1.to_owned()]),
+            ..crate::rbac::rule(&[""], &["configmaps"], &["get"])
+        },
+    ]
+}
+
 /// Asks the API server who a caller is and what they may do.
 pub trait Reviewer: Send + Sync + 'static {
     /// Reviews a bearer token (TokenReview).
@@ -220,6 +238,35 @@ pub struct ProfileSource(pub Arc<dyn Fn() -> Result<TlsProfile, String> + Send +
 impl std::fmt::Debug for ProfileSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ProfileSource")
+    }
+}
+
+/// A TLS profile the process keeps current itself (the cluster storage operator follows
+/// `APIServer/cluster`), read by the server as its [`ProfileSource`].
+#[derive(Clone, Debug, Default)]
+pub struct ProfileCell(Arc<Mutex<TlsProfile>>);
+
+impl ProfileCell {
+    /// Sets the profile served from the next connection on (at the server's next reading).
+    pub fn set(&self, profile: TlsProfile) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = profile;
+    }
+
+    /// The profile set last.
+    pub fn get(&self) -> TlsProfile {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The server's source of this cell.
+    pub fn source(&self) -> ProfileSource {
+        let cell = self.clone();
+        ProfileSource(Arc::new(move || Ok(cell.get())))
     }
 }
 

@@ -177,6 +177,10 @@ pub fn build_management_deployment(namespace: &str, image: &str) -> Deployment {
         node_selector: None,
         pod_annotations: BTreeMap::new(),
         tolerations: Vec::new(),
+        // Its /metrics stay on the admin port here: the management cluster's Role cannot let it
+        // ask for the reviews an HTTPS scrape needs (they are cluster-scoped), and the guest's
+        // Prometheus does not scrape the control plane (OpenShift's has no monitoring there).
+        serving_cert_secret: None,
     });
     if let Some(spec) = deployment
         .spec

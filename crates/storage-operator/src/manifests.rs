@@ -292,6 +292,9 @@ pub fn build_rbac() -> (ClusterRole, Vec<Role>) {
             &["create", "patch", "update"],
         ),
     ];
+    // Who may read its /metrics over HTTPS: reviewed by the API server (as
+    // `system:auth-delegator` grants), with its client CA read by name.
+    cluster_rules.extend(opkit::secure_metrics::review_rules());
     // The ClusterRoles it applies, which may grant what it does not hold; the bindings it
     // applies, and the roles they refer to: each by name.
     cluster_rules.extend(
@@ -604,6 +607,8 @@ pub fn build_deployment(flavour: Flavour, image: &str) -> Deployment {
             ..Default::default()
         })
         .collect(),
+        // /metrics over HTTPS on 8443 with service-ca's certificate, as OpenShift's.
+        serving_cert_secret: Some(monitoring::SERVING_CERT.into()),
     })
 }
 

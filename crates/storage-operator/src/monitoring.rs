@@ -6,13 +6,13 @@
 //! targets. Pure builders and decisions; the operator applies the ServiceMonitor and the
 //! PrometheusRule at run time, each once its CRD exists, on OpenShift and plain Kubernetes alike.
 //!
-//! One difference from OpenShift, on purpose and documented in the README: OpenShift's operator
-//! serves `/metrics` over HTTPS on 8443 with a service-ca serving certificate and client-cert
-//! authentication, and its ServiceMonitor scrapes `https` with Prometheus' client certificate.
-//! Ours serves `/metrics` over plain HTTP on the admin port (8080, `admin`), without
-//! authentication, so the Service exposes that port (`metrics`) and the ServiceMonitor scrapes
-//! it over `http`, without a TLS config; the Service carries no serving-cert annotation, as no
-//! container would mount the Secret it makes.
+//! As OpenShift's, the operator serves `/metrics` over HTTPS on 8443 ([`opkit::secure_metrics`])
+//! with the certificate service-ca writes for the Service's annotation, to callers the API server
+//! allows (Prometheus' client certificate, or a bearer token). On OpenShift the ServiceMonitor
+//! scrapes `https` with the platform Prometheus' client certificate and service CA, as
+//! OpenShift's; on plain Kubernetes, where no service-ca signs the certificate (the operator
+//! serves a self-signed one until its Secret is made), it scrapes `https` with Prometheus' own
+//! ServiceAccount token and does not verify the certificate.
 //!
 //! Ownership: an existing object of one of these names is ours to apply over when we applied it
 //! ([`opkit::ownership::applied_by_us`]), or when OpenShift's storage operator or the
@@ -51,7 +51,12 @@ pub const SERVICE_MONITOR: &str = "cluster-storage-operator";
 /// The PrometheusRule, as OpenShift's.
 pub const PROMETHEUS_RULE: &str = "prometheus";
 /// The Service's port name, which the ServiceMonitor scrapes.
-pub const PORT_NAME: &str = "metrics";
+pub const PORT_NAME: &str = "https";
+/// The Secret of the operator's serving certificate, which service-ca writes (the Service's
+/// annotation names it) and the operator's pod mounts, as OpenShift's.
+pub const SERVING_CERT: &str = "cluster-storage-operator-serving-cert";
+/// The annotation OpenShift's Service asks service-ca with (the older, alpha, name).
+pub const SERVING_CERT_ANNOTATION: &str = "service.alpha.openshift.io/serving-cert-secret-name";
 /// The Role and RoleBinding that let Prometheus read the targets (OpenShift only).
 pub const PROMETHEUS_RBAC: &str = "prometheus";
 
@@ -109,10 +114,11 @@ impl Kind {
         )
     }
 
-    /// Our object of this kind.
-    pub fn build(self) -> DynamicObject {
+    /// Our object of this kind, for OpenShift's cluster monitoring or (`openshift` false) a
+    /// plain Kubernetes Prometheus.
+    pub fn build(self, openshift: bool) -> DynamicObject {
         let value = match self {
-            Self::ServiceMonitor => build_service_monitor(),
+            Self::ServiceMonitor => build_service_monitor(openshift),
             Self::PrometheusRule => build_prometheus_rule(),
         };
         self.object(value, self.object_name())
@@ -156,14 +162,17 @@ pub fn ours(meta: &ObjectMeta) -> bool {
 
 /// The objects to apply, by what was seen of each kind: absent (with its CRD) or ours. Returns
 /// them with the kinds whose object is someone else's and left alone.
-pub fn desired(seen: &BTreeMap<Kind, Seen>) -> (Vec<(Kind, DynamicObject)>, Vec<Kind>) {
+pub fn desired(
+    seen: &BTreeMap<Kind, Seen>,
+    openshift: bool,
+) -> (Vec<(Kind, DynamicObject)>, Vec<Kind>) {
     let mut apply = Vec::new();
     let mut foreign = Vec::new();
     for kind in Kind::ALL {
         match seen.get(&kind).unwrap_or(&Seen::NoCrd) {
             Seen::NoCrd | Seen::Filling => {}
             Seen::Cached(Some(existing)) if !ours(&existing.metadata) => foreign.push(kind),
-            Seen::Cached(_) => apply.push((kind, kind.build())),
+            Seen::Cached(_) => apply.push((kind, kind.build(openshift))),
         }
     }
     (apply, foreign)
@@ -218,14 +227,17 @@ pub fn build_service() -> Service {
             name: Some(SERVICE.into()),
             namespace: Some(OPERATOR_NAMESPACE.into()),
             labels: Some([("app".to_owned(), SERVICE.to_owned())].into()),
+            annotations: Some(
+                [(SERVING_CERT_ANNOTATION.to_owned(), SERVING_CERT.to_owned())].into(),
+            ),
             ..Default::default()
         },
         spec: Some(ServiceSpec {
             ports: Some(vec![ServicePort {
                 name: Some(PORT_NAME.into()),
-                port: opkit::install::ADMIN_PORT,
+                port: 443,
                 protocol: Some("TCP".into()),
-                target_port: Some(IntOrString::String("admin".into())),
+                target_port: Some(IntOrString::Int(opkit::install::METRICS_PORT)),
                 ..Default::default()
             }]),
             selector: Some([("name".to_owned(), NAME.to_owned())].into()),
@@ -237,20 +249,41 @@ pub fn build_service() -> Service {
     }
 }
 
-/// The ServiceMonitor: every 30 s, `/metrics` of the Service's `metrics` port, over HTTP (see
-/// the module docs for why not HTTPS), found through EndpointSlices, as OpenShift's.
-pub fn build_service_monitor() -> Value {
+/// The ServiceMonitor: every 30 s, `/metrics` of the Service's `https` port, found through
+/// EndpointSlices, as OpenShift's. On OpenShift, with the platform Prometheus' client
+/// certificate and the service CA (OpenShift's); elsewhere with Prometheus' ServiceAccount token,
+/// the certificate unverified (see the module docs).
+pub fn build_service_monitor(openshift: bool) -> Value {
+    let server_name = format!("{SERVICE}.{OPERATOR_NAMESPACE}.svc");
+    let endpoint = if openshift {
+        json!({
+            "interval": "30s",
+            "path": "/metrics",
+            "port": PORT_NAME,
+            "scheme": "https",
+            "tlsConfig": {
+                "caFile": "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+                "serverName": server_name,
+                "certFile": "/etc/prometheus/secrets/metrics-client-certs/tls.crt",
+                "keyFile": "/etc/prometheus/secrets/metrics-client-certs/tls.key",
+            },
+        })
+    } else {
+        json!({
+            "interval": "30s",
+            "path": "/metrics",
+            "port": PORT_NAME,
+            "scheme": "https",
+            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "tlsConfig": {"serverName": server_name, "insecureSkipVerify": true},
+        })
+    };
     json!({
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": meta(SERVICE_MONITOR, &[]),
         "spec": {
-            "endpoints": [{
-                "interval": "30s",
-                "path": "/metrics",
-                "port": PORT_NAME,
-                "scheme": "http",
-            }],
+            "endpoints": [endpoint],
             "jobLabel": "component",
             "selector": {"matchLabels": {"app": SERVICE}},
             "serviceDiscoveryRole": "EndpointSlice",
@@ -488,7 +521,7 @@ mod tests {
     use super::*;
 
     fn object(kind: Kind, managers: &[(&str, &str)]) -> DynamicObject {
-        let mut object = kind.build();
+        let mut object = kind.build(true);
         object.metadata.managed_fields = Some(
             managers
                 .iter()
@@ -503,7 +536,7 @@ mod tests {
     }
 
     fn planned(seen: Seen) -> (Vec<Kind>, Vec<Kind>) {
-        let (apply, foreign) = desired(&[(Kind::ServiceMonitor, seen)].into());
+        let (apply, foreign) = desired(&[(Kind::ServiceMonitor, seen)].into(), true);
         (apply.into_iter().map(|(k, _)| k).collect(), foreign)
     }
 
@@ -546,11 +579,11 @@ mod tests {
             assert_eq!(planned(seen), want, "{described}");
         }
         // No CRD seen at all: nothing.
-        assert_eq!(desired(&BTreeMap::new()), (vec![], vec![]));
+        assert_eq!(desired(&BTreeMap::new(), true), (vec![], vec![]));
         // Each kind on its own.
-        let (apply, _) = desired(&[(Kind::PrometheusRule, Seen::Cached(None))].into());
+        let (apply, _) = desired(&[(Kind::PrometheusRule, Seen::Cached(None))].into(), true);
         assert_eq!(apply.len(), 1);
-        assert_eq!(apply[0].1, Kind::PrometheusRule.build());
+        assert_eq!(apply[0].1, Kind::PrometheusRule.build(true));
     }
 
     #[test]
@@ -577,10 +610,11 @@ mod tests {
         ),);
     }
 
-    /// The objects are OpenShift's (names, namespace, selector) and scrape what the operator
-    /// serves: the admin port, over HTTP.
+    /// The objects are OpenShift's (names, namespace, selector, annotation) and scrape what the
+    /// operator serves: its HTTPS metrics port, with service-ca's certificate mounted from the
+    /// Secret the Service asks for.
     #[test]
-    fn the_service_monitor_scrapes_the_admin_port_of_the_operator_pods() {
+    fn the_service_monitor_scrapes_the_https_metrics_port_of_the_operator_pods() {
         let service = build_service();
         let spec = service.spec.unwrap();
         assert_eq!(service.metadata.name.as_deref(), Some(SERVICE));
@@ -588,34 +622,75 @@ mod tests {
             service.metadata.namespace.as_deref(),
             Some(OPERATOR_NAMESPACE)
         );
-        let deployment = crate::manifests::build_deployment(
+        let secret = &service.metadata.annotations.as_ref().unwrap()[SERVING_CERT_ANNOTATION];
+        for flavour in [
             crate::manifests::Flavour::OpenShift,
-            "example.com/so:1",
-        );
-        let pod = deployment.spec.unwrap().template;
-        let pod_labels = pod.metadata.unwrap().labels.unwrap();
-        for (key, value) in spec.selector.unwrap() {
-            assert_eq!(pod_labels.get(&key), Some(&value), "{key}");
+            crate::manifests::Flavour::Kubernetes,
+        ] {
+            let deployment = crate::manifests::build_deployment(flavour, "example.com/so:1");
+            let pod = deployment.spec.unwrap().template;
+            let pod_labels = pod.metadata.unwrap().labels.unwrap();
+            for (key, value) in spec.selector.clone().unwrap() {
+                assert_eq!(pod_labels.get(&key), Some(&value), "{key}");
+            }
+            let pod = pod.spec.unwrap();
+            let container = &pod.containers[0];
+            assert!(
+                container
+                    .args
+                    .as_ref()
+                    .unwrap()
+                    .contains(&"--metrics-address=0.0.0.0:8443".to_owned())
+            );
+            let port = &spec.ports.as_ref().unwrap()[0];
+            assert_eq!(port.port, 443);
+            assert!(container.ports.as_ref().unwrap().iter().any(|p| {
+                Some(IntOrString::Int(p.container_port)) == port.target_port
+                    && p.name.as_deref() == Some("metrics")
+            }));
+            let volume = pod
+                .volumes
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|v| v.secret.as_ref().and_then(|s| s.secret_name.as_ref()) == Some(secret))
+                .unwrap();
+            assert_eq!(volume.secret.as_ref().unwrap().optional, Some(true));
+            let mount = container
+                .volume_mounts
+                .as_ref()
+                .unwrap()
+                .iter()
+                .find(|m| m.name == volume.name)
+                .unwrap();
+            assert_eq!(mount.mount_path, opkit::secure_metrics::DEFAULT_CERT_DIR);
         }
-        let port = &spec.ports.unwrap()[0];
-        let container_port = pod.spec.unwrap().containers[0].ports.clone().unwrap()[0].clone();
-        assert_eq!(
-            port.target_port,
-            Some(IntOrString::String(container_port.name.unwrap()))
-        );
-        assert_eq!(port.port, container_port.container_port);
 
-        let monitor = build_service_monitor();
-        assert_eq!(monitor["metadata"]["name"], "cluster-storage-operator");
-        assert_eq!(
-            monitor["spec"]["selector"]["matchLabels"]["app"],
-            service.metadata.labels.unwrap()["app"]
-        );
-        let endpoint = &monitor["spec"]["endpoints"][0];
-        assert_eq!(endpoint["port"], port.name.clone().unwrap());
-        assert_eq!(endpoint["scheme"], "http");
-        assert_eq!(endpoint["path"], "/metrics");
-        assert!(endpoint.get("tlsConfig").is_none());
+        for openshift in [true, false] {
+            let monitor = build_service_monitor(openshift);
+            assert_eq!(monitor["metadata"]["name"], "cluster-storage-operator");
+            assert_eq!(
+                monitor["spec"]["selector"]["matchLabels"]["app"],
+                service.metadata.labels.as_ref().unwrap()["app"]
+            );
+            let endpoint = &monitor["spec"]["endpoints"][0];
+            assert_eq!(endpoint["port"], "https");
+            assert_eq!(endpoint["scheme"], "https");
+            assert_eq!(endpoint["path"], "/metrics");
+            assert_eq!(
+                endpoint["tlsConfig"]["serverName"],
+                "cluster-storage-operator-metrics.openshift-cluster-storage-operator.svc"
+            );
+            if openshift {
+                assert_eq!(
+                    endpoint["tlsConfig"]["certFile"],
+                    "/etc/prometheus/secrets/metrics-client-certs/tls.crt"
+                );
+            } else {
+                assert_eq!(endpoint["tlsConfig"]["insecureSkipVerify"], true);
+                assert!(endpoint["bearerTokenFile"].is_string());
+            }
+        }
     }
 
     /// Every alert and recording rule of OpenShift's `12_prometheusrules.yaml`, with its

@@ -10,10 +10,9 @@
 //! select it, so a label given without its companions (the API server without DNS, metrics
 //! ingress for a pod serving elsewhere) cuts a pod off.
 //!
-//! Our processes serve `/healthz`, `/readyz` and `/metrics` on the admin port
-//! ([`opkit::install::ADMIN_PORT`], plain HTTP), which OpenShift's ranges do not include: one
-//! more policy per namespace, [`ALLOW_ADMIN`], admits it to the pods that already take metrics
-//! ingress, so what scrapes them still can.
+//! Our operators serve `/metrics` over HTTPS on 8443, as OpenShift's, inside those ranges; their
+//! admin port ([`opkit::install::ADMIN_PORT`]) serves only health, to the kubelet's probes,
+//! which come from the node and no policy here needs to admit.
 //!
 //! On plain Kubernetes only the ingress half is shipped: the deny-all of the operator's
 //! namespace for ingress and the ingress allowances. The egress half names what differs between
@@ -49,9 +48,6 @@ pub const OPERATOR_METRICS: &str = "openshift.storage.network-policy.operator-me
 pub const OPERATOR_METRICS_RANGE: &str = "openshift.storage.network-policy.operator-metrics-range";
 /// Ingress to the drivers' metrics proxies (the driver namespace).
 pub const METRICS_RANGE: &str = "openshift.storage.network-policy.metrics-range";
-
-/// The name of our policy admitting the admin port.
-pub const ALLOW_ADMIN: &str = "allow-ingress-to-operator-admin";
 
 /// The labels of a pod that opts in to `keys`.
 pub fn labels(keys: &[&str]) -> BTreeMap<String, String> {
@@ -189,7 +185,6 @@ fn egress_policies(namespace: &str) -> Vec<NetworkPolicy> {
 
 /// The NetworkPolicies of both namespaces for `flavour`, in apply order (after the namespaces).
 pub fn build(flavour: Flavour) -> Vec<NetworkPolicy> {
-    let admin = opkit::install::ADMIN_PORT;
     let openshift = flavour == Flavour::OpenShift;
     let mut policies = vec![NetworkPolicy {
         metadata: meta("default-deny", OPERATOR_NAMESPACE),
@@ -212,12 +207,6 @@ pub fn build(flavour: Flavour) -> Vec<NetworkPolicy> {
         OPERATOR_NAMESPACE,
         OPERATOR_METRICS,
         vec![tcp(8443, None), tcp(8444, None)],
-    ));
-    policies.push(ingress(
-        ALLOW_ADMIN,
-        OPERATOR_NAMESPACE,
-        OPERATOR_METRICS,
-        vec![tcp(admin, None)],
     ));
     // The driver namespace.
     if openshift {

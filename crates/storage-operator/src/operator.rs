@@ -302,6 +302,9 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             .log_level
             .sync(context.settings.operator_log_level.as_ref(), level);
     }
+    if let Some(cell) = &context.settings.metrics_tls {
+        follow_tls_profile(cell, &observed);
+    }
     context.gauges.set(
         &observed.storage_classes,
         &observed.volume_attributes_classes,
@@ -632,6 +635,28 @@ async fn apply(
                 .await?,
         ),
     })
+}
+
+/// Keeps the process's `/metrics` TLS profile the cluster's: `APIServer/cluster`'s
+/// (Intermediate where it sets none or the API is not served). An invalid profile leaves the
+/// one in force; the driver operators' config reports it (`...CSIDriverOperatorDeploymentDegraded`).
+fn follow_tls_profile(cell: &opkit::secure_metrics::ProfileCell, observed: &Observed) {
+    let profile = observed
+        .api_server
+        .as_ref()
+        .and_then(|a| a.spec.tls_security_profile.as_ref());
+    match csi_kit::tls::serving_tls_of(profile, "APIServer/cluster spec.tlsSecurityProfile") {
+        Ok(tls) => {
+            let profile = opkit::secure_metrics::TlsProfile {
+                min_version: tls.min_version,
+                cipher_suites: tls.cipher_suites,
+            };
+            if cell.get() != profile {
+                cell.set(profile);
+            }
+        }
+        Err(error) => tracing::debug!(%error, "keeping the metrics TLS profile in force"),
+    }
 }
 
 /// Writes the config observer's change of Storage's `spec.observedConfig` (a JSON merge patch:

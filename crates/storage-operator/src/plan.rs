@@ -47,6 +47,10 @@ pub struct Settings {
     pub version: String,
     /// Applies `Storage.spec.operatorLogLevel` to this process's logging, when it can.
     pub operator_log_level: Option<LogLevelHook>,
+    /// Where the process's `/metrics` over HTTPS take their TLS profile: kept as the cluster's
+    /// (`APIServer/cluster`; Intermediate where it sets none or is not served), as OpenShift's
+    /// operator takes it from its injected config.
+    pub metrics_tls: Option<opkit::secure_metrics::ProfileCell>,
 }
 
 /// A way to change the process's log level at run time.
@@ -522,7 +526,8 @@ pub fn plan_with_failures(
         } else {
             observed.monitoring.clone()
         };
-        let (monitoring_objects, foreign) = monitoring::desired(&monitoring);
+        let (monitoring_objects, foreign) =
+            monitoring::desired(&monitoring, observed.apis.infrastructure);
         let monitoring_objects: Vec<Desired> = monitoring_objects
             .into_iter()
             .map(|(kind, object)| Desired::Monitoring(kind, object))
@@ -1209,6 +1214,7 @@ mod tests {
             env: Default::default(),
             version: "1".into(),
             operator_log_level: None,
+            metrics_tls: None,
         }
     }
 

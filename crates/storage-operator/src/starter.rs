@@ -302,21 +302,10 @@ pub fn build_rbac(
             &["events"],
             &["create", "patch", "update"],
         ),
-        // Who may read its /metrics over HTTPS: the API server reviews the caller's token and
-        // access (as `system:auth-delegator` grants), and publishes its client CA.
-        rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
-        rule(
-            &["authorization.k8s.io"],
-            &["subjectaccessreviews"],
-            &["create"],
-        ),
-        PolicyRule {
-            resource_names: Some(vec![
-                opkit::secure_metrics::CLIENT_CA_CONFIG_MAP.1.to_owned(),
-            ]),
-            ..rule(&[""], &["configmaps"], &["get"])
-        },
     ];
+    // Who may read its /metrics over HTTPS: the API server reviews the caller's token and
+    // access (as `system:auth-delegator` grants), and publishes its client CA.
+    cluster_rules.extend(opkit::secure_metrics::review_rules());
     // The ConfigMaps it derives operand ConfigMaps from (the cloud config), by name.
     let sources: BTreeSet<String> = driver_operator::observe::source_ids(def)
         .into_iter()

@@ -58,6 +58,7 @@ async fn a_gcp_cluster_becomes_available_end_to_end() {
         env: Default::default(),
         version: "4.20.0".into(),
         operator_log_level: None,
+        metrics_tls: None,
     };
     let cso = tokio::spawn(storage_operator::operator::run(
         cluster.client_with_agent("storage-operator"),

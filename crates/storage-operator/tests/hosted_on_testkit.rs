@@ -72,6 +72,7 @@ fn start_storage_operator(management: &Cluster, guest: &Cluster) -> Background {
         .into(),
         version: "4.22.0".into(),
         operator_log_level: None,
+        metrics_tls: None,
     };
     let metrics = Metrics::new();
     let settling = metrics.settling(STARTER);

@@ -238,18 +238,28 @@ fn topologies(flavour: Flavour) -> Vec<Topology> {
 fn everything(flavour: Flavour) -> (Vec<Pod>, Vec<NetworkPolicy>) {
     let mut pods = Vec::new();
     let mut policies = network_policy::build(flavour);
+    // The ports named for metrics; where there is none, our admin server's, which then serves
+    // them (a process without --metrics-address).
     let admin_scraped = |template: &PodTemplateSpec| -> Vec<i32> {
-        template
+        let ports: Vec<&k8s_openapi::api::core::v1::ContainerPort> = template
             .spec
             .iter()
             .flat_map(|s| s.containers.iter())
             .flat_map(|c| c.ports.iter().flatten())
-            .filter(|p| {
-                let name = p.name.as_deref().unwrap_or_default();
-                name == "admin" || name.contains("metrics")
-            })
-            .map(|p| p.container_port)
-            .collect()
+            .collect();
+        let named = |wanted: &dyn Fn(&str) -> bool| -> Vec<i32> {
+            ports
+                .iter()
+                .filter(|p| wanted(p.name.as_deref().unwrap_or_default()))
+                .map(|p| p.container_port)
+                .collect()
+        };
+        let metrics = named(&|name| name.contains("metrics"));
+        if metrics.is_empty() {
+            named(&|name| name == "admin")
+        } else {
+            metrics
+        }
     };
     // The operator itself, from the install manifests.
     let operator: Deployment = storage_operator::manifests::build(flavour, "example.com/so:1")

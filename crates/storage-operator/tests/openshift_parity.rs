@@ -380,7 +380,7 @@ fn the_payload_matches_openshift_but_for_the_listed_differences() {
             Desired::ClusterRole(role).to_value()
         })
         .chain([
-            storage_operator::monitoring::build_service_monitor(),
+            storage_operator::monitoring::build_service_monitor(true),
             storage_operator::monitoring::build_prometheus_rule(),
         ]);
     for mut v in runtime {

@@ -136,6 +136,7 @@ async fn manila_without_share_types_leaves_storage_available() {
                     env: Default::default(),
                     version: "4.20.0".into(),
                     operator_log_level: None,
+                    metrics_tls: None,
                 },
                 Metrics::new(),
                 Readiness::default(),

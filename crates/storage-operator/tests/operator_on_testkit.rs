@@ -91,6 +91,7 @@ fn settings() -> Settings {
         .into(),
         version: "4.20.0".into(),
         operator_log_level: None,
+        metrics_tls: None,
     }
 }
 
@@ -203,7 +204,8 @@ async fn on_openshift_it_starts_the_platform_driver_and_reports_up_the_chain() {
         [
             "driver",
             "gcp-pd",
-            "--config=/var/run/configmaps/config/config.yaml"
+            "--config=/var/run/configmaps/config/config.yaml",
+            "--metrics-address=0.0.0.0:8443"
         ]
     );
     assert!(
@@ -1029,6 +1031,7 @@ async fn takes_over_the_driver_operator_openshifts_cso_made() {
                 "driver",
                 "gcp-pd",
                 "--config=/var/run/configmaps/config/config.yaml",
+                "--metrics-address=0.0.0.0:8443",
             ])
         .then_some(d)
     })
@@ -1125,7 +1128,23 @@ async fn the_tls_profile_follows_apiserver_into_the_operator_config() {
             .unwrap();
     };
     set_profile(json!({"type": "Intermediate", "intermediate": {}})).await;
-    let running = start(cluster.client_with_agent("storage-operator"));
+    // The operator's own /metrics follow the profile too (through this cell).
+    let metrics_tls = opkit::secure_metrics::ProfileCell::default();
+    let running = start_with(
+        cluster.client_with_agent("storage-operator"),
+        Settings {
+            metrics_tls: Some(metrics_tls.clone()),
+            ..settings()
+        },
+    );
+    let served = |min: &str| {
+        let metrics_tls = metrics_tls.clone();
+        let min = min.to_owned();
+        async move || {
+            let profile = metrics_tls.get();
+            (profile.min_version.as_deref() == Some(&min)).then_some(profile)
+        }
+    };
 
     let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(admin.clone(), NS);
@@ -1139,6 +1158,13 @@ async fn the_tls_profile_follows_apiserver_into_the_operator_config() {
     };
     let intermediate = eventually("the Intermediate config", async || config_yaml().await).await;
     assert_eq!(intermediate, OPENSHIFTS_INTERMEDIATE_CONFIG);
+    let profile = eventually("the metrics' Intermediate profile", served("VersionTLS12")).await;
+    assert!(
+        profile
+            .cipher_suites
+            .contains(&"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".to_owned()),
+        "{profile:?}"
+    );
 
     set_profile(json!({"type": "Modern", "modern": {}})).await;
     let modern = eventually("the Modern config", async || {
@@ -1148,6 +1174,7 @@ async fn the_tls_profile_follows_apiserver_into_the_operator_config() {
     })
     .await;
     assert!(!modern.contains("ECDHE"), "{modern}");
+    eventually("the metrics' Modern profile", served("VersionTLS13")).await;
 
     set_profile(
         json!({"type": "Custom", "custom": {"ciphers": ["NOT-A-CIPHER"],
@@ -1167,6 +1194,11 @@ async fn the_tls_profile_follows_apiserver_into_the_operator_config() {
         "{message}"
     );
     assert_eq!(config_yaml().await.unwrap(), modern);
+    assert_eq!(
+        metrics_tls.get().min_version.as_deref(),
+        Some("VersionTLS13"),
+        "an invalid profile leaves the metrics' in force"
+    );
 
     set_profile(
         json!({"type": "Custom", "custom": {"ciphers": ["ECDHE-RSA-AES128-GCM-SHA256"],
@@ -1179,6 +1211,12 @@ async fn the_tls_profile_follows_apiserver_into_the_operator_config() {
         })
     })
     .await;
+    let custom = eventually("the metrics' Custom profile", served("VersionTLS12")).await;
+    assert_eq!(
+        custom.cipher_suites,
+        ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],
+        "{custom:?}"
+    );
     eventually("Degraded cleared", async || {
         storage_condition(&admin, "GCPPDCSIDriverOperatorDeploymentDegraded")
             .await
@@ -1747,7 +1785,7 @@ async fn the_service_monitor_and_rules_come_with_their_crds() {
             .unwrap()
     })
     .await;
-    assert_eq!(monitor.data["spec"], build_service_monitor()["spec"]);
+    assert_eq!(monitor.data["spec"], build_service_monitor(true)["spec"]);
     assert!(
         monitor
             .metadata

@@ -149,7 +149,8 @@ fn the_registry_names_each_catalogue_driver_by_both_names() {
 }
 
 /// A driver operator may read the ConfigMaps its driver copies from other namespaces (by
-/// name only), and no others outside its namespace.
+/// name only), and no others outside its namespace but the API server's client CA (`get`, by
+/// name, for its `/metrics` over HTTPS).
 #[rstest::rstest]
 #[case::aws_ebs("aws-ebs", &["kube-cloud-config"])]
 #[case::azure_disk("azure-disk", &["cloud-provider-config"])]
@@ -170,12 +171,16 @@ fn driver_operators_read_the_config_maps_they_copy_by_name(
         tls_profile: None,
     };
     let (cluster_role, _) = build_rbac(&entry, &def, &inputs);
-    let config_map_rules: Vec<_> = cluster_role
+    let (client_ca, config_map_rules): (Vec<_>, Vec<_>) = cluster_role
         .rules
         .unwrap_or_default()
         .into_iter()
         .filter(|r| r.resources.iter().flatten().any(|r| r == "configmaps"))
-        .collect();
+        .partition(|r| {
+            r.resource_names.as_deref() == Some(&["extension-apiserver-authentication".to_owned()])
+        });
+    assert_eq!(client_ca.len(), 1, "{client_ca:?}");
+    assert_eq!(client_ca[0].verbs, ["get"]);
     if names.is_empty() {
         assert!(config_map_rules.is_empty(), "{config_map_rules:?}");
     } else {

@@ -46,6 +46,7 @@ pub fn start_with_env(
         env,
         version: "e2e".into(),
         operator_log_level: None,
+        metrics_tls: None,
     };
     let metrics = Metrics::new();
     let running = metrics.clone();

@@ -7,7 +7,8 @@
 //! through a link), this file (the waits, CRDs, the declared platform, [`Background`]), `install.rs`
 //! and `cleanup.rs` (putting the operators' objects in place and taking them away), then
 //! `cso.rs`, `driver.rs` and `node.rs` (what the tests start and check). `process.rs` (the
-//! binary under test, with a token's kubeconfig) uses only this file's names. `admission.rs`
+//! binary under test, with a token's kubeconfig) uses only this file's names; `scrape.rs`
+//! (`/metrics` over HTTPS) none of them. `admission.rs`
 //! (objects sent through admission) uses only this file's `MANAGER`. `suite.rs` (the
 //! external storage suite's runner) uses none of them.
 //!
@@ -54,6 +55,7 @@ pub mod install;
 pub mod link;
 pub mod node;
 pub mod process;
+pub mod scrape;
 pub mod suite;
 
 use std::time::Duration;

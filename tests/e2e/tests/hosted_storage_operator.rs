@@ -186,6 +186,7 @@ async fn the_storage_operator_runs_hosted_as_its_own_identities_and_survives_eac
         env: Default::default(),
         version: "e2e".into(),
         operator_log_level: None,
+        metrics_tls: None,
     };
     let hosted = storage_operator::operator::Hosted {
         management: on_management.client.clone(),

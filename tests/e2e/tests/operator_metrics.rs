@@ -5,10 +5,10 @@
 
 #![allow(clippy::unwrap_used)] // an integration test crate: a panic is a test failure
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use base64::Engine;
+use e2e::scrape::{Scraper, get};
 use e2e::{Identity, install, wait_for};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
@@ -21,8 +21,6 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
 };
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -68,64 +66,6 @@ impl ServingCa {
         std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
         dir
     }
-}
-
-/// What a scraper presents.
-#[derive(Default)]
-struct Scraper<'a> {
-    token: Option<&'a str>,
-    certificate: Option<&'a (String, String)>,
-}
-
-/// GET `path` over HTTPS, trusting `ca` for the server: the status and body.
-async fn get(address: SocketAddr, path: &str, ca: &str, scraper: &Scraper<'_>) -> (u16, String) {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match scraper.certificate {
-        Some((cert, key)) => builder
-            .with_client_auth_cert(
-                CertificateDer::pem_slice_iter(cert.as_bytes())
-                    .collect::<Result<_, _>>()
-                    .unwrap(),
-                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
-            )
-            .unwrap(),
-        None => builder.with_no_client_auth(),
-    };
-    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
-    let mut stream = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await
-        .unwrap_or_else(|e| panic!("TLS to {address}: {e}"));
-    let authorization = scraper
-        .token
-        .map(|token| format!("Authorization: Bearer {token}\r\n"))
-        .unwrap_or_default();
-    stream
-        .write_all(
-            format!(
-                "GET {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n"
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response).await;
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response.get(9..12).unwrap_or("0").parse().unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// Removes what an earlier run made, then makes the test's namespace, a reader and a stranger
@@ -270,8 +210,8 @@ async fn driver_operator_metrics_go_to_whom_the_api_server_allows() {
     let (status, body) = get(
         address,
         "/metrics",
-        &trust,
         &Scraper {
+            trust: Some(&trust),
             token: Some(&reader),
             ..Scraper::default()
         },
@@ -286,8 +226,8 @@ async fn driver_operator_metrics_go_to_whom_the_api_server_allows() {
     let (status, body) = get(
         address,
         "/metrics",
-        &trust,
         &Scraper {
+            trust: Some(&trust),
             token: Some(&stranger),
             ..Scraper::default()
         },
@@ -299,13 +239,21 @@ async fn driver_operator_metrics_go_to_whom_the_api_server_allows() {
         "{body}"
     );
 
-    let (status, body) = get(address, "/metrics", &trust, &Scraper::default()).await;
+    let (status, body) = get(
+        address,
+        "/metrics",
+        &Scraper {
+            trust: Some(&trust),
+            ..Scraper::default()
+        },
+    )
+    .await;
     assert_eq!(status, 401, "{body}");
     let (status, body) = get(
         address,
         "/metrics",
-        &trust,
         &Scraper {
+            trust: Some(&trust),
             token: Some("not-a-token"),
             ..Scraper::default()
         },
@@ -319,8 +267,8 @@ async fn driver_operator_metrics_go_to_whom_the_api_server_allows() {
     let (status, body) = get(
         address,
         "/metrics",
-        &trust,
         &Scraper {
+            trust: Some(&trust),
             certificate: Some(&allowed),
             ..Scraper::default()
         },
@@ -331,8 +279,8 @@ async fn driver_operator_metrics_go_to_whom_the_api_server_allows() {
     let (status, body) = get(
         address,
         "/metrics",
-        &trust,
         &Scraper {
+            trust: Some(&trust),
             certificate: Some(&other),
             ..Scraper::default()
         },
@@ -431,6 +379,7 @@ async fn the_driver_operator_process_serves_its_metrics_over_https_only() {
 
     let reader_scraper = Scraper {
         token: Some(&reader),
+        trust: Some(&trust),
         ..Scraper::default()
     };
     let body = wait_for("the driver operator's /metrics over HTTPS", async || {
@@ -441,13 +390,21 @@ async fn the_driver_operator_process_serves_its_metrics_over_https_only() {
         {
             return None;
         }
-        let (status, body) = get(metrics_address, "/metrics", &trust, &reader_scraper).await;
+        let (status, body) = get(metrics_address, "/metrics", &reader_scraper).await;
         (status == 200).then_some(body)
     })
     .await;
     // OpenMetrics text (the process may not have reconciled anything yet).
     assert!(body.trim_end().ends_with("# EOF"), "{body}");
-    let (status, _) = get(metrics_address, "/metrics", &trust, &Scraper::default()).await;
+    let (status, _) = get(
+        metrics_address,
+        "/metrics",
+        &Scraper {
+            trust: Some(&trust),
+            ..Scraper::default()
+        },
+    )
+    .await;
     assert_eq!(status, 401);
 
     // The admin port: health, and no metrics.

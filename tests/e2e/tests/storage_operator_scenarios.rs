@@ -698,7 +698,7 @@ async fn the_service_monitor_and_rules_appear_once_prometheus_crds_exist() {
         Api::namespaced_with(admin.clone(), OPERATOR_NAMESPACE, &kind.api_resource())
     };
     for (kind, built) in [
-        (Kind::ServiceMonitor, build_service_monitor()),
+        (Kind::ServiceMonitor, build_service_monitor(true)),
         (Kind::PrometheusRule, build_prometheus_rule()),
     ] {
         let object = wait_for(&format!("the {}", kind.kind()), async || {
