@@ -21,8 +21,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::Value;
 
 /// How long one HTTP request (connect, send, read the body) may take.
@@ -176,7 +176,9 @@ pub fn http_client_with(tls: &Tls, proxy: &Proxy) -> Result<HttpClient, String> 
     let config = match tls {
         Tls::Insecure => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+            .with_custom_certificate_verifier(Arc::new(opkit::tls::AnyServerCertificate::new(
+                provider(),
+            )))
             .with_no_client_auth(),
         Tls::System | Tls::WithCa(_) => {
             let mut roots = rustls::RootCertStore::empty();
@@ -219,55 +221,6 @@ pub fn http_client_with(tls: &Tls, proxy: &Proxy) -> Result<HttpClient, String> 
         .enable_http1()
         .wrap_connector(inner);
     Ok(Client::builder(TokioExecutor::new()).build(connector))
-}
-
-/// Accepts any server certificate, for `verify: false` (signatures are still checked).
-#[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// A response: its status, headers and JSON body (`Null` if empty or not JSON).

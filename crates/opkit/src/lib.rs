@@ -21,3 +21,4 @@ pub mod rbac;
 pub mod runtime;
 pub mod secure_metrics;
 pub mod status;
+pub mod tls;

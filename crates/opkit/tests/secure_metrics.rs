@@ -214,55 +214,6 @@ struct Client<'a> {
     token: Option<&'a str>,
 }
 
-/// Accepts any server certificate, for the self-signed case.
-#[derive(Debug)]
-struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AnyServer {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// GET `path`: the status and body, or the TLS error.
 async fn get(
     address: SocketAddr,
@@ -288,7 +239,9 @@ async fn get(
         }
         None => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyServer(provider))),
+            .with_custom_certificate_verifier(Arc::new(opkit::tls::AnyServerCertificate::new(
+                provider,
+            ))),
     };
     let config = match client.certificate {
         Some((cert, key)) => builder
@@ -333,6 +286,15 @@ async fn get(
     Ok((status, body.unwrap_or_default()))
 }
 
+/// A client trusting `trust` that presents `token`.
+fn bearer<'a>(trust: &'a str, token: &'a str) -> Client<'a> {
+    Client {
+        trust: Some(trust),
+        token: Some(token),
+        ..Client::default()
+    }
+}
+
 fn api_with_reader_token() -> FakeApi {
     FakeApi {
         tokens: vec![
@@ -352,11 +314,7 @@ async fn serves_metrics_to_whom_the_api_server_allows_with_a_bearer_token() {
     let served = serve(api_with_reader_token(), &dir, TlsProfile::default()).await;
     let trust = ca.pem();
 
-    let reader = Client {
-        trust: Some(&trust),
-        token: Some("reader-token"),
-        ..Client::default()
-    };
+    let reader = bearer(&trust, "reader-token");
     let (status, body) = get(served.address, "/metrics", &reader).await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(
@@ -375,22 +333,14 @@ async fn serves_metrics_to_whom_the_api_server_allows_with_a_bearer_token() {
         "{body}"
     );
 
-    let forged = Client {
-        trust: Some(&trust),
-        token: Some("forged"),
-        ..Client::default()
-    };
+    let forged = bearer(&trust, "forged");
     let (status, body) = get(served.address, "/metrics", &forged).await.unwrap();
     assert_eq!(
         (status, body.as_str()),
         (401, "Unauthorized: invalid bearer token\n")
     );
 
-    let stranger = Client {
-        trust: Some(&trust),
-        token: Some("stranger-token"),
-        ..Client::default()
-    };
+    let stranger = bearer(&trust, "stranger-token");
     let (status, body) = get(served.address, "/metrics", &stranger).await.unwrap();
     assert_eq!(status, 403, "{body}");
     assert!(
@@ -420,11 +370,7 @@ async fn decisions_are_kept_so_a_scrape_does_not_review_each_time() {
     write_pair(&dir, &ca.server());
     let served = serve(api_with_reader_token(), &dir, TlsProfile::default()).await;
     let trust = ca.pem();
-    let reader = Client {
-        trust: Some(&trust),
-        token: Some("reader-token"),
-        ..Client::default()
-    };
+    let reader = bearer(&trust, "reader-token");
     for _ in 0..3 {
         assert_eq!(
             get(served.address, "/metrics", &reader).await.unwrap().0,
@@ -446,11 +392,7 @@ async fn an_api_server_that_does_not_answer_gives_503_not_the_metrics() {
     api.down.store(true, Ordering::SeqCst);
     let served = serve(api, &dir, TlsProfile::default()).await;
     let trust = ca.pem();
-    let reader = Client {
-        trust: Some(&trust),
-        token: Some("reader-token"),
-        ..Client::default()
-    };
+    let reader = bearer(&trust, "reader-token");
     let (status, body) = get(served.address, "/metrics", &reader).await.unwrap();
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("connection refused"), "{body}");
@@ -561,11 +503,7 @@ async fn without_a_certificate_in_the_directory_a_self_signed_one_is_served_unti
     // It is not signed by the service CA, so a client that trusts only that refuses it.
     let ca = Ca::new("service-ca");
     let trust = ca.pem();
-    let reader = Client {
-        trust: Some(&trust),
-        token: Some("reader-token"),
-        ..Client::default()
-    };
+    let reader = bearer(&trust, "reader-token");
     assert!(get(served.address, "/metrics", &reader).await.is_err());
 
     // service-ca writes the Secret, the kubelet updates the mount: the next connection gets it.
@@ -578,11 +516,7 @@ async fn without_a_certificate_in_the_directory_a_self_signed_one_is_served_unti
     let rotated = Ca::new("service-ca, rotated");
     write_pair(&dir, &rotated.server());
     let trust = rotated.pem();
-    let reader = Client {
-        trust: Some(&trust),
-        token: Some("reader-token"),
-        ..Client::default()
-    };
+    let reader = bearer(&trust, "reader-token");
     assert_eq!(
         get(served.address, "/metrics", &reader).await.unwrap().0,
         200
@@ -608,11 +542,7 @@ async fn the_profile_sets_the_versions_and_suites() {
         ..Client::default()
     };
     assert!(get(served.address, "/metrics", &tls12).await.is_err());
-    let any = Client {
-        trust: Some(&trust),
-        token: Some("reader-token"),
-        ..Client::default()
-    };
+    let any = bearer(&trust, "reader-token");
     assert_eq!(get(served.address, "/metrics", &any).await.unwrap().0, 200);
     drop(served);
 

@@ -207,85 +207,40 @@ async fn driver_operator_metrics_go_to_whom_the_api_server_allows() {
     let address = server.local_addr().unwrap();
     let task = tokio::spawn(server.serve());
 
-    let (status, body) = get(
-        address,
-        "/metrics",
-        &Scraper {
+    // What a scraper presents, trusting the serving CA.
+    let scrape = async |token: Option<&str>, certificate: Option<&(String, String)>| {
+        let scraper = Scraper {
             trust: Some(&trust),
-            token: Some(&reader),
-            ..Scraper::default()
-        },
-    )
-    .await;
+            token,
+            certificate,
+        };
+        get(address, "/metrics", &scraper).await
+    };
+
+    let (status, body) = scrape(Some(&reader), None).await;
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(r#"storage_operator_reconciles_total{controller="E2EMetrics"} 1"#),
         "{body}"
     );
-
-    let (status, body) = get(
-        address,
-        "/metrics",
-        &Scraper {
-            trust: Some(&trust),
-            token: Some(&stranger),
-            ..Scraper::default()
-        },
-    )
-    .await;
+    let (status, body) = scrape(Some(&stranger), None).await;
     assert_eq!(status, 403, "{body}");
     assert!(
         body.contains(&format!("system:serviceaccount:{NS}:stranger")),
         "{body}"
     );
-
-    let (status, body) = get(
-        address,
-        "/metrics",
-        &Scraper {
-            trust: Some(&trust),
-            ..Scraper::default()
-        },
-    )
-    .await;
+    let (status, body) = scrape(None, None).await;
     assert_eq!(status, 401, "{body}");
-    let (status, body) = get(
-        address,
-        "/metrics",
-        &Scraper {
-            trust: Some(&trust),
-            token: Some("not-a-token"),
-            ..Scraper::default()
-        },
-    )
-    .await;
+    let (status, body) = scrape(Some("not-a-token"), None).await;
     assert_eq!(status, 401, "{body}");
 
     // A client certificate of the API server's client CA names a user the API server
     // authorizes; one whose user may not read is refused as a token's would be.
     let allowed = client_certificate(&admin, CERT_USER).await;
-    let (status, body) = get(
-        address,
-        "/metrics",
-        &Scraper {
-            trust: Some(&trust),
-            certificate: Some(&allowed),
-            ..Scraper::default()
-        },
-    )
-    .await;
+    let (status, body) = scrape(None, Some(&allowed)).await;
     assert_eq!(status, 200, "{body}");
     let other = client_certificate(&admin, "e2e-operator-metrics-nobody").await;
-    let (status, body) = get(
-        address,
-        "/metrics",
-        &Scraper {
-            trust: Some(&trust),
-            certificate: Some(&other),
-            ..Scraper::default()
-        },
-    )
-    .await;
+    let (status, body) = scrape(None, Some(&other)).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("e2e-operator-metrics-nobody"), "{body}");
 
