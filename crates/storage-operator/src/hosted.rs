@@ -183,8 +183,17 @@ fn management_role(
         });
     }
     rules.extend([
-        rule(&["coordination.k8s.io"], &["leases"], MANAGE),
-        rule(&["coordination.k8s.io"], &["leases"], MANAGE),
+        // Its leader election Lease: created without a name the authorizer could check, then
+        // read and renewed by name (no other component's Lease of the namespace).
+        rule(&["coordination.k8s.io"], &["leases"], &["create"]),
+        PolicyRule {
+            resource_names: Some(vec![csi_kit::names::operator_lease(def)]),
+            ..rule(
+                &["coordination.k8s.io"],
+                &["leases"],
+                &["get", "update", "patch"],
+            )
+        },
         rule(
             &["", "events.k8s.io"],
             &["events"],
@@ -571,6 +580,22 @@ mod tests {
             );
         }
         assert!(!opkit::rbac::allows(rules, "", "secrets", "patch"));
+        // Its own Lease, and no other component's of the control plane.
+        let lease = "aws-ebs-csi-driver-operator-lock";
+        assert!(opkit::rbac::allows_name(
+            rules,
+            "coordination.k8s.io",
+            "leases",
+            "patch",
+            lease
+        ));
+        assert!(!opkit::rbac::allows_name(
+            rules,
+            "coordination.k8s.io",
+            "leases",
+            "patch",
+            "kube-controller-manager"
+        ));
     }
 
     #[test]

@@ -112,6 +112,23 @@ async fn the_driver_operator_puts_each_operand_on_its_cluster_as_its_own_identit
         .await
         .unwrap();
 
+    // Leader election as the binary holds it: its Lease in the control-plane namespace, which
+    // its Role there allows by name only.
+    let (mut leading, election) = opkit::leader::elect(
+        on_management.client.clone(),
+        &opkit::leader::LeaderConfig::new(
+            CONTROL_PLANE_NAMESPACE,
+            &csi_kit::names::operator_lease(&def),
+            "e2e-hosted-driver",
+        ),
+    )
+    .await
+    .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(60), leading.wait_for(|l| *l))
+        .await
+        .expect("leading within a minute")
+        .unwrap();
+
     // The driver operator, with a hosted control plane.
     let metrics = Metrics::new();
     let settings = driver_operator::Settings {
@@ -194,6 +211,7 @@ async fn the_driver_operator_puts_each_operand_on_its_cluster_as_its_own_identit
         "the node plugin is not in the management cluster"
     );
     running.stop().await;
+    election.abort();
     on_management.assert_never_refused();
     on_guest.assert_never_refused();
 
