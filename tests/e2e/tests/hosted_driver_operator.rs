@@ -118,7 +118,7 @@ async fn the_driver_operator_puts_each_operand_on_its_cluster_as_its_own_identit
         on_management.client.clone(),
         &opkit::leader::LeaderConfig::new(
             CONTROL_PLANE_NAMESPACE,
-            &csi_kit::names::operator_lease(&def),
+            csi_kit::names::operator_lease(&def),
             "e2e-hosted-driver",
         ),
     )
