@@ -728,6 +728,22 @@ fn the_volumes_node_affinity_keeps_the_pod_unscheduled() {
 }
 
 #[test]
+fn the_volumes_node_affinity_keeps_the_pod_unscheduled_in_the_words_of_1_36() {
+    // What the scheduler of the real node (v1.36) says; a node matches the volume but is
+    // full, so only the scheduler's words tell the conflict on the other one.
+    let mut snap = healthy();
+    let message = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match PersistentVolume's node affinity. no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.";
+    snap.pods = vec![unschedulable("web-0", "data", message)];
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_finding(
+        &report,
+        FindingKind::VolumeNodeAffinityConflict,
+        &[message, "nodes that match: node-a"],
+        &["us-east-1a"],
+    );
+}
+
+#[test]
 fn the_attachment_fails() {
     let mut snap = healthy();
     snap.pods = vec![creating("web-0", "data", "node-a")];

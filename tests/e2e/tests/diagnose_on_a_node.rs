@@ -875,3 +875,59 @@ async fn diagnose_on_a_node_a_healthy_volume_has_no_finding() {
     assert!(!driver.contains("[BROKEN]"), "{driver}");
     scene.end().await;
 }
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_volume_whose_node_affinity_excludes_the_node() {
+    let scene = Scene::new().await;
+    // A volume of a node's own directory that may only be used on another node (as a local
+    // volume of a node that left, or a zonal disk of another zone): the scheduler finds no
+    // node for the pod.
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            json!({"metadata": {"name": "e2e-diagnose-elsewhere", "labels": {LABEL: "true"}},
+                   "spec": {"capacity": {"storage": "16Mi"}, "accessModes": ["ReadWriteOnce"],
+                            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                            "claimRef": {"namespace": NS, "name": "data"},
+                            "hostPath": {"path": "/tmp/e2e-diagnose-elsewhere", "type": "DirectoryOrCreate"},
+                            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In",
+                                 "values": ["e2e-diagnose-other-node"]}]}]}}}}),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-elsewhere"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    for args in [&["pod", "app"][..], &["pvc", "data"][..]] {
+        let report = scene.finding(args, "VolumeNodeAffinityConflict").await;
+        assert_eq!(
+            text(&report, "cause"),
+            "the volume's node affinity keeps pod app from being scheduled"
+        );
+        let evidence = evidence(&report);
+        assert!(
+            evidence.contains("kubernetes.io/hostname In [e2e-diagnose-other-node]"),
+            "{report:#}"
+        );
+        assert!(evidence.contains("no node matches"), "{report:#}");
+        assert!(
+            evidence.contains("1 node(s) didn't match PersistentVolume's node affinity"),
+            "{report:#}"
+        );
+        assert!(
+            text(&report, "fix").starts_with(
+                "the volume can be used only on nodes where kubernetes.io/hostname In \
+                 [e2e-diagnose-other-node]: run the pod on such a node"
+            ),
+            "{report:#}"
+        );
+    }
+    scene.end().await;
+}
