@@ -931,3 +931,56 @@ async fn diagnose_on_a_node_a_volume_whose_node_affinity_excludes_the_node() {
     }
     scene.end().await;
 }
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_volume_the_driver_cannot_attach() {
+    let scene = Scene::new().await;
+    // The driver attaches (ControllerPublishVolume) only with --enable-attach; without it the
+    // attacher marks every volume attached without asking. It does not know the volume made
+    // beforehand, so the attacher's call fails and the VolumeAttachment says why.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            for container in containers(document) {
+                if container["name"] == "hostpath"
+                    && let Some(args) = container["args"].as_array_mut()
+                {
+                    args.push(json!("--enable-attach=true"));
+                }
+            }
+        }
+    })
+    .await;
+    wait_registered(&scene.admin).await;
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume("e2e-diagnose-unattachable", "no-such-volume"),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-unattachable"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    let report = scene.finding(&["pod", "app"], "AttachFailed").await;
+    assert_eq!(
+        text(&report, "cause"),
+        "volume e2e-diagnose-unattachable could not be attached to node harness-node"
+    );
+    assert!(
+        report["finding"]["evidence"][0]["source"] == "status.attachError.message",
+        "{report:#}"
+    );
+    assert!(evidence(&report).contains("no-such-volume"), "{report:#}");
+    assert!(
+        text(&report, "fix")
+            .starts_with(&format!("the controller of {DRIVER} could not attach it")),
+        "{report:#}"
+    );
+    scene.end().await;
+}
