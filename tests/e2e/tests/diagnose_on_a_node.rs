@@ -20,7 +20,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use e2e::{cleanup, install, node};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount,
+};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -43,6 +45,11 @@ const HOSTPATH_MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/k8s/csi-hostpath.yaml"
 );
+/// A Node the tests make by hand, whose kubelet never reports, and the name of one that is
+/// gone. No kubelet confirms that a pod bound to either has stopped: the cleanup deletes such
+/// pods at once.
+const QUIET_NODE: &str = "e2e-diagnose-quiet-node";
+const GONE_NODE: &str = "e2e-diagnose-gone-node";
 /// An image no node has, pulled `Never`: the kubelet says `ErrImageNeverPull` at once.
 const MISSING_IMAGE: &str = "localhost/e2e-diagnose-no-such-image:dev";
 
@@ -235,6 +242,22 @@ async fn run_binary(env: &[(&str, &str)], args: &[&str]) -> Ran {
 /// Deletes the test's namespaces, the volumes of its driver, its driver and every
 /// cluster-scoped object it labelled, and waits until they are gone.
 async fn remove_all(admin: &Client) {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
+    for pod in pods
+        .list(&ListParams::default())
+        .await
+        .into_iter()
+        .flatten()
+    {
+        let node = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref());
+        if matches!(node, Some(QUIET_NODE | GONE_NODE)) {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let _ = pods
+                .delete(name, &DeleteParams::default().grace_period(0))
+                .await;
+        }
+    }
+    cleanup::delete_labelled(&Api::<Node>::all(admin.clone()), LABEL).await;
     cleanup::delete_namespace(admin, NS).await;
     // Volumes the driver provisioned go with their claims, by the driver; those the tests
     // made themselves are labelled.
@@ -980,6 +1003,195 @@ async fn diagnose_on_a_node_a_volume_the_driver_cannot_attach() {
     assert!(
         text(&report, "fix")
             .starts_with(&format!("the controller of {DRIVER} could not attach it")),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_claim_provisioned_for_a_node_without_the_driver() {
+    let scene = Scene::new().await;
+    // The class waits for the first consumer: the scheduler picks the node for the pod and
+    // writes it on the claim, then the provisioner fails for want of the driver's topology
+    // there (its node DaemonSet selects no node). The pod waits, on no node yet.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            document["spec"]["template"]["spec"]["nodeSelector"] =
+                json!({"e2e.storage.openshift.io/no-such-label": "true"});
+        }
+    })
+    .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim("data", Some(DRIVER_CLASS), "16Mi"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    for args in [&["pvc", "data"][..], &["pod", "app"][..]] {
+        let report = scene.finding(args, "DriverNotRegistered").await;
+        assert_eq!(
+            text(&report, "cause"),
+            format!("the driver {DRIVER} is not registered on node harness-node")
+        );
+        assert!(
+            report["finding"]["evidence"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({
+                    "object": format!("PersistentVolumeClaim {NS}/data"),
+                    "source": "annotation volume.kubernetes.io/selected-node",
+                    "message": "harness-node"
+                })),
+            "{report:#}"
+        );
+        assert!(
+            text(&report, "fix").starts_with(&format!(
+                "the node DaemonSet of {DRIVER} has no pod on node harness-node"
+            )),
+            "{report:#}"
+        );
+    }
+    scene.end().await;
+}
+
+/// Waits until the driver's controller pod is running and ready.
+async fn wait_controller_ready(admin: &Client) {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), DRIVER_NS);
+    node::wait_or_explain(
+        admin,
+        &[DRIVER_NS],
+        "the driver's controller pod ready",
+        async || {
+            let listed = pods.list(&ListParams::default()).await.ok()?;
+            listed
+                .items
+                .iter()
+                .filter(|pod| {
+                    pod.metadata
+                        .name
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("-controller-")
+                })
+                .any(|pod| {
+                    pod.status
+                        .iter()
+                        .flat_map(|status| status.conditions.iter().flatten())
+                        .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+                })
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+/// A pod `name` using claim `data`, bound by hand to `node` (as the scheduler bound it before
+/// the node went away).
+fn pod_on(name: &str, node: &str) -> Value {
+    let mut bound = pod(name, "data");
+    bound["spec"]["nodeName"] = json!(node);
+    bound
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_pod_on_a_node_whose_kubelet_never_reports() {
+    let scene = Scene::new().await;
+    install_hostpath(&scene.admin, |_| {}).await;
+    wait_registered(&scene.admin).await;
+    wait_controller_ready(&scene.admin).await;
+    // A second Node, made by hand: no kubelet ever reports for it, and the node lifecycle
+    // controller marks it Ready=Unknown after its grace period (about a minute).
+    scene
+        .create(cluster(
+            "v1",
+            "Node",
+            json!({"metadata": {"name": QUIET_NODE, "labels": {LABEL: "true"}}}),
+        ))
+        .await;
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume("e2e-diagnose-made", "made-beforehand"),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-made"),
+        ))
+        .await;
+    scene
+        .create(in_ns("v1", "Pod", pod_on("app", QUIET_NODE)))
+        .await;
+    let report = scene.finding(&["pod", "app"], "NodeNotReady").await;
+    assert_eq!(
+        text(&report, "cause"),
+        format!("node {QUIET_NODE} is not Ready")
+    );
+    assert!(
+        evidence(&report).contains("Kubelet never posted node status."),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").contains(&format!("`kubectl describe node {QUIET_NODE}`")),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").contains("node.kubernetes.io/out-of-service"),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_pod_on_a_node_that_is_gone() {
+    let scene = Scene::new().await;
+    install_hostpath(&scene.admin, |_| {}).await;
+    wait_registered(&scene.admin).await;
+    wait_controller_ready(&scene.admin).await;
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume("e2e-diagnose-made", "made-beforehand"),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-made"),
+        ))
+        .await;
+    // The pod garbage collector deletes a pod of a node that does not exist about 40 s after
+    // it sees it; the diagnosis comes well before.
+    scene
+        .create(in_ns("v1", "Pod", pod_on("app", GONE_NODE)))
+        .await;
+    let report = scene.finding(&["pod", "app"], "NodeNotReady").await;
+    assert_eq!(
+        text(&report, "cause"),
+        format!("node {GONE_NODE} does not exist")
+    );
+    assert!(
+        evidence(&report).contains(&format!("nodes \\\"{GONE_NODE}\\\" not found")),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").starts_with(&format!(
+            "node {GONE_NODE} was deleted or never joined the cluster"
+        )),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").contains("delete the pod so that its owner recreates it"),
         "{report:#}"
     );
     scene.end().await;
