@@ -10,6 +10,10 @@
 //! (driver `diagnose.hostpath.csi.k8s.io` in namespace `e2e-diagnose-hostpath`), each test
 //! changing what it breaks.
 //!
+//! There is one node per machine: where a test needs a second one (multi-attach, a kubelet
+//! that never reports), it is a Node object made by hand, which the real attach-detach and
+//! node lifecycle controllers act on as on any node; no kubelet runs for it.
+//!
 //! The binary is `target/debug/storage-operator` beside the test (`cargo build -p cli` first
 //! when running by hand; `cargo test --workspace` builds it), or the one `E2E_BIN`
 //! names. Every test removes what it made, also what a failed run left behind.
@@ -46,10 +50,12 @@ const HOSTPATH_MANIFEST: &str = concat!(
     "/../../../shared/k8s/csi-hostpath.yaml"
 );
 /// A Node the tests make by hand, whose kubelet never reports, and the name of one that is
-/// gone. No kubelet confirms that a pod bound to either has stopped: the cleanup deletes such
-/// pods at once.
+/// gone. No kubelet confirms that a pod bound to these nodes has stopped: the cleanup deletes
+/// such pods at once.
 const QUIET_NODE: &str = "e2e-diagnose-quiet-node";
 const GONE_NODE: &str = "e2e-diagnose-gone-node";
+/// A Node made by hand, Ready for a while, where a pod waits for a volume of the real node.
+const SECOND_NODE: &str = "e2e-diagnose-second-node";
 /// An image no node has, pulled `Never`: the kubelet says `ErrImageNeverPull` at once.
 const MISSING_IMAGE: &str = "localhost/e2e-diagnose-no-such-image:dev";
 
@@ -250,7 +256,7 @@ async fn remove_all(admin: &Client) {
         .flatten()
     {
         let node = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref());
-        if matches!(node, Some(QUIET_NODE | GONE_NODE)) {
+        if matches!(node, Some(QUIET_NODE | GONE_NODE | SECOND_NODE)) {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             let _ = pods
                 .delete(name, &DeleteParams::default().grace_period(0))
@@ -258,6 +264,7 @@ async fn remove_all(admin: &Client) {
         }
     }
     cleanup::delete_labelled(&Api::<Node>::all(admin.clone()), LABEL).await;
+    cleanup::delete_labelled(&Api::<CSINode>::all(admin.clone()), LABEL).await;
     cleanup::delete_namespace(admin, NS).await;
     // Volumes the driver provisioned go with their claims, by the driver; those the tests
     // made themselves are labelled.
@@ -1192,6 +1199,105 @@ async fn diagnose_on_a_node_a_pod_on_a_node_that_is_gone() {
     );
     assert!(
         text(&report, "fix").contains("delete the pod so that its owner recreates it"),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_volume_still_attached_to_another_node() {
+    let scene = Scene::new().await;
+    // Multi-attach needs a second node: one made by hand, Ready as its kubelet would first
+    // register it (the node lifecycle controller marks it Unknown about a minute later; the
+    // diagnosis comes well before), its attachments managed by the attach-detach controller,
+    // the driver registered on it (no node pod runs there) and in the same topology as the
+    // real node, as two nodes of one zone are for a zonal disk.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            document["spec"]["template"]["spec"]["nodeSelector"] =
+                json!({"kubernetes.io/hostname": "harness-node"});
+        }
+    })
+    .await;
+    wait_registered(&scene.admin).await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim("data", Some(DRIVER_CLASS), "16Mi"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
+    node::wait_or_explain(
+        &scene.admin,
+        &[NS, DRIVER_NS],
+        "pod app Running",
+        async || {
+            let pod = pods.get("app").await.ok()?;
+            (pod.status?.phase.as_deref() == Some("Running")).then_some(())
+        },
+    )
+    .await;
+    scene
+        .create(cluster(
+            "v1",
+            "Node",
+            json!({
+                "metadata": {
+                    "name": SECOND_NODE,
+                    "labels": {LABEL: "true", "kubernetes.io/hostname": SECOND_NODE,
+                               "topology.hostpath.csi/node": "harness-node"},
+                    "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+                },
+                "status": {"conditions": [{
+                    "type": "Ready", "status": "True", "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"
+                }]}
+            }),
+        ))
+        .await;
+    scene
+        .create(cluster(
+            "storage.k8s.io/v1",
+            "CSINode",
+            json!({
+                "metadata": {"name": SECOND_NODE, "labels": {LABEL: "true"}},
+                "spec": {"drivers": [{"name": DRIVER, "nodeID": SECOND_NODE,
+                                      "topologyKeys": ["topology.hostpath.csi/node"]}]}
+            }),
+        ))
+        .await;
+    // A second pod of the claim, placed on the other node (as a rolling update places it).
+    scene
+        .create(in_ns("v1", "Pod", pod_on("app-2", SECOND_NODE)))
+        .await;
+    let report = scene.finding(&["pod", "app-2"], "MultiAttach").await;
+    let cause = text(&report, "cause");
+    assert!(
+        cause.ends_with(
+            " is still attached to node harness-node (used there by pod app) and can be \
+             attached to one node at a time"
+        ),
+        "{cause}"
+    );
+    let evidence = evidence(&report);
+    assert!(
+        evidence.contains("Multi-Attach error for volume")
+            && evidence.contains("Volume is already used by pod(s) app"),
+        "{report:#}"
+    );
+    assert!(
+        evidence.contains("node harness-node, attached true"),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").starts_with(
+            "stop what uses it on node harness-node: delete that pod or scale its owner down"
+        ),
         "{report:#}"
     );
     scene.end().await;
