@@ -935,6 +935,28 @@ async fn diagnose_on_a_node_a_volume_whose_node_affinity_excludes_the_node() {
         ))
         .await;
     scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    // The scheduler may first try before the claim is bound ("pod has unbound immediate
+    // PersistentVolumeClaims"); the test checks the evidence of its next try.
+    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
+    node::wait_or_explain(
+        &scene.admin,
+        &[NS],
+        "the scheduler to name the volume's node affinity",
+        async || {
+            let pod = pods.get("app").await.ok()?;
+            pod.status?
+                .conditions?
+                .iter()
+                .any(|c| {
+                    c.type_ == "PodScheduled"
+                        && c.message.as_deref().is_some_and(|m| {
+                            m.contains("didn't match PersistentVolume's node affinity")
+                        })
+                })
+                .then_some(())
+        },
+    )
+    .await;
     for args in [&["pod", "app"][..], &["pvc", "data"][..]] {
         let report = scene.finding(args, "VolumeNodeAffinityConflict").await;
         assert_eq!(
