@@ -280,12 +280,19 @@ pub fn claim_chain(
                 }
             }
         }
-        None => match &in_tree {
-            Some(provisioner) => links.extend(skip(&format!("in-tree provisioner {provisioner}"))),
-            None => links.extend(skip(
-                "no CSI driver: the claim has no class that provisions",
-            )),
-        },
+        None => {
+            let skipped = match &in_tree {
+                Some(provisioner) => skip(&format!("in-tree provisioner {provisioner}")),
+                None => skip("no CSI driver: the claim has no class that provisions"),
+            };
+            // A volume of no CSI driver (a local or host path volume made beforehand) still
+            // needs the pod's node.
+            let node = consumer.and_then(node_of).filter(|_| !class_broken);
+            links.extend(skipped.into_iter().map(|link| match node {
+                Some(node) if link.0.name == "Node" => node_link(snap, node),
+                _ => link,
+            }));
+        }
     }
 
     if bound {

@@ -557,6 +557,36 @@ fn a_pod_bound_to_a_node_that_does_not_exist() {
 }
 
 #[test]
+fn a_pod_of_a_volume_without_driver_on_a_node_that_does_not_exist() {
+    // A volume made beforehand of no CSI driver (here a local one): no driver links, but the
+    // pod's node is still checked.
+    let mut snap = healthy();
+    snap.claims = vec![claim("data", Some(""), Some("local-1"))];
+    snap.volumes = vec![from(json!({
+        "metadata": {"name": "local-1"},
+        "spec": {
+            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "claimRef": {"namespace": NS, "name": "data", "uid": "uid-data"},
+            "local": {"path": "/mnt/disks/1"}
+        },
+        "status": {"phase": "Bound"}
+    }))];
+    snap.volume_attachments.clear();
+    snap.pods = vec![creating("web-0", "data", "node-gone")];
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_finding(
+        &report,
+        FindingKind::NodeNotReady,
+        &["nodes \"node-gone\" not found"],
+        &["kubectl get nodes"],
+    );
+    snap.pods = vec![pod("web-0", "data", Some("node-a"))];
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_eq!(report.finding, None, "\n{report}");
+    assert_eq!(link_state(&report, "Node"), LinkState::Ok);
+}
+
+#[test]
 fn a_pod_with_a_bound_claim_that_cannot_be_scheduled() {
     let mut snap = healthy();
     let message = "0/2 nodes are available: 2 Insufficient memory.";
