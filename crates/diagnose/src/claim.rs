@@ -46,6 +46,21 @@ pub fn pick_consumer<'a>(snap: &Snapshot, consumers: &[&'a Pod]) -> Option<&'a P
         .copied()
 }
 
+/// The annotation the scheduler puts on a claim of a WaitForFirstConsumer class: the node it
+/// picked for the claim's first pod, where the volume must be provisioned.
+pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+
+/// The node the scheduler picked for the claim, when it did.
+fn selected_node(claim: &PersistentVolumeClaim) -> Option<&str> {
+    claim
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(SELECTED_NODE_ANNOTATION))
+        .map(String::as_str)
+        .filter(|node| !node.is_empty())
+}
+
 /// Adds `extra` to the finding of a broken link.
 fn with_evidence(mut checked: Checked, extra: &Option<Evidence>) -> Checked {
     if let (Some(finding), Some(extra)) = (checked.1.as_mut(), extra) {
@@ -230,11 +245,24 @@ pub fn claim_chain(
                         .unwrap_or_default()
                 };
                 links.push(controller_link(snap, csi, waiting));
-                match consumer.and_then(node_of) {
+                // An unbound claim of a WaitForFirstConsumer class is provisioned for the node
+                // the scheduler picked (the pod is bound to it only afterwards): that node must
+                // exist and run the driver's node plugin, or the provisioner can only fail.
+                let selected = (!bound).then(|| selected_node(claim)).flatten();
+                match consumer.and_then(node_of).or(selected) {
                     Some(node) => {
-                        links.push(node_link(snap, node));
-                        links.push(node_pod_link(snap, csi, node));
-                        links.push(csi_node_link(snap, csi, node));
+                        let picked = selected
+                            .filter(|_| consumer.and_then(node_of).is_none())
+                            .map(|node| {
+                                Evidence::new(
+                                    object_name("PersistentVolumeClaim", namespace, name),
+                                    format!("annotation {SELECTED_NODE_ANNOTATION}"),
+                                    node.to_owned(),
+                                )
+                            });
+                        links.push(with_evidence(node_link(snap, node), &picked));
+                        links.push(with_evidence(node_pod_link(snap, csi, node), &picked));
+                        links.push(with_evidence(csi_node_link(snap, csi, node), &picked));
                     }
                     None => {
                         for link in ["Node", "NodePlugin", "CSINode"] {
@@ -252,12 +280,19 @@ pub fn claim_chain(
                 }
             }
         }
-        None => match &in_tree {
-            Some(provisioner) => links.extend(skip(&format!("in-tree provisioner {provisioner}"))),
-            None => links.extend(skip(
-                "no CSI driver: the claim has no class that provisions",
-            )),
-        },
+        None => {
+            let skipped = match &in_tree {
+                Some(provisioner) => skip(&format!("in-tree provisioner {provisioner}")),
+                None => skip("no CSI driver: the claim has no class that provisions"),
+            };
+            // A volume of no CSI driver (a local or host path volume made beforehand) still
+            // needs the pod's node.
+            let node = consumer.and_then(node_of).filter(|_| !class_broken);
+            links.extend(skipped.into_iter().map(|link| match node {
+                Some(node) if link.0.name == "Node" => node_link(snap, node),
+                _ => link,
+            }));
+        }
     }
 
     if bound {

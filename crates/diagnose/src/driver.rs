@@ -559,8 +559,29 @@ pub fn csi_node_link(snap: &Snapshot, csi_name: &str, node: &str) -> Checked {
 /// The Node link: the node exists and is Ready.
 pub fn node_link(snap: &Snapshot, node: &str) -> Checked {
     let object = Some(object_name("Node", "", node));
+    // Every Node is read, so one missing from the snapshot is gone (deleted, or a name that
+    // never registered): nothing there will run, attach or mount anything.
     let Some(found) = snap.node(node) else {
-        return not_checked("Node", object, "the Node was not read".to_owned());
+        return broken(
+            "Node",
+            object.clone(),
+            "not found".to_owned(),
+            Finding::new(
+                FindingKind::NodeNotReady,
+                format!("node {node} does not exist"),
+                vec![Evidence::new(
+                    object_name("Node", "", node),
+                    "GET".to_owned(),
+                    format!("nodes \"{node}\" not found"),
+                )],
+                format!(
+                    "node {node} was deleted or never joined the cluster (`kubectl get nodes`): \
+                     a pod bound to it never runs; delete the pod so that its owner recreates \
+                     it on a node that exists (a claim's volume.kubernetes.io/selected-node \
+                     naming it is cleared by the provisioner, and the scheduler picks again)"
+                ),
+            ),
+        );
     };
     let ready = found
         .status

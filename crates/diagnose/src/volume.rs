@@ -12,6 +12,14 @@ use crate::report::{
 };
 use crate::snapshot::{Snapshot, name_of, namespace_of, object_name};
 
+/// How the scheduler's volume binding says that a bound volume's node affinity excludes a
+/// node: the words of Kubernetes 1.36 (what the scheduler of `../shared/k8s` prints), and
+/// those of older releases.
+const SCHEDULER_NODE_CONFLICT: [&str; 2] = [
+    "node(s) didn't match PersistentVolume's node affinity",
+    "node(s) had volume node affinity conflict",
+];
+
 /// The node a pod was scheduled to.
 pub fn node_of(pod: &Pod) -> Option<&str> {
     pod.spec
@@ -181,9 +189,11 @@ pub fn volume_link<'a>(
                     .filter(|node| matches(terms, node))
                     .map(|node| name_of(&node.metadata))
                     .collect();
-                let scheduler_says = failure
-                    .iter()
-                    .any(|e| e.message.contains("volume node affinity conflict"));
+                let scheduler_says = failure.iter().any(|e| {
+                    SCHEDULER_NODE_CONFLICT
+                        .iter()
+                        .any(|reason| e.message.contains(reason))
+                });
                 (scheduler_says || (fits.is_empty() && !snap.nodes.is_empty())).then(|| {
                     let mut evidence = vec![Evidence::new(
                         object.clone(),

@@ -452,6 +452,140 @@ fn wait_for_first_consumer_with_an_unschedulable_pod() {
     );
 }
 
+/// The healthy scene's claim unbound, annotated by the scheduler with the node it picked for
+/// `web-0`, which waits (not on a node yet) for the volume.
+fn selected(node: &str) -> Snapshot {
+    let mut snap = unbound();
+    snap.claims[0].metadata.annotations = Some(
+        [(
+            "volume.kubernetes.io/selected-node".to_owned(),
+            node.to_owned(),
+        )]
+        .into(),
+    );
+    // As the real server shows it: Pending, nominated, no condition yet.
+    snap.pods = vec![from(json!({
+        "metadata": {"name": "web-0", "namespace": NS, "uid": "uid-web-0"},
+        "spec": {
+            "containers": [{"name": "web", "image": "registry/web:1"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+        },
+        "status": {"phase": "Pending", "nominatedNodeName": node, "qosClass": "BestEffort"}
+    }))];
+    snap
+}
+
+#[test]
+fn wait_for_first_consumer_on_a_node_without_the_driver() {
+    // As on the real node: the provisioner cannot read the node's topology and says so, but
+    // the cause is the node plugin missing there.
+    let mut snap = selected("node-a");
+    snap.csi_nodes[0] = from(csi_node("node-a", &["efs.csi.aws.com"]));
+    snap.driver_pods[0].node.remove(0);
+    let message =
+        "error generating accessibility requirements: no topology key found for node node-a";
+    snap.events = vec![event(
+        "PersistentVolumeClaim",
+        "data",
+        "Warning",
+        "ProvisioningFailed",
+        message,
+        "ebs.csi.aws.com_aws-ebs-csi-driver-controller-7d9f-abcde_1b2c",
+    )];
+    let report = diagnose_pvc(&snap, NS, "data");
+    assert_finding(
+        &report,
+        FindingKind::DriverNotRegistered,
+        &["drivers registered: efs.csi.aws.com", "node-a"],
+        &["the node DaemonSet of ebs.csi.aws.com has no pod on node node-a"],
+    );
+    let finding = report.finding.unwrap();
+    assert_eq!(
+        finding.cause,
+        "the driver ebs.csi.aws.com is not registered on node node-a"
+    );
+    assert!(
+        finding
+            .evidence
+            .iter()
+            .any(|e| e.source == "annotation volume.kubernetes.io/selected-node"),
+        "{:?}",
+        finding.evidence
+    );
+    // The pod's own diagnosis follows its claim.
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_eq!(
+        report.finding.map(|f| f.kind),
+        Some(FindingKind::DriverNotRegistered)
+    );
+}
+
+#[test]
+fn wait_for_first_consumer_on_a_node_that_is_gone() {
+    let report = diagnose_pvc(&selected("node-gone"), NS, "data");
+    assert_finding(
+        &report,
+        FindingKind::NodeNotReady,
+        &["nodes \"node-gone\" not found", "node-gone"],
+        &["kubectl get nodes", "selected-node"],
+    );
+    assert_eq!(
+        report.finding.unwrap().cause,
+        "node node-gone does not exist"
+    );
+}
+
+#[test]
+fn wait_for_first_consumer_on_a_ready_node_with_the_driver_is_not_a_finding() {
+    let report = diagnose_pvc(&selected("node-a"), NS, "data");
+    assert_eq!(report.finding, None, "\n{report}");
+    assert_eq!(link_state(&report, "CSINode"), LinkState::Ok);
+}
+
+#[test]
+fn a_pod_bound_to_a_node_that_does_not_exist() {
+    let mut snap = healthy();
+    snap.pods = vec![creating("web-0", "data", "node-gone")];
+    snap.volume_attachments.clear();
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_finding(
+        &report,
+        FindingKind::NodeNotReady,
+        &["nodes \"node-gone\" not found"],
+        &["delete the pod so that its owner recreates it"],
+    );
+}
+
+#[test]
+fn a_pod_of_a_volume_without_driver_on_a_node_that_does_not_exist() {
+    // A volume made beforehand of no CSI driver (here a local one): no driver links, but the
+    // pod's node is still checked.
+    let mut snap = healthy();
+    snap.claims = vec![claim("data", Some(""), Some("local-1"))];
+    snap.volumes = vec![from(json!({
+        "metadata": {"name": "local-1"},
+        "spec": {
+            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "claimRef": {"namespace": NS, "name": "data", "uid": "uid-data"},
+            "local": {"path": "/mnt/disks/1"}
+        },
+        "status": {"phase": "Bound"}
+    }))];
+    snap.volume_attachments.clear();
+    snap.pods = vec![creating("web-0", "data", "node-gone")];
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_finding(
+        &report,
+        FindingKind::NodeNotReady,
+        &["nodes \"node-gone\" not found"],
+        &["kubectl get nodes"],
+    );
+    snap.pods = vec![pod("web-0", "data", Some("node-a"))];
+    let report = diagnose_pod(&snap, NS, "web-0");
+    assert_eq!(report.finding, None, "\n{report}");
+    assert_eq!(link_state(&report, "Node"), LinkState::Ok);
+}
+
 #[test]
 fn a_pod_with_a_bound_claim_that_cannot_be_scheduled() {
     let mut snap = healthy();
@@ -719,6 +853,22 @@ fn the_volumes_node_affinity_keeps_the_pod_unscheduled() {
     let message = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had volume node affinity conflict. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.";
     snap.pods = vec![unschedulable("web-0", "data", message)];
     let report = diagnose_pvc(&snap, NS, "data");
+    assert_finding(
+        &report,
+        FindingKind::VolumeNodeAffinityConflict,
+        &[message, "nodes that match: node-a"],
+        &["us-east-1a"],
+    );
+}
+
+#[test]
+fn the_volumes_node_affinity_keeps_the_pod_unscheduled_in_the_words_of_1_36() {
+    // What the scheduler of the real node (v1.36) says; a node matches the volume but is
+    // full, so only the scheduler's words tell the conflict on the other one.
+    let mut snap = healthy();
+    let message = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match PersistentVolume's node affinity. no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.";
+    snap.pods = vec![unschedulable("web-0", "data", message)];
+    let report = diagnose_pod(&snap, NS, "web-0");
     assert_finding(
         &report,
         FindingKind::VolumeNodeAffinityConflict,

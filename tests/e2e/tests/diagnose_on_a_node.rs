@@ -10,6 +10,10 @@
 //! (driver `diagnose.hostpath.csi.k8s.io` in namespace `e2e-diagnose-hostpath`), each test
 //! changing what it breaks.
 //!
+//! There is one node per machine: where a test needs a second one (multi-attach, a kubelet
+//! that never reports), it is a Node object made by hand, which the real attach-detach and
+//! node lifecycle controllers act on as on any node; no kubelet runs for it.
+//!
 //! The binary is `target/debug/storage-operator` beside the test (`cargo build -p cli` first
 //! when running by hand; `cargo test --workspace` builds it), or the one `E2E_BIN`
 //! names. Every test removes what it made, also what a failed run left behind.
@@ -20,7 +24,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use e2e::{cleanup, install, node};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    Node, PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount,
+};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -43,6 +49,13 @@ const HOSTPATH_MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/k8s/csi-hostpath.yaml"
 );
+/// A Node the tests make by hand, whose kubelet never reports, and the name of one that is
+/// gone. No kubelet confirms that a pod bound to these nodes has stopped: the cleanup deletes
+/// such pods at once.
+const QUIET_NODE: &str = "e2e-diagnose-quiet-node";
+const GONE_NODE: &str = "e2e-diagnose-gone-node";
+/// A Node made by hand, Ready for a while, where a pod waits for a volume of the real node.
+const SECOND_NODE: &str = "e2e-diagnose-second-node";
 /// An image no node has, pulled `Never`: the kubelet says `ErrImageNeverPull` at once.
 const MISSING_IMAGE: &str = "localhost/e2e-diagnose-no-such-image:dev";
 
@@ -235,6 +248,23 @@ async fn run_binary(env: &[(&str, &str)], args: &[&str]) -> Ran {
 /// Deletes the test's namespaces, the volumes of its driver, its driver and every
 /// cluster-scoped object it labelled, and waits until they are gone.
 async fn remove_all(admin: &Client) {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
+    for pod in pods
+        .list(&ListParams::default())
+        .await
+        .into_iter()
+        .flatten()
+    {
+        let node = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref());
+        if matches!(node, Some(QUIET_NODE | GONE_NODE | SECOND_NODE)) {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let _ = pods
+                .delete(name, &DeleteParams::default().grace_period(0))
+                .await;
+        }
+    }
+    cleanup::delete_labelled(&Api::<Node>::all(admin.clone()), LABEL).await;
+    cleanup::delete_labelled(&Api::<CSINode>::all(admin.clone()), LABEL).await;
     cleanup::delete_namespace(admin, NS).await;
     // Volumes the driver provisioned go with their claims, by the driver; those the tests
     // made themselves are labelled.
@@ -873,5 +903,424 @@ async fn diagnose_on_a_node_a_healthy_volume_has_no_finding() {
     );
     let driver = scene.no_finding(&["driver", DRIVER]).await;
     assert!(!driver.contains("[BROKEN]"), "{driver}");
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_volume_whose_node_affinity_excludes_the_node() {
+    let scene = Scene::new().await;
+    // A volume of a node's own directory that may only be used on another node (as a local
+    // volume of a node that left, or a zonal disk of another zone): the scheduler finds no
+    // node for the pod.
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            json!({"metadata": {"name": "e2e-diagnose-elsewhere", "labels": {LABEL: "true"}},
+                   "spec": {"capacity": {"storage": "16Mi"}, "accessModes": ["ReadWriteOnce"],
+                            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                            "claimRef": {"namespace": NS, "name": "data"},
+                            "hostPath": {"path": "/tmp/e2e-diagnose-elsewhere", "type": "DirectoryOrCreate"},
+                            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In",
+                                 "values": ["e2e-diagnose-other-node"]}]}]}}}}),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-elsewhere"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    // The scheduler may first try before the claim is bound ("pod has unbound immediate
+    // PersistentVolumeClaims"); the test checks the evidence of its next try.
+    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
+    node::wait_or_explain(
+        &scene.admin,
+        &[NS],
+        "the scheduler to name the volume's node affinity",
+        async || {
+            let pod = pods.get("app").await.ok()?;
+            pod.status?
+                .conditions?
+                .iter()
+                .any(|c| {
+                    c.type_ == "PodScheduled"
+                        && c.message.as_deref().is_some_and(|m| {
+                            m.contains("didn't match PersistentVolume's node affinity")
+                        })
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    for args in [&["pod", "app"][..], &["pvc", "data"][..]] {
+        let report = scene.finding(args, "VolumeNodeAffinityConflict").await;
+        assert_eq!(
+            text(&report, "cause"),
+            "the volume's node affinity keeps pod app from being scheduled"
+        );
+        let evidence = evidence(&report);
+        assert!(
+            evidence.contains("kubernetes.io/hostname In [e2e-diagnose-other-node]"),
+            "{report:#}"
+        );
+        assert!(evidence.contains("no node matches"), "{report:#}");
+        assert!(
+            evidence.contains("1 node(s) didn't match PersistentVolume's node affinity"),
+            "{report:#}"
+        );
+        assert!(
+            text(&report, "fix").starts_with(
+                "the volume can be used only on nodes where kubernetes.io/hostname In \
+                 [e2e-diagnose-other-node]: run the pod on such a node"
+            ),
+            "{report:#}"
+        );
+    }
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_volume_the_driver_cannot_attach() {
+    let scene = Scene::new().await;
+    // The driver attaches (ControllerPublishVolume) only with --enable-attach; without it the
+    // attacher marks every volume attached without asking. It does not know the volume made
+    // beforehand, so the attacher's call fails and the VolumeAttachment says why.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            for container in containers(document) {
+                if container["name"] == "hostpath"
+                    && let Some(args) = container["args"].as_array_mut()
+                {
+                    args.push(json!("--enable-attach=true"));
+                }
+            }
+        }
+    })
+    .await;
+    wait_registered(&scene.admin).await;
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume("e2e-diagnose-unattachable", "no-such-volume"),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-unattachable"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    let report = scene.finding(&["pod", "app"], "AttachFailed").await;
+    assert_eq!(
+        text(&report, "cause"),
+        "volume e2e-diagnose-unattachable could not be attached to node harness-node"
+    );
+    assert!(
+        report["finding"]["evidence"][0]["source"] == "status.attachError.message",
+        "{report:#}"
+    );
+    assert!(evidence(&report).contains("no-such-volume"), "{report:#}");
+    assert!(
+        text(&report, "fix")
+            .starts_with(&format!("the controller of {DRIVER} could not attach it")),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_claim_provisioned_for_a_node_without_the_driver() {
+    let scene = Scene::new().await;
+    // The class waits for the first consumer: the scheduler picks the node for the pod and
+    // writes it on the claim, then the provisioner fails for want of the driver's topology
+    // there (its node DaemonSet selects no node). The pod waits, on no node yet.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            document["spec"]["template"]["spec"]["nodeSelector"] =
+                json!({"e2e.storage.openshift.io/no-such-label": "true"});
+        }
+    })
+    .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim("data", Some(DRIVER_CLASS), "16Mi"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    for args in [&["pvc", "data"][..], &["pod", "app"][..]] {
+        let report = scene.finding(args, "DriverNotRegistered").await;
+        assert_eq!(
+            text(&report, "cause"),
+            format!("the driver {DRIVER} is not registered on node harness-node")
+        );
+        assert!(
+            report["finding"]["evidence"]
+                .as_array()
+                .unwrap()
+                .contains(&json!({
+                    "object": format!("PersistentVolumeClaim {NS}/data"),
+                    "source": "annotation volume.kubernetes.io/selected-node",
+                    "message": "harness-node"
+                })),
+            "{report:#}"
+        );
+        assert!(
+            text(&report, "fix").starts_with(&format!(
+                "the node DaemonSet of {DRIVER} has no pod on node harness-node"
+            )),
+            "{report:#}"
+        );
+    }
+    scene.end().await;
+}
+
+/// Waits until the driver's controller pod is running and ready.
+async fn wait_controller_ready(admin: &Client) {
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), DRIVER_NS);
+    node::wait_or_explain(
+        admin,
+        &[DRIVER_NS],
+        "the driver's controller pod ready",
+        async || {
+            let listed = pods.list(&ListParams::default()).await.ok()?;
+            listed
+                .items
+                .iter()
+                .filter(|pod| {
+                    pod.metadata
+                        .name
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("-controller-")
+                })
+                .any(|pod| {
+                    pod.status
+                        .iter()
+                        .flat_map(|status| status.conditions.iter().flatten())
+                        .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+                })
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+/// A pod `name` using claim `data`, bound by hand to `node` (as the scheduler bound it before
+/// the node went away).
+fn pod_on(name: &str, node: &str) -> Value {
+    let mut bound = pod(name, "data");
+    bound["spec"]["nodeName"] = json!(node);
+    bound
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_pod_on_a_node_whose_kubelet_never_reports() {
+    let scene = Scene::new().await;
+    install_hostpath(&scene.admin, |_| {}).await;
+    wait_registered(&scene.admin).await;
+    wait_controller_ready(&scene.admin).await;
+    // A second Node, made by hand: no kubelet ever reports for it, and the node lifecycle
+    // controller marks it Ready=Unknown after its grace period (about a minute).
+    scene
+        .create(cluster(
+            "v1",
+            "Node",
+            json!({"metadata": {"name": QUIET_NODE, "labels": {LABEL: "true"}}}),
+        ))
+        .await;
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume("e2e-diagnose-made", "made-beforehand"),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-made"),
+        ))
+        .await;
+    scene
+        .create(in_ns("v1", "Pod", pod_on("app", QUIET_NODE)))
+        .await;
+    let report = scene.finding(&["pod", "app"], "NodeNotReady").await;
+    assert_eq!(
+        text(&report, "cause"),
+        format!("node {QUIET_NODE} is not Ready")
+    );
+    assert!(
+        evidence(&report).contains("Kubelet never posted node status."),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").contains(&format!("`kubectl describe node {QUIET_NODE}`")),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").contains("node.kubernetes.io/out-of-service"),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_pod_on_a_node_that_is_gone() {
+    let scene = Scene::new().await;
+    install_hostpath(&scene.admin, |_| {}).await;
+    wait_registered(&scene.admin).await;
+    wait_controller_ready(&scene.admin).await;
+    scene
+        .create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume("e2e-diagnose-made", "made-beforehand"),
+        ))
+        .await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim_of("e2e-diagnose-made"),
+        ))
+        .await;
+    // The pod garbage collector deletes a pod of a node that does not exist about 40 s after
+    // it sees it; the diagnosis comes well before.
+    scene
+        .create(in_ns("v1", "Pod", pod_on("app", GONE_NODE)))
+        .await;
+    let report = scene.finding(&["pod", "app"], "NodeNotReady").await;
+    assert_eq!(
+        text(&report, "cause"),
+        format!("node {GONE_NODE} does not exist")
+    );
+    assert!(
+        evidence(&report).contains(&format!("nodes \\\"{GONE_NODE}\\\" not found")),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").starts_with(&format!(
+            "node {GONE_NODE} was deleted or never joined the cluster"
+        )),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").contains("delete the pod so that its owner recreates it"),
+        "{report:#}"
+    );
+    scene.end().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real node (../shared/k8s/node.sh) and E2E_KUBECONFIG; pass --ignored"]
+async fn diagnose_on_a_node_a_volume_still_attached_to_another_node() {
+    let scene = Scene::new().await;
+    // Multi-attach needs a second node: one made by hand, Ready as its kubelet would first
+    // register it (the node lifecycle controller marks it Unknown about a minute later; the
+    // diagnosis comes well before), its attachments managed by the attach-detach controller,
+    // the driver registered on it (no node pod runs there) and in the same topology as the
+    // real node, as two nodes of one zone are for a zonal disk.
+    install_hostpath(&scene.admin, |document| {
+        if is(document, "DaemonSet") {
+            document["spec"]["template"]["spec"]["nodeSelector"] =
+                json!({"kubernetes.io/hostname": "harness-node"});
+        }
+    })
+    .await;
+    wait_registered(&scene.admin).await;
+    scene
+        .create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim("data", Some(DRIVER_CLASS), "16Mi"),
+        ))
+        .await;
+    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
+    node::wait_or_explain(
+        &scene.admin,
+        &[NS, DRIVER_NS],
+        "pod app Running",
+        async || {
+            let pod = pods.get("app").await.ok()?;
+            (pod.status?.phase.as_deref() == Some("Running")).then_some(())
+        },
+    )
+    .await;
+    scene
+        .create(cluster(
+            "v1",
+            "Node",
+            json!({
+                "metadata": {
+                    "name": SECOND_NODE,
+                    "labels": {LABEL: "true", "kubernetes.io/hostname": SECOND_NODE,
+                               "topology.hostpath.csi/node": "harness-node"},
+                    "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+                },
+                "status": {"conditions": [{
+                    "type": "Ready", "status": "True", "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"
+                }]}
+            }),
+        ))
+        .await;
+    scene
+        .create(cluster(
+            "storage.k8s.io/v1",
+            "CSINode",
+            json!({
+                "metadata": {"name": SECOND_NODE, "labels": {LABEL: "true"}},
+                "spec": {"drivers": [{"name": DRIVER, "nodeID": SECOND_NODE,
+                                      "topologyKeys": ["topology.hostpath.csi/node"]}]}
+            }),
+        ))
+        .await;
+    // A second pod of the claim, placed on the other node (as a rolling update places it).
+    scene
+        .create(in_ns("v1", "Pod", pod_on("app-2", SECOND_NODE)))
+        .await;
+    let report = scene.finding(&["pod", "app-2"], "MultiAttach").await;
+    let cause = text(&report, "cause");
+    assert!(
+        cause.ends_with(
+            " is still attached to node harness-node (used there by pod app) and can be \
+             attached to one node at a time"
+        ),
+        "{cause}"
+    );
+    let evidence = evidence(&report);
+    assert!(
+        evidence.contains("Multi-Attach error for volume")
+            && evidence.contains("Volume is already used by pod(s) app"),
+        "{report:#}"
+    );
+    assert!(
+        evidence.contains("node harness-node, attached true"),
+        "{report:#}"
+    );
+    assert!(
+        text(&report, "fix").starts_with(
+            "stop what uses it on node harness-node: delete that pod or scale its owner down"
+        ),
+        "{report:#}"
+    );
     scene.end().await;
 }
