@@ -324,12 +324,12 @@ impl Operator {
         }
     }
 
-    /// Resident memory (VmRSS), in MiB.
-    fn rss(&self) -> f64 {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+    /// A figure of `/proc/<pid>/<file>` (a `<key>` line in kB), in MiB.
+    fn proc_mib(&self, file: &str, key: &str) -> f64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap();
         let kib: f64 = text
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(key))
             .unwrap()
             .trim()
             .trim_end_matches("kB")
@@ -337,43 +337,24 @@ impl Operator {
             .parse()
             .unwrap();
         kib / 1024.0
+    }
+
+    /// Resident memory (VmRSS), in MiB.
+    fn rss(&self) -> f64 {
+        self.proc_mib("status", "VmRSS:")
     }
 
     /// The peak of resident memory (VmHWM) since the start, in MiB.
     fn peak(&self) -> f64 {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: f64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .unwrap()
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .unwrap();
-        kib / 1024.0
+        self.proc_mib("status", "VmHWM:")
     }
 
     /// Resident memory, in MiB: total (VmRSS), and its heap and other anonymous part.
     fn rss_mib(&self) -> String {
-        let field = |file: &str, name: &str| -> f64 {
-            let text =
-                std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap();
-            let kib: f64 = text
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .unwrap()
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse()
-                .unwrap();
-            kib / 1024.0
-        };
-        let total = field("status", "VmRSS:");
-        let anonymous = field("smaps_rollup", "Anonymous:");
         format!(
-            "{total:.1} MiB ({anonymous:.1} anonymous, peak {:.1})",
+            "{:.1} MiB ({:.1} anonymous, peak {:.1})",
+            self.rss(),
+            self.proc_mib("smaps_rollup", "Anonymous:"),
             self.peak()
         )
     }
