@@ -112,6 +112,19 @@ impl Scene {
         install::apply_value(&self.admin, object, "the test").await;
     }
 
+    /// A static volume of the driver named `volume` (its handle `handle`) and the claim
+    /// `data` bound to it.
+    async fn bound_claim(&self, volume: &str, handle: &str) {
+        self.create(cluster(
+            "v1",
+            "PersistentVolume",
+            static_volume(volume, handle),
+        ))
+        .await;
+        self.create(in_ns("v1", "PersistentVolumeClaim", claim_of(volume)))
+            .await;
+    }
+
     /// Runs `diagnose ARGS -o json` as the ServiceAccount until the finding is `kind` (the
     /// cluster needs a moment: the scheduler, the kubelet, the driver); then checks its text
     /// output too and returns the report.
@@ -704,18 +717,7 @@ async fn diagnose_on_a_node_the_driver_has_no_node_pod_on_the_pods_node() {
     })
     .await;
     scene
-        .create(cluster(
-            "v1",
-            "PersistentVolume",
-            static_volume("e2e-diagnose-made", "made-beforehand"),
-        ))
-        .await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim_of("e2e-diagnose-made"),
-        ))
+        .bound_claim("e2e-diagnose-made", "made-beforehand")
         .await;
     scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
     let report = scene.finding(&["pod", "app"], "DriverNotRegistered").await;
@@ -792,18 +794,7 @@ async fn diagnose_on_a_node_a_volume_the_driver_cannot_mount() {
     .await;
     wait_registered(&scene.admin).await;
     scene
-        .create(cluster(
-            "v1",
-            "PersistentVolume",
-            static_volume("e2e-diagnose-unknown", "no-such-volume"),
-        ))
-        .await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim_of("e2e-diagnose-unknown"),
-        ))
+        .bound_claim("e2e-diagnose-unknown", "no-such-volume")
         .await;
     scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
     let report = scene.finding(&["pod", "app"], "MountFailed").await;
@@ -1005,18 +996,7 @@ async fn diagnose_on_a_node_a_volume_the_driver_cannot_attach() {
     .await;
     wait_registered(&scene.admin).await;
     scene
-        .create(cluster(
-            "v1",
-            "PersistentVolume",
-            static_volume("e2e-diagnose-unattachable", "no-such-volume"),
-        ))
-        .await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim_of("e2e-diagnose-unattachable"),
-        ))
+        .bound_claim("e2e-diagnose-unattachable", "no-such-volume")
         .await;
     scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
     let report = scene.finding(&["pod", "app"], "AttachFailed").await;
@@ -1142,18 +1122,7 @@ async fn diagnose_on_a_node_a_pod_on_a_node_whose_kubelet_never_reports() {
         ))
         .await;
     scene
-        .create(cluster(
-            "v1",
-            "PersistentVolume",
-            static_volume("e2e-diagnose-made", "made-beforehand"),
-        ))
-        .await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim_of("e2e-diagnose-made"),
-        ))
+        .bound_claim("e2e-diagnose-made", "made-beforehand")
         .await;
     scene
         .create(in_ns("v1", "Pod", pod_on("app", QUIET_NODE)))
@@ -1186,18 +1155,7 @@ async fn diagnose_on_a_node_a_pod_on_a_node_that_is_gone() {
     wait_registered(&scene.admin).await;
     wait_controller_ready(&scene.admin).await;
     scene
-        .create(cluster(
-            "v1",
-            "PersistentVolume",
-            static_volume("e2e-diagnose-made", "made-beforehand"),
-        ))
-        .await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim_of("e2e-diagnose-made"),
-        ))
+        .bound_claim("e2e-diagnose-made", "made-beforehand")
         .await;
     // The pod garbage collector deletes a pod of a node that does not exist about 40 s after
     // it sees it; the diagnosis comes well before.
