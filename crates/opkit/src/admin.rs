@@ -12,7 +12,9 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use std::future::Future;
+
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::metrics::Metrics;
 
@@ -70,30 +72,24 @@ impl AdminServer {
 
     /// Serves until the task is dropped. A failed connection is logged and does not stop the server.
     pub async fn serve(self) {
-        loop {
-            let (stream, peer) = match self.listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "admin server: accept failed");
-                    continue;
-                }
-            };
-            let readiness = self.readiness.clone();
-            let metrics = self.metrics.clone();
-            let moved_to = self.metrics_moved_to;
-            tokio::spawn(async move {
+        let Self {
+            listener,
+            readiness,
+            metrics,
+            metrics_moved_to,
+        } = self;
+        accept_each(&listener, "admin server", |stream, peer| {
+            let readiness = readiness.clone();
+            let metrics = metrics.clone();
+            async move {
                 let service = service_fn(move |request| {
-                    let response = respond(&request, &readiness, &metrics, moved_to);
+                    let response = respond(&request, &readiness, &metrics, metrics_moved_to);
                     async move { Ok::<_, Infallible>(response) }
                 });
-                if let Err(error) = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    tracing::debug!(%error, %peer, "admin server: connection ended with an error");
-                }
-            });
-        }
+                serve_connection(TokioIo::new(stream), service, "admin server", peer).await;
+            }
+        })
+        .await;
     }
 }
 
@@ -103,39 +99,19 @@ fn respond(
     metrics: &Metrics,
     moved_to: Option<SocketAddr>,
 ) -> Response<Full<Bytes>> {
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here\n");
+    if let Some(response) = not_get(request).or_else(|| health(request, readiness)) {
+        return response;
     }
-    match request.uri().path() {
-        "/healthz" | "/livez" => text(StatusCode::OK, "ok\n"),
-        "/readyz" if readiness.is_ready() => text(StatusCode::OK, "ok\n"),
-        "/readyz" => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "caches are not synced yet\n",
+    match (request.uri().path(), moved_to) {
+        ("/metrics", Some(address)) => text(
+            StatusCode::NOT_FOUND,
+            format!(
+                "not here: /metrics is served over HTTPS on port {}, to callers the API server \
+                 allows\n",
+                address.port()
+            ),
         ),
-        "/metrics" if moved_to.is_some() => {
-            let port = moved_to.map(|address| address.port()).unwrap_or_default();
-            let mut response = Response::new(Full::new(Bytes::from(format!(
-                "not here: /metrics is served over HTTPS on port {port}, to callers the API \
-                 server allows\n"
-            ))));
-            *response.status_mut() = StatusCode::NOT_FOUND;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            response
-        }
-        "/metrics" => {
-            let mut response = Response::new(Full::new(Bytes::from(metrics.encode())));
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
-            );
-            response
-        }
+        ("/metrics", None) => metrics_response(metrics),
         _ => text(
             StatusCode::NOT_FOUND,
             "not found: try /healthz, /readyz or /metrics\n",
@@ -143,8 +119,77 @@ fn respond(
     }
 }
 
-fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+/// Accepts connections on `listener` until the task is dropped, running `handle` on each in a
+/// task of its own. A failed accept is logged (as `server`'s) and does not stop the loop.
+pub(crate) async fn accept_each<F, Fut>(listener: &TcpListener, server: &str, handle: F)
+where
+    F: Fn(TcpStream, SocketAddr) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                tokio::spawn(handle(stream, peer));
+            }
+            Err(error) => tracing::warn!(%error, "{server}: accept failed"),
+        }
+    }
+}
+
+/// Serves HTTP/1 on one connection; its end in an error is logged (as `server`'s) at debug.
+pub(crate) async fn serve_connection<I, S>(io: I, service: S, server: &str, peer: SocketAddr)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::ResBody: 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if let Err(error) = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await
+    {
+        tracing::debug!(%error, %peer, "{server}: connection ended with an error");
+    }
+}
+
+/// 405 for anything but GET and HEAD.
+pub(crate) fn not_get<B>(request: &Request<B>) -> Option<Response<Full<Bytes>>> {
+    (request.method() != Method::GET && request.method() != Method::HEAD)
+        .then(|| text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here\n"))
+}
+
+/// `/healthz` and `/livez` (alive), `/readyz` (every cache synced); open to anyone.
+pub(crate) fn health<B>(
+    request: &Request<B>,
+    readiness: &Readiness,
+) -> Option<Response<Full<Bytes>>> {
+    match request.uri().path() {
+        "/healthz" | "/livez" => Some(text(StatusCode::OK, "ok\n")),
+        "/readyz" if readiness.is_ready() => Some(text(StatusCode::OK, "ok\n")),
+        "/readyz" => Some(text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "caches are not synced yet\n",
+        )),
+        _ => None,
+    }
+}
+
+/// `metrics` in OpenMetrics text.
+pub(crate) fn metrics_response(metrics: &Metrics) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(metrics.encode())));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+    );
+    response
+}
+
+/// A plain-text answer.
+pub(crate) fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

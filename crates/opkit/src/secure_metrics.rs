@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use http::{Method, Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -36,7 +36,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
-use crate::admin::Readiness;
+use crate::admin::{
+    Readiness, accept_each, health, metrics_response, not_get, serve_connection, text,
+};
 use crate::metrics::Metrics;
 
 /// The certificate file in the serving-cert directory (service-ca's Secret key).
@@ -440,16 +442,10 @@ impl SecureMetricsServer {
     /// Serves until the task is dropped. A failed connection is logged and does not stop the
     /// server.
     pub async fn serve(self) {
-        loop {
-            let (stream, peer) = match self.listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "metrics server: accept failed");
-                    continue;
-                }
-            };
-            let shared = self.shared.clone();
-            tokio::spawn(async move {
+        let Self { listener, shared } = self;
+        accept_each(&listener, "metrics server", |stream, peer| {
+            let shared = shared.clone();
+            async move {
                 let config = shared.server_config().await;
                 let acceptor = tokio_rustls::TlsAcceptor::from(config);
                 let stream =
@@ -476,14 +472,10 @@ impl SecureMetricsServer {
                     let certified = certified.clone();
                     async move { Ok::<_, Infallible>(shared.respond(&request, certified).await) }
                 });
-                if let Err(error) = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    tracing::debug!(%error, %peer, "metrics server: connection ended with an error");
-                }
-            });
-        }
+                serve_connection(TokioIo::new(stream), service, "metrics server", peer).await;
+            }
+        })
+        .await;
     }
 }
 
@@ -697,29 +689,15 @@ impl Shared {
         request: &Request<Incoming>,
         certified: Option<User>,
     ) -> Response<Full<Bytes>> {
-        if request.method() != Method::GET && request.method() != Method::HEAD {
-            return text(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "only GET is served here\n".into(),
-            );
+        if let Some(response) = not_get(request).or_else(|| health(request, &self.readiness)) {
+            return response;
         }
         let path = request.uri().path();
-        match path {
-            "/healthz" | "/livez" => return text(StatusCode::OK, "ok\n".into()),
-            "/readyz" if self.readiness.is_ready() => return text(StatusCode::OK, "ok\n".into()),
-            "/readyz" => {
-                return text(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "caches are not synced yet\n".into(),
-                );
-            }
-            "/metrics" => {}
-            _ => {
-                return text(
-                    StatusCode::NOT_FOUND,
-                    "not found: try /metrics, /healthz or /readyz\n".into(),
-                );
-            }
+        if path != "/metrics" {
+            return text(
+                StatusCode::NOT_FOUND,
+                "not found: try /metrics, /healthz or /readyz\n",
+            );
         }
         let user = match certified {
             Some(user) => user,
@@ -729,16 +707,7 @@ impl Shared {
             },
         };
         match self.authorize(&user, path).await {
-            Ok(()) => {
-                let mut response = Response::new(Full::new(Bytes::from(self.metrics.encode())));
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    header::HeaderValue::from_static(
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    ),
-                );
-                response
-            }
+            Ok(()) => metrics_response(&self.metrics),
             Err(response) => response,
         }
     }
@@ -762,8 +731,7 @@ impl Shared {
             let mut response = text(
                 StatusCode::UNAUTHORIZED,
                 "Unauthorized: present a bearer token or a client certificate signed by the API \
-                 server's client CA\n"
-                    .into(),
+                 server's client CA\n",
             );
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -858,16 +826,6 @@ fn unavailable(what: &str, error: &str) -> Response<Full<Bytes>> {
         StatusCode::SERVICE_UNAVAILABLE,
         format!("cannot {what} with the API server: {error}\n"),
     )
-}
-
-fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
 }
 
 /// Reads `tls.crt` and `tls.key`; the error says which is missing or unreadable.
