@@ -41,7 +41,7 @@ pub fn run(args: RunArgs, log: crate::logging::LogControl) -> anyhow::Result<Exi
     let metrics_tls = opkit::secure_metrics::ProfileCell::default();
     metrics_tls.set(
         csi_kit::tls::serving_tls_of(None, "")
-            .map(profile_of)
+            .map(storage_operator::starter::metrics_profile)
             .unwrap_or_default(),
     );
     let settings = Settings {
@@ -94,7 +94,7 @@ pub fn driver(
     let profile = MetricsTls {
         profile: config
             .and_then(read_operator_config)
-            .map(profile_of)
+            .map(storage_operator::starter::metrics_profile)
             .unwrap_or_default(),
         source: config.map(|path| {
             let path = path.to_owned();
@@ -102,7 +102,7 @@ pub fn driver(
                 std::fs::read_to_string(&path)
                     .map_err(|error| format!("{}: {error}", path.display()))
                     .and_then(|text| storage_operator::starter::parse_operator_config(&text))
-                    .map(profile_of)
+                    .map(storage_operator::starter::metrics_profile)
             }))
         }),
     };
@@ -257,13 +257,6 @@ pub fn csi_driver_deployments(process: ProcessArgs) -> anyhow::Result<ExitCode> 
 struct MetricsTls {
     profile: TlsProfile,
     source: Option<ProfileSource>,
-}
-
-fn profile_of(tls: csi_kit::inputs::ServingTls) -> TlsProfile {
-    TlsProfile {
-        min_version: tls.min_version,
-        cipher_suites: tls.cipher_suites,
-    }
 }
 
 /// The Lease of the standalone CSIDriverDeployment controller.

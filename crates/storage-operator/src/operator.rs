@@ -646,15 +646,7 @@ fn follow_tls_profile(cell: &opkit::secure_metrics::ProfileCell, observed: &Obse
         .as_ref()
         .and_then(|a| a.spec.tls_security_profile.as_ref());
     match csi_kit::tls::serving_tls_of(profile, "APIServer/cluster spec.tlsSecurityProfile") {
-        Ok(tls) => {
-            let profile = opkit::secure_metrics::TlsProfile {
-                min_version: tls.min_version,
-                cipher_suites: tls.cipher_suites,
-            };
-            if cell.get() != profile {
-                cell.set(profile);
-            }
-        }
+        Ok(tls) => cell.set(crate::starter::metrics_profile(tls)),
         Err(error) => tracing::debug!(%error, "keeping the metrics TLS profile in force"),
     }
 }

@@ -568,6 +568,16 @@ pub fn operator_config_yaml(tls: &ServingTls) -> String {
     yaml
 }
 
+/// Serving TLS settings as the HTTPS `/metrics` server takes them
+/// ([`opkit::secure_metrics`]): the driver operator's from its config file, the cluster
+/// storage operator's from `APIServer/cluster`.
+pub fn metrics_profile(tls: ServingTls) -> opkit::secure_metrics::TlsProfile {
+    opkit::secure_metrics::TlsProfile {
+        min_version: tls.min_version,
+        cipher_suites: tls.cipher_suites,
+    }
+}
+
 /// Reads a driver operator's `config.yaml` (as [`operator_config_yaml`] writes it, or as
 /// OpenShift's operator does): its serving TLS settings.
 pub fn parse_operator_config(text: &str) -> Result<ServingTls, String> {
