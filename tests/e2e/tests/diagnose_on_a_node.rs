@@ -112,6 +112,33 @@ impl Scene {
         install::apply_value(&self.admin, object, "the test").await;
     }
 
+    /// The claim `data` of the driver's class and the pod `app` that mounts it.
+    async fn claim_and_pod(&self) {
+        self.create(in_ns(
+            "v1",
+            "PersistentVolumeClaim",
+            claim("data", Some(DRIVER_CLASS), "16Mi"),
+        ))
+        .await;
+        self.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    }
+
+    /// Waits until the pod `app` runs (explaining the test's and the driver's namespaces when
+    /// it does not).
+    async fn wait_app_running(&self) {
+        let pods: Api<Pod> = Api::namespaced(self.admin.clone(), NS);
+        node::wait_or_explain(
+            &self.admin,
+            &[NS, DRIVER_NS],
+            "pod app Running",
+            async || {
+                let pod = pods.get("app").await.ok()?;
+                (pod.status?.phase.as_deref() == Some("Running")).then_some(())
+            },
+        )
+        .await;
+    }
+
     /// A static volume of the driver named `volume` (its handle `handle`) and the claim
     /// `data` bound to it.
     async fn bound_claim(&self, volume: &str, handle: &str) {
@@ -627,12 +654,7 @@ async fn diagnose_on_a_node_a_claim_deleted_while_a_pod_uses_it() {
         ))
         .await;
     scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
-    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
-    node::wait_or_explain(&scene.admin, &[NS], "pod app Running", async || {
-        let pod = pods.get("app").await.ok()?;
-        (pod.status?.phase.as_deref() == Some("Running")).then_some(())
-    })
-    .await;
+    scene.wait_app_running().await;
     Api::<PersistentVolumeClaim>::namespaced(scene.admin.clone(), NS)
         .delete("data", &DeleteParams::default())
         .await
@@ -861,27 +883,10 @@ async fn diagnose_on_a_node_a_healthy_volume_has_no_finding() {
     let scene = Scene::new().await;
     install_hostpath(&scene.admin, |_| {}).await;
     wait_registered(&scene.admin).await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim("data", Some(DRIVER_CLASS), "16Mi"),
-        ))
-        .await;
-    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    scene.claim_and_pod().await;
     // A claim still being provisioned is not a problem either; the whole chain is checked
     // once the pod runs.
-    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
-    node::wait_or_explain(
-        &scene.admin,
-        &[NS, DRIVER_NS],
-        "pod app Running",
-        async || {
-            let pod = pods.get("app").await.ok()?;
-            (pod.status?.phase.as_deref() == Some("Running")).then_some(())
-        },
-    )
-    .await;
+    scene.wait_app_running().await;
     let text = scene.no_finding(&["pod", "app"]).await;
     assert!(
         text.starts_with("Pod e2e-diagnose/app: no problem found\n"),
@@ -1031,14 +1036,7 @@ async fn diagnose_on_a_node_a_claim_provisioned_for_a_node_without_the_driver() 
         }
     })
     .await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim("data", Some(DRIVER_CLASS), "16Mi"),
-        ))
-        .await;
-    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
+    scene.claim_and_pod().await;
     for args in [&["pvc", "data"][..], &["pod", "app"][..]] {
         let report = scene.finding(args, "DriverNotRegistered").await;
         assert_eq!(
@@ -1201,25 +1199,8 @@ async fn diagnose_on_a_node_a_volume_still_attached_to_another_node() {
     })
     .await;
     wait_registered(&scene.admin).await;
-    scene
-        .create(in_ns(
-            "v1",
-            "PersistentVolumeClaim",
-            claim("data", Some(DRIVER_CLASS), "16Mi"),
-        ))
-        .await;
-    scene.create(in_ns("v1", "Pod", pod("app", "data"))).await;
-    let pods: Api<Pod> = Api::namespaced(scene.admin.clone(), NS);
-    node::wait_or_explain(
-        &scene.admin,
-        &[NS, DRIVER_NS],
-        "pod app Running",
-        async || {
-            let pod = pods.get("app").await.ok()?;
-            (pod.status?.phase.as_deref() == Some("Running")).then_some(())
-        },
-    )
-    .await;
+    scene.claim_and_pod().await;
+    scene.wait_app_running().await;
     scene
         .create(cluster(
             "v1",
