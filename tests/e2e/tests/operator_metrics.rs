@@ -71,6 +71,8 @@ impl ServingCa {
 /// Removes what an earlier run made, then makes the test's namespace, a reader and a stranger
 /// ServiceAccount, and the reader's ClusterRole (also bound to [`CERT_USER`]).
 async fn scene(admin: &Client) -> (String, String) {
+    // The cleanup reads ClusterCSIDrivers: their CRD, on a cluster where no test made it yet.
+    e2e::apply_crd(admin, &api::crds::cluster_csi_driver()).await;
     remove_all(admin).await;
     install::ensure_namespace(admin, NS).await;
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), NS);
