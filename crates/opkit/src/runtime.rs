@@ -53,6 +53,13 @@ impl Trigger {
         self.notify.notify_one();
     }
 
+    /// Something other than a change needs a pass (a watch's first error, which the pass may
+    /// report): wakes the loop without counting as a change, so a pass it brings after a write
+    /// is not taken for one that sees the write.
+    pub fn wake(&self) {
+        self.notify.notify_one();
+    }
+
     /// When the latest change came, if one has.
     pub fn last_change(&self) -> Option<std::time::Instant> {
         *self
@@ -241,7 +248,8 @@ impl Informers {
         self.watch_projected_then(name, api, config, project, || {})
     }
 
-    /// Like [`Informers::watch_projected`], and `changed` runs whenever what is kept changes.
+    /// Like [`Informers::watch_projected`], and `changed` runs whenever what is kept changes,
+    /// and on the watch's first error (a pass may report it).
     pub fn watch_projected_then<K, P>(
         &mut self,
         name: &str,
@@ -334,19 +342,24 @@ where
                     if health.working(&watch_name) {
                         tracing::info!(watch = %watch_name, "watch working again");
                     }
+                    // The store shows a re-list's objects only once it is complete: a
+                    // pass woken before then would decide from the state before it.
                     match &event {
-                        watcher::Event::Apply(object)
-                        | watcher::Event::Delete(object)
-                        | watcher::Event::InitApply(object) => touched(object),
-                        watcher::Event::Init | watcher::Event::InitDone => {}
+                        watcher::Event::Apply(object) | watcher::Event::Delete(object) => {
+                            touched(object);
+                            trigger.pull();
+                        }
+                        watcher::Event::InitApply(object) => touched(object),
+                        watcher::Event::Init => {}
+                        watcher::Event::InitDone => trigger.pull(),
                     }
-                    trigger.pull();
                 }
                 Err(error) => {
                     // Said once per outage; the retries (every second or so) only at debug.
+                    // Its first error brings a pass, which may report it; it is no change.
                     if health.failed(&watch_name, &error) {
                         tracing::warn!(watch = %watch_name, %error, "watch failed; retrying");
-                        trigger.pull();
+                        trigger.wake();
                     } else {
                         tracing::debug!(watch = %watch_name, %error, "watch still failing; retrying");
                     }
@@ -388,9 +401,16 @@ where
             changed();
             trigger.pull();
         };
+        // The caller hears of the watch's first error too (a per-object controller reports
+        // it from its passes), but the trigger does not take it for a change.
+        let woken = || {
+            changed();
+            trigger.wake();
+        };
         let watch = Watch {
             name: &watch_name,
             health: &health,
+            wake: &woken,
         };
         follow(events, &shared, &project, &synced, &pulled, &watch).await;
     });
@@ -530,6 +550,8 @@ impl<P: Clone + PartialEq> Projection<P> {
 struct Watch<'a> {
     name: &'a str,
     health: &'a WatchHealth,
+    /// Brings a pass without counting as a change (see [`Trigger::wake`]).
+    wake: &'a (dyn Fn() + Sync),
 }
 
 /// Keeps `projection` in step with the watch `events` until the watch ends.
@@ -572,14 +594,14 @@ async fn follow<K, P>(
             Ok(watcher::Event::Delete(object)) => projection.set(key_of(&object), None),
             Err(error) => {
                 // Said once per outage; the retries only at debug. Its first error brings a
-                // pass, which may report it.
-                let first = watch.health.failed(watch.name, &error);
-                if first {
+                // pass, which may report it; it is no change.
+                if watch.health.failed(watch.name, &error) {
                     tracing::warn!(watch = %watch.name, %error, "watch failed; retrying");
+                    (watch.wake)();
                 } else {
                     tracing::debug!(watch = %watch.name, %error, "watch still failing; retrying");
                 }
-                first
+                false
             }
         };
         if changed {

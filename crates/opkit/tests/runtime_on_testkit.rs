@@ -404,6 +404,104 @@ async fn a_pass_settles_only_once_the_events_of_earlier_writes_are_seen() {
     task.await.unwrap();
 }
 
+/// A watch's first error brings a pass (which may report it), but it is no change: a pass it
+/// brings after a write cannot be called settled while the write's own event is still on its
+/// way (it would decide from a cache without the write).
+#[tokio::test]
+async fn a_watch_error_after_a_write_is_not_taken_for_its_event() {
+    use k8s_openapi::api::core::v1::Secret;
+    let cluster = testkit::Cluster::start().await;
+    let client = cluster.client_with_agent("operator");
+    let mut informers = Informers::new();
+    let store = informers.watch(
+        "configmaps",
+        Api::<ConfigMap>::namespaced(client.clone(), "default"),
+        watcher::Config::default().labels("watched=yes"),
+    );
+    let _secrets = informers.watch(
+        "secrets",
+        Api::<Secret>::namespaced(client.clone(), "default"),
+        watcher::Config::default(),
+    );
+    informers
+        .wait_synced(Duration::from_secs(30))
+        .await
+        .unwrap();
+    // The ConfigMaps' watch is held for 5 s when it comes back: the write below reaches the
+    // cache only after that.
+    cluster.inject(
+        testkit::FaultRule::hang(Some("watch"), Some("configmaps"), Duration::from_secs(5))
+            .with_max_hits(1),
+    );
+    cluster.drop_watches();
+    eventually("the ConfigMaps' watch held", || cluster.fault_hits() == 1).await;
+
+    let metrics = Metrics::new();
+    let saw = Arc::new(std::sync::Mutex::new(Vec::<usize>::new()));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = {
+        let (saw, store, metrics, client) =
+            (saw.clone(), store.clone(), metrics.clone(), client.clone());
+        tokio::spawn(run(
+            "writer",
+            informers.trigger(),
+            LoopConfig::default(),
+            metrics.clone(),
+            move || {
+                let pass = {
+                    let mut saw = saw.lock().unwrap();
+                    saw.push(store.state().len());
+                    saw.len()
+                };
+                let (metrics, client) = (metrics.clone(), client.clone());
+                async move {
+                    if pass == 1 {
+                        Api::<ConfigMap>::namespaced(client, "default")
+                            .create(&PostParams::default(), &config_map("mine"))
+                            .await
+                            .unwrap();
+                        metrics.wrote("writer", "ConfigMap");
+                    }
+                    Ok::<_, Failed>(None)
+                }
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ))
+    };
+    eventually("the writing pass", || {
+        metrics.pass_state("writer").ended >= 1
+    })
+    .await;
+    // The Secrets' watch fails once, after the write: a pass follows, on a cache without it.
+    cluster
+        .inject(testkit::FaultRule::status(Some("watch"), Some("secrets"), 500).with_max_hits(1));
+    cluster.drop_watches();
+    eventually("the pass the watch's error brings", || {
+        metrics.pass_state("writer").ended >= 2
+    })
+    .await;
+    let state = metrics.pass_state("writer");
+    let seen = saw.lock().unwrap().clone();
+    assert_eq!(seen[1], 0, "the write reached the cache early: {seen:?}");
+    assert!(
+        !state.settled,
+        "a pass brought by a watch's error settled before the write's event: {seen:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(30), metrics.settled("writer"))
+        .await
+        .expect("the writer settles once the write's event has come");
+    let seen = saw.lock().unwrap().clone();
+    assert_eq!(
+        seen.last(),
+        Some(&1),
+        "the settled pass saw the write: {seen:?}"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
 /// A server that stops answering shows in the watches' health, from their first error until
 /// they have an event again; plain and projected watches alike.
 #[tokio::test]
