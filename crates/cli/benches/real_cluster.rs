@@ -62,13 +62,17 @@ fn main() {
         );
         return;
     }
-    // The control plane with an audit log of every request (metadata only).
+    // The control plane with an audit log of every request: metadata only, and the bodies of
+    // the operators' writes to their own API groups (to say what an unexpected write changed).
     let work = std::env::temp_dir().join(format!("storage-operator-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let policy = work.join("audit-policy.yaml");
     std::fs::write(
         &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n",
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n\
+         - level: Request\n  verbs: [create, update, patch]\n  \
+         resources: [{group: operator.openshift.io}, {group: config.openshift.io}]\n\
+         - level: Metadata\n",
     )
     .unwrap();
     let audit = work.join("audit.log");
@@ -128,6 +132,8 @@ struct Event {
     user: String,
     verb: String,
     uri: String,
+    /// The body of a write the audit policy records it for.
+    request: Option<Value>,
 }
 
 impl Event {
@@ -178,6 +184,7 @@ impl Audit {
                     .to_owned(),
                 verb: event["verb"].as_str().unwrap_or_default().to_owned(),
                 uri: event["requestURI"].as_str().unwrap_or_default().to_owned(),
+                request: event.get("requestObject").cloned(),
             });
         }
     }
@@ -435,6 +442,14 @@ async fn idle(
     audit.read();
     let during: Vec<&Event> = audit.of(&operator.agent).filter(|e| e.at >= from).collect();
     let writes = during.iter().filter(|e| e.is_write()).count();
+    for write in during.iter().filter(|e| e.is_write()) {
+        println!(
+            "  {} {}: {}",
+            write.verb,
+            write.uri.split('?').next().unwrap_or_default(),
+            what_changed(audit, write)
+        );
+    }
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for e in &during {
         let path = e.uri.split('?').next().unwrap_or_default();
@@ -446,6 +461,78 @@ async fn idle(
         writes,
         seen.into_iter().map(|(k, n)| format!("{n}x {k}")).collect(),
     )
+}
+
+/// What `write` changed in the conditions its body carries, against the operator's write
+/// before it to the same object.
+fn what_changed(audit: &Audit, write: &Event) -> String {
+    fn conditions(body: &Value) -> BTreeMap<String, String> {
+        body["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["type"].as_str().unwrap_or_default().to_owned(),
+                    format!(
+                        "{} {}: {}",
+                        c["status"].as_str().unwrap_or_default(),
+                        c["reason"].as_str().unwrap_or_default(),
+                        c["message"].as_str().unwrap_or_default()
+                    ),
+                )
+            })
+            .collect()
+    }
+    let Some(now) = &write.request else {
+        return "(body not recorded)".to_owned();
+    };
+    let path = |e: &Event| e.uri.split('?').next().unwrap_or_default().to_owned();
+    let before = audit
+        .events
+        .iter()
+        .filter(|e| {
+            e.user == write.user && e.is_write() && e.at < write.at && path(e) == path(write)
+        })
+        .filter_map(|e| e.request.as_ref())
+        .next_back();
+    let (old, new) = (before.map(conditions).unwrap_or_default(), conditions(now));
+    let changed: Vec<String> = new
+        .iter()
+        .filter(|(kind, text)| old.get(*kind) != Some(*text))
+        .map(|(kind, text)| match old.get(kind) {
+            Some(was) => format!("{kind} {was} -> {text}"),
+            None => format!("{kind} -> {text}"),
+        })
+        .chain(
+            old.keys()
+                .filter(|kind| !new.contains_key(*kind))
+                .map(|kind| format!("{kind} removed")),
+        )
+        .collect();
+    // What another client wrote just before: what the operator answered, most likely.
+    let cause = audit
+        .events
+        .iter()
+        .rfind(|e| {
+            e.user != write.user
+                && e.is_write()
+                && e.at <= write.at
+                && write.at.duration_since(e.at).unwrap_or_default() < Duration::from_secs(2)
+        })
+        .map_or(String::new(), |e| {
+            format!(
+                " (after {} {} {})",
+                e.user,
+                e.verb,
+                e.uri.split('?').next().unwrap_or_default()
+            )
+        });
+    if changed.is_empty() {
+        format!("no condition changed{cause}")
+    } else {
+        format!("{}{cause}", changed.join("; "))
+    }
 }
 
 fn seconds(d: Duration) -> String {
@@ -734,11 +821,12 @@ async fn volumes_first(admin: &Client, audit: &mut Audit, idle_window: Duration)
         );
     }
     for operator in [&cso, &driver] {
-        let (per_minute, writes, _) = idle(audit, operator, idle_window).await;
+        let (per_minute, writes, requests) = idle(audit, operator, idle_window).await;
         println!(
-            "{}: idle {per_minute:.1} requests/min ({writes} writes) over {}",
+            "{}: idle {per_minute:.1} requests/min ({writes} writes) over {}: {}",
             operator.name,
-            seconds(idle_window)
+            seconds(idle_window),
+            requests.join(", ")
         );
     }
     println!(
