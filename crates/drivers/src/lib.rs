@@ -19,6 +19,7 @@
 use csi_kit::DriverDef;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
+pub mod aws_api;
 pub mod aws_ebs;
 pub mod aws_efs;
 pub mod azure_disk;
