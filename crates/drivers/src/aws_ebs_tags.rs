@@ -42,7 +42,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use crate::aws_api::{self, Credentials, Ec2, Endpoint};
 use crate::aws_ebs;
@@ -268,10 +268,14 @@ impl VolumeTags {
                     names(batch)
                 )),
                 Err(BatchError::Create(error)) => {
-                    self.warn(format!(
-                        "failed to update tags for batch {}: {error}; trying volume by volume",
-                        names(batch)
-                    ))
+                    self.warn(
+                        "TagBatch",
+                        &batch[0],
+                        format!(
+                            "failed to update tags for batch {}: {error}; trying volume by volume",
+                            names(batch)
+                        ),
+                    )
                     .await;
                     for pv in batch {
                         wrote |= self.one(&ec2, &tags, pv, hash, &mut failures).await;
@@ -315,8 +319,12 @@ impl VolumeTags {
                     "volume {} of PersistentVolume {}: {error}",
                     pv.volume_id, pv.name
                 );
-                self.warn(format!("failed to update tags for {message}"))
-                    .await;
+                self.warn(
+                    "TagVolume",
+                    pv,
+                    format!("failed to update tags for {message}"),
+                )
+                .await;
                 failures.push(message);
                 false
             }
@@ -386,17 +394,26 @@ impl VolumeTags {
         }
     }
 
-    async fn warn(&self, note: String) {
+    /// A Warning Event [`FAILED_REASON`] of `action` (`TagBatch`, `TagVolume`) on the
+    /// ClusterCSIDriver, related to PV `pv` (the first of a batch): kube's recorder counts the
+    /// repeats of an Event of the same action and objects as one.
+    async fn warn(&self, action: &str, pv: &Pending, note: String) {
         tracing::warn!("{note}");
-        opkit::events::record(
-            &self.recorder,
-            &self.regarding,
-            EventType::Warning,
-            FAILED_REASON,
-            "Update",
-            note,
-        )
-        .await;
+        let event = Event {
+            type_: EventType::Warning,
+            reason: FAILED_REASON.to_owned(),
+            note: Some(note),
+            action: action.to_owned(),
+            secondary: Some(ObjectReference {
+                api_version: Some("v1".to_owned()),
+                kind: Some("PersistentVolume".to_owned()),
+                name: Some(pv.name.clone()),
+                ..ObjectReference::default()
+            }),
+        };
+        if let Err(error) = self.recorder.publish(&event, &self.regarding).await {
+            tracing::warn!(pv = %pv.name, %error, "recording an Event failed");
+        }
     }
 
     /// The EC2 client: the Infrastructure's region and endpoints, the cluster's custom CA
