@@ -28,7 +28,8 @@
 //! IDs of those to tag; a PV gets the hash by a merge patch of that one annotation. So a PV
 //! made after a complete run is not looked at until the tags change (the driver tags its volume
 //! when it creates it). After a failed run it tries again after [`Timing::first_retry`],
-//! doubling up to [`Timing::max_retry`], and says the failure meanwhile. It runs only with a
+//! doubling up to [`Timing::max_retry`], and says the failure meanwhile; at once when the tags,
+//! the credentials Secret, the region, the endpoints or the CA bundle change. It runs only with a
 //! hosted control plane, as OpenShift's.
 
 use std::pin::Pin;
@@ -100,15 +101,34 @@ pub fn tags_hash(tags: &[ResourceTag]) -> String {
     aws_api::hex_sha256(text.as_bytes())
 }
 
+/// What a run depends on besides the PVs and AWS: the tags' hash, the credentials Secret, the
+/// region, endpoints and CA bundle.
+fn attempt(inputs: &Inputs, hash: &str) -> String {
+    let aws = inputs.platform_status.as_ref().and_then(|p| p.aws.as_ref());
+    serde_json::json!([
+        hash,
+        inputs.secret_hashes.get(aws_ebs::CREDENTIALS_SECRET),
+        aws.and_then(|a| a.region.as_ref()),
+        aws_ebs::service_endpoint(inputs, "ec2"),
+        aws_ebs::service_endpoint(inputs, "sts"),
+        inputs
+            .copied_config_maps
+            .get(aws_ebs::CLOUD_CONFIG)
+            .and_then(|data| data.get(aws_ebs::CA_BUNDLE_KEY)),
+    ])
+    .to_string()
+}
+
 /// Temporary credentials and when to renew them (seconds since the epoch).
 struct Session {
     credentials: Credentials,
     renew_at: i64,
 }
 
-/// The last failure: for which tags, what it said, when to try again, the delay it waited.
+/// The last failure: for which inputs ([`attempt`]), what it said, when to try again, the
+/// delay it waited.
 struct Failure {
-    hash: String,
+    attempt: String,
     error: HookError,
     retry_at: Instant,
     delay: Duration,
@@ -200,7 +220,9 @@ impl VolumeTags {
         if state.done.as_deref() == Some(hash.as_str()) {
             return Ok(false);
         }
-        let previous = state.failure.take().filter(|f| f.hash == hash);
+        // A failure is tried again at once when what it depends on changed.
+        let attempt = attempt(inputs, &hash);
+        let previous = state.failure.take().filter(|f| f.attempt == attempt);
         if let Some(failure) = previous.as_ref().filter(|f| Instant::now() < f.retry_at) {
             let error = failure.error.clone();
             state.failure = previous;
@@ -220,7 +242,7 @@ impl VolumeTags {
                     (f.delay * 2).clamp(self.timing.first_retry, self.timing.max_retry)
                 });
                 state.failure = Some(Failure {
-                    hash,
+                    attempt,
                     error: error.clone(),
                     retry_at: Instant::now() + delay,
                     delay,

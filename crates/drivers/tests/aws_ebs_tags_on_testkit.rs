@@ -516,9 +516,15 @@ const TIMING: Timing = Timing {
     max_retry: Duration::from_secs(2),
 };
 
+/// Retries after an hour: only a change of what the controller reads tries it again in a test.
+const SLOW: Timing = Timing {
+    first_retry: Duration::from_secs(3600),
+    max_retry: Duration::from_secs(3600),
+};
+
 /// The driver operator of AWS EBS with `hosted` (the management cluster), and its tasks as
-/// `drivers::extras` gives them (or the tags controller with [`TIMING`] when `quick`).
-fn start(management: Option<&Cluster>, guest: &Cluster, quick: bool) -> Background {
+/// `drivers::extras` gives them (or the tags controller with `timing`, when given).
+fn start(management: Option<&Cluster>, guest: &Cluster, timing: Option<Timing>) -> Background {
     let def = drivers::by_name("aws-ebs").unwrap();
     let client = guest.client_with_agent(AGENT);
     let hosted = management.map(|m| Hosted {
@@ -529,10 +535,10 @@ fn start(management: Option<&Cluster>, guest: &Cluster, quick: bool) -> Backgrou
     let settling = metrics.settling(&driver_operator::operator_name(&def));
     Background::spawn(|shutdown| async move {
         let mut extras = drivers::extras(&def, client.clone(), hosted.is_some());
-        if quick {
+        if let Some(timing) = timing {
             extras = Extras {
                 probe: None,
-                tasks: vec![aws_ebs_tags::task_with(client.clone(), &def, TIMING)],
+                tasks: vec![aws_ebs_tags::task_with(client.clone(), &def, timing)],
             };
         }
         driver_operator::run_with_extras(
@@ -599,7 +605,7 @@ async fn the_resource_tags_reach_every_ebs_volume_once_and_again_when_they_chang
     .await;
     put_tags(&guest, &base, &[("team", "storage"), ("env", "prod")]).await;
 
-    let _running = start(Some(&management), &guest_cluster, false);
+    let _running = start(Some(&management), &guest_cluster, None);
     // OpenShift's hash of env=prod;team=storage; (see aws_ebs_tags' unit test).
     let hash = "eac4e15b800d925af0ac501b3171820039e86c5db461df77995dbe2bb47a5dde";
     eventually("every EBS PV annotated", async || {
@@ -729,7 +735,7 @@ async fn a_refused_batch_is_tried_volume_by_volume() {
         create_pv(&guest, pv, DRIVER, id, json!({})).await;
     }
     put_tags(&guest, &base, &[("team", "storage")]).await;
-    let _running = start(Some(&management), &guest_cluster, true);
+    let _running = start(Some(&management), &guest_cluster, Some(TIMING));
 
     let message = condition_says(&guest, "True", "vol-denied").await;
     assert!(
@@ -803,7 +809,8 @@ async fn a_refused_batch_is_tried_volume_by_volume() {
     );
 }
 
-/// What is wrong with the credentials is said, one thing after the other, until they work.
+/// What is wrong with the credentials is said, one thing after the other, until they work: each
+/// change of the Secret is tried at once, whatever the delay after a failure.
 #[tokio::test]
 async fn wrong_credentials_are_named() {
     let fake = Fake::default();
@@ -818,7 +825,7 @@ async fn wrong_credentials_are_named() {
     let guest = guest_cluster.client();
     create_pv(&guest, "pv-1", DRIVER, "vol-1", json!({})).await;
     put_tags(&guest, &base, &[("team", "storage")]).await;
-    let _running = start(Some(&management), &guest_cluster, true);
+    let _running = start(Some(&management), &guest_cluster, Some(SLOW));
 
     condition_says(
         &guest,
@@ -877,7 +884,7 @@ async fn without_a_hosted_control_plane_nothing_is_tagged() {
     put_tags(&guest, &base, &[("team", "storage")]).await;
 
     // The task given anyway, without a hosted control plane.
-    let running = start(None, &guest_cluster, true);
+    let running = start(None, &guest_cluster, Some(TIMING));
     condition_says(&guest, "False", "").await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     running.converged(&guest_cluster, AGENT).await;
