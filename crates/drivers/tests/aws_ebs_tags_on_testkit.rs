@@ -326,12 +326,17 @@ async fn fake_aws(fake: Fake) -> (String, String) {
 
 /// A JWT whose `exp` is an hour from now (the operator reads only that claim).
 fn jwt() -> String {
+    jwt_expiring_in(3600)
+}
+
+/// A JWT whose `exp` is `seconds` from now (negative: passed).
+fn jwt_expiring_in(seconds: i64) -> String {
     use base64::Engine as _;
-    let exp = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs()
-        + 3600;
+        .as_secs();
+    let exp = i64::try_from(now).unwrap() + seconds;
     let part = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     format!(
         "{}.{}.signature",
@@ -860,6 +865,51 @@ async fn wrong_credentials_are_named() {
     // The token itself never reaches the status.
     let (_, message) = condition(&guest, CONDITION).await.unwrap();
     assert!(!message.contains(&token));
+}
+
+/// Once the token's `exp` has passed, the next run assumes the role again with the token the
+/// file has then (as OpenShift's, which reads `exp` when it makes a session).
+#[tokio::test]
+async fn the_role_is_assumed_again_once_the_token_has_expired() {
+    let fake = Fake::default();
+    let expired = jwt_expiring_in(-60);
+    fake.lock().unwrap().token = expired.clone();
+    fake.lock()
+        .unwrap()
+        .volumes
+        .insert("vol-1".into(), BTreeMap::new());
+    let (base, ca) = fake_aws(fake.clone()).await;
+    let (management, guest_cluster) = clusters(&ca).await;
+    let guest = guest_cluster.client();
+    let path = token_file("renewal", &expired);
+    put_credentials(&guest, &ini(ROLE, &path)).await;
+    create_pv(&guest, "pv-1", DRIVER, "vol-1", json!({})).await;
+    put_tags(&guest, &base, &[("team", "storage")]).await;
+    let _running = start(Some(&management), &guest_cluster, Some(TIMING));
+    let first = aws_api::hex_sha256(b"team=storage;");
+    eventually("pv-1 annotated", async || {
+        (annotations(&guest, "pv-1").await.get(HASH_ANNOTATION) == Some(&first)).then_some(())
+    })
+    .await;
+
+    // The minter wrote a new token; the session of the expired one is not used again.
+    let fresh = jwt();
+    std::fs::write(&path, &fresh).unwrap();
+    fake.lock().unwrap().token = fresh;
+    put_tags(&guest, &base, &[("team", "block")]).await;
+    let second = aws_api::hex_sha256(b"team=block;");
+    eventually("pv-1 annotated again", async || {
+        (annotations(&guest, "pv-1").await.get(HASH_ANNOTATION) == Some(&second)).then_some(())
+    })
+    .await;
+    let sts = fake
+        .lock()
+        .unwrap()
+        .calls
+        .iter()
+        .filter(|c| c.action == "AssumeRoleWithWebIdentity")
+        .count();
+    assert_eq!(sts, 2);
 }
 
 /// Without a hosted control plane the controller is not there (OpenShift runs it only with
