@@ -347,9 +347,10 @@ fn jwt_expiring_in(seconds: i64) -> String {
     )
 }
 
-/// Writes the token file of test `name`, as HyperShift's token minter would; its path.
+/// Writes the token file of test `name`, as HyperShift's token minter would, in the target
+/// directory's scratch space; its path.
 fn token_file(name: &str, token: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("ebs-tags-{}-{name}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ebs-tags-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("token");
     std::fs::write(&path, token).unwrap();
@@ -845,7 +846,8 @@ async fn wrong_credentials_are_named() {
         "key credentials of Secret openshift-cluster-csi-drivers/ebs-cloud-credentials has no role_arn, web_identity_token_file",
     )
     .await;
-    let missing = std::env::temp_dir().join("ebs-tags-no-such-dir/token");
+    let missing =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("ebs-tags-no-such-dir/token");
     put_credentials(&guest, &ini(ROLE, &missing.display().to_string())).await;
     condition_says(&guest, "True", "cannot read the web identity token file").await;
     let path = token_file("credentials", &token);
