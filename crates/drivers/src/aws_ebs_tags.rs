@@ -28,7 +28,8 @@
 //! IDs of those to tag; a PV gets the hash by a merge patch of that one annotation. So a PV
 //! made after a complete run is not looked at until the tags change (the driver tags its volume
 //! when it creates it). After a failed run it tries again after [`Timing::first_retry`],
-//! doubling up to [`Timing::max_retry`], and says the failure meanwhile; at once when the tags,
+//! doubling up to [`Timing::max_retry`], and says the failure meanwhile (a run stops at the
+//! first call EC2 does not answer, rather than wait for every batch in turn); at once when the tags,
 //! the credentials Secret, the region, the endpoints or the CA bundle change. It runs only with a
 //! hosted control plane, as OpenShift's.
 
@@ -277,18 +278,26 @@ impl VolumeTags {
             .collect();
         let mut failures = Vec::new();
         let mut wrote = false;
+        let mut tried = 0;
         for batch in pending.chunks(BATCH_SIZE) {
-            match tag(&ec2, &tags, batch).await {
+            tried += batch.len();
+            // Whether EC2 gave no answer (unreachable, timed out): the run stops there rather
+            // than wait for every batch in turn.
+            let unanswered = match tag(&ec2, &tags, batch).await {
                 Ok(tagged) => {
                     wrote |= tagged;
                     for pv in batch {
                         wrote |= self.annotate(pv, hash, &mut failures).await;
                     }
+                    false
                 }
-                Err(BatchError::Describe(error)) => failures.push(format!(
-                    "reading the tags of the volumes of PersistentVolumes {} (EC2 DescribeTags) failed: {error}",
-                    names(batch)
-                )),
+                Err(BatchError::Describe(error)) => {
+                    failures.push(format!(
+                        "reading the tags of the volumes of PersistentVolumes {} (EC2 DescribeTags) failed: {error}",
+                        names(batch)
+                    ));
+                    error.code().is_none()
+                }
                 Err(BatchError::Create(error)) => {
                     self.warn(
                         "TagBatch",
@@ -299,10 +308,27 @@ impl VolumeTags {
                         ),
                     )
                     .await;
+                    let mut unanswered = false;
                     for pv in batch {
-                        wrote |= self.one(&ec2, &tags, pv, hash, &mut failures).await;
+                        let (tagged, no_answer) =
+                            self.one(&ec2, &tags, pv, hash, &mut failures).await;
+                        wrote |= tagged;
+                        if no_answer {
+                            unanswered = true;
+                            break;
+                        }
                     }
+                    unanswered
                 }
+            };
+            if unanswered {
+                if tried < pending.len() {
+                    failures.push(format!(
+                        "{} more PersistentVolumes not tried (EC2 did not answer)",
+                        pending.len() - tried
+                    ));
+                }
+                break;
             }
         }
         if failures.is_empty() {
@@ -319,7 +345,7 @@ impl VolumeTags {
         )))
     }
 
-    /// One volume after its batch failed; whether it wrote.
+    /// One volume after its batch failed: whether it wrote, and whether EC2 gave no answer.
     async fn one(
         &self,
         ec2: &Ec2,
@@ -327,14 +353,14 @@ impl VolumeTags {
         pv: &Pending,
         hash: &str,
         failures: &mut Vec<String>,
-    ) -> bool {
+    ) -> (bool, bool) {
         match tag(ec2, tags, std::slice::from_ref(pv)).await {
-            Ok(tagged) => tagged | self.annotate(pv, hash, failures).await,
+            Ok(tagged) => (tagged | self.annotate(pv, hash, failures).await, false),
             Err(BatchError::Describe(error) | BatchError::Create(error))
                 if error.code() == Some(VOLUME_NOT_FOUND) =>
             {
                 tracing::warn!(pv = %pv.name, volume = %pv.volume_id, %error, "the volume does not exist; skipped");
-                false
+                (false, false)
             }
             Err(BatchError::Describe(error) | BatchError::Create(error)) => {
                 let message = format!(
@@ -348,7 +374,7 @@ impl VolumeTags {
                 )
                 .await;
                 failures.push(message);
-                false
+                (false, error.code().is_none())
             }
         }
     }

@@ -73,6 +73,8 @@ struct Aws {
     token: String,
     volumes: BTreeMap<String, BTreeMap<String, String>>,
     denied: BTreeSet<String>,
+    /// EC2 answers 503 without an AWS error (e.g. a proxy in front of it).
+    unavailable: bool,
     calls: Vec<Call>,
 }
 
@@ -170,6 +172,10 @@ fn answer(aws: &mut Aws, call: &Call) -> Response<Full<Bytes>> {
                 ),
             )
         }
+        _ if aws.unavailable => Response::builder()
+            .status(StatusCode::SERVICE_UNAVAILABLE)
+            .body(Full::new(Bytes::from("<html>Service Unavailable</html>")))
+            .unwrap(),
         _ if !call.signed => ec2_error(
             StatusCode::UNAUTHORIZED,
             "AuthFailure",
@@ -812,6 +818,55 @@ async fn a_refused_batch_is_tried_volume_by_volume() {
             .get("team")
             .map(String::as_str),
         Some("storage")
+    );
+}
+
+/// EC2 not answering stops the run at the first batch (the others are not tried in turn), and
+/// it is tried again.
+#[tokio::test]
+async fn a_run_stops_when_ec2_does_not_answer() {
+    let fake = Fake::default();
+    let token = jwt();
+    fake.lock().unwrap().token = token.clone();
+    fake.lock().unwrap().unavailable = true;
+    let (base, ca) = fake_aws(fake.clone()).await;
+    let (management, guest_cluster) = clusters(&ca).await;
+    let guest = guest_cluster.client();
+    put_credentials(&guest, &ini(ROLE, &token_file("unavailable", &token))).await;
+    for i in 0..60 {
+        let id = format!("vol-{i:03}");
+        fake.lock()
+            .unwrap()
+            .volumes
+            .insert(id.clone(), BTreeMap::new());
+        create_pv(&guest, &format!("pv-{i:03}"), DRIVER, &id, json!({})).await;
+    }
+    put_tags(&guest, &base, &[("team", "storage")]).await;
+    let _running = start(Some(&management), &guest_cluster, Some(SLOW));
+
+    let message = condition_says(&guest, "True", "10 more PersistentVolumes not tried").await;
+    assert!(
+        message.contains("HTTP 503 Service Unavailable"),
+        "{message}"
+    );
+    let calls = fake.lock().unwrap().calls.clone();
+    let ec2: Vec<&str> = calls
+        .iter()
+        .map(|c| c.action.as_str())
+        .filter(|a| *a != "AssumeRoleWithWebIdentity")
+        .collect();
+    assert_eq!(ec2, ["DescribeTags"]);
+
+    // EC2 is back; the next run (the tags change) tags every volume.
+    fake.lock().unwrap().unavailable = false;
+    put_tags(&guest, &base, &[("team", "block")]).await;
+    condition_says(&guest, "False", "").await;
+    assert!(
+        fake.lock()
+            .unwrap()
+            .volumes
+            .values()
+            .all(|t| t.get("team").map(String::as_str) == Some("block"))
     );
 }
 
