@@ -159,7 +159,7 @@ pub fn driver(
                 }
                 _ => (client, settings),
             };
-            let extras = drivers::extras(&def, client.clone());
+            let extras = drivers::extras(&def, client.clone(), settings.hosted.is_some());
             driver_operator::run_with_extras(
                 client, def, settings, extras, metrics, readiness, shutdown,
             )

@@ -143,12 +143,18 @@ const CLUSTER_ID_ARG: &str = "--k8s-tag-cluster-id=";
 
 /// The EC2 endpoint of `Infrastructure.status.platformStatus.aws.serviceEndpoints`, if set.
 pub fn ec2_endpoint(inputs: &Inputs) -> Option<String> {
+    service_endpoint(inputs, "ec2")
+}
+
+/// The endpoint of `service` (`ec2`, `sts`) of
+/// `Infrastructure.status.platformStatus.aws.serviceEndpoints`, if set.
+pub fn service_endpoint(inputs: &Inputs, service: &str) -> Option<String> {
     aws(inputs)?
         .extra
         .get("serviceEndpoints")?
         .as_array()?
         .iter()
-        .filter(|e| e["name"] == "ec2")
+        .filter(|e| e["name"] == service)
         .find_map(|e| {
             e["url"]
                 .as_str()

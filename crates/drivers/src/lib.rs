@@ -8,18 +8,21 @@
 //!    table, and [`DriverError`]), `common` (the hooks' helpers on pod specs and containers),
 //!    `http` (the HTTP client the cloud APIs share), `secrets` (the Secrets a driver's own
 //!    code writes) and `vsphere_cloud_config` (the vSphere cloud config and credentials).
-//! 2. The cloud APIs, on `http`: `ibm_cloud`, `openstack_api`, `vcenter_api`.
+//! 2. The cloud APIs, on `http`: `aws_api`, `ibm_cloud`, `openstack_api`, `vcenter_api`.
 //! 3. The drivers, one file each: `gcp_pd`, `aws_ebs`, `azure_disk`, `smb`, `powervs_block`,
 //!    `openstack_cinder`, then those that build on another: `aws_efs` (on `aws_ebs`),
 //!    `azure_file` (on `azure_disk`), `openstack_manila` (on `openstack_cinder` and
-//!    `openstack_api`), `ibm_vpc_block` (on `ibm_cloud`), and `vsphere_policy` (on
-//!    `vcenter_api`) below `vsphere`, whose StorageClass hooks it provides.
+//!    `openstack_api`), `ibm_vpc_block` (on `ibm_cloud`), `aws_ebs_tags` (on `aws_ebs` and
+//!    `aws_api`), and `vsphere_policy` (on `vcenter_api`) below `vsphere`, whose StorageClass
+//!    hooks it provides.
 //! 4. This file: the catalogue, which names every driver.
 
 use csi_kit::DriverDef;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
+pub mod aws_api;
 pub mod aws_ebs;
+pub mod aws_ebs_tags;
 pub mod aws_efs;
 pub mod azure_disk;
 pub mod azure_file;
@@ -142,9 +145,16 @@ pub fn probe(def: &DriverDef, client: kube::Client) -> Option<driver_operator::P
 
 /// The driver's own controllers beside the kit's (IBM VPC Block: `SecretSync`, which writes
 /// `storage-secret-store` through `client`; vSphere: `VMwareVSphereDriverStorageClassController`,
-/// which makes the storage policy in each vCenter).
-pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<driver_operator::TaskConfig> {
+/// which makes the storage policy in each vCenter; AWS EBS with a hosted control plane
+/// (`hosted`): `AWSEBSEBSVolumeTagsController`, which tags the volumes of the PVs with the
+/// cluster's resource tags, through `client`, the guest's).
+pub fn tasks(
+    def: &DriverDef,
+    client: kube::Client,
+    hosted: bool,
+) -> Vec<driver_operator::TaskConfig> {
     match def.short_name.as_str() {
+        aws_ebs::SHORT_NAME if hosted => vec![aws_ebs_tags::task(client, def)],
         ibm_vpc_block::SHORT_NAME => vec![ibm_vpc_block::secret_sync(
             client,
             def,
@@ -157,11 +167,12 @@ pub fn tasks(def: &DriverDef, client: kube::Client) -> Vec<driver_operator::Task
     }
 }
 
-/// What the driver operator of `def` adds to the kit's controllers: [`probe`] and [`tasks`].
-pub fn extras(def: &DriverDef, client: kube::Client) -> driver_operator::Extras {
+/// What the driver operator of `def` adds to the kit's controllers: [`probe`] and [`tasks`]
+/// (`hosted`: with a hosted control plane, `client` being the guest's).
+pub fn extras(def: &DriverDef, client: kube::Client, hosted: bool) -> driver_operator::Extras {
     driver_operator::Extras {
         probe: probe(def, client.clone()),
-        tasks: tasks(def, client),
+        tasks: tasks(def, client, hosted),
     }
 }
 
@@ -199,12 +210,22 @@ pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
 /// Rules the driver operator of `def` needs cluster-wide beyond those of its rendered
 /// operands: reading (and for IBM watching), by name, the cloud config its own code reads (Manila: the CA bundle of
 /// `openshift-config/cloud-provider-config`; IBM VPC Block:
-/// `openshift-cloud-controller-manager/cloud-conf`).
+/// `openshift-cloud-controller-manager/cloud-conf`), and what it writes (AWS EBS: the hash
+/// annotation of the PVs whose volumes `AWSEBSEBSVolumeTagsController` tagged; every driver
+/// operator may read PVs already).
 pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
     // Manila reads its source when it checks; IBM's SecretSync also watches it.
     let (config_map, verbs) = match def.short_name.as_str() {
         openstack_manila::SHORT_NAME => (openstack_manila::CLOUD_CONFIG.1, &["get"][..]),
         ibm_vpc_block::SHORT_NAME => (ibm_vpc_block::CLOUD_CONF.1, &["get", "list", "watch"][..]),
+        aws_ebs::SHORT_NAME => {
+            return vec![PolicyRule {
+                api_groups: Some(vec![String::new()]),
+                resources: Some(vec!["persistentvolumes".to_owned()]),
+                verbs: vec!["patch".to_owned()],
+                ..PolicyRule::default()
+            }];
+        }
         _ => return Vec::new(),
     };
     vec![PolicyRule {

@@ -138,7 +138,7 @@ async fn cluster_on(base: &str) -> (testkit::Cluster, Client, testkit::Backgroun
     create_cluster_csi_driver(&admin, DRIVER).await;
     let def = drivers::by_name(DRIVER).unwrap();
     let running = start_with_extras(&cluster, def.clone(), move |client| {
-        drivers::extras(&def, client)
+        drivers::extras(&def, client, false)
     });
     (cluster, admin, running)
 }
@@ -352,7 +352,7 @@ async fn the_operator_may_write_its_secret_and_read_the_cloud_config() {
         cluster,
         json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"], "resourceNames": ["cloud-conf"]}])
     );
-    assert_eq!(drivers::tasks(&def, dummy_client()).len(), 1);
+    assert_eq!(drivers::tasks(&def, dummy_client(), false).len(), 1);
 }
 
 fn dummy_client() -> Client {

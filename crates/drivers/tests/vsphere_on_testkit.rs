@@ -74,7 +74,7 @@ async fn refuses_without_credentials_then_converges_once_they_exist() {
     // The driver operator as it runs: its probe and tasks, with the real vCenter client.
     let def = drivers::by_name("vsphere").unwrap();
     let running = start_with_extras(&cluster, def.clone(), move |client| {
-        drivers::extras(&def, client)
+        drivers::extras(&def, client, false)
     });
 
     let (reason, message) = condition_becomes(&admin, DRIVER, DISABLED, "True").await;

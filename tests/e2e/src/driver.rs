@@ -87,8 +87,9 @@ impl Driver {
         let metrics = Metrics::new();
         let controller = driver_operator::operator_name(&def);
         let running = metrics.clone();
+        let hosted = settings.hosted.is_some();
         Background::start(move |stop| {
-            let extras = drivers::extras(&def, client.clone());
+            let extras = drivers::extras(&def, client.clone(), hosted);
             driver_operator::run_with_extras(
                 client,
                 def,

@@ -141,7 +141,7 @@ async fn the_driver_operator_puts_each_operand_on_its_cluster_as_its_own_identit
     let guest_client = on_guest.client.clone();
     let run_def = def.clone();
     let running = e2e::Background::start(move |stop| {
-        let extras = drivers::extras(&run_def, guest_client.clone());
+        let extras = drivers::extras(&run_def, guest_client.clone(), true);
         driver_operator::run_with_extras(
             guest_client,
             run_def,
