@@ -210,15 +210,15 @@ pub fn extra_namespace_rules(def: &DriverDef) -> Vec<PolicyRule> {
 /// Rules the driver operator of `def` needs cluster-wide beyond those of its rendered
 /// operands: reading (and for IBM watching), by name, the cloud config its own code reads (Manila: the CA bundle of
 /// `openshift-config/cloud-provider-config`; IBM VPC Block:
-/// `openshift-cloud-controller-manager/cloud-conf`), and what it writes (AWS EBS: the hash
-/// annotation of the PVs whose volumes `AWSEBSEBSVolumeTagsController` tagged; every driver
-/// operator may read PVs already).
-pub fn extra_cluster_rules(def: &DriverDef) -> Vec<PolicyRule> {
+/// `openshift-cloud-controller-manager/cloud-conf`), and what it writes (AWS EBS with a hosted
+/// control plane, `hosted`: the hash annotation of the PVs whose volumes
+/// `AWSEBSEBSVolumeTagsController` tagged; every driver operator may read PVs already).
+pub fn extra_cluster_rules(def: &DriverDef, hosted: bool) -> Vec<PolicyRule> {
     // Manila reads its source when it checks; IBM's SecretSync also watches it.
     let (config_map, verbs) = match def.short_name.as_str() {
         openstack_manila::SHORT_NAME => (openstack_manila::CLOUD_CONFIG.1, &["get"][..]),
         ibm_vpc_block::SHORT_NAME => (ibm_vpc_block::CLOUD_CONF.1, &["get", "list", "watch"][..]),
-        aws_ebs::SHORT_NAME => {
+        aws_ebs::SHORT_NAME if hosted => {
             return vec![PolicyRule {
                 api_groups: Some(vec![String::new()]),
                 resources: Some(vec!["persistentvolumes".to_owned()]),

@@ -1005,24 +1005,30 @@ async fn without_a_hosted_control_plane_nothing_is_tagged() {
     );
 }
 
-/// The driver operator's guest identity may patch PVs (their hash annotation), and only AWS
-/// EBS's.
+/// The driver operator's guest identity may patch PVs (their hash annotation): only AWS
+/// EBS's, and only with a hosted control plane, where the controller runs.
 #[test]
 fn only_aws_ebs_may_patch_persistent_volumes() {
-    let rules = |name: &str| {
+    let rules = |name: &str, hosted: bool| {
         serde_json::to_value(drivers::extra_cluster_rules(
             &drivers::by_name(name).unwrap(),
+            hosted,
         ))
         .unwrap()
     };
     assert_eq!(
-        rules("aws-ebs"),
+        rules("aws-ebs", true),
         json!([{"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["patch"]}])
     );
+    assert_eq!(rules("aws-ebs", false), json!([]), "standalone");
     for other in ["aws-efs", "azure-disk", "gcp-pd"] {
-        assert!(
-            !rules(other).to_string().contains("persistentvolumes"),
-            "{other}"
-        );
+        for hosted in [true, false] {
+            assert!(
+                !rules(other, hosted)
+                    .to_string()
+                    .contains("persistentvolumes"),
+                "{other}"
+            );
+        }
     }
 }

@@ -347,7 +347,7 @@ async fn the_operator_may_write_its_secret_and_read_the_cloud_config() {
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "update", "patch"], "resourceNames": [STORAGE_SECRET]},
         ])
     );
-    let cluster = serde_json::to_value(drivers::extra_cluster_rules(&def)).unwrap();
+    let cluster = serde_json::to_value(drivers::extra_cluster_rules(&def, false)).unwrap();
     assert_eq!(
         cluster,
         json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"], "resourceNames": ["cloud-conf"]}])

@@ -65,7 +65,13 @@ pub fn hosted_starter_objects(
     hcp: &HostedControlPlane,
 ) -> HostedStarterObjects {
     let mut objects = HostedStarterObjects::default();
-    for desired in starter_objects(started, inputs) {
+    // A hosted control plane's topology is `External`, whatever the guest's Infrastructure
+    // says (the driver operators' guest RBAC depends on it).
+    let guest_inputs = StarterInputs {
+        topology: Topology::External,
+        ..inputs.clone()
+    };
+    for desired in starter_objects(started, &guest_inputs) {
         match desired {
             // The driver operator runs in the control-plane namespace, with its config and
             // its metrics Service.
@@ -536,6 +542,39 @@ mod tests {
                 .filter(|(kind, _)| *kind == "ServiceAccount")
                 .all(|(_, name)| name.starts_with("openshift-cluster-csi-drivers/"))
         );
+    }
+
+    /// AWS EBS's volume tags controller runs with a hosted control plane only: the driver
+    /// operator's guest ClusterRole may patch PVs there, whatever topology the guest's
+    /// Infrastructure says, and the standalone one may not.
+    #[test]
+    fn only_the_hosted_aws_ebs_operator_may_patch_persistent_volumes() {
+        let may_patch = |objects: &[Desired], operator: &str| {
+            let name = format!("{operator}-clusterrole");
+            let role = objects
+                .iter()
+                .find_map(|d| match d {
+                    Desired::ClusterRole(role) if role.metadata.name.as_deref() == Some(&name) => {
+                        Some(role)
+                    }
+                    _ => None,
+                })
+                .expect("the driver operator's ClusterRole");
+            opkit::rbac::allows(
+                role.rules.as_deref().unwrap_or_default(),
+                "",
+                "persistentvolumes",
+                "patch",
+            )
+        };
+        let mut guest_says = inputs(&[]);
+        guest_says.topology = Topology::HighlyAvailable;
+        let hosted = hosted_starter_objects(&started("aws-ebs"), &guest_says, &hcp());
+        assert!(may_patch(&hosted.guest, "aws-ebs-csi-driver-operator"));
+        let standalone = starter_objects(&started("aws-ebs"), &guest_says);
+        assert!(!may_patch(&standalone, "aws-ebs-csi-driver-operator"));
+        let other = hosted_starter_objects(&started("azure-disk"), &inputs(&[]), &hcp());
+        assert!(!may_patch(&other.guest, "azure-disk-csi-driver-operator"));
     }
 
     #[test]

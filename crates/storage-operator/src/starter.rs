@@ -382,8 +382,12 @@ pub fn build_rbac(
             ..rule(&[""], &["configmaps"], READ)
         });
     }
-    // What a driver's own code reads besides its sources (Manila: the cloud config's CA).
-    cluster_rules.extend(drivers::extra_cluster_rules(def));
+    // What a driver's own code reads besides its sources (Manila: the cloud config's CA), and
+    // writes (AWS EBS's volume tags controller, with a hosted control plane only).
+    cluster_rules.extend(drivers::extra_cluster_rules(
+        def,
+        inputs.topology == Topology::External,
+    ));
     dedupe(&mut cluster_rules);
 
     // Where it runs: its leader election Lease (see `cli`'s `driver`, which holds it in the
