@@ -167,7 +167,7 @@ async fn apply_snapshot_class(
             .unwrap_or_default()
             .to_owned(),
         cluster: None,
-        source: kube::Error::SerdeError(source),
+        source: kube::Error::SerdeError(source).into(),
     };
     let desired: DynamicObject = serde_json::from_value(desired.clone()).map_err(error)?;
     let observed = context

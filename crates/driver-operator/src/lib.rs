@@ -76,7 +76,7 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
-use opkit::apply::{Applier, ApplyError, Outcome, delete_if_present};
+use opkit::apply::{Applier, ApplyError, Outcome, delete_observed};
 use opkit::metrics::Metrics;
 use opkit::runtime::{LoopConfig, ReconcileError};
 use opkit::status::StatusWrites;
@@ -605,14 +605,20 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         failures.push((None, "transport", message));
     }
     for group in Group::ALL {
-        let messages: Vec<&str> = failures
+        let failed: Vec<&(Option<Group>, &'static str, String)> = failures
             .iter()
             .filter(|(g, _, _)| *g == Some(group))
-            .map(|(_, _, m)| m.as_str())
             .collect();
-        if !messages.is_empty() {
-            plan::set_degraded(&mut plan.status, def, group, &messages.join("\n"));
+        if failed.is_empty() {
+            continue;
         }
+        let messages: Vec<&str> = failed.iter().map(|(_, _, m)| m.as_str()).collect();
+        let reason = if failed.iter().all(|(_, category, _)| *category == NOT_OURS) {
+            plan::REASON_OBJECT_KEPT
+        } else {
+            plan::REASON_SYNC_ERROR
+        };
+        plan::set_degraded(&mut plan.status, def, group, reason, &messages.join("\n"));
     }
     for part in &plan.status {
         match context
@@ -634,7 +640,11 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             Err(error) => failures.push((None, error.category(), error.to_string())),
         }
     }
-    if let Some((_, category, _)) = failures.first() {
+    // An object someone else made is reported and left as it is: asking again at once would
+    // not change it. Nothing watches it (our caches select by our labels), so its removal is
+    // noticed at the next pass, at the latest after NOT_OURS_RETRY.
+    let not_ours = !failures.is_empty() && failures.iter().all(|(_, c, _)| *c == NOT_OURS);
+    if let Some((_, category, _)) = failures.first().filter(|_| !not_ours) {
         return Err(Failure::Sync {
             driver: def.short_name.clone(),
             category,
@@ -648,9 +658,18 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
         .into_iter()
         .chain(context.tasks.iter().map(|t| t.interval))
         .chain(plan.requeue)
+        .chain(not_ours.then_some(NOT_OURS_RETRY))
         .min();
     Ok(again)
 }
+
+/// The category of a write refused because the object is someone else's
+/// ([`opkit::apply::ApplyError::category`]).
+const NOT_OURS: &str = "not-ours";
+
+/// How soon a pass that found objects of our operands' names made by someone else looks
+/// again, for their removal (their watches would cost a cache of every object of the kind).
+const NOT_OURS_RETRY: Duration = Duration::from_secs(300);
 
 fn find<'a, K: Resource + 'a>(objects: &'a [Arc<K>], object: &K) -> Option<&'a K> {
     objects
@@ -692,12 +711,15 @@ async fn apply_step(
             applier.apply(o, current).await
         }
         Operand::CSIDriver(o) => {
-            if step.recreate {
-                // Immutable fields of its spec changed (see `csi_kit::replace`): delete and
-                // create it anew.
-                delete_if_present(
+            if step.recreate
+                && let Some(live) = ops.csi_driver.as_ref()
+            {
+                // Immutable fields of its spec changed (see `csi_kit::replace`): delete the
+                // object the plan read, and create it anew.
+                delete_observed(
                     &Api::<CSIDriver>::all(context.client.clone()),
-                    &o.name_any(),
+                    live.meta(),
+                    true,
                     &DeleteParams::background(),
                 )
                 .await
@@ -705,7 +727,7 @@ async fn apply_step(
                     kind: "CSIDriver".into(),
                     object: o.name_any(),
                     cluster: None,
-                    source,
+                    source: source.into(),
                 })?;
                 applier.apply(o, None).await
             } else {
@@ -720,13 +742,17 @@ async fn apply_step(
         Operand::Deployment(o) => applier.apply(o, find(&ops.deployments, o)).await,
         Operand::DaemonSet(o) => applier.apply(o, find(&ops.daemon_sets, o)).await,
         Operand::StorageClass(o) => {
-            if step.recreate {
+            if step.recreate
+                && let Some(live) = find(&ops.storage_classes, o)
+            {
                 // Immutable fields changed (the plan decided, see `csi_kit::replace`): delete
-                // and create it anew. A failed apply never deletes anything.
+                // the class the plan read and create it anew. A failed apply never deletes
+                // anything.
                 tracing::info!(class = %o.name_any(), "replacing StorageClass");
-                delete_if_present(
+                delete_observed(
                     &Api::<StorageClass>::all(context.client.clone()),
-                    &o.name_any(),
+                    live.meta(),
+                    true,
                     &DeleteParams::background(),
                 )
                 .await
@@ -734,7 +760,7 @@ async fn apply_step(
                     kind: "StorageClass".into(),
                     object: o.name_any(),
                     cluster: None,
-                    source,
+                    source: source.into(),
                 })?;
                 applier.apply(o, None).await
             } else {
@@ -742,11 +768,11 @@ async fn apply_step(
             }
         }
         Operand::Dynamic(value) => {
-            let error = |source| ApplyError {
+            let error = |source: kube::Error| ApplyError {
                 kind: value["kind"].as_str().unwrap_or_default().to_owned(),
                 object: step.operand.key(),
                 cluster: None,
-                source,
+                source: source.into(),
             };
             let Some(kind) = value["kind"].as_str().and_then(OptionalKind::of_kind) else {
                 return Ok(Outcome::Unchanged);
@@ -868,12 +894,11 @@ async fn sweep_kind(
     } else {
         Api::namespaced_with(context.client.clone(), &context.def.namespace, &resource)
     };
-    let names: Vec<String> = match api.list(&Default::default()).await {
+    let found: Vec<DynamicObject> = match api.list(&Default::default()).await {
         Ok(list) => list
             .items
-            .iter()
+            .into_iter()
             .filter(|o| leftovers::is_leftover(&context.def, kind, &o.metadata, ours))
-            .map(ResourceExt::name_any)
             .collect(),
         Err(error) => {
             return vec![(
@@ -883,8 +908,10 @@ async fn sweep_kind(
         }
     };
     let mut failures = Vec::new();
-    for name in names {
-        match delete_if_present(&api, &name, &DeleteParams::background()).await {
+    for object in found {
+        let name = object.name_any();
+        // The object the decision read, and no other (its uid and resourceVersion).
+        match delete_observed(&api, &object.metadata, true, &DeleteParams::background()).await {
             Ok(false) => {}
             Ok(true) => {
                 context.metrics.wrote(&context.name, "delete");
@@ -955,63 +982,101 @@ async fn delete(context: &Context, deletion: &Deletion) -> Result<bool, (&'stati
         ),
     };
     let name = deletion.name.as_str();
+    let meta = &deletion.observed;
     let params = DeleteParams::background();
     let result = match deletion.kind {
         DeleteKind::StorageClass => {
-            delete_if_present(&Api::<StorageClass>::all(client), name, &params).await
+            delete_observed(&Api::<StorageClass>::all(client), meta, true, &params).await
         }
         DeleteKind::CSIDriver => {
-            delete_if_present(&Api::<CSIDriver>::all(client), name, &params).await
+            delete_observed(&Api::<CSIDriver>::all(client), meta, true, &params).await
         }
         DeleteKind::Deployment => {
-            delete_if_present(&Api::<Deployment>::namespaced(client, ns), name, &params).await
+            delete_observed(
+                &Api::<Deployment>::namespaced(client, ns),
+                meta,
+                true,
+                &params,
+            )
+            .await
         }
         DeleteKind::DaemonSet => {
-            delete_if_present(&Api::<DaemonSet>::namespaced(client, ns), name, &params).await
+            delete_observed(
+                &Api::<DaemonSet>::namespaced(client, ns),
+                meta,
+                true,
+                &params,
+            )
+            .await
         }
         DeleteKind::ConfigMap => {
-            delete_if_present(&Api::<ConfigMap>::namespaced(client, ns), name, &params).await
+            delete_observed(
+                &Api::<ConfigMap>::namespaced(client, ns),
+                meta,
+                true,
+                &params,
+            )
+            .await
         }
         DeleteKind::ServiceAccount => {
-            delete_if_present(
+            delete_observed(
                 &Api::<ServiceAccount>::namespaced(client, ns),
-                name,
+                meta,
+                true,
                 &params,
             )
             .await
         }
         DeleteKind::Role => {
-            delete_if_present(&Api::<Role>::namespaced(client, ns), name, &params).await
+            delete_observed(&Api::<Role>::namespaced(client, ns), meta, true, &params).await
         }
         DeleteKind::RoleBinding => {
-            delete_if_present(&Api::<RoleBinding>::namespaced(client, ns), name, &params).await
+            delete_observed(
+                &Api::<RoleBinding>::namespaced(client, ns),
+                meta,
+                true,
+                &params,
+            )
+            .await
         }
         DeleteKind::ClusterRole => {
-            delete_if_present(&Api::<ClusterRole>::all(client), name, &params).await
+            delete_observed(&Api::<ClusterRole>::all(client), meta, true, &params).await
         }
         DeleteKind::ClusterRoleBinding => {
-            delete_if_present(&Api::<ClusterRoleBinding>::all(client), name, &params).await
+            delete_observed(&Api::<ClusterRoleBinding>::all(client), meta, true, &params).await
         }
         DeleteKind::Service => {
-            delete_if_present(&Api::<Service>::namespaced(client, ns), name, &params).await
+            delete_observed(&Api::<Service>::namespaced(client, ns), meta, true, &params).await
         }
         DeleteKind::PodDisruptionBudget => {
-            delete_if_present(
+            delete_observed(
                 &Api::<PodDisruptionBudget>::namespaced(client, ns),
-                name,
+                meta,
+                true,
                 &params,
             )
             .await
         }
         DeleteKind::NetworkPolicy => {
-            delete_if_present(&Api::<NetworkPolicy>::namespaced(client, ns), name, &params).await
+            delete_observed(
+                &Api::<NetworkPolicy>::namespaced(client, ns),
+                meta,
+                true,
+                &params,
+            )
+            .await
         }
     };
     tracing::info!(kind = ?deletion.kind, name, ok = result.is_ok(), "deleted");
     result.map_err(|error| {
+        let why = if opkit::apply::category(&error) == "conflict" {
+            " (it changed or was made anew since it was read; the next pass decides again)"
+        } else {
+            ""
+        };
         (
-            "api",
-            format!("deleting {:?} {name}{cluster}: {error}", deletion.kind),
+            opkit::apply::category(&error),
+            format!("deleting {:?} {name}{cluster}: {error}{why}", deletion.kind),
         )
     })
 }

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::{Resource, ResourceExt};
 use opkit::conditions::condition;
 use opkit::management::{self, MANAGEMENT_STATE_DEGRADED, Mode};
+use opkit::ownership::{self, NotOurs, Owner};
 use opkit::status::StatusPart;
 use serde_json::Value;
 
@@ -73,7 +74,7 @@ pub enum DeleteKind {
 }
 
 /// One object to delete.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Deletion {
     /// Its controller.
     pub group: Group,
@@ -84,6 +85,28 @@ pub struct Deletion {
     pub name: String,
     /// With a hosted control plane: whether it is in the management cluster.
     pub management: bool,
+    /// The observed object's uid and resourceVersion: the delete's preconditions, so that it
+    /// removes only the object the decision read ([`opkit::apply::delete_observed`]).
+    pub observed: ObjectMeta,
+}
+
+impl Deletion {
+    /// The deletion of the observed object `meta`, decided by `group`.
+    fn of(group: Group, kind: DeleteKind, meta: &ObjectMeta, management: bool) -> Self {
+        Self {
+            group,
+            kind,
+            name: meta.name.clone().unwrap_or_default(),
+            management,
+            observed: ObjectMeta {
+                name: meta.name.clone(),
+                namespace: meta.namespace.clone(),
+                uid: meta.uid.clone(),
+                resource_version: meta.resource_version.clone(),
+                ..ObjectMeta::default()
+            },
+        }
+    }
 }
 
 /// Everything one reconcile does.
@@ -267,15 +290,24 @@ pub fn inputs(
     Ok(inputs)
 }
 
-/// Whether the object is one of this driver's operands that we made: our operand label names
-/// the driver, and one of our controllers applied it (a copy carries the label, never our
-/// field manager: [`opkit::ownership`]). Only such objects are ever deleted or replaced.
+/// Whether the object is one of this driver's operands that we may delete or replace: our
+/// operand label names the driver, and one of our controllers applied it or the operator ours
+/// replaces wrote it (a copy carries the label, never the field manager:
+/// [`opkit::ownership::may_delete`]).
 fn is_ours(meta: &ObjectMeta, def: &DriverDef) -> bool {
     meta.labels
         .as_ref()
         .and_then(|l| l.get(names::OPERAND_LABEL))
         .is_some_and(|driver| driver == &def.short_name)
-        && opkit::ownership::applied_by_us(meta)
+        && ownership::may_delete(meta, &def.adopt_from)
+}
+
+/// The CSIDriver of the driver's name when someone else made it ([`ownership::owner`]): the
+/// driver is then installed by another installer, and this operator installs nothing of it.
+fn foreign_csi_driver(def: &DriverDef, observed: &Observed) -> Option<NotOurs> {
+    let live = observed.operands.csi_driver.as_ref()?;
+    (ownership::owner(live.meta(), &def.adopt_from) == Owner::Someone)
+        .then(|| NotOurs::of("CSIDriver", live.meta()))
 }
 
 fn generation(
@@ -295,8 +327,8 @@ fn generation(
 }
 
 /// Reason of `<controller>Degraded` when an object of the operand's name is not ours and is
-/// kept as it is ([`replace`]).
-pub const REASON_OBJECT_KEPT: &str = "ObjectKept";
+/// kept as it is ([`opkit::ownership`], [`replace`]).
+pub const REASON_OBJECT_KEPT: &str = ownership::REASON_NOT_OURS;
 
 fn degraded(def: &DriverDef, group: Group, error: Option<&str>) -> OperatorCondition {
     match error {
@@ -339,12 +371,19 @@ pub fn task_status(name: &str, error: Option<&str>) -> ControllerStatus {
 }
 
 /// Marks `group`'s Degraded condition True with `message` in `parts` (for failures found while
-/// executing the plan).
-pub fn set_degraded(parts: &mut [ControllerStatus], def: &DriverDef, group: Group, message: &str) {
+/// executing the plan), with `reason` (`SyncError`, or `ObjectNotOurs` when every failure was
+/// an object someone else made).
+pub fn set_degraded(
+    parts: &mut [ControllerStatus],
+    def: &DriverDef,
+    group: Group,
+    reason: &str,
+    message: &str,
+) {
     let type_ = group.degraded_type(def);
     for part in parts.iter_mut().filter(|p| p.group == Some(group)) {
         for c in part.part.conditions.iter_mut().filter(|c| c.type_ == type_) {
-            *c = degraded(def, group, Some(message));
+            *c = condition(type_.clone(), ConditionStatus::True, reason, message);
         }
     }
 }
@@ -492,6 +531,11 @@ pub fn plan(
         Managed::Operands(plan) => plan,
         Managed::Done(plan) => return plan,
     };
+    if let Some(foreign) = foreign_csi_driver(def, observed) {
+        // Another installer's driver: nothing of ours is applied or deleted while it exists.
+        plan.status.extend(blocked_status(def, &foreign));
+        return plan;
+    }
 
     let inputs = match inputs(def, env, observed) {
         Ok(inputs) => inputs,
@@ -519,8 +563,15 @@ pub fn plan(
     let derived_errors = csi_kit::derived::derived_config_map_errors(def, &inputs);
 
     // Static resources, CSIDriver, StorageClasses and optional kinds: what to apply.
-    let (steps, kept_classes) =
-        operand_steps(def, &inputs, observed, storage_class_error.is_some());
+    let (steps, kept) = operand_steps(def, &inputs, observed, storage_class_error.is_some());
+    let kept_in = |group: Group| -> Option<String> {
+        let messages: Vec<&str> = kept
+            .iter()
+            .filter(|(g, _)| *g == group)
+            .map(|(_, m)| m.as_str())
+            .collect();
+        (!messages.is_empty()).then(|| messages.join("\n"))
+    };
     plan.steps = steps;
     credentials_request(&mut plan, def, env, observed, &inputs);
     plan.deletions.extend(stale_operands(
@@ -539,13 +590,18 @@ pub fn plan(
     // Hook: the CSI migration audit (see `super::migration`) needs the driver's availability.
     let driver_available = controller.available && node_available;
     let static_part = StatusPart {
-        conditions: vec![degraded(
-            def,
-            Group::Static,
-            (!derived_errors.is_empty())
-                .then(|| derived_errors.join("\n"))
-                .as_deref(),
-        )],
+        conditions: vec![match kept_in(Group::Static) {
+            Some(message) if derived_errors.is_empty() => {
+                not_ours_degraded(def, Group::Static, &message)
+            }
+            _ => degraded(
+                def,
+                Group::Static,
+                (!derived_errors.is_empty())
+                    .then(|| derived_errors.join("\n"))
+                    .as_deref(),
+            ),
+        }],
         ..StatusPart::default()
     };
     for (group, part) in [
@@ -554,7 +610,7 @@ pub fn plan(
         (Group::NodeService, node_part),
         (
             Group::StorageClass,
-            storage_class_status(def, storage_class_error, &kept_classes),
+            storage_class_status(def, storage_class_error, kept_in(Group::StorageClass)),
         ),
         (
             Group::ServiceMonitor,
@@ -685,15 +741,23 @@ fn manage(
                     return Managed::Done(plan);
                 }
             }
-            plan.deletions = removal(def, observed);
-            let kept: Vec<String> = current_finalizers
-                .iter()
-                .filter(|f| !finalizers(def).contains(f))
-                .cloned()
-                .collect();
-            if kept != current_finalizers {
-                plan.finalizers = Some(kept);
+            // The finalizers come off once every operand they guard is gone or being deleted:
+            // a deletion that failed keeps them, and is tried again (with backoff) and reported.
+            let remaining = removal(def, observed);
+            if remaining.is_empty() {
+                let kept: Vec<String> = current_finalizers
+                    .iter()
+                    .filter(|f| !finalizers(def).contains(f))
+                    .cloned()
+                    .collect();
+                if kept != current_finalizers {
+                    plan.finalizers = Some(kept);
+                }
             }
+            plan.deletions = remaining
+                .into_iter()
+                .filter(|d| !being_deleted(d, observed))
+                .collect();
             return Managed::Done(plan);
         }
         Mode::Pause | Mode::RefuseRemoval | Mode::Unsupported(_) => return Managed::Done(plan),
@@ -720,7 +784,8 @@ fn manage(
 
 /// The operands to apply, each decided against what is live (a DaemonSet keeps its template
 /// generation, an immutable change of the CSIDriver or a class of ours replaces it, a
-/// same-named class of someone else is kept); with the messages for the classes kept. An
+/// same-named class of someone else is kept); with the messages for the objects kept, by
+/// the controller that wanted them. An
 /// optional kind whose cache is still filling waits for the next pass; with `classes_invalid`,
 /// no StorageClass is applied.
 fn operand_steps(
@@ -728,9 +793,9 @@ fn operand_steps(
     inputs: &Inputs,
     observed: &Observed,
     classes_invalid: bool,
-) -> (Vec<Step>, Vec<String>) {
+) -> (Vec<Step>, Vec<(Group, String)>) {
     let mut steps = Vec::new();
-    let mut kept_classes: Vec<String> = Vec::new();
+    let mut kept: Vec<(Group, String)> = Vec::new();
     for (management, operand) in placed_operands(def, inputs) {
         let group = Group::of(&operand);
         let mut recreate = false;
@@ -745,11 +810,22 @@ fn operand_steps(
                 Operand::DaemonSet(with_stable_generation(ds, observed_ds))
             }
             Operand::CSIDriver(csi) => {
-                // The starter installs a driver only when no one else's CSIDriver has its
-                // name, so the live one is ours.
-                let decision =
-                    replace::csi_driver(&csi, observed.operands.csi_driver.as_ref(), true);
-                recreate = matches!(decision, replace::Decision::Replace(_));
+                // Someone else's CSIDriver blocks the whole plan (`foreign_csi_driver`), so
+                // the live one may be applied over; replaced only when provably ours.
+                let live = observed.operands.csi_driver.as_ref();
+                let ours = live.is_none_or(|c| ownership::may_delete(c.meta(), &def.adopt_from));
+                match replace::csi_driver(&csi, live, ours) {
+                    replace::Decision::Apply => {}
+                    replace::Decision::Replace(_) => recreate = true,
+                    replace::Decision::Keep(fields) => {
+                        kept.push((group, format!(
+                            "CSIDriver {} exists with other {} and no field manager proves it ours, so it is left as it is: delete it to let the operator create its own",
+                            csi.name_any(),
+                            fields.join(", ")
+                        )));
+                        continue;
+                    }
+                }
                 Operand::CSIDriver(csi)
             }
             Operand::StorageClass(class) => {
@@ -759,20 +835,30 @@ fn operand_steps(
                     .iter()
                     .find(|sc| sc.name_any() == class.name_any())
                     .map(AsRef::as_ref);
-                // Ours: labelled by us, or made for our driver (OpenShift's operators did not
-                // label their classes; taking them over is the point).
-                let ours = live.is_some_and(|sc| {
-                    is_ours(sc.meta(), def) || sc.provisioner == class.provisioner
-                });
-                match replace::storage_class(&class, live, ours) {
+                // Applied over when absent, ours, OpenShift's operator's (it did not label its
+                // classes; taking them over is the point) or nobody's; replaced only when
+                // ours or OpenShift's operator's (`opkit::ownership`). Someone else's is kept.
+                let owner = live.map(|sc| ownership::owner(sc.meta(), &def.adopt_from));
+                let decision = match (&owner, live) {
+                    (Some(Owner::Someone), Some(sc)) => {
+                        kept.push((group, NotOurs::of("StorageClass", sc.meta()).message()));
+                        continue;
+                    }
+                    _ => replace::storage_class(
+                        &class,
+                        live,
+                        matches!(owner, None | Some(Owner::Us | Owner::Former(_))),
+                    ),
+                };
+                match decision {
                     replace::Decision::Apply => {}
                     replace::Decision::Replace(_) => recreate = true,
-                    replace::Decision::Keep(_) => {
-                        let provisioner = live.map(|sc| sc.provisioner.clone()).unwrap_or_default();
-                        kept_classes.push(format!(
-                            "StorageClass {} exists and is not this driver's (provisioner {provisioner}): it is left as it is; delete or rename it to get the driver's class",
-                            class.name_any()
-                        ));
+                    replace::Decision::Keep(fields) => {
+                        kept.push((group, format!(
+                            "StorageClass {} exists with other {} and no field manager proves it ours, so it is left as it is: delete it to let the operator create its own",
+                            class.name_any(),
+                            fields.join(", ")
+                        )));
                         continue;
                     }
                 }
@@ -805,7 +891,7 @@ fn operand_steps(
             management,
         });
     }
-    (steps, kept_classes)
+    (steps, kept)
 }
 
 /// Every operand, with whether it goes to the management cluster (with a hosted control
@@ -854,29 +940,29 @@ fn stale_operands(
             .iter()
             .filter(|c| c.name_any() == target && is_ours(c.meta(), def))
         {
-            deletions.push(Deletion {
-                group: Group::Static,
-                kind: DeleteKind::ConfigMap,
-                name: target.to_owned(),
-                management: in_management_cluster(copy.meta(), observed),
-            });
+            deletions.push(Deletion::of(
+                Group::Static,
+                DeleteKind::ConfigMap,
+                copy.meta(),
+                in_management_cluster(copy.meta(), observed),
+            ));
         }
     }
     if classes_valid {
         for name in storage::storage_classes_to_delete(def, inputs) {
-            let ours = observed
+            if let Some(ours) = observed
                 .operands
                 .storage_classes
                 .iter()
                 .find(|sc| sc.name_any() == name)
-                .is_some_and(|sc| is_ours(sc.meta(), def));
-            if ours {
-                deletions.push(Deletion {
-                    group: Group::StorageClass,
-                    kind: DeleteKind::StorageClass,
-                    name,
-                    management: false,
-                });
+                .filter(|sc| is_ours(sc.meta(), def))
+            {
+                deletions.push(Deletion::of(
+                    Group::StorageClass,
+                    DeleteKind::StorageClass,
+                    ours.meta(),
+                    false,
+                ));
             }
         }
     }
@@ -952,12 +1038,12 @@ fn no_longer_rendered(def: &DriverDef, steps: &[Step], observed: &Observed) -> V
                 .iter()
                 .any(|d: &Deletion| d.kind == kind && d.name == name)
         {
-            deletions.push(Deletion {
-                group: Group::Static,
+            deletions.push(Deletion::of(
+                Group::Static,
                 kind,
-                name,
-                management: in_management_cluster(meta, observed),
-            });
+                meta,
+                in_management_cluster(meta, observed),
+            ));
         }
     }
     deletions
@@ -1107,21 +1193,88 @@ fn node_service_status(def: &DriverDef, observed: &Observed) -> (StatusPart, boo
 fn storage_class_status(
     def: &DriverDef,
     invalid: Option<String>,
-    kept_classes: &[String],
+    kept: Option<String>,
 ) -> StatusPart {
     StatusPart {
-        conditions: vec![match invalid {
-            Some(error) => degraded(def, Group::StorageClass, Some(&error)),
-            None if !kept_classes.is_empty() => condition(
-                Group::StorageClass.degraded_type(def),
-                ConditionStatus::True,
-                REASON_OBJECT_KEPT,
-                kept_classes.join("\n"),
-            ),
-            None => degraded(def, Group::StorageClass, None),
+        conditions: vec![match (invalid, kept) {
+            (Some(error), _) => degraded(def, Group::StorageClass, Some(&error)),
+            (None, Some(kept)) => not_ours_degraded(def, Group::StorageClass, &kept),
+            (None, None) => degraded(def, Group::StorageClass, None),
         }],
         ..StatusPart::default()
     }
+}
+
+/// `group`'s Degraded, True because objects of its operands' names are someone else's and are
+/// kept as they are (`message` names them and what to do).
+fn not_ours_degraded(def: &DriverDef, group: Group, message: &str) -> OperatorCondition {
+    condition(
+        group.degraded_type(def),
+        ConditionStatus::True,
+        REASON_OBJECT_KEPT,
+        message,
+    )
+}
+
+/// The status of a driver whose CSIDriver another installer made (`foreign`): the static
+/// resources controller is Degraded, naming the installer and how to remove its install; the
+/// workloads are neither available nor progressing, since none of ours runs. Nothing of ours
+/// is applied, replaced or deleted meanwhile; once that CSIDriver is gone, the next pass (its
+/// watch) installs the driver.
+fn blocked_status(def: &DriverDef, foreign: &NotOurs) -> Vec<ControllerStatus> {
+    let message = format!(
+        "CSIDriver {} was installed by {}, not by this operator or the one it replaces: while it \
+         exists this operator installs nothing of the {} driver (not its RBAC, workloads or \
+         classes) and leaves that install as it is; {} (with every object of that install) and \
+         the operator installs its own",
+        foreign.object, foreign.installer.description, def.name, foreign.installer.removal
+    );
+    let short = format!(
+        "the driver is installed by {}, not by this operator",
+        foreign.installer.description
+    );
+    let workload = |group: Group| ControllerStatus {
+        group: Some(group),
+        controller: group.controller(def),
+        part: StatusPart {
+            conditions: vec![
+                condition(
+                    format!("{}Available", group.controller(def)),
+                    ConditionStatus::False,
+                    REASON_OBJECT_KEPT,
+                    &short,
+                ),
+                condition(
+                    format!("{}Progressing", group.controller(def)),
+                    ConditionStatus::False,
+                    REASON_OBJECT_KEPT,
+                    &short,
+                ),
+                degraded(def, group, None),
+            ],
+            ..StatusPart::default()
+        },
+    };
+    vec![
+        ControllerStatus {
+            group: Some(Group::Static),
+            controller: Group::Static.controller(def),
+            part: StatusPart {
+                conditions: vec![not_ours_degraded(def, Group::Static, &message)],
+                ..StatusPart::default()
+            },
+        },
+        workload(Group::ControllerService),
+        workload(Group::NodeService),
+        ControllerStatus {
+            group: Some(Group::StorageClass),
+            controller: Group::StorageClass.controller(def),
+            part: StatusPart {
+                conditions: vec![degraded(def, Group::StorageClass, None)],
+                ..StatusPart::default()
+            },
+        },
+    ]
 }
 
 /// Reason of the Disabled condition when the driver cannot run on this cluster.
@@ -1263,49 +1416,43 @@ fn keep_default_snapshot_class_choice(mut value: Value, observed: &Observed) -> 
 }
 
 /// What `Removed` deletes: our workloads and CSIDriver ([`is_ours`]; StorageClasses and snapshot classes
-/// stay, as in library-go: volumes may still use them).
+/// stay, as in library-go: volumes may still use them). Those already being deleted are listed
+/// too: the finalizers guarding the removal stay until none is left.
 fn removal(def: &DriverDef, observed: &Observed) -> Vec<Deletion> {
-    let mut out = Vec::new();
-    for d in observed
-        .operands
-        .deployments
-        .iter()
-        .filter(|d| is_ours(d.meta(), def))
-    {
-        out.push(Deletion {
-            group: Group::ControllerService,
-            kind: DeleteKind::Deployment,
-            name: d.name_any(),
-            management: in_management_cluster(d.meta(), observed),
-        });
-    }
-    for d in observed
-        .operands
+    let ops = &observed.operands;
+    let deployments = ops.deployments.iter().map(|d| {
+        let management = in_management_cluster(d.meta(), observed);
+        (
+            Group::ControllerService,
+            DeleteKind::Deployment,
+            d.meta(),
+            management,
+        )
+    });
+    let daemon_sets = ops
         .daemon_sets
         .iter()
-        .filter(|d| is_ours(d.meta(), def))
-    {
-        out.push(Deletion {
-            group: Group::NodeService,
-            kind: DeleteKind::DaemonSet,
-            name: d.name_any(),
-            management: false,
-        });
-    }
-    if let Some(csi) = observed
-        .operands
+        .map(|d| (Group::NodeService, DeleteKind::DaemonSet, d.meta(), false));
+    let csi_driver = ops
         .csi_driver
-        .as_ref()
-        .filter(|c| is_ours(c.meta(), def))
-    {
-        out.push(Deletion {
-            group: Group::Static,
-            kind: DeleteKind::CSIDriver,
-            name: csi.name_any(),
-            management: false,
-        });
-    }
-    out
+        .iter()
+        .map(|c| (Group::Static, DeleteKind::CSIDriver, c.meta(), false));
+    deployments
+        .chain(daemon_sets)
+        .chain(csi_driver)
+        .filter(|(_, _, meta, _)| is_ours(meta, def))
+        .map(|(group, kind, meta, management)| Deletion::of(group, kind, meta, management))
+        .collect()
+}
+
+/// Whether the object of `deletion` is already being deleted (it has a deletionTimestamp).
+fn being_deleted(deletion: &Deletion, observed: &Observed) -> bool {
+    let ops = &observed.operands;
+    let same = |meta: &ObjectMeta| meta.uid == deletion.observed.uid;
+    let deleting = |meta: &ObjectMeta| same(meta) && meta.deletion_timestamp.is_some();
+    ops.deployments.iter().any(|d| deleting(d.meta()))
+        || ops.daemon_sets.iter().any(|d| deleting(d.meta()))
+        || ops.csi_driver.iter().any(|c| deleting(c.meta()))
 }
 
 /// Whether `condition` is the management-state one (for tests and logs).

@@ -141,11 +141,22 @@ fn efs_removal_waits_while_a_volume_is_bound_then_proceeds() {
         !deleted.iter().any(|(_, name)| name.ends_with("-copy")),
         "copies with our label are not ours: {deleted:?}"
     );
-    assert_eq!(removing.finalizers, Some(Vec::new()));
+    assert_eq!(
+        removing.finalizers, None,
+        "the finalizers stay until the workloads are gone"
+    );
     assert_eq!(
         condition(&removing, "AWSEFSRemovalProgressing").unwrap().0,
         ConditionStatus::False
     );
+
+    // Once the deletions went through, the finalizers come off.
+    observed.operands.deployments.clear();
+    observed.operands.daemon_sets.clear();
+    observed.operands.csi_driver = None;
+    let removed = plan::plan(&def, &Default::default(), &observed, &now());
+    assert!(removed.deletions.is_empty(), "{:?}", removed.deletions);
+    assert_eq!(removed.finalizers, Some(Vec::new()));
 }
 
 #[test]

@@ -1140,17 +1140,20 @@ async fn an_admins_default_snapshot_class_choice_is_kept() {
 #[tokio::test]
 async fn a_storage_class_with_other_immutable_fields_is_recreated() {
     let (cluster, admin) = openshift("HighlyAvailable").await;
-    // An older version of the operator created the class with another disk type.
-    create_cluster_scoped::<StorageClass>(
-        &admin,
-        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    // An older version of the operator applied the class with another disk type.
+    let classes: Api<StorageClass> = Api::all(admin.clone());
+    classes
+        .patch(
+            "standard-csi",
+            &PatchParams::apply("storage-operator/StorageClassController"),
+            &Patch::Apply(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                "metadata": {"name": "standard-csi", "labels": {"csi.storage.openshift.io/driver": "gcp-pd"}},
-               "provisioner": DRIVER, "parameters": {"type": "pd-old"}}),
-    )
-    .await;
+               "provisioner": DRIVER, "parameters": {"type": "pd-old"}})),
+        )
+        .await
+        .unwrap();
     create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
     let running = start(&cluster);
-    let classes: Api<StorageClass> = Api::all(admin.clone());
     eventually(
         "standard-csi recreated with the current parameters",
         async || {
@@ -1184,7 +1187,8 @@ async fn an_admins_class_of_the_same_name_for_another_driver_is_kept() {
     .await;
     assert_eq!(reason, driver_operator::plan::REASON_OBJECT_KEPT);
     assert!(
-        message.contains("StorageClass standard-csi exists and is not this driver's (provisioner nfs.example.com)"),
+        message.starts_with("StorageClass standard-csi exists and was made by field manager ")
+            && message.contains("it is left as it is"),
         "{message}"
     );
     // The driver itself is installed; the other class of the driver too.
@@ -1635,4 +1639,181 @@ async fn copies_of_our_objects_under_other_names_are_never_deleted() {
         );
     }
     running.stop().await;
+}
+
+/// Every object of ours the operator applied on this cluster: (kind, its ApiResource, the
+/// object as served).
+async fn applied_objects(admin: &Client) -> Vec<(&'static str, kube::api::ApiResource, Value)> {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+    use kube::api::ApiResource;
+    let resources = [
+        ("ServiceAccount", ApiResource::erase::<ServiceAccount>(&())),
+        ("Role", ApiResource::erase::<Role>(&())),
+        ("RoleBinding", ApiResource::erase::<RoleBinding>(&())),
+        ("ClusterRole", ApiResource::erase::<ClusterRole>(&())),
+        (
+            "ClusterRoleBinding",
+            ApiResource::erase::<ClusterRoleBinding>(&()),
+        ),
+        ("ConfigMap", ApiResource::erase::<ConfigMap>(&())),
+        ("Secret", ApiResource::erase::<Secret>(&())),
+        ("Service", ApiResource::erase::<Service>(&())),
+        (
+            "PodDisruptionBudget",
+            ApiResource::erase::<PodDisruptionBudget>(&()),
+        ),
+        ("Deployment", ApiResource::erase::<Deployment>(&())),
+        ("DaemonSet", ApiResource::erase::<DaemonSet>(&())),
+        ("CSIDriver", ApiResource::erase::<CSIDriver>(&())),
+        ("StorageClass", ApiResource::erase::<StorageClass>(&())),
+    ];
+    let mut out = Vec::new();
+    for (kind, resource) in resources {
+        let list = Api::<DynamicObject>::all_with(admin.clone(), &resource)
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        for object in list.items {
+            if opkit::ownership::applied_by_us(&object.metadata) {
+                out.push((
+                    kind,
+                    resource.clone(),
+                    serde_json::to_value(&object).unwrap(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The ownership rule (`opkit::ownership`) on every kind the driver operator writes: an
+/// object of an operand's name made by someone else, as a labelled copy of ours (`kubectl get
+/// -o yaml` created again) or bare (another installer's), is left exactly as it is (never
+/// written, never deleted) and the status names it; someone else's CSIDriver of the driver's
+/// name blocks the whole driver (nothing of ours is made). Absent objects, ours and OpenShift's
+/// operator's are the other tests' (converge, drift, takeover).
+#[tokio::test]
+async fn someone_elses_object_of_every_operand_kind_is_left_as_it_is_and_reported() {
+    // What the operator applies on this cluster, from a fresh one.
+    let (cluster, admin) = openshift("HighlyAvailable").await;
+    create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+    let running = start(&cluster);
+    healthy(&admin).await;
+    quiet(&cluster, &running).await;
+    running.stop().await;
+    let applied = applied_objects(&admin).await;
+    let kinds: std::collections::BTreeSet<&str> = applied.iter().map(|(k, _, _)| *k).collect();
+    for kind in [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "RoleBinding",
+        "Service",
+        "Deployment",
+        "DaemonSet",
+        "CSIDriver",
+        "StorageClass",
+    ] {
+        assert!(
+            kinds.contains(kind),
+            "the operator applies a {kind}: {kinds:?}"
+        );
+    }
+
+    for (kind, resource, ours) in &applied {
+        for labelled in [true, false] {
+            let name = ours["metadata"]["name"].as_str().unwrap().to_owned();
+            let namespace = ours["metadata"]["namespace"].as_str().map(str::to_owned);
+            let what = format!(
+                "{kind} {name} ({})",
+                if labelled { "a labelled copy" } else { "bare" }
+            );
+            let mut theirs = testkit::copy_of(ours, &name);
+            if !labelled {
+                // Another installer's: the content, none of our metadata.
+                let meta = json!({"name": name, "namespace": namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "kustomize"}});
+                theirs["metadata"] = meta;
+            }
+            if let Some(status) = theirs.as_object_mut() {
+                status.remove("status");
+            }
+            let (cluster, admin) = openshift("HighlyAvailable").await;
+            let api = match &namespace {
+                Some(ns) => Api::<DynamicObject>::namespaced_with(
+                    cluster.client_with_agent("kubectl-create"),
+                    ns,
+                    resource,
+                ),
+                None => Api::<DynamicObject>::all_with(
+                    cluster.client_with_agent("kubectl-create"),
+                    resource,
+                ),
+            };
+            let created = api
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(theirs).unwrap(),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            create_cluster_csi_driver(&admin, json!({"managementState": "Managed"})).await;
+            let running = start(&cluster);
+            let object = match &namespace {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.clone(),
+            };
+            let reported = if *kind == "CSIDriver" {
+                format!("CSIDriver {object} was installed by ")
+            } else {
+                format!("{kind} {object} exists and was made by ")
+            };
+            let message = eventually(&format!("{what} reported"), async || {
+                let driver = Api::<ClusterCSIDriver>::all(admin.clone())
+                    .get_opt(DRIVER)
+                    .await
+                    .unwrap()?;
+                driver
+                    .status?
+                    .conditions
+                    .into_iter()
+                    .filter(|c| c.reason.as_deref() == Some("ObjectNotOurs"))
+                    .filter_map(|c| c.message)
+                    .find(|m| m.contains(&reported))
+            })
+            .await;
+            if !labelled {
+                assert!(
+                    message.contains("kustomize"),
+                    "{what}: the installer is named: {message}"
+                );
+            }
+            quiet(&cluster, &running).await;
+            let now = api.get(&name).await.unwrap();
+            assert_eq!(
+                now.metadata.uid, created.metadata.uid,
+                "{what}: never deleted"
+            );
+            assert!(
+                !now.metadata.managed_fields.iter().flatten().any(|e| e
+                    .manager
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("storage-operator"))),
+                "{what}: never written: {:?}",
+                now.metadata.managed_fields
+            );
+            if *kind == "CSIDriver" {
+                // The driver is another installer's: nothing of ours at all.
+                let ours: Vec<String> = applied_objects(&admin)
+                    .await
+                    .into_iter()
+                    .map(|(k, _, o)| format!("{k} {}", o["metadata"]["name"]))
+                    .collect();
+                assert!(ours.is_empty(), "{what}: nothing is installed: {ours:?}");
+            }
+            running.stop().await;
+        }
+    }
 }

@@ -212,6 +212,24 @@ fn removed_on_a_removable_driver_deletes_workloads_and_releases_finalizers() {
     assert_eq!(plan.deletions.len(), 1, "{:?}", plan.deletions);
     assert_eq!(plan.deletions[0].kind, DeleteKind::Deployment);
     assert_eq!(plan.deletions[0].name, "gcp-pd-csi-driver-controller");
+    assert_eq!(
+        plan.finalizers, None,
+        "the finalizers stay until what they guard is gone"
+    );
+
+    // Being deleted (by an earlier pass): not deleted again, and the finalizers still stay.
+    let mut deleting = observed.clone();
+    let mut ours = (*deleting.operands.deployments[0]).clone();
+    ours.metadata.deletion_timestamp = Some(at(0));
+    deleting.operands.deployments[0] = Arc::new(ours);
+    let plan = plan::plan(&def, &Default::default(), &deleting, &at(0));
+    assert!(plan.deletions.is_empty(), "{:?}", plan.deletions);
+    assert_eq!(plan.finalizers, None);
+
+    // Gone: the finalizers come off (someone else's stays).
+    observed.operands.deployments.remove(0);
+    let plan = plan::plan(&def, &Default::default(), &observed, &at(0));
+    assert!(plan.deletions.is_empty(), "{:?}", plan.deletions);
     assert_eq!(plan.finalizers, Some(vec!["someone.else/keep".to_owned()]));
 
     // Managed puts both finalizers on, qualified.
@@ -297,11 +315,98 @@ fn a_csi_driver_with_another_spec_is_recreated() {
     observed.operands.csi_driver = Some(desired.clone());
     let same = run(&observed, &at(0));
     assert!(same.steps.iter().all(|s| !s.recreate));
+    // Ours (applied by the operator) with another immutable spec: replaced.
     let mut other: CSIDriver = desired.clone();
     other.spec.attach_required = Some(false);
-    observed.operands.csi_driver = Some(other);
+    let applied = |csi: &CSIDriver, manager: &str| -> CSIDriver {
+        let mut value = serde_json::to_value(csi).unwrap();
+        value["apiVersion"] = "storage.k8s.io/v1".into();
+        serde_json::from_value(testkit::as_applied_by(value, manager)).unwrap()
+    };
+    let csi_step = |plan: &Plan| {
+        plan.steps
+            .iter()
+            .find(|s| matches!(s.operand, Operand::CSIDriver(_)))
+            .cloned()
+    };
+    observed.operands.csi_driver = Some(applied(
+        &other,
+        "storage-operator/GCPPDDriverStaticResourcesController",
+    ));
     let changed = run(&observed, &at(0));
-    assert!(changed.steps.iter().any(|s| s.recreate));
+    assert!(csi_step(&changed).is_some_and(|s| s.recreate));
+    // OpenShift's operator's (its field manager): replaced too, taking it over is the point.
+    let mut former = serde_json::to_value(&other).unwrap();
+    former["metadata"]["managedFields"] = json!([{"manager": "gcp-pd-csi-driver-operator",
+        "operation": "Update", "apiVersion": "storage.k8s.io/v1", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:attachRequired": {}}}}]);
+    observed.operands.csi_driver = Some(serde_json::from_value(former).unwrap());
+    let changed = run(&observed, &at(0));
+    assert!(csi_step(&changed).is_some_and(|s| s.recreate));
+    // Created with no field anyone set: applied over if it could be, never deleted; so kept,
+    // and said in the static resources controller's Degraded.
+    observed.operands.csi_driver = Some(other.clone());
+    let kept = run(&observed, &at(0));
+    assert!(csi_step(&kept).is_none(), "{:?}", kept.steps);
+    assert!(kept.deletions.is_empty());
+    let degraded = kept
+        .status
+        .iter()
+        .flat_map(|s| &s.part.conditions)
+        .find(|c| c.type_ == "GCPPDDriverStaticResourcesControllerDegraded")
+        .unwrap();
+    assert_eq!(degraded.status, ConditionStatus::True);
+    assert_eq!(degraded.reason.as_deref(), Some("ObjectNotOurs"));
+    assert!(
+        degraded
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("attachRequired"),
+        "{degraded:?}"
+    );
+}
+
+/// A CSIDriver of the driver's name that another installer made (a Helm chart here) blocks the
+/// whole driver: nothing is applied or deleted, and status names the installer and the fix.
+#[test]
+fn another_installers_csi_driver_blocks_the_driver() {
+    let mut observed = openshift(json!({"managementState": "Managed"}));
+    let helm: CSIDriver = serde_json::from_value(json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+        "metadata": {"name": "pd.csi.storage.gke.io",
+            // A copy of our label proves nothing.
+            "labels": {"csi.storage.openshift.io/driver": "gcp-pd", "helm.sh/chart": "gcp-pd-1.0.0"},
+            "annotations": {"meta.helm.sh/release-name": "pd", "meta.helm.sh/release-namespace": "kube-system"},
+            "managedFields": [{"manager": "helm", "operation": "Update", "apiVersion": "storage.k8s.io/v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
+        "spec": {"attachRequired": true}
+    }))
+    .unwrap();
+    observed.operands.csi_driver = Some(helm);
+    let plan = run(&observed, &at(0));
+    assert!(plan.steps.is_empty(), "{:?}", plan.steps);
+    assert!(plan.deletions.is_empty(), "{:?}", plan.deletions);
+    let find = |type_: &str| {
+        plan.status
+            .iter()
+            .flat_map(|s| &s.part.conditions)
+            .find(|c| c.type_ == type_)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {type_}"))
+    };
+    let degraded = find("GCPPDDriverStaticResourcesControllerDegraded");
+    assert_eq!(degraded.status, ConditionStatus::True);
+    assert_eq!(degraded.reason.as_deref(), Some("ObjectNotOurs"));
+    let message = degraded.message.unwrap_or_default();
+    assert!(
+        message.contains("Helm release pd in namespace kube-system, chart gcp-pd-1.0.0")
+            && message.contains("helm uninstall pd --namespace kube-system"),
+        "{message}"
+    );
+    let available = find("GCPPDDriverControllerServiceControllerAvailable");
+    assert_eq!(available.status, ConditionStatus::False);
+    assert_eq!(available.reason.as_deref(), Some("ObjectNotOurs"));
 }
 
 fn progressing_deployment() -> Deployment {

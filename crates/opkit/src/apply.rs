@@ -25,6 +25,7 @@
 
 use std::fmt::Debug;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -32,12 +33,18 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::ownership::{NotOurs, Owner};
+
 /// Annotation holding the hash of everything a controller applied to an object (the same key
 /// library-go uses for its spec hash; ours covers labels and annotations too).
 pub const APPLIED_HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
 
-/// The prefix of every field manager of this project.
-pub const FIELD_MANAGER_PREFIX: &str = "storage-operator";
+pub use crate::ownership::FIELD_MANAGER_PREFIX;
+
+/// The `resourceVersion` an apply carries to only create ([`Applier`] with nothing observed):
+/// kube-apiserver ignores it when the object is absent and answers 409 Conflict when it
+/// exists, since no stored object has it (etcd's first write is revision 2).
+pub const CREATE_ONLY_RESOURCE_VERSION: &str = "1";
 
 /// What an apply did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +71,7 @@ impl Outcome {
 
 /// An apply that failed, naming the object.
 #[derive(Debug, thiserror::Error)]
-#[error("applying {kind} {object}{}: {source}", in_cluster(.cluster.as_deref()))]
+#[error("{}", self.describe())]
 pub struct ApplyError {
     /// The object's kind.
     pub kind: String,
@@ -73,9 +80,21 @@ pub struct ApplyError {
     /// Which cluster it was written to, where the writer has two (a hosted control plane's
     /// management cluster); `None` for the writer's own.
     pub cluster: Option<String>,
-    /// What the API server or the client said.
+    /// What the API server or the client said, or that the object is someone else's.
     #[source]
-    pub source: kube::Error,
+    pub source: ApplyFailure,
+}
+
+/// Why an apply did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyFailure {
+    /// The API server refused, or did not answer.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    /// An object of that name exists and is someone else's ([`crate::ownership`]): nothing
+    /// was written.
+    #[error("{0}")]
+    NotOurs(Box<NotOurs>),
 }
 
 /// " in the <cluster>", or nothing for the writer's own cluster.
@@ -84,9 +103,31 @@ fn in_cluster(cluster: Option<&str>) -> String {
 }
 
 impl ApplyError {
-    /// A stable category for metrics and events ([`category`]).
+    /// A stable category for metrics and events ([`category`], or `not-ours`).
     pub fn category(&self) -> &'static str {
-        category(&self.source)
+        match &self.source {
+            ApplyFailure::Api(error) => category(error),
+            ApplyFailure::NotOurs(_) => "not-ours",
+        }
+    }
+
+    /// The object that is someone else's, when that is why nothing was applied.
+    pub fn not_ours(&self) -> Option<&NotOurs> {
+        match &self.source {
+            ApplyFailure::NotOurs(not_ours) => Some(not_ours),
+            ApplyFailure::Api(_) => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let cluster = in_cluster(self.cluster.as_deref());
+        match &self.source {
+            ApplyFailure::Api(error) => {
+                format!("applying {} {}{cluster}: {error}", self.kind, self.object)
+            }
+            ApplyFailure::NotOurs(not_ours) if cluster.is_empty() => not_ours.message(),
+            ApplyFailure::NotOurs(not_ours) => format!("{}{cluster}", not_ours.message()),
+        }
     }
 }
 
@@ -129,6 +170,32 @@ where
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
         Err(error) => Err(error),
     }
+}
+
+/// Deletes the object `meta` describes and no other: the request carries its `uid` as a
+/// precondition (an object deleted and made again under the name since it was observed is
+/// not this one), and its `resourceVersion` too when `content_read` (the decision to delete
+/// read more than the object's identity, e.g. its fields or its owner, so a change since
+/// then must be seen first). Whether it was there to delete: a 404 is not an error, what was
+/// to go is gone. A failed precondition is a 409 Conflict, returned for the caller to report;
+/// the next pass decides again on what it then observes.
+pub async fn delete_observed<K>(
+    api: &Api<K>,
+    meta: &ObjectMeta,
+    content_read: bool,
+    params: &DeleteParams,
+) -> Result<bool, kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let params = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone().filter(|_| content_read),
+        }),
+        ..params.clone()
+    };
+    delete_if_present(api, meta.name.as_deref().unwrap_or_default(), &params).await
 }
 
 /// Decides whether `desired` must be applied over `observed`. Pure: the controller's unit tests
@@ -390,21 +457,28 @@ impl Applier {
     }
 
     /// Applies a typed object unless `observed` (from a cache) shows it is already as desired.
+    /// An object of that name that is someone else's ([`crate::ownership::may_apply`], with
+    /// the managers this applier takes over from) is left as it is: the error says whose it is.
     pub async fn apply<K>(&self, desired: &K, observed: Option<&K>) -> Result<Outcome, ApplyError>
     where
         K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
     {
-        let error = |source| ApplyError {
-            kind: K::kind(&()).into_owned(),
+        let kind = K::kind(&()).into_owned();
+        let error = |source: ApplyFailure| ApplyError {
+            kind: kind.clone(),
             object: object_name(desired),
             cluster: self.cluster.clone(),
             source,
         };
-        let desired_value = to_value(desired).map_err(error)?;
-        let observed_value = observed.map(to_value).transpose().map_err(error)?;
+        let desired_value = to_value(desired).map_err(|e| error(e.into()))?;
+        let observed_value = observed
+            .map(to_value)
+            .transpose()
+            .map_err(|e| error(e.into()))?;
         let url = K::url_path(&(), desired.meta().namespace.as_deref());
         self.apply_value(
             &url,
+            &kind,
             &desired.name_any(),
             &desired_value,
             observed_value.as_ref(),
@@ -413,20 +487,52 @@ impl Applier {
         .map_err(error)
     }
 
-    /// Takes over a former manager's fields if needed, then plans and applies.
+    /// Applies over the observed object when it may be applied over, or creates the object
+    /// when none was observed.
     async fn apply_value(
+        &self,
+        url: &str,
+        kind: &str,
+        name: &str,
+        desired: &Value,
+        observed: Option<&Value>,
+    ) -> Result<Outcome, ApplyFailure> {
+        match observed {
+            None => self.apply_unseen(url, kind, name, desired).await,
+            Some(observed) => {
+                self.ours_to_apply(kind, observed)?;
+                self.apply_seen(url, name, desired, observed).await
+            }
+        }
+    }
+
+    /// Whether `observed` may be applied over ([`crate::ownership::may_apply`], or its kind is
+    /// one of [`crate::ownership::SHARED_KINDS`]); the report of whose it is otherwise.
+    fn ours_to_apply(&self, kind: &str, observed: &Value) -> Result<(), ApplyFailure> {
+        let meta: ObjectMeta = serde_json::from_value(observed["metadata"].clone())
+            .map_err(kube::Error::SerdeError)?;
+        if crate::ownership::owner(&meta, &self.former) == Owner::Someone
+            && !crate::ownership::SHARED_KINDS.contains(&kind)
+        {
+            return Err(ApplyFailure::NotOurs(Box::new(NotOurs::of(kind, &meta))));
+        }
+        Ok(())
+    }
+
+    /// Takes over a former manager's fields if needed, then plans and applies over an object
+    /// that may be applied over.
+    async fn apply_seen(
         &self,
         url: &str,
         name: &str,
         desired: &Value,
-        observed: Option<&Value>,
-    ) -> Result<Outcome, kube::Error> {
+        observed: &Value,
+    ) -> Result<Outcome, ApplyFailure> {
         let api_version = desired["apiVersion"].as_str().unwrap_or_default();
-        if observed.is_none() && !self.former.is_empty() {
-            return self.apply_unseen(url, name, desired, api_version).await;
-        }
-        let adopted = self.take_over(url, name, observed, api_version).await?;
-        match plan(desired, observed) {
+        let adopted = self
+            .take_over(url, name, Some(observed), api_version)
+            .await?;
+        match plan(desired, Some(observed)) {
             Plan::Apply(body, outcome) => {
                 self.send(url, name, &body).await?;
                 Ok(if adopted { Outcome::Adopted } else { outcome })
@@ -444,58 +550,62 @@ impl Applier {
         }
     }
 
-    /// Applies an object the caller has not seen (not in its cache, which selects by our
-    /// labels, so also an object the former operator wrote and we have not applied yet). The
-    /// apply merges into whatever is there; a later pass sees the object and takes the former
-    /// operator's fields over. When the server refuses the merge (a list keyed differently
-    /// from ours, e.g. Service ports with other numbers under the same names, would never
-    /// become valid), the object is read, taken over and applied whole at once. No read
-    /// otherwise: a fresh install costs no GET.
+    /// Applies an object the caller has not seen (its cache selects by our labels, so an
+    /// object of the name someone else made, or the replaced operator wrote, is not in it). The
+    /// apply only creates: it carries a `resourceVersion` no existing object has
+    /// ([`CREATE_ONLY_RESOURCE_VERSION`]), which kube-apiserver ignores when it creates and
+    /// refuses with a conflict when the object exists. So a fresh install costs one request
+    /// per object and nothing is merged into an object unseen. On a conflict the object is read
+    /// and applied over only when it may be ([`Self::ours_to_apply`]; the replaced operator's
+    /// fields are taken over first).
     async fn apply_unseen(
         &self,
         url: &str,
+        kind: &str,
         name: &str,
         desired: &Value,
-        api_version: &str,
-    ) -> Result<Outcome, kube::Error> {
-        let Plan::Apply(body, outcome) = plan(desired, None) else {
+    ) -> Result<Outcome, ApplyFailure> {
+        let Plan::Apply(mut body, outcome) = plan(desired, None) else {
             return Ok(Outcome::Unchanged);
         };
+        body["metadata"]["resourceVersion"] = Value::from(CREATE_ONLY_RESOURCE_VERSION);
         match self.send(url, name, &body).await {
             Ok(()) => Ok(outcome),
-            Err(kube::Error::Api(status)) if status.code == 422 => {
-                let live = self.get(url, name).await?;
-                if !self
-                    .take_over(url, name, live.as_ref(), api_version)
-                    .await?
-                {
-                    return Err(kube::Error::Api(status));
-                }
-                self.send(url, name, &body).await?;
-                Ok(Outcome::Adopted)
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                let Some(live) = self.get(url, name).await? else {
+                    // Deleted in between: the next pass creates it.
+                    return Err(kube::Error::Api(status).into());
+                };
+                self.ours_to_apply(kind, &live)?;
+                self.apply_seen(url, name, desired, &live).await
             }
-            Err(error) => Err(error),
+            Err(error) => Err(error.into()),
         }
     }
 
-    /// Applies an object of a kind without a Rust type (ServiceMonitor, CredentialsRequest).
+    /// Applies an object of a kind without a Rust type (ServiceMonitor, CredentialsRequest),
+    /// as [`Self::apply`].
     pub async fn apply_dynamic(
         &self,
         resource: &ApiResource,
         desired: &DynamicObject,
         observed: Option<&DynamicObject>,
     ) -> Result<Outcome, ApplyError> {
-        let error = |source| ApplyError {
+        let error = |source: ApplyFailure| ApplyError {
             kind: resource.kind.clone(),
             object: object_name(desired),
             cluster: self.cluster.clone(),
             source,
         };
-        let desired_value = to_value(desired).map_err(error)?;
-        let observed_value = observed.map(to_value).transpose().map_err(error)?;
+        let desired_value = to_value(desired).map_err(|e| error(e.into()))?;
+        let observed_value = observed
+            .map(to_value)
+            .transpose()
+            .map_err(|e| error(e.into()))?;
         let url = DynamicObject::url_path(resource, desired.metadata.namespace.as_deref());
         self.apply_value(
             &url,
+            &resource.kind,
             &desired.name_any(),
             &desired_value,
             observed_value.as_ref(),

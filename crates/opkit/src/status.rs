@@ -166,11 +166,11 @@ pub async fn apply_status<K: OperatorResource>(
         "status": status,
     });
     let params = PatchParams::apply(&field_manager).force();
-    let error = |source| ApplyError {
+    let error = |source: kube::Error| ApplyError {
         kind: K::kind(&()).into_owned(),
         object: name.to_owned(),
         cluster: None,
-        source,
+        source: source.into(),
     };
     let request = kube::core::Request::new(K::url_path(&(), None))
         .patch_subresource("status", name, &params, &Patch::Apply(&body))
@@ -283,11 +283,11 @@ pub async fn remove_conditions<K: OperatorResource>(
             .into_iter()
             .map(|i| json!({"op": "remove", "path": format!("/status/conditions/{i}")})),
     );
-    let error = |source| ApplyError {
+    let error = |source: kube::Error| ApplyError {
         kind: K::kind(&()).into_owned(),
         object: name.to_owned(),
         cluster: None,
-        source,
+        source: source.into(),
     };
     let url = format!(
         "{}/{name}/status?fieldManager={FIELD_MANAGER_PREFIX}/stale-conditions",

@@ -337,11 +337,30 @@ async fn adopting_takes_over_a_former_managers_fields() {
     .unwrap();
     let admin: Api<Service> = Api::namespaced(cluster.client(), "default");
 
-    // Without taking over, the apply merges both sets of ports and the API server refuses it.
+    // To an applier that does not take over from that operator, the Service is someone
+    // else's: nothing is sent, and the error names who made it.
     let plain = Applier::new(cluster.client_with_agent("operator"), "metrics");
     let observed = admin.get("metrics").await.unwrap();
     let error = plain.apply(&desired, Some(&observed)).await.unwrap_err();
-    assert_eq!(error.category(), "invalid", "{error}");
+    assert_eq!(error.category(), "not-ours", "{error}");
+    assert!(
+        error.to_string().starts_with(
+            "Service default/metrics exists and was made by field manager gcp-pd-csi-driver-operator"
+        ),
+        "{error}"
+    );
+    let error = plain.apply(&desired, None).await.unwrap_err();
+    assert_eq!(error.category(), "not-ours", "unseen too: {error}");
+    assert_eq!(
+        admin
+            .get("metrics")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version,
+        observed.metadata.resource_version,
+        "never written"
+    );
 
     let applier = plain.adopting(&["gcp-pd-csi-driver-operator".to_owned()]);
     assert_eq!(

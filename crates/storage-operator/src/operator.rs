@@ -396,7 +396,7 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
                     kind: "Deployment".into(),
                     object: format!("{namespace}/{name}"),
                     cluster: Some("management cluster".into()),
-                    source,
+                    source: source.into(),
                 });
                 tracing::warn!(error = %failure, "annotating the release failed");
                 failed.push(failure);
@@ -673,7 +673,7 @@ async fn write_observed_config(
             kind: crate::plan::OBSERVED_CONFIG.into(),
             object: "cluster".into(),
             cluster: None,
-            source,
+            source: source.into(),
         })
 }
 
@@ -704,7 +704,7 @@ async fn write_cluster_operator(
                 kind: "ClusterOperator".into(),
                 object: CLUSTER_OPERATOR.into(),
                 cluster: None,
-                source,
+                source: source.into(),
             })
         })?;
     Ok(())

@@ -6,40 +6,27 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::names::FORMER_OPERATOR;
 
-/// Managers whose entries do not make an object someone else's: the cluster's own
-/// controllers, which add to objects whoever made them (on OpenShift, a ServiceAccount's image
-/// pull secrets).
-const PLATFORM_MANAGERS: [&str; 2] = ["kube-controller-manager", "openshift-controller-manager"];
+/// The operator ours replaces, as [`opkit::ownership`] takes its field managers.
+fn former() -> [String; 1] {
+    [FORMER_OPERATOR.to_owned()]
+}
 
-/// Whether an object of a fixed name is ours to apply: absent, applied by us, written by the
-/// operator ours replaces (whose fields the applier takes over on the first apply), or holding
-/// no field anyone else set. The last is how kube-apiserver keeps an object created with
-/// nothing but its name (OpenShift's operator creates its ServiceAccounts so): with no
-/// `managedFields` at all, since it keeps no empty entry; applying ours over it overwrites
-/// nothing. Anything else was made by someone else and is left as it is.
+/// Whether an object of a fixed name is ours to apply ([`opkit::ownership::may_apply`]):
+/// absent, applied by us, written by the operator ours replaces (whose fields the applier
+/// takes over on the first apply), or holding no field anyone else set. The last is how
+/// kube-apiserver keeps an object created with nothing but its name (OpenShift's operator
+/// creates its ServiceAccounts so): with no `managedFields` at all, since it keeps no empty
+/// entry; applying ours over it overwrites nothing. Anything else was made by someone else and
+/// is left as it is.
 pub(crate) fn ours_to_apply(meta: Option<&ObjectMeta>) -> bool {
-    let Some(meta) = meta else {
-        return true;
-    };
-    let mut others = meta
-        .managed_fields
-        .iter()
-        .flatten()
-        .filter(|e| e.subresource.as_deref().unwrap_or_default().is_empty())
-        .filter_map(|e| e.manager.as_deref())
-        .filter(|m| !PLATFORM_MANAGERS.contains(m));
-    ours_or_former(meta) || others.next().is_none()
+    opkit::ownership::may_apply(meta, &former())
 }
 
 /// Whether one of our controllers applied the object, or the operator ours replaces wrote it
-/// (OpenShift's, whose fields the applier takes over): proof enough to delete it.
+/// (OpenShift's, whose fields the applier takes over): proof enough to delete it
+/// ([`opkit::ownership::may_delete`]).
 pub(crate) fn ours_or_former(meta: &ObjectMeta) -> bool {
-    opkit::ownership::applied_by_us(meta)
-        || meta
-            .managed_fields
-            .iter()
-            .flatten()
-            .any(|e| e.manager.as_deref() == Some(FORMER_OPERATOR))
+    opkit::ownership::may_delete(meta, &former())
 }
 
 /// An object of a fixed name that someone else made, so it is not applied: a part reports it

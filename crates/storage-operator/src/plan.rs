@@ -25,9 +25,7 @@ use crate::observe::Observed;
 use crate::olm;
 use crate::ownership::{NotOurs, ours_or_former, ours_to_apply};
 use crate::platform::{self, ClusterPlatform, Source};
-use crate::registry::{
-    ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, MANAGED_CSIDRIVER_ANNOTATION, select,
-};
+use crate::registry::{ClusterDrivers, DRIVER_NAMESPACE, Decision, DriverEntry, select};
 use crate::starter::{self, StarterInputs};
 use crate::validator;
 use crate::vsphere_detector;
@@ -1068,9 +1066,17 @@ fn operator_config_degraded(
 }
 
 fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
+    // Ours, or OpenShift's driver operator's (its field manager, which the driver operator
+    // takes over): labels and OpenShift's `csi.openshift.io/managed` annotation can be copied,
+    // field managers cannot (`opkit::ownership`).
     let ours = |d: &k8s_openapi::api::storage::v1::CSIDriver| {
-        d.annotations().contains_key(MANAGED_CSIDRIVER_ANNOTATION)
-            || d.labels().contains_key(csi_kit::names::OPERAND_LABEL)
+        let former = crate::registry::registry()
+            .into_iter()
+            .find(|e| e.csi_driver_name == d.name_any())
+            .and_then(|e| drivers::by_name(e.short_name).ok())
+            .map(|def| def.adopt_from)
+            .unwrap_or_default();
+        opkit::ownership::owner(&d.metadata, &former) != opkit::ownership::Owner::Someone
     };
     // The gates in force for this operator's version, as library-go's FeatureGateAccess reads them.
     let enabled_gates = observed

@@ -1767,6 +1767,14 @@ fn apply(
             Ok((201, commit_create(st, &t.def, key, obj)))
         }
         Some(old) => {
+            // A resourceVersion in the applied configuration is a precondition, as in
+            // kube-apiserver (where it is ignored when the apply creates the object).
+            if let Some(rv) = cfg["metadata"]["resourceVersion"].as_str()
+                && !rv.is_empty()
+                && Some(rv) != old["metadata"]["resourceVersion"].as_str()
+            {
+                return Err(ApiError::conflict(&t.def.plural, &t.def.group, name));
+            }
             let merged = fields::apply(&t.def, &old, &cfg, manager, sub, force, &now)
                 .map_err(|c| conflict_error(&c))?;
             finish_write(
