@@ -30,7 +30,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use opkit::admin::Readiness;
-use opkit::apply::delete_if_present;
+use opkit::apply::delete_observed;
 use opkit::controller::Queue;
 use opkit::metrics::Metrics;
 use opkit::runtime::{Informers, LoopConfig, ReconcileError, named, single};
@@ -450,8 +450,10 @@ async fn act(
                 });
             }
         },
-        PodAction::Delete(pod) => {
-            match delete_if_present(&pods, &pod, &DeleteParams::default()).await {
+        PodAction::Delete(observed) => {
+            let pod = observed.name.clone().unwrap_or_default();
+            // The pod the plan read (owned by this build), and no other.
+            match delete_observed(&pods, &observed, true, &DeleteParams::default()).await {
                 Ok(true) => {
                     context.metrics.wrote(CONTROLLER, "Pod");
                     tracing::info!(build = %format!("{namespace}/{name}"), pod, "cancelled build: deleted its pod");

@@ -11,7 +11,7 @@
 use api::build_v1::{Build, BuildCondition, BuildPhase, BuildStatus};
 use api::operator_v1::ConditionStatus;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
@@ -37,8 +37,9 @@ pub enum PodAction {
     Keep,
     /// Create this pod.
     Create(Box<Pod>),
-    /// Delete the build's pod (it was cancelled).
-    Delete(String),
+    /// Delete the build's pod (it was cancelled): the pod as observed, whose uid and
+    /// resourceVersion the delete carries as preconditions.
+    Delete(Box<ObjectMeta>),
 }
 
 /// The decision for one build.
@@ -103,7 +104,9 @@ pub fn plan(
     let ours = pod.filter(|p| owns(build, p));
     if is_cancelled(build) {
         return BuildPlan {
-            pod: ours.map_or(PodAction::Keep, |p| PodAction::Delete(p.name_any())),
+            pod: ours.map_or(PodAction::Keep, |p| {
+                PodAction::Delete(Box::new(p.metadata.clone()))
+            }),
             status: next_status(
                 &current,
                 &update(

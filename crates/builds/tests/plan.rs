@@ -319,7 +319,10 @@ fn cancelling_deletes_the_pod_and_ends_the_build() {
         IMAGE,
         &now(),
     );
-    assert_eq!(decided.pod, PodAction::Delete("app-1-build".into()));
+    let PodAction::Delete(pod) = &decided.pod else {
+        panic!("expected the pod's deletion, got {:?}", decided.pod)
+    };
+    assert_eq!(pod.name.as_deref(), Some("app-1-build"));
     let cancelled = status(&decided);
     assert_eq!(cancelled.phase, Some(BuildPhase::Cancelled));
     assert_eq!(cancelled.reason.as_deref(), Some("CancelledBuild"));

@@ -9,10 +9,11 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, DynamicObject};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
-use opkit::apply::{Outcome, delete_if_present};
+use opkit::apply::{Outcome, delete_observed};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -22,52 +23,99 @@ use crate::context::{Context, key};
 use crate::error::StepError;
 use crate::events::record_class_recreated;
 use crate::kinds::OwnedKind;
-use crate::observe::Existing;
+use crate::observe::{Existing, owned_by};
 use csi_kit::render::Operand;
 
-/// Deletes an operand, if it is still there.
+/// The operand `existing` as its cache holds it now; `None` when it is gone.
+fn cached(context: &Context, (kind, namespace, name): &Existing) -> Option<ObjectMeta> {
+    fn meta<K>(store: &Store<K>, namespace: Option<&str>, name: &str) -> Option<ObjectMeta>
+    where
+        K: Resource<DynamicType = ()> + Clone + 'static,
+    {
+        let mut reference = ObjectRef::<K>::new(name);
+        if let Some(ns) = namespace {
+            reference = reference.within(ns);
+        }
+        store.get(&reference).map(|o| o.meta().clone())
+    }
+    let c = &context.caches;
+    let ns = namespace.as_deref();
+    match kind {
+        OwnedKind::ServiceAccount => meta(&c.service_accounts, ns, name),
+        OwnedKind::Role => meta(&c.roles, ns, name),
+        OwnedKind::RoleBinding => meta(&c.role_bindings, ns, name),
+        OwnedKind::PodDisruptionBudget => meta(&c.pdbs, ns, name),
+        OwnedKind::Deployment => meta(&c.deployments, ns, name),
+        OwnedKind::DaemonSet => meta(&c.daemon_sets, ns, name),
+        OwnedKind::ClusterRole => meta(&c.cluster_roles, ns, name),
+        OwnedKind::ClusterRoleBinding => meta(&c.cluster_role_bindings, ns, name),
+        OwnedKind::CSIDriver => meta(&c.csi_drivers, ns, name),
+        OwnedKind::StorageClass => meta(&c.storage_classes, ns, name),
+        OwnedKind::VolumeSnapshotClass => c.snapshot_classes.store.get().and_then(|store| {
+            store
+                .get(&ObjectRef::new_with(name, SnapshotClasses::resource()))
+                .map(|o| o.metadata.clone())
+        }),
+    }
+}
+
+/// Deletes an operand of `cd`, if it is still there and still one `cd` made (its owner labels
+/// and our field manager, [`owned_by`]): the object as the cache holds it, and no other (its
+/// uid and resourceVersion are the delete's preconditions, [`opkit::apply::delete_observed`]).
 pub(crate) async fn delete(
     context: &Context,
-    (kind, namespace, name): &Existing,
+    cd: &CSIDriverDeployment,
+    existing: &Existing,
 ) -> Result<(), StepError> {
+    let (kind, _, name) = existing;
+    let Some(meta) = cached(context, existing).filter(|meta| owned_by(cd, meta)) else {
+        return Ok(());
+    };
     let c = context.client.clone();
-    let ns = namespace.as_deref().unwrap_or_default();
+    let ns = meta.namespace.clone().unwrap_or_default();
+    let ns = ns.as_str();
     let params = DeleteParams::background();
     let result = match *kind {
         OwnedKind::ServiceAccount => {
-            delete_if_present(&Api::<ServiceAccount>::namespaced(c, ns), name, &params).await
-        }
-        OwnedKind::Role => delete_if_present(&Api::<Role>::namespaced(c, ns), name, &params).await,
-        OwnedKind::RoleBinding => {
-            delete_if_present(&Api::<RoleBinding>::namespaced(c, ns), name, &params).await
-        }
-        OwnedKind::PodDisruptionBudget => {
-            delete_if_present(
-                &Api::<PodDisruptionBudget>::namespaced(c, ns),
-                name,
+            delete_observed(
+                &Api::<ServiceAccount>::namespaced(c, ns),
+                &meta,
+                true,
                 &params,
             )
             .await
         }
+        OwnedKind::Role => {
+            delete_observed(&Api::<Role>::namespaced(c, ns), &meta, true, &params).await
+        }
+        OwnedKind::RoleBinding => {
+            delete_observed(&Api::<RoleBinding>::namespaced(c, ns), &meta, true, &params).await
+        }
+        OwnedKind::PodDisruptionBudget => {
+            let api = Api::<PodDisruptionBudget>::namespaced(c, ns);
+            delete_observed(&api, &meta, true, &params).await
+        }
         OwnedKind::Deployment => {
-            delete_if_present(&Api::<Deployment>::namespaced(c, ns), name, &params).await
+            delete_observed(&Api::<Deployment>::namespaced(c, ns), &meta, true, &params).await
         }
         OwnedKind::DaemonSet => {
-            delete_if_present(&Api::<DaemonSet>::namespaced(c, ns), name, &params).await
+            delete_observed(&Api::<DaemonSet>::namespaced(c, ns), &meta, true, &params).await
         }
         OwnedKind::ClusterRole => {
-            delete_if_present(&Api::<ClusterRole>::all(c), name, &params).await
+            delete_observed(&Api::<ClusterRole>::all(c), &meta, true, &params).await
         }
         OwnedKind::ClusterRoleBinding => {
-            delete_if_present(&Api::<ClusterRoleBinding>::all(c), name, &params).await
+            delete_observed(&Api::<ClusterRoleBinding>::all(c), &meta, true, &params).await
         }
-        OwnedKind::CSIDriver => delete_if_present(&Api::<CSIDriver>::all(c), name, &params).await,
+        OwnedKind::CSIDriver => {
+            delete_observed(&Api::<CSIDriver>::all(c), &meta, true, &params).await
+        }
         OwnedKind::StorageClass => {
-            delete_if_present(&Api::<StorageClass>::all(c), name, &params).await
+            delete_observed(&Api::<StorageClass>::all(c), &meta, true, &params).await
         }
         OwnedKind::VolumeSnapshotClass => {
             let api = Api::<DynamicObject>::all_with(c, &SnapshotClasses::resource());
-            delete_if_present(&api, name, &params).await
+            delete_observed(&api, &meta, true, &params).await
         }
     };
     if let Ok(true) = result {
@@ -120,7 +168,7 @@ async fn apply_storage_class(
     let name = desired.name_any();
     tracing::info!(owner = %key(cd), class = name, "replacing StorageClass");
     let existing: Existing = (OwnedKind::StorageClass, None, name.clone());
-    delete(context, &existing).await?;
+    delete(context, cd, &existing).await?;
     let outcome = context.applier.apply(desired, None).await?;
     record_class_recreated(context, cd, &name).await;
     Ok((outcome, None))

@@ -81,7 +81,7 @@ pub(crate) async fn remove(
             pass.uninstall_held |= removal == Removal::Uninstall;
             continue;
         }
-        if let Err(error) = delete(context, &object).await {
+        if let Err(error) = delete(context, cd, &object).await {
             pass.failures.push(error);
         }
     }

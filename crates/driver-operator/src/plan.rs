@@ -813,8 +813,15 @@ fn operand_steps(
                 // Someone else's CSIDriver blocks the whole plan (`foreign_csi_driver`), so
                 // the live one may be applied over; replaced only when provably ours.
                 let live = observed.operands.csi_driver.as_ref();
-                let ours = live.is_none_or(|c| ownership::may_delete(c.meta(), &def.adopt_from));
-                match replace::csi_driver(&csi, live, ours) {
+                let owner = live.map(|c| ownership::owner(c.meta(), &def.adopt_from));
+                let decision = match (owner, live) {
+                    // Nobody's: applied over when nothing immutable changes, never replaced.
+                    (Some(Owner::Nobody), Some(live)) => {
+                        nobodys_decision(replace::csi_driver_changes(&csi, live))
+                    }
+                    _ => replace::csi_driver(&csi, live, true),
+                };
+                match decision {
                     replace::Decision::Apply => {}
                     replace::Decision::Replace(_) => recreate = true,
                     replace::Decision::Keep(fields) => {
@@ -844,11 +851,10 @@ fn operand_steps(
                         kept.push((group, NotOurs::of("StorageClass", sc.meta()).message()));
                         continue;
                     }
-                    _ => replace::storage_class(
-                        &class,
-                        live,
-                        matches!(owner, None | Some(Owner::Us | Owner::Former(_))),
-                    ),
+                    (Some(Owner::Nobody), Some(sc)) => {
+                        nobodys_decision(replace::storage_class_changes(&class, sc))
+                    }
+                    _ => replace::storage_class(&class, live, true),
                 };
                 match decision {
                     replace::Decision::Apply => {}
@@ -892,6 +898,16 @@ fn operand_steps(
         });
     }
     (steps, kept)
+}
+
+/// The decision for an object nobody set a field of ([`Owner::Nobody`]): applied over when no
+/// immutable field changes, else kept (it may be adopted, never deleted).
+fn nobodys_decision(changed: Vec<&'static str>) -> replace::Decision {
+    if changed.is_empty() {
+        replace::Decision::Apply
+    } else {
+        replace::Decision::Keep(changed)
+    }
 }
 
 /// Every operand, with whether it goes to the management cluster (with a hosted control

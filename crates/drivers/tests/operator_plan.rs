@@ -313,8 +313,16 @@ fn a_csi_driver_with_another_spec_is_recreated() {
         unreachable!()
     };
     observed.operands.csi_driver = Some(desired.clone());
+    // Created with no field anyone set, and the same spec: applied over.
     let same = run(&observed, &at(0));
     assert!(same.steps.iter().all(|s| !s.recreate));
+    assert!(
+        same.steps
+            .iter()
+            .any(|s| matches!(s.operand, Operand::CSIDriver(_))),
+        "{:?}",
+        same.steps
+    );
     // Ours (applied by the operator) with another immutable spec: replaced.
     let mut other: CSIDriver = desired.clone();
     other.spec.attach_required = Some(false);

@@ -474,3 +474,95 @@ async fn adopting_reads_an_object_the_cache_has_not_seen() {
     fresh.metadata.name = Some("fresh".to_owned());
     assert_eq!(applier.apply(&fresh, None).await.unwrap(), Outcome::Created);
 }
+
+/// An object of ours the cache has not seen yet (a cache behind our own write, or our label
+/// removed by someone) is applied over: the create-only apply conflicts, the object is read and
+/// found ours. The request log shows the sequence: apply, read, apply.
+#[tokio::test]
+async fn an_unseen_object_of_ours_is_read_and_applied_over() {
+    let cluster = testkit::Cluster::start().await;
+    let applier = Applier::new(cluster.client_with_agent("operator"), "controller");
+    let desired = deployment(&["--v=2"]);
+    assert_eq!(
+        applier.apply(&desired, None).await.unwrap(),
+        Outcome::Created
+    );
+    let changed = deployment(&["--v=4"]);
+    assert_eq!(
+        applier.apply(&changed, None).await.unwrap(),
+        Outcome::Updated
+    );
+    let served = Api::<Deployment>::namespaced(cluster.client(), "default")
+        .get("driver")
+        .await
+        .unwrap();
+    let args = served.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert_eq!(args, ["--v=4"]);
+}
+
+/// `delete_observed` removes the object the decision read and no other: not one deleted and
+/// made again under the name (another uid), nor one changed since it was read when the
+/// decision read its content (another resourceVersion). Each is a 409 Conflict for the caller
+/// to report; the object is still there.
+#[tokio::test]
+async fn a_delete_removes_only_the_object_that_was_read() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::DeleteParams;
+
+    let cluster = testkit::Cluster::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let make = async |value: &str| {
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "x", "namespace": "default"},
+                "data": {"v": value}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap()
+    };
+    let read = make("ours").await;
+    // Replaced between observation and deletion: someone else's now, same name.
+    api.delete("x", &DeleteParams::default()).await.unwrap();
+    let theirs = make("theirs").await;
+    let params = DeleteParams::background();
+    for content_read in [false, true] {
+        let error = opkit::apply::delete_observed(&api, &read.metadata, content_read, &params)
+            .await
+            .unwrap_err();
+        assert_eq!(opkit::apply::category(&error), "conflict", "{error}");
+    }
+    assert_eq!(
+        api.get("x").await.unwrap().metadata.uid,
+        theirs.metadata.uid
+    );
+
+    // Changed since it was read: refused when the decision read its content.
+    let changed = api
+        .patch(
+            "x",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "changed"}})),
+        )
+        .await
+        .unwrap();
+    let error = opkit::apply::delete_observed(&api, &theirs.metadata, true, &params)
+        .await
+        .unwrap_err();
+    assert_eq!(opkit::apply::category(&error), "conflict", "{error}");
+    assert!(api.get_opt("x").await.unwrap().is_some());
+    // As read: deleted; and gone is no error.
+    assert!(
+        opkit::apply::delete_observed(&api, &changed.metadata, true, &params)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !opkit::apply::delete_observed(&api, &changed.metadata, true, &params)
+            .await
+            .unwrap()
+    );
+}

@@ -13,7 +13,7 @@ use api::operator_v1::{ConditionStatus, OperatorCondition, Storage};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
-use opkit::apply::delete_if_present;
+use opkit::apply::delete_observed;
 use opkit::conditions::condition;
 use opkit::metrics::Metrics;
 use serde_json::json;
@@ -145,9 +145,15 @@ pub async fn step(
         .find(|s| s.data["spec"]["name"] == package)
     {
         let name = subscription.name_any();
-        if delete_if_present(&namespaced, &name, &DeleteParams::default())
-            .await
-            .map_err(|e| failed("deleting the Subscription", e))?
+        // The Subscription read here (its package), and no other.
+        if delete_observed(
+            &namespaced,
+            &subscription.metadata,
+            true,
+            &DeleteParams::default(),
+        )
+        .await
+        .map_err(|e| failed("deleting the Subscription", e))?
         {
             metrics.wrote(STARTER, "Subscription");
         }
@@ -157,13 +163,12 @@ pub async fn step(
     }
     if !csv.is_empty() {
         let api = Api::<DynamicObject>::namespaced_with(client.clone(), &namespace, &csvs);
-        if api
+        if let Some(found) = api
             .get_opt(&csv)
             .await
             .map_err(|e| failed("reading the ClusterServiceVersion", e))?
-            .is_some()
         {
-            if delete_if_present(&api, &csv, &DeleteParams::default())
+            if delete_observed(&api, &found.metadata, false, &DeleteParams::default())
                 .await
                 .map_err(|e| failed("deleting the ClusterServiceVersion", e))?
             {

@@ -416,13 +416,14 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             }
         }
     }
-    for (kind, name) in &plan.delete_monitoring {
+    for (kind, meta) in &plan.delete_monitoring {
+        let name = meta.name.as_deref().unwrap_or_default();
         let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
             context.client.clone(),
             OPERATOR_NAMESPACE,
             &kind.api_resource(),
         );
-        match opkit::apply::delete_if_present(&api, name, &Default::default()).await {
+        match opkit::apply::delete_observed(&api, meta, true, &Default::default()).await {
             Ok(true) => {
                 context.metrics.wrote(STARTER, kind.kind());
                 tracing::info!(kind = kind.kind(), name, "deleted");

@@ -10,7 +10,7 @@ use api::operator_v1::{
     ClusterCSIDriver, ConditionStatus, GenerationStatus, OperatorCondition, Storage, StorageSpec,
 };
 use csi_kit::{HostedControlPlane, Topology};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use opkit::cluster_operator::{DEGRADED_INERTIA, desired_conditions, merge};
 use opkit::conditions::condition;
@@ -82,7 +82,7 @@ pub struct Plan {
     pub observed_config: Option<serde_json::Value>,
     /// Monitoring objects of ours to delete (the vSphere problem detector's PrometheusRule
     /// once its alerts are disabled), by kind and name in the operator's namespace.
-    pub delete_monitoring: Vec<(monitoring::Kind, String)>,
+    pub delete_monitoring: Vec<(monitoring::Kind, ObjectMeta)>,
     /// With a hosted control plane: the drivers' controller Deployments to annotate with the
     /// release they run (see [`crate::deployment_version`]), as (namespace, name, version).
     pub version_annotations: Vec<(String, String, String)>,
@@ -975,10 +975,11 @@ fn detector_monitoring(observed: &Observed) -> DetectorMonitoring {
                 kind,
                 vsphere_detector::monitoring_object(kind),
             ));
-        } else if existing.is_some_and(|o| ours_or_former(&o.metadata)) {
+        } else if let Some(ours) = existing.filter(|o| ours_or_former(&o.metadata)) {
             // Deleting needs proof that we (or the operator ours replaces) wrote it: an object
-            // nobody set a field of may be adopted, never deleted.
-            delete.push((kind, vsphere_detector::MONITORING_NAME.to_owned()));
+            // nobody set a field of may be adopted, never deleted. The delete carries its uid
+            // and resourceVersion, so it removes only the object read here.
+            delete.push((kind, ours.metadata.clone()));
         }
     }
     let alerts = alerts.map(|disabled| disabled || driver_removed);
@@ -994,7 +995,7 @@ fn detector_monitoring(observed: &Observed) -> DetectorMonitoring {
 /// names someone else made (reported), and whether the alerts are disabled.
 struct DetectorMonitoring {
     apply: Vec<Desired>,
-    delete: Vec<(monitoring::Kind, String)>,
+    delete: Vec<(monitoring::Kind, ObjectMeta)>,
     kept: Vec<WriteFailure>,
     alerts: Result<bool, String>,
 }
@@ -2089,11 +2090,16 @@ mod tests {
         ]
         .into();
         let plan = plan(&observed, &with_detector_image(), &BTreeMap::new(), &now());
+        let deleted: Vec<(Kind, Option<String>)> = plan
+            .delete_monitoring
+            .iter()
+            .map(|(kind, meta)| (*kind, meta.name.clone()))
+            .collect();
         assert_eq!(
-            plan.delete_monitoring,
+            deleted,
             [(
                 Kind::PrometheusRule,
-                vsphere_detector::MONITORING_NAME.to_owned()
+                Some(vsphere_detector::MONITORING_NAME.to_owned())
             )]
         );
         assert!(plan.objects.iter().any(|o| matches!(o,
