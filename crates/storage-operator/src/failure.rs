@@ -58,6 +58,8 @@ pub struct WriteFailure {
     pub object: String,
     /// The whole error: what was written, and the server's answer.
     pub message: String,
+    /// Whether the object is someone else's, and so was not written ([`opkit::ownership`]).
+    pub not_ours: bool,
 }
 
 impl From<&Failure> for WriteFailure {
@@ -68,6 +70,7 @@ impl From<&Failure> for WriteFailure {
                 kind: kind.clone(),
                 object: name.clone(),
                 message: failure.to_string(),
+                not_ours: false,
             },
         }
     }
@@ -79,6 +82,7 @@ impl From<&ApplyError> for WriteFailure {
             kind: error.kind.clone(),
             object: error.object.clone(),
             message: error.to_string(),
+            not_ours: error.not_ours().is_some(),
         }
     }
 }
@@ -108,13 +112,14 @@ pub(crate) fn part_conditions(
     (static_condition, deployment_conditions)
 }
 
-/// `<type_>=True` with reason `SyncError`, listing what failed.
+/// `<type_>=True` with reason `SyncError`, listing what failed (`ObjectNotOurs` when every
+/// failure is an object someone else made, left as it is).
 pub(crate) fn sync_error(type_: String, failures: &[&WriteFailure]) -> OperatorCondition {
     let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
-    condition(
-        type_,
-        ConditionStatus::True,
-        "SyncError",
-        message.join("\n"),
-    )
+    let reason = if failures.iter().all(|f| f.not_ours) {
+        opkit::ownership::REASON_NOT_OURS
+    } else {
+        "SyncError"
+    };
+    condition(type_, ConditionStatus::True, reason, message.join("\n"))
 }

@@ -592,6 +592,7 @@ mod tests {
             kind: "PrometheusRule".into(),
             object: "openshift-cluster-storage-operator/prometheus".into(),
             message: "applying PrometheusRule openshift-cluster-storage-operator/prometheus: forbidden (403)".into(),
+            not_ours: false,
         };
         let c = degraded(&[&failure], &[]);
         assert_eq!(c.type_, "StorageOperatorMonitoringControllerDegraded");

@@ -487,11 +487,28 @@ async fn reconcile(context: &Context) -> Result<Option<Duration>, Failure> {
             .await?;
         context.metrics.wrote(STARTER, "ClusterOperator/status");
     }
-    match failed.into_iter().next() {
+    // An object someone else made is reported and left as it is: asking again at once would
+    // not change it. Nothing watches it (the caches select by our labels), so its removal is
+    // noticed at the next pass, at the latest after NOT_OURS_RETRY.
+    use opkit::runtime::ReconcileError;
+    let not_ours = failed.iter().any(|f| f.category() == NOT_OURS);
+    match failed.into_iter().find(|f| f.category() != NOT_OURS) {
         Some(first) => Err(first),
+        None if not_ours => Ok(Some(
+            plan.requeue
+                .map_or(NOT_OURS_RETRY, |r| r.min(NOT_OURS_RETRY)),
+        )),
         None => Ok(plan.requeue),
     }
 }
+
+/// The category of a write refused because the object is someone else's
+/// ([`opkit::apply::ApplyError::category`]).
+const NOT_OURS: &str = "not-ours";
+
+/// How soon a pass that found objects of our names made by someone else looks again, for their
+/// removal.
+const NOT_OURS_RETRY: Duration = Duration::from_secs(300);
 
 /// Creates `object`; one that already exists is fine (another replica or an earlier pass made
 /// it). Whether it created it.

@@ -277,7 +277,7 @@ pub fn plan_with_failures(
             observed.apis.infrastructure && observed.infrastructure.is_none(),
             previous,
         ));
-        let (mut started, mut blocked) = decide(&platform, &cluster);
+        let (mut started, mut blocked, foreign_csi_drivers) = decide(&platform, &cluster);
         // A driver whose OLM-installed predecessor is still being removed waits for it.
         for (entry, _) in &started {
             if let Some(progress) = adoption.get(entry.short_name) {
@@ -632,6 +632,11 @@ pub fn plan_with_failures(
         if disagreement {
             blocked.extend(platform.problem.clone());
         }
+        // Every problem is an object someone else made (a CSIDriver, a shared role): the
+        // reason says so.
+        let not_ours_only = blocked.len() == foreign_csi_drivers
+            && shared_failures.iter().all(|f| f.not_ours)
+            && observed.management_unreachable.is_none();
         blocked.extend(shared_failures.iter().map(|f| f.message.clone()));
         if let Some(unreachable) = &observed.management_unreachable {
             blocked.push(unreachable.clone());
@@ -652,7 +657,11 @@ pub fn plan_with_failures(
             condition(
                 format!("{STARTER}Degraded"),
                 ConditionStatus::True,
-                "SyncError",
+                if not_ours_only {
+                    opkit::ownership::REASON_NOT_OURS
+                } else {
+                    "SyncError"
+                },
                 blocked.join("\n"),
             )
         });
@@ -725,13 +734,15 @@ pub fn plan_with_failures(
     plan
 }
 
-/// The drivers to start on `platform`, and why the ones that should run cannot.
+/// The drivers to start on `platform`, why the ones that should run cannot, and how many of
+/// those are blocked by someone else's CSIDriver.
 pub fn decide(
     platform: &ClusterPlatform,
     cluster: &ClusterDrivers,
-) -> (Vec<(DriverEntry, csi_kit::DriverDef)>, Vec<String>) {
+) -> (Vec<(DriverEntry, csi_kit::DriverDef)>, Vec<String>, usize) {
     let mut started = Vec::new();
     let mut blocked = Vec::new();
+    let mut foreign = 0;
     for (entry, decision) in select(platform, cluster) {
         match decision {
             Decision::Start => match drivers::by_name(entry.short_name) {
@@ -741,13 +752,16 @@ pub fn decide(
                     entry.csi_driver_name, entry.short_name
                 )),
             },
-            Decision::Blocked(message) => blocked.push(message),
+            Decision::Blocked(message) => {
+                foreign += 1;
+                blocked.push(message);
+            }
             Decision::Skip(reason) => {
                 tracing::debug!(driver = entry.short_name, reason, "not starting")
             }
         }
     }
-    (started, blocked)
+    (started, blocked, foreign)
 }
 
 impl NotOurs {
@@ -895,6 +909,7 @@ fn vsphere_detector_part(
                     "cannot write ConfigMap {object} with the cluster's TLS profile: {error}"
                 ),
                 object,
+                not_ours: false,
             });
         }
     }
@@ -920,6 +935,7 @@ fn vsphere_detector_part(
                         "{kind} {object} was made by someone else ({}), not by this operator or OpenShift's; it is left as it is: delete it to have the operator manage it",
                         managers.join(", ")
                     ),
+                    not_ours: true,
                 });
             }
         }
@@ -959,6 +975,7 @@ fn detector_monitoring(observed: &Observed) -> DetectorMonitoring {
                     kind.kind()
                 ),
                 object,
+                not_ours: true,
             });
             continue;
         }
@@ -1097,7 +1114,7 @@ fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
             .csi_drivers
             .iter()
             .filter(|d| !ours(d))
-            .map(|d| d.name_any())
+            .map(|d| (d.name_any(), opkit::ownership::installer(&d.metadata)))
             .collect(),
         enabled_gates,
     }
@@ -1491,6 +1508,7 @@ mod tests {
             kind: kind.into(),
             object: object.into(),
             message: format!("applying {kind} {object}: the server said no (403)"),
+            not_ours: false,
         };
         let find = |plan: &Plan, type_: &str| {
             let c = plan
@@ -1658,6 +1676,7 @@ mod tests {
             kind: "ServiceMonitor".into(),
             object: "openshift-cluster-storage-operator/cluster-storage-operator".into(),
             message: "applying ServiceMonitor openshift-cluster-storage-operator/cluster-storage-operator: forbidden (403)".into(),
+            not_ours: false,
         };
         let failing = plan_with_failures(
             &with,
@@ -1930,6 +1949,7 @@ mod tests {
             kind: "Role".into(),
             object: "clusters-demo/aws-ebs-csi-driver-operator-role".into(),
             message: "applying Role clusters-demo/aws-ebs-csi-driver-operator-role in the management cluster: forbidden".into(),
+            not_ours: false,
         };
         let planned = plan_with_failures(&aws, &settings(), &BTreeMap::new(), &[failure], &now());
         let conditions = types(&planned);
@@ -2394,6 +2414,7 @@ mod tests {
             kind: "Deployment".into(),
             object: format!("{OPERATOR_NAMESPACE}/{}", vsphere_detector::NAME),
             message: "applying Deployment: refused (403)".into(),
+            not_ours: false,
         };
         let plan_failed = plan_with_failures(
             &observed,

@@ -2,7 +2,7 @@
 //! driver of OpenShift's registry, plus the optional drivers an admin installs by creating their
 //! ClusterCSIDriver. `select` decides, for a cluster, which to start and why the others are not.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use api::config_v1::{PlatformType, TopologyMode};
 use serde::{Deserialize, Serialize};
@@ -362,8 +362,8 @@ pub fn driver_namespaces() -> Vec<String> {
 pub struct ClusterDrivers {
     /// Names of the ClusterCSIDrivers that exist.
     pub installed: BTreeSet<String>,
-    /// Names of CSIDriver objects that exist without our managed annotation.
-    pub foreign_csidrivers: BTreeSet<String>,
+    /// CSIDriver objects someone else made (`opkit::ownership`), by name, with who made them.
+    pub foreign_csidrivers: BTreeMap<String, opkit::ownership::Installer>,
     /// Enabled feature gates.
     pub enabled_gates: BTreeSet<String>,
 }
@@ -430,11 +430,14 @@ fn decide(entry: &DriverEntry, platform: &ClusterPlatform, cluster: &ClusterDriv
     {
         return Decision::Skip(format!("feature gate {gate} is not enabled"));
     }
-    if cluster.foreign_csidrivers.contains(entry.csi_driver_name) {
+    if let Some(installer) = cluster.foreign_csidrivers.get(entry.csi_driver_name) {
         return Decision::Blocked(format!(
-            "detected CSI driver {name} that is not provided by this operator: remove CSIDriver {name} \
-             (and the driver that installed it) before this operator can install its own",
-            name = entry.csi_driver_name
+            "detected CSI driver {name} that is not provided by this operator (installed by {who}): \
+             remove CSIDriver {name} and the driver that installed it ({removal}) before this \
+             operator can install its own",
+            name = entry.csi_driver_name,
+            who = installer.description,
+            removal = installer.removal,
         ));
     }
     Decision::Start
@@ -566,8 +569,12 @@ mod tests {
 
     #[test]
     fn a_foreign_csi_driver_blocks_ours_with_instructions() {
+        let installer = opkit::ownership::Installer {
+            description: "Helm release pd in namespace kube-system".into(),
+            removal: "helm uninstall pd --namespace kube-system".into(),
+        };
         let cluster = ClusterDrivers {
-            foreign_csidrivers: ["pd.csi.storage.gke.io".to_owned()].into(),
+            foreign_csidrivers: [("pd.csi.storage.gke.io".to_owned(), installer)].into(),
             ..Default::default()
         };
         let decisions = select(&cluster_on(PlatformType::GCP), &cluster);
@@ -579,7 +586,9 @@ mod tests {
             panic!("expected Blocked, got {gcp:?}")
         };
         assert!(
-            message.contains("remove CSIDriver pd.csi.storage.gke.io"),
+            message.contains("(installed by Helm release pd in namespace kube-system)")
+                && message.contains("remove CSIDriver pd.csi.storage.gke.io")
+                && message.contains("(helm uninstall pd --namespace kube-system)"),
             "{message}"
         );
     }

@@ -460,6 +460,7 @@ mod tests {
             kind: "CustomResourceDefinition".into(),
             object: CRD_NAME.into(),
             message: "applying CustomResourceDefinition: refused (403)".into(),
+            not_ours: false,
         };
         let find = |conditions: &[OperatorCondition], type_: &str| {
             conditions
@@ -486,6 +487,7 @@ mod tests {
             kind: "Deployment".into(),
             object: format!("{OPERATOR_NAMESPACE}/{NAME}"),
             message: "applying Deployment: refused (403)".into(),
+            not_ours: false,
         };
         let failed = conditions(None, &[&failure, &deployment_failure], &[]);
         for type_ in [
@@ -513,6 +515,7 @@ mod tests {
             kind: "ClusterRole".into(),
             object: NAME.into(),
             message: "applying ClusterRole: refused (403)".into(),
+            not_ours: false,
         };
         let out = conditions(None, &[&failure], &[service_account, deployment]);
         let get = |type_: &str| out.iter().find(|c| c.type_ == type_).unwrap();

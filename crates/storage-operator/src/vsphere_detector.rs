@@ -1157,6 +1157,7 @@ mod tests {
             kind: kind.into(),
             object: format!("{OPERATOR_NAMESPACE}/{name}"),
             message: format!("applying {kind} {name}: refused (403)"),
+            not_ours: false,
         };
         let find = |conditions: &[OperatorCondition], type_: &str| {
             conditions

@@ -444,6 +444,12 @@ async fn a_foreign_csi_driver_blocks_ours_and_says_what_to_remove() {
         "{}",
         degraded.2
     );
+    assert_eq!(degraded.1, "ObjectNotOurs");
+    assert!(
+        degraded.2.contains("(installed by field manager "),
+        "the installer is named: {}",
+        degraded.2
+    );
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     assert!(
         deployments
@@ -2190,7 +2196,10 @@ async fn it_runs_the_vsphere_problem_detector_on_vsphere() {
         .filter(|c| c.0 == "True")
     })
     .await;
-    assert_eq!((status.as_str(), reason.as_str()), ("True", "SyncError"));
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "ObjectNotOurs")
+    );
     assert!(message.contains("someone-else"), "{message}");
     running.converged(&cluster, "storage-operator").await;
     let service = Api::<Service>::namespaced(admin.clone(), OPERATOR_NAMESPACE)
@@ -2343,4 +2352,159 @@ async fn the_vsphere_problem_detectors_alerts_follow_the_admins_switch() {
     .await;
     running.converged(&cluster, "storage-operator").await;
     running.stop().await;
+}
+
+/// Every object of ours the cluster storage operator applied: (kind, its ApiResource, the
+/// object as served). Namespaces (shared: `opkit::ownership::SHARED_KINDS`) and the API
+/// objects it reports on (Storage, ClusterOperator, ClusterCSIDriver) are not operands.
+async fn applied_operands(admin: &Client) -> Vec<(&'static str, kube::api::ApiResource, Value)> {
+    use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use kube::api::{ApiResource, DynamicObject, ListParams};
+    let resources = [
+        ("ServiceAccount", ApiResource::erase::<ServiceAccount>(&())),
+        ("Role", ApiResource::erase::<Role>(&())),
+        ("RoleBinding", ApiResource::erase::<RoleBinding>(&())),
+        ("ClusterRole", ApiResource::erase::<ClusterRole>(&())),
+        (
+            "ClusterRoleBinding",
+            ApiResource::erase::<ClusterRoleBinding>(&()),
+        ),
+        ("ConfigMap", ApiResource::erase::<ConfigMap>(&())),
+        ("Service", ApiResource::erase::<Service>(&())),
+        ("Deployment", ApiResource::erase::<Deployment>(&())),
+    ];
+    let mut out = Vec::new();
+    for (kind, resource) in resources {
+        let list = Api::<DynamicObject>::all_with(admin.clone(), &resource)
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        for object in list.items {
+            if opkit::ownership::applied_by_us(&object.metadata) {
+                out.push((
+                    kind,
+                    resource.clone(),
+                    serde_json::to_value(&object).unwrap(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The ownership rule (`opkit::ownership`) on every kind the cluster storage operator applies
+/// (the driver operator's ServiceAccount, RBAC, config ConfigMap, metrics Service and
+/// Deployment, the shared sidecar roles, the validator's objects): an object of one of those
+/// names made by someone else, as a labelled copy of ours or bare (another installer's), is
+/// never written or deleted, and a condition of Storage/cluster names it.
+#[tokio::test]
+async fn someone_elses_object_of_every_kind_it_applies_is_left_as_it_is_and_reported() {
+    let cluster = testkit::Cluster::start().await;
+    let admin = gcp_openshift(&cluster).await;
+    let running = start(cluster.client_with_agent("storage-operator"));
+    eventually("the driver operator Deployment", async || {
+        Api::<Deployment>::namespaced(admin.clone(), NS)
+            .get_opt("gcp-pd-csi-driver-operator")
+            .await
+            .unwrap()
+    })
+    .await;
+    running.converged(&cluster, "storage-operator").await;
+    running.stop().await;
+    let applied = applied_operands(&admin).await;
+    let kinds: std::collections::BTreeSet<&str> = applied.iter().map(|(k, _, _)| *k).collect();
+    for kind in [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+    ] {
+        assert!(
+            kinds.contains(kind),
+            "the operator applies a {kind}: {kinds:?}"
+        );
+    }
+
+    for (kind, resource, ours) in &applied {
+        for labelled in [true, false] {
+            let name = ours["metadata"]["name"].as_str().unwrap().to_owned();
+            let namespace = ours["metadata"]["namespace"].as_str().map(str::to_owned);
+            let what = format!(
+                "{kind} {name} ({})",
+                if labelled { "a labelled copy" } else { "bare" }
+            );
+            let mut theirs = testkit::copy_of(ours, &name);
+            if !labelled {
+                // Another installer's: the content, none of our metadata. (With no field set at
+                // all, an object is nobody's, and ours may be applied over it.)
+                theirs["metadata"] = json!({"name": name, "namespace": namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "kustomize"}});
+            }
+            if let Some(object) = theirs.as_object_mut() {
+                object.remove("status");
+            }
+            let cluster = testkit::Cluster::start().await;
+            let admin = gcp_openshift(&cluster).await;
+            let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone());
+            if let Some(ns) = &namespace
+                && namespaces.get_opt(ns).await.unwrap().is_none()
+            {
+                create::<k8s_openapi::api::core::v1::Namespace>(
+                    &admin,
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                )
+                .await;
+            }
+            let creator = cluster.client_with_agent("kubectl-create");
+            let api = match &namespace {
+                Some(ns) => Api::<kube::api::DynamicObject>::namespaced_with(creator, ns, resource),
+                None => Api::<kube::api::DynamicObject>::all_with(creator, resource),
+            };
+            let created = api
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(theirs).unwrap(),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let running = start(cluster.client_with_agent("storage-operator"));
+            let object = match &namespace {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.clone(),
+            };
+            let reported = format!("{kind} {object} exists and was made ");
+            eventually(&format!("{what} reported"), async || {
+                let storage = Api::<Storage>::all(admin.clone())
+                    .get_opt("cluster")
+                    .await
+                    .unwrap()?;
+                storage
+                    .status?
+                    .conditions
+                    .into_iter()
+                    .filter(|c| c.status == api::operator_v1::ConditionStatus::True)
+                    .filter(|c| c.reason.as_deref() == Some("ObjectNotOurs"))
+                    .filter_map(|c| c.message)
+                    .find(|m| m.contains(&reported))
+            })
+            .await;
+            running.converged(&cluster, "storage-operator").await;
+            let now = api.get(&name).await.unwrap();
+            assert_eq!(
+                now.metadata.uid, created.metadata.uid,
+                "{what}: never deleted"
+            );
+            assert!(
+                !now.metadata.managed_fields.iter().flatten().any(|e| e
+                    .manager
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("storage-operator"))),
+                "{what}: never written: {:?}",
+                now.metadata.managed_fields
+            );
+            running.stop().await;
+        }
+    }
 }
