@@ -92,7 +92,7 @@ pub fn platform(
         source: Source::Infrastructure,
         problem: None,
     };
-    let (mut started, blocked) = decide(&cluster, &ClusterDrivers::default());
+    let (mut started, blocked, _) = decide(&cluster, &ClusterDrivers::default());
     if !blocked.is_empty() {
         eprintln!(
             "error: platform {platform_type} cannot be rendered completely:\n  {}\ndrivers available now: {}",
