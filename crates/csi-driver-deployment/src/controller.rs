@@ -156,6 +156,9 @@ pub async fn run(
     Ok(())
 }
 
+/// How soon a pass that found objects of its operands' names made by someone else looks again.
+const NOT_OURS_RETRY: Duration = Duration::from_secs(300);
+
 /// Reconciles one CSIDriverDeployment. A failed step does not stop the others (each object
 /// is applied on its own); the failures are reported in Degraded, as Warning Events, and to
 /// the loop, which retries the object after its backoff.
@@ -168,6 +171,13 @@ async fn reconcile(
         return Ok(requeue);
     }
     record_failures(context, &cd, &failures).await;
+    if failures.iter().all(StepError::not_ours) {
+        // Reported (Degraded, Events) and left as they are; nothing watches an object without
+        // our labels, so their removal is noticed at the next pass, at the latest this soon.
+        return Ok(Some(
+            requeue.map_or(NOT_OURS_RETRY, |r| r.min(NOT_OURS_RETRY)),
+        ));
+    }
     Err(Failure {
         owner: key(&cd),
         errors: failures,

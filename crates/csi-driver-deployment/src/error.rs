@@ -72,6 +72,12 @@ impl StepError {
         }
     }
 
+    /// Whether the step was refused because the object is someone else's
+    /// ([`opkit::ownership`]): asking again at once would not change it.
+    pub fn not_ours(&self) -> bool {
+        matches!(self, StepError::Apply(error) if error.not_ours().is_some())
+    }
+
     /// The reason of the Warning Event that reports it: which step failed.
     pub fn reason(&self) -> &'static str {
         match self {

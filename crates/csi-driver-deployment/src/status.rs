@@ -159,10 +159,16 @@ fn conditions(
             lines.join("\n"),
         )
     } else if !pass.failures.is_empty() {
+        // Objects someone else made, left as they are (`opkit::ownership`), say so.
+        let reason = if pass.failures.iter().all(StepError::not_ours) {
+            opkit::ownership::REASON_NOT_OURS
+        } else {
+            REASON_SYNC_FAILED
+        };
         condition(
             DEGRADED,
             ConditionStatus::True,
-            REASON_SYNC_FAILED,
+            reason,
             join(&pass.failures, "\n"),
         )
     } else if too_long {

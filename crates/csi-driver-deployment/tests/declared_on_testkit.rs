@@ -1280,3 +1280,151 @@ async fn claims_pending_on_the_driver_too_long_are_reported() {
     quiet(&cluster, &running).await;
     running.stop().await;
 }
+
+/// Every object of ours the controller applied: (kind, its ApiResource, the object as served).
+async fn applied_operands(admin: &Client) -> Vec<(&'static str, ApiResource, Value)> {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+    let resources = [
+        ("ServiceAccount", ApiResource::erase::<ServiceAccount>(&())),
+        ("Role", ApiResource::erase::<Role>(&())),
+        ("RoleBinding", ApiResource::erase::<RoleBinding>(&())),
+        ("ClusterRole", ApiResource::erase::<ClusterRole>(&())),
+        (
+            "ClusterRoleBinding",
+            ApiResource::erase::<ClusterRoleBinding>(&()),
+        ),
+        (
+            "PodDisruptionBudget",
+            ApiResource::erase::<PodDisruptionBudget>(&()),
+        ),
+        ("Deployment", ApiResource::erase::<Deployment>(&())),
+        ("DaemonSet", ApiResource::erase::<DaemonSet>(&())),
+        ("CSIDriver", ApiResource::erase::<CSIDriver>(&())),
+        ("StorageClass", ApiResource::erase::<StorageClass>(&())),
+    ];
+    let mut out = Vec::new();
+    for (kind, resource) in resources {
+        let list = Api::<DynamicObject>::all_with(admin.clone(), &resource)
+            .list(&Default::default())
+            .await
+            .unwrap();
+        for object in list.items {
+            if opkit::ownership::applied_by_us(&object.metadata) {
+                out.push((
+                    kind,
+                    resource.clone(),
+                    serde_json::to_value(&object).unwrap(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The ownership rule (`opkit::ownership`) on every kind the controller applies: an object of
+/// an operand's name made by someone else, as a labelled copy of ours or bare (another
+/// installer's), is never written or deleted, and the CSIDriverDeployment's Degraded names it
+/// (`ObjectNotOurs`; a StorageClass is checked before its apply: `StorageClassExists`).
+#[tokio::test]
+async fn someone_elses_object_of_every_operand_kind_is_left_as_it_is_and_reported() {
+    let (cluster, admin) = setup().await;
+    let running = start(&cluster);
+    create(&admin, example("fuse-ondelete.yaml", NS)).await;
+    wait_condition(&admin, NS, "csi-s3", "Available", "True").await;
+    quiet(&cluster, &running).await;
+    running.stop().await;
+    let applied = applied_operands(&admin).await;
+    let kinds: std::collections::BTreeSet<&str> = applied.iter().map(|(k, _, _)| *k).collect();
+    for kind in [
+        "ServiceAccount",
+        "ClusterRole",
+        "DaemonSet",
+        "CSIDriver",
+        "StorageClass",
+    ] {
+        assert!(
+            kinds.contains(kind),
+            "the controller applies a {kind}: {kinds:?}"
+        );
+    }
+
+    for (kind, resource, ours) in &applied {
+        for labelled in [true, false] {
+            let name = ours["metadata"]["name"].as_str().unwrap().to_owned();
+            let namespace = ours["metadata"]["namespace"].as_str().map(str::to_owned);
+            let what = format!(
+                "{kind} {name} ({})",
+                if labelled { "a labelled copy" } else { "bare" }
+            );
+            let mut theirs = testkit::copy_of(ours, &name);
+            if !labelled {
+                theirs["metadata"] = json!({"name": name, "namespace": namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "kustomize"}});
+            }
+            if let Some(object) = theirs.as_object_mut() {
+                object.remove("status");
+            }
+            let (cluster, admin) = setup().await;
+            let creator = cluster.client_with_agent("kubectl-create");
+            let api = match &namespace {
+                Some(ns) => Api::<DynamicObject>::namespaced_with(creator, ns, resource),
+                None => Api::<DynamicObject>::all_with(creator, resource),
+            };
+            let created = api
+                .create(
+                    &PostParams::default(),
+                    &serde_json::from_value(theirs).unwrap(),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let running = start(&cluster);
+            create(&admin, example("fuse-ondelete.yaml", NS)).await;
+            let object = match &namespace {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.clone(),
+            };
+            // A StorageClass is checked before its apply, and so is the CSIDriver (validation
+            // refuses a driver name someone else's CSIDriver has: nothing is applied).
+            let (reason, reported) = match *kind {
+                "StorageClass" => (
+                    "StorageClassExists",
+                    format!("StorageClass {name} already exists"),
+                ),
+                "CSIDriver" => (
+                    "CSIDriverExists",
+                    format!("a CSIDriver named {name:?} exists"),
+                ),
+                _ => (
+                    "ObjectNotOurs",
+                    format!("{kind} {object} exists and was made by "),
+                ),
+            };
+            eventually(&format!("{what} reported"), async || {
+                let cd = get(&admin, NS, "csi-s3").await?;
+                cd.status?.conditions.into_iter().find(|c| {
+                    c.status == api::operator_v1::ConditionStatus::True
+                        && c.reason.as_deref() == Some(reason)
+                        && c.message.as_deref().is_some_and(|m| m.contains(&reported))
+                })
+            })
+            .await;
+            quiet(&cluster, &running).await;
+            let now = api.get(&name).await.unwrap();
+            assert_eq!(
+                now.metadata.uid, created.metadata.uid,
+                "{what}: never deleted"
+            );
+            assert!(
+                !now.metadata.managed_fields.iter().flatten().any(|e| e
+                    .manager
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("storage-operator"))),
+                "{what}: never written: {:?}",
+                now.metadata.managed_fields
+            );
+            running.stop().await;
+        }
+    }
+}

@@ -11,6 +11,12 @@
 //! applied object carries a hash of everything we applied in [`APPLIED_HASH_ANNOTATION`]: a new
 //! desired object has a new hash, so it is applied and SSA removes what we no longer own.
 //!
+//! Whose an object is ([`crate::ownership`]). An applier never writes over an object someone
+//! else made: one observed in its cache is judged before any request, and one it has not seen
+//! is applied create-only ([`CREATE_ONLY_RESOURCE_VERSION`]) and judged only when it turns out
+//! to exist. Either way the error ([`ApplyFailure::NotOurs`]) names the object and its
+//! installer, and nothing is written.
+//!
 //! Taking over objects another operator created ([`Applier::adopting`]). OpenShift's Go
 //! operators write with Update, not apply, so their fields stay theirs after our forced apply:
 //! a list entry we do not apply (a Service port keyed by another number, a container, an env
