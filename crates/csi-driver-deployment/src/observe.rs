@@ -56,14 +56,20 @@ pub(crate) fn facts(context: &Context, cd: &CSIDriverDeployment) -> ClusterFacts
             created: other.metadata.creation_timestamp.clone(),
         })
         .collect();
-    let csi_driver_owner = context
+    let csi_driver = context
         .caches
         .csi_drivers
-        .get(&ObjectRef::new(&cd.spec.driver_name))
+        .get(&ObjectRef::new(&cd.spec.driver_name));
+    let csi_driver_owner = csi_driver
+        .as_ref()
         .map(|driver| owner_labels(&driver.metadata).map(|(ns, name)| (ns.clone(), name.clone())));
+    let csi_driver_installer = csi_driver
+        .filter(|_| csi_driver_owner == Some(None))
+        .map(|driver| opkit::ownership::installer(&driver.metadata));
     ClusterFacts {
         claimants,
         csi_driver_owner,
+        csi_driver_installer,
     }
 }
 

@@ -71,6 +71,9 @@ pub struct ClusterFacts {
     /// carries no owner labels (somebody else made it), `Some(Some((ns, name)))` when a
     /// CSIDriverDeployment's controller made it.
     pub csi_driver_owner: Option<Option<(String, String)>>,
+    /// Who made that CSIDriver when no CSIDriverDeployment did, as far as it tells
+    /// ([`opkit::ownership::installer`]).
+    pub csi_driver_installer: Option<opkit::ownership::Installer>,
 }
 
 fn invalid(field: impl Into<String>, reason: &'static str, message: impl Into<String>) -> Invalid {
@@ -421,11 +424,18 @@ pub fn validate(cd: &CSIDriverDeployment, facts: &ClusterFacts) -> Vec<Invalid> 
             ),
         ));
     } else if facts.csi_driver_owner == Some(None) {
+        let (who, removal) = match &facts.csi_driver_installer {
+            Some(installer) => (
+                format!(" (installed by {})", installer.description),
+                installer.removal.clone(),
+            ),
+            None => (String::new(), "remove what installed it".to_owned()),
+        };
         out.push(invalid(
             "spec.driverName",
             REASON_CSIDRIVER_EXISTS,
             format!(
-                "a CSIDriver named {:?} exists that no CSIDriverDeployment created: remove what installed it (then the CSIDriver) or pick another driverName",
+                "a CSIDriver named {:?} exists that no CSIDriverDeployment created{who}: {removal} (then the CSIDriver) or pick another driverName",
                 spec.driver_name
             ),
         ));

@@ -568,6 +568,7 @@ fn the_oldest_claimant_keeps_the_driver_name() {
     let facts = ClusterFacts {
         claimants: vec![older.clone()],
         csi_driver_owner: None,
+        csi_driver_installer: None,
     };
     let problems = validate(&cd, &facts);
     assert_eq!(problems.len(), 1, "{problems:#?}");
@@ -586,12 +587,14 @@ fn the_oldest_claimant_keeps_the_driver_name() {
     let facts = ClusterFacts {
         claimants: vec![younger.clone()],
         csi_driver_owner: None,
+        csi_driver_installer: None,
     };
     assert_eq!(validate(&cd, &facts), vec![]);
     // Unless the existing CSIDriver is the younger one's: it keeps what it installed.
     let facts = ClusterFacts {
         claimants: vec![younger],
         csi_driver_owner: Some(Some(("other".to_owned(), "theirs".to_owned()))),
+        csi_driver_installer: None,
     };
     assert_eq!(validate(&cd, &facts)[0].reason, REASON_DRIVER_NAME_CLAIMED);
 }
@@ -602,15 +605,27 @@ fn a_csidriver_we_did_not_create_blocks_the_name() {
     let facts = ClusterFacts {
         claimants: Vec::new(),
         csi_driver_owner: Some(None),
+        csi_driver_installer: Some(opkit::ownership::Installer {
+            description: "Helm release s3 in namespace kube-system".into(),
+            removal: "helm uninstall s3 --namespace kube-system".into(),
+        }),
     };
     let problems = validate(&cd, &facts);
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert_eq!(problems[0].field, "spec.driverName");
     assert_eq!(problems[0].reason, REASON_CSIDRIVER_EXISTS);
+    assert!(
+        problems[0].message.contains(
+            "no CSIDriverDeployment created (installed by Helm release s3 in namespace kube-system): helm uninstall s3 --namespace kube-system (then the CSIDriver)"
+        ),
+        "the installer is named: {}",
+        problems[0]
+    );
     // One we created is ours to keep.
     let facts = ClusterFacts {
         claimants: Vec::new(),
         csi_driver_owner: Some(Some(("csi".to_owned(), "mine".to_owned()))),
+        csi_driver_installer: None,
     };
     assert_eq!(validate(&cd, &facts), vec![]);
 }

@@ -1394,7 +1394,9 @@ async fn someone_elses_object_of_every_operand_kind_is_left_as_it_is_and_reporte
                 ),
                 "CSIDriver" => (
                     "CSIDriverExists",
-                    format!("a CSIDriver named {name:?} exists"),
+                    format!(
+                        "a CSIDriver named {name:?} exists that no CSIDriverDeployment created (installed by "
+                    ),
                 ),
                 _ => (
                     "ObjectNotOurs",
