@@ -4,9 +4,10 @@
 //! operator as its own ServiceAccount. Ours touches nothing of that install (not one write: no
 //! entry of our field managers, the same resourceVersion on every object whose status nobody
 //! writes), installs nothing of its own, and says in the ClusterCSIDriver who installed the
-//! driver and what to do. Once that install is removed, ours installs the driver by itself,
-//! without a restart, and leaves an admin's StorageClass of its class's name as it is, saying
-//! so. See docs/ownership.md.
+//! driver and what to do; where the API server keeps an audit log (`.ci/run`'s does), it shows
+//! no write of the operator's but its ClusterCSIDriver's, Events and Lease. Once that install
+//! is removed, ours installs the driver by itself, without a restart, and leaves an admin's
+//! StorageClass of its class's name as it is, saying so. See docs/ownership.md.
 
 #![allow(clippy::unwrap_used)] // a test crate: a panic is a test failure
 
@@ -15,6 +16,7 @@ use e2e::{cleanup, ensure_platform, wait_for};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::{Scope, pinned_kind};
 use kube::{Api, Client};
@@ -69,6 +71,45 @@ async fn upstream_state(
     out
 }
 
+/// The writes (`verb resource/subresource namespace/name`) `user` sent since `since`, from the
+/// API server's audit log (`E2E_AUDIT_LOG`, which `.ci/run` sets for its control plane);
+/// `None` without one.
+fn audited_writes(user: &str, since: Timestamp) -> Option<Vec<String>> {
+    let path = std::env::var_os("E2E_AUDIT_LOG")?;
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading the audit log {}: {e}", path.display()));
+    let mut writes = Vec::new();
+    for line in text.lines().filter(|l| l.contains(user)) {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue; // a line being written
+        };
+        let verb = event["verb"].as_str().unwrap_or_default();
+        let when = event["requestReceivedTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<Timestamp>().ok());
+        if event["stage"] != "ResponseComplete"
+            || event["user"]["username"] != user
+            || !matches!(
+                verb,
+                "create" | "update" | "patch" | "delete" | "deletecollection"
+            )
+            || when.is_none_or(|t| t < since)
+        {
+            continue;
+        }
+        let object = &event["objectRef"];
+        let text = |key: &str| object[key].as_str().unwrap_or_default().to_owned();
+        writes.push(format!(
+            "{verb} {}/{} {}/{}",
+            text("resource"),
+            text("subresource"),
+            text("namespace"),
+            text("name")
+        ));
+    }
+    Some(writes)
+}
+
 #[tokio::test]
 #[ignore = "needs a real cluster: set E2E_KUBECONFIG and pass --ignored"]
 async fn a_driver_installed_from_upstream_manifests_is_left_to_them_then_ours_installs() {
@@ -97,6 +138,7 @@ async fn a_driver_installed_from_upstream_manifests_is_left_to_them_then_ours_in
     }
     let before = upstream_state(&admin, &objects).await;
 
+    let started = Timestamp::now();
     let running = driver.start();
     let blocked = driver
         .condition_is(
@@ -123,7 +165,30 @@ async fn a_driver_installed_from_upstream_manifests_is_left_to_them_then_ours_in
     assert_eq!(available.reason.as_deref(), Some("ObjectNotOurs"));
     running.settled_since(0).await;
 
-    // Not one write to the upstream install, and nothing of ours.
+    // Not one write to the upstream install, and nothing of ours. The audit log, where there
+    // is one, has every request: the operator wrote only its ClusterCSIDriver's status and
+    // finalizers, Events and its Lease.
+    if let Some(writes) = audited_writes(&driver.operator.user, started) {
+        let others: Vec<&String> = writes
+            .iter()
+            .filter(|w| {
+                let resource = w.split(' ').nth(1).unwrap_or_default();
+                !["clustercsidrivers/", "events/", "leases/"]
+                    .iter()
+                    .any(|ours| resource.starts_with(ours))
+            })
+            .collect();
+        assert!(
+            others.is_empty(),
+            "writes to objects the operator did not create: {others:?}"
+        );
+        assert!(
+            writes
+                .iter()
+                .any(|w| w.starts_with("patch clustercsidrivers/status")),
+            "the audit log is read: {writes:?}"
+        );
+    }
     assert_eq!(upstream_state(&admin, &objects).await, before);
     for (what, _, _, managers) in &before {
         assert!(
