@@ -566,3 +566,231 @@ async fn a_delete_removes_only_the_object_that_was_read() {
             .unwrap()
     );
 }
+
+/// One object of every kind our writers write, minimal but valid, named `x` (in `default`
+/// where namespaced), with a label `app: x`.
+fn one_of_each_kind() -> Vec<(kube::api::ApiResource, serde_json::Value)> {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+    use k8s_openapi::api::storage::v1::CSIDriver;
+    use kube::api::ApiResource;
+    let meta = |namespaced: bool| {
+        let mut m = json!({"name": "x", "labels": {"app": "x"}});
+        if namespaced {
+            m["namespace"] = json!("default");
+        }
+        m
+    };
+    let template = json!({"metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "example.com/c:1"}]}});
+    let subjects = json!([{"kind": "ServiceAccount", "name": "x", "namespace": "default"}]);
+    vec![
+        (
+            ApiResource::erase::<ServiceAccount>(&()),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(true),
+                "automountServiceAccountToken": false}),
+        ),
+        (
+            ApiResource::erase::<ConfigMap>(&()),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(true), "data": {"a": "b"}}),
+        ),
+        (
+            ApiResource::erase::<Secret>(&()),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta(true), "data": {"a": "Yg=="}}),
+        ),
+        (
+            ApiResource::erase::<Service>(&()),
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": meta(true),
+                "spec": {"selector": {"app": "x"}, "ports": [{"name": "m", "port": 443, "protocol": "TCP"}]}}),
+        ),
+        (
+            ApiResource::erase::<Role>(&()),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(true),
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+        ),
+        (
+            ApiResource::erase::<RoleBinding>(&()),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(true),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
+                "subjects": subjects}),
+        ),
+        (
+            ApiResource::erase::<ClusterRole>(&()),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(false),
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+        ),
+        (
+            ApiResource::erase::<ClusterRoleBinding>(&()),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(false),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "x"},
+                "subjects": subjects}),
+        ),
+        (
+            ApiResource::erase::<Deployment>(&()),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(true),
+                "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template}}),
+        ),
+        (
+            ApiResource::erase::<DaemonSet>(&()),
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta(true),
+                "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template}}),
+        ),
+        (
+            ApiResource::erase::<PodDisruptionBudget>(&()),
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta(true),
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}}}),
+        ),
+        (
+            ApiResource::erase::<NetworkPolicy>(&()),
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta(true),
+                "spec": {"podSelector": {"matchLabels": {"app": "x"}}, "policyTypes": ["Ingress"]}}),
+        ),
+        (
+            ApiResource::erase::<CSIDriver>(&()),
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": meta(false),
+                "spec": {"attachRequired": false}}),
+        ),
+        (
+            ApiResource::erase::<StorageClass>(&()),
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta(false),
+                "provisioner": "x.example.com"}),
+        ),
+    ]
+}
+
+/// The ownership rule on every kind our writers write, crossed with every state an object of
+/// the wanted name can be in, through the applier and the delete every writer uses:
+/// - absent: created;
+/// - ours (applied by us): applied over, and may be deleted;
+/// - the replaced operator's (its field manager): taken over (`Adopted`), and may be deleted;
+/// - a labelled copy of ours (`kubectl get -o yaml` created again) and another installer's:
+///   refused (`not-ours`, nothing written, seen or unseen), and never to be deleted;
+/// - ours, replaced by someone else's between observation and deletion: the delete of what was
+///   observed is refused (409) and theirs stays.
+#[tokio::test]
+async fn every_kind_in_every_state_of_ownership() {
+    use kube::api::{DeleteParams, DynamicObject};
+    use opkit::ownership::{Owner, may_delete, owner};
+
+    let former = "gcp-pd-csi-driver-operator".to_owned();
+    for (resource, desired) in one_of_each_kind() {
+        let kind = resource.kind.clone();
+        let namespaced = desired["metadata"]["namespace"].is_string();
+        let cluster = testkit::Cluster::start().await;
+        let api_of = |client: kube::Client| -> Api<DynamicObject> {
+            if namespaced {
+                Api::namespaced_with(client, "default", &resource)
+            } else {
+                Api::all_with(client, &resource)
+            }
+        };
+        let admin = api_of(cluster.client());
+        let wanted: DynamicObject = serde_json::from_value(desired.clone()).unwrap();
+        let applier = Applier::new(cluster.client_with_agent("operator"), "table")
+            .adopting(std::slice::from_ref(&former));
+        let params = DeleteParams::background();
+
+        // Absent: created. Ours: applied over (nothing to change), and ours to delete.
+        let outcome = applier.apply_dynamic(&resource, &wanted, None).await;
+        assert_eq!(outcome.unwrap(), Outcome::Created, "{kind} absent");
+        let ours = admin.get("x").await.unwrap();
+        assert_eq!(owner(&ours.metadata, &[]), Owner::Us, "{kind}");
+        let outcome = applier.apply_dynamic(&resource, &wanted, Some(&ours)).await;
+        assert_eq!(outcome.unwrap(), Outcome::Unchanged, "{kind} ours");
+        assert!(may_delete(&ours.metadata, &[]), "{kind}");
+
+        // Replaced between observation and deletion: someone else's now, and it stays.
+        admin.delete("x", &DeleteParams::default()).await.unwrap();
+        let someone = api_of(cluster.client_with_agent("helm"));
+        let mut theirs: DynamicObject = serde_json::from_value(desired.clone()).unwrap();
+        theirs.metadata.labels = None;
+        let theirs = someone
+            .create(&PostParams::default(), &theirs)
+            .await
+            .unwrap();
+        let error = opkit::apply::delete_observed(&admin, &ours.metadata, true, &params)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            opkit::apply::category(&error),
+            "conflict",
+            "{kind} replaced"
+        );
+        assert_eq!(
+            admin.get("x").await.unwrap().metadata.uid,
+            theirs.metadata.uid
+        );
+
+        // Another installer's: refused, seen or unseen, nothing written; never to be deleted.
+        for observed in [Some(&theirs), None] {
+            let error = applier
+                .apply_dynamic(&resource, &wanted, observed)
+                .await
+                .unwrap_err();
+            assert_eq!(
+                error.category(),
+                "not-ours",
+                "{kind} someone else's: {error}"
+            );
+        }
+        let now = admin.get("x").await.unwrap();
+        assert_eq!(
+            now.metadata.resource_version, theirs.metadata.resource_version,
+            "{kind}"
+        );
+        assert!(!may_delete(&now.metadata, &[former.clone()]), "{kind}");
+
+        // A labelled copy of ours: the same.
+        admin.delete("x", &DeleteParams::default()).await.unwrap();
+        let copy = testkit::copy_of(&serde_json::to_value(&ours).unwrap(), "x");
+        let copy: DynamicObject = serde_json::from_value(copy).unwrap();
+        let copy = api_of(cluster.client_with_agent("kubectl-create"))
+            .create(&PostParams::default(), &copy)
+            .await
+            .unwrap();
+        assert_eq!(
+            owner(&copy.metadata, &[former.clone()]),
+            Owner::Someone,
+            "{kind} copy"
+        );
+        for observed in [Some(&copy), None] {
+            let error = applier
+                .apply_dynamic(&resource, &wanted, observed)
+                .await
+                .unwrap_err();
+            assert_eq!(error.category(), "not-ours", "{kind} copy: {error}");
+        }
+        let now = admin.get("x").await.unwrap();
+        assert_eq!(
+            now.metadata.resource_version, copy.metadata.resource_version,
+            "{kind}"
+        );
+
+        // The replaced operator's: taken over, and its to delete.
+        admin.delete("x", &DeleteParams::default()).await.unwrap();
+        let mut old: DynamicObject = serde_json::from_value(desired.clone()).unwrap();
+        old.metadata.labels = None;
+        let old = api_of(cluster.client_with_agent(&former))
+            .create(&PostParams::default(), &old)
+            .await
+            .unwrap();
+        assert!(may_delete(&old.metadata, &[former.clone()]), "{kind}");
+        let outcome = applier.apply_dynamic(&resource, &wanted, None).await;
+        assert_eq!(
+            outcome.unwrap(),
+            Outcome::Adopted,
+            "{kind} the replaced operator's"
+        );
+        let adopted = admin.get("x").await.unwrap();
+        assert_eq!(owner(&adopted.metadata, &[]), Owner::Us, "{kind} adopted");
+        assert!(
+            opkit::apply::delete_observed(&admin, &adopted.metadata, true, &params)
+                .await
+                .unwrap(),
+            "{kind}: ours to delete, as read"
+        );
+    }
+}
