@@ -676,6 +676,7 @@ async fn every_kind_in_every_state_of_ownership() {
     use opkit::ownership::{Owner, may_delete, owner};
 
     let former = "gcp-pd-csi-driver-operator".to_owned();
+    let formers = std::slice::from_ref(&former);
     for (resource, desired) in one_of_each_kind() {
         let kind = resource.kind.clone();
         let namespaced = desired["metadata"]["namespace"].is_string();
@@ -689,8 +690,8 @@ async fn every_kind_in_every_state_of_ownership() {
         };
         let admin = api_of(cluster.client());
         let wanted: DynamicObject = serde_json::from_value(desired.clone()).unwrap();
-        let applier = Applier::new(cluster.client_with_agent("operator"), "table")
-            .adopting(std::slice::from_ref(&former));
+        let applier =
+            Applier::new(cluster.client_with_agent("operator"), "table").adopting(formers);
         let params = DeleteParams::background();
 
         // Absent: created. Ours: applied over (nothing to change), and ours to delete.
@@ -741,7 +742,7 @@ async fn every_kind_in_every_state_of_ownership() {
             now.metadata.resource_version, theirs.metadata.resource_version,
             "{kind}"
         );
-        assert!(!may_delete(&now.metadata, &[former.clone()]), "{kind}");
+        assert!(!may_delete(&now.metadata, formers), "{kind}");
 
         // A labelled copy of ours: the same.
         admin.delete("x", &DeleteParams::default()).await.unwrap();
@@ -752,7 +753,7 @@ async fn every_kind_in_every_state_of_ownership() {
             .await
             .unwrap();
         assert_eq!(
-            owner(&copy.metadata, &[former.clone()]),
+            owner(&copy.metadata, formers),
             Owner::Someone,
             "{kind} copy"
         );
@@ -777,7 +778,7 @@ async fn every_kind_in_every_state_of_ownership() {
             .create(&PostParams::default(), &old)
             .await
             .unwrap();
-        assert!(may_delete(&old.metadata, &[former.clone()]), "{kind}");
+        assert!(may_delete(&old.metadata, formers), "{kind}");
         let outcome = applier.apply_dynamic(&resource, &wanted, None).await;
         assert_eq!(
             outcome.unwrap(),
