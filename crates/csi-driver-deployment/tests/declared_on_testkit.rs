@@ -1304,23 +1304,7 @@ async fn applied_operands(admin: &Client) -> Vec<(&'static str, ApiResource, Val
         ("CSIDriver", ApiResource::erase::<CSIDriver>(&())),
         ("StorageClass", ApiResource::erase::<StorageClass>(&())),
     ];
-    let mut out = Vec::new();
-    for (kind, resource) in resources {
-        let list = Api::<DynamicObject>::all_with(admin.clone(), &resource)
-            .list(&Default::default())
-            .await
-            .unwrap();
-        for object in list.items {
-            if opkit::ownership::applied_by_us(&object.metadata) {
-                out.push((
-                    kind,
-                    resource.clone(),
-                    serde_json::to_value(&object).unwrap(),
-                ));
-            }
-        }
-    }
-    out
+    testkit::objects_of(admin, &resources, opkit::ownership::applied_by_us).await
 }
 
 /// The ownership rule (`opkit::ownership`) on every kind the controller applies: an object of
@@ -1351,34 +1335,13 @@ async fn someone_elses_object_of_every_operand_kind_is_left_as_it_is_and_reporte
     }
 
     for (kind, resource, ours) in &applied {
-        for labelled in [true, false] {
+        for (variant, theirs) in testkit::someone_elses_stand_ins(ours) {
             let name = ours["metadata"]["name"].as_str().unwrap().to_owned();
             let namespace = ours["metadata"]["namespace"].as_str().map(str::to_owned);
-            let what = format!(
-                "{kind} {name} ({})",
-                if labelled { "a labelled copy" } else { "bare" }
-            );
-            let mut theirs = testkit::copy_of(ours, &name);
-            if !labelled {
-                theirs["metadata"] = json!({"name": name, "namespace": namespace,
-                    "labels": {"app.kubernetes.io/managed-by": "kustomize"}});
-            }
-            if let Some(object) = theirs.as_object_mut() {
-                object.remove("status");
-            }
+            let what = format!("{kind} {name} ({variant})");
             let (cluster, admin) = setup().await;
-            let creator = cluster.client_with_agent("kubectl-create");
-            let api = match &namespace {
-                Some(ns) => Api::<DynamicObject>::namespaced_with(creator, ns, resource),
-                None => Api::<DynamicObject>::all_with(creator, resource),
-            };
-            let created = api
-                .create(
-                    &PostParams::default(),
-                    &serde_json::from_value(theirs).unwrap(),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let (api, created) =
+                testkit::create_as(&cluster, "kubectl-create", resource, theirs).await;
             let running = start(&cluster);
             create(&admin, example("fuse-ondelete.yaml", NS)).await;
             let object = match &namespace {
@@ -1419,10 +1382,7 @@ async fn someone_elses_object_of_every_operand_kind_is_left_as_it_is_and_reporte
                 "{what}: never deleted"
             );
             assert!(
-                !now.metadata.managed_fields.iter().flatten().any(|e| e
-                    .manager
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("storage-operator"))),
+                !testkit::written_by(&now.metadata, "storage-operator"),
                 "{what}: never written: {:?}",
                 now.metadata.managed_fields
             );

@@ -2360,7 +2360,7 @@ async fn the_vsphere_problem_detectors_alerts_follow_the_admins_switch() {
 async fn applied_operands(admin: &Client) -> Vec<(&'static str, kube::api::ApiResource, Value)> {
     use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-    use kube::api::{ApiResource, DynamicObject, ListParams};
+    use kube::api::ApiResource;
     let resources = [
         ("ServiceAccount", ApiResource::erase::<ServiceAccount>(&())),
         ("Role", ApiResource::erase::<Role>(&())),
@@ -2374,23 +2374,7 @@ async fn applied_operands(admin: &Client) -> Vec<(&'static str, kube::api::ApiRe
         ("Service", ApiResource::erase::<Service>(&())),
         ("Deployment", ApiResource::erase::<Deployment>(&())),
     ];
-    let mut out = Vec::new();
-    for (kind, resource) in resources {
-        let list = Api::<DynamicObject>::all_with(admin.clone(), &resource)
-            .list(&ListParams::default())
-            .await
-            .unwrap();
-        for object in list.items {
-            if opkit::ownership::applied_by_us(&object.metadata) {
-                out.push((
-                    kind,
-                    resource.clone(),
-                    serde_json::to_value(&object).unwrap(),
-                ));
-            }
-        }
-    }
-    out
+    testkit::objects_of(admin, &resources, opkit::ownership::applied_by_us).await
 }
 
 /// The ownership rule (`opkit::ownership`) on every kind the cluster storage operator applies
@@ -2428,23 +2412,10 @@ async fn someone_elses_object_of_every_kind_it_applies_is_left_as_it_is_and_repo
     }
 
     for (kind, resource, ours) in &applied {
-        for labelled in [true, false] {
+        for (variant, theirs) in testkit::someone_elses_stand_ins(ours) {
             let name = ours["metadata"]["name"].as_str().unwrap().to_owned();
             let namespace = ours["metadata"]["namespace"].as_str().map(str::to_owned);
-            let what = format!(
-                "{kind} {name} ({})",
-                if labelled { "a labelled copy" } else { "bare" }
-            );
-            let mut theirs = testkit::copy_of(ours, &name);
-            if !labelled {
-                // Another installer's: the content, none of our metadata. (With no field set at
-                // all, an object is nobody's, and ours may be applied over it.)
-                theirs["metadata"] = json!({"name": name, "namespace": namespace,
-                    "labels": {"app.kubernetes.io/managed-by": "kustomize"}});
-            }
-            if let Some(object) = theirs.as_object_mut() {
-                object.remove("status");
-            }
+            let what = format!("{kind} {name} ({variant})");
             let cluster = testkit::Cluster::start().await;
             let admin = gcp_openshift(&cluster).await;
             let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone());
@@ -2457,18 +2428,8 @@ async fn someone_elses_object_of_every_kind_it_applies_is_left_as_it_is_and_repo
                 )
                 .await;
             }
-            let creator = cluster.client_with_agent("kubectl-create");
-            let api = match &namespace {
-                Some(ns) => Api::<kube::api::DynamicObject>::namespaced_with(creator, ns, resource),
-                None => Api::<kube::api::DynamicObject>::all_with(creator, resource),
-            };
-            let created = api
-                .create(
-                    &PostParams::default(),
-                    &serde_json::from_value(theirs).unwrap(),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let (api, created) =
+                testkit::create_as(&cluster, "kubectl-create", resource, theirs).await;
             let running = start(cluster.client_with_agent("storage-operator"));
             let object = match &namespace {
                 Some(ns) => format!("{ns}/{name}"),
@@ -2497,10 +2458,7 @@ async fn someone_elses_object_of_every_kind_it_applies_is_left_as_it_is_and_repo
                 "{what}: never deleted"
             );
             assert!(
-                !now.metadata.managed_fields.iter().flatten().any(|e| e
-                    .manager
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("storage-operator"))),
+                !testkit::written_by(&now.metadata, "storage-operator"),
                 "{what}: never written: {:?}",
                 now.metadata.managed_fields
             );

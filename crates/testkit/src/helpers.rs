@@ -250,6 +250,84 @@ pub fn copy_of(object: &serde_json::Value, name: &str) -> serde_json::Value {
     copy
 }
 
+/// The objects of `resources` (each kind listed in every namespace) whose metadata `keep`
+/// accepts, with their kind and `ApiResource`: e.g. every object a controller applied, for a
+/// test to put someone else's in its place ([`someone_elses_stand_ins`]).
+pub async fn objects_of(
+    client: &kube::Client,
+    resources: &[(&'static str, kube::api::ApiResource)],
+    keep: impl Fn(&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool,
+) -> Vec<(&'static str, kube::api::ApiResource, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (kind, resource) in resources {
+        let list = kube::Api::<kube::api::DynamicObject>::all_with(client.clone(), resource)
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("listing {kind}s: {e}"));
+        for object in list.items.into_iter().filter(|o| keep(&o.metadata)) {
+            let value =
+                serde_json::to_value(&object).unwrap_or_else(|e| panic!("a {kind} as JSON: {e}"));
+            out.push((*kind, resource.clone(), value));
+        }
+    }
+    out
+}
+
+/// What someone else may have made under the name of `ours`, each with how a test names it:
+/// a labelled copy ([`copy_of`], as `kubectl get -o yaml` created again makes it), and another
+/// installer's object with the content but none of the metadata of ours, labelled
+/// `app.kubernetes.io/managed-by: kustomize` (an object with no field set at all would be
+/// nobody's, which our controllers may adopt).
+pub fn someone_elses_stand_ins(ours: &serde_json::Value) -> [(&'static str, serde_json::Value); 2] {
+    let name = ours["metadata"]["name"].as_str().unwrap_or_default();
+    let labelled = copy_of(ours, name);
+    let mut bare = labelled.clone();
+    bare["metadata"] = serde_json::json!({
+        "name": name,
+        "namespace": ours["metadata"]["namespace"],
+        "labels": {"app.kubernetes.io/managed-by": "kustomize"},
+    });
+    [("a labelled copy", labelled), ("bare", bare)]
+}
+
+/// Creates `object` of `resource` as the client `agent` (in its namespace, if it has one), and
+/// returns the API it was made through and the object as created.
+pub async fn create_as(
+    cluster: &Cluster,
+    agent: &str,
+    resource: &kube::api::ApiResource,
+    object: serde_json::Value,
+) -> (
+    kube::Api<kube::api::DynamicObject>,
+    kube::api::DynamicObject,
+) {
+    let client = cluster.client_with_agent(agent);
+    let api = match object["metadata"]["namespace"].as_str() {
+        Some(ns) => kube::Api::namespaced_with(client, ns, resource),
+        None => kube::Api::all_with(client, resource),
+    };
+    let object: kube::api::DynamicObject =
+        serde_json::from_value(object).unwrap_or_else(|e| panic!("a {}: {e}", resource.kind));
+    let created = api
+        .create(&Default::default(), &object)
+        .await
+        .unwrap_or_else(|e| panic!("creating {} {:?}: {e}", resource.kind, object.metadata.name));
+    (api, created)
+}
+
+/// Whether a field manager whose name starts with `prefix` has an entry in `meta`'s
+/// `managedFields`: whether such a client ever wrote the object.
+pub fn written_by(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    prefix: &str,
+) -> bool {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|e| e.manager.as_deref())
+        .any(|m| m.starts_with(prefix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

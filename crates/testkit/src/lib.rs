@@ -153,7 +153,10 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 pub use faults::{Fault, FaultRule};
-pub use helpers::{Background, Kubeconfig, as_applied_by, copy_of, eventually};
+pub use helpers::{
+    Background, Kubeconfig, as_applied_by, copy_of, create_as, eventually, objects_of,
+    someone_elses_stand_ins, written_by,
+};
 pub use log::RequestRecord;
 pub use server::ServerConfig;
 pub use sim::SimConfig;
