@@ -211,23 +211,32 @@ impl Driver {
     }
 
     /// Asserts the applied controller Deployment and node DaemonSet run the rendered
-    /// containers, in order.
+    /// containers, in order. Each is waited for: the operator applies them one after the other,
+    /// so one may exist a moment before the other.
     pub async fn assert_workloads_applied(&self, admin: &Client) {
         let ns = &self.def.namespace;
         let (controller, node) = self.rendered_containers();
-        let deployment = Api::<Deployment>::namespaced(admin.clone(), ns)
-            .get(&csi_kit::names::controller(&self.def))
-            .await
-            .unwrap_or_else(|e| panic!("reading the controller Deployment: {e}"));
+        let deployments = Api::<Deployment>::namespaced(admin.clone(), ns);
+        let deployment = wait_for("the controller Deployment", async || {
+            deployments
+                .get_opt(&csi_kit::names::controller(&self.def))
+                .await
+                .unwrap_or_else(|e| panic!("reading the controller Deployment: {e}"))
+        })
+        .await;
         assert_eq!(
             pod_containers(deployment.spec.map(|s| s.template)),
             controller,
             "the controller Deployment's containers"
         );
-        let daemon_set = Api::<DaemonSet>::namespaced(admin.clone(), ns)
-            .get(&csi_kit::names::node(&self.def))
-            .await
-            .unwrap_or_else(|e| panic!("reading the node DaemonSet: {e}"));
+        let daemon_sets = Api::<DaemonSet>::namespaced(admin.clone(), ns);
+        let daemon_set = wait_for("the node DaemonSet", async || {
+            daemon_sets
+                .get_opt(&csi_kit::names::node(&self.def))
+                .await
+                .unwrap_or_else(|e| panic!("reading the node DaemonSet: {e}"))
+        })
+        .await;
         assert_eq!(
             pod_containers(daemon_set.spec.map(|s| s.template)),
             node,
