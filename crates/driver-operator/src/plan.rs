@@ -814,22 +814,12 @@ fn operand_steps(
                 // the live one may be applied over; replaced only when provably ours.
                 let live = observed.operands.csi_driver.as_ref();
                 let owner = live.map(|c| ownership::owner(c.meta(), &def.adopt_from));
-                let decision = match (owner, live) {
-                    // Nobody's: applied over when nothing immutable changes, never replaced.
-                    (Some(Owner::Nobody), Some(live)) => {
-                        nobodys_decision(replace::csi_driver_changes(&csi, live))
-                    }
-                    _ => replace::csi_driver(&csi, live, true),
-                };
-                match decision {
+                let changed = live.map(|l| replace::csi_driver_changes(&csi, l));
+                match immutable_decision(owner.as_ref(), changed.unwrap_or_default()) {
                     replace::Decision::Apply => {}
                     replace::Decision::Replace(_) => recreate = true,
                     replace::Decision::Keep(fields) => {
-                        kept.push((group, format!(
-                            "CSIDriver {} exists with other {} and no field manager proves it ours, so it is left as it is: delete it to let the operator create its own",
-                            csi.name_any(),
-                            fields.join(", ")
-                        )));
+                        kept.push((group, kept_message("CSIDriver", &csi.name_any(), &fields)));
                         continue;
                     }
                 }
@@ -846,25 +836,17 @@ fn operand_steps(
                 // classes; taking them over is the point) or nobody's; replaced only when
                 // ours or OpenShift's operator's (`opkit::ownership`). Someone else's is kept.
                 let owner = live.map(|sc| ownership::owner(sc.meta(), &def.adopt_from));
-                let decision = match (&owner, live) {
-                    (Some(Owner::Someone), Some(sc)) => {
-                        kept.push((group, NotOurs::of("StorageClass", sc.meta()).message()));
-                        continue;
-                    }
-                    (Some(Owner::Nobody), Some(sc)) => {
-                        nobodys_decision(replace::storage_class_changes(&class, sc))
-                    }
-                    _ => replace::storage_class(&class, live, true),
-                };
-                match decision {
+                if let (Some(Owner::Someone), Some(sc)) = (&owner, live) {
+                    kept.push((group, NotOurs::of("StorageClass", sc.meta()).message()));
+                    continue;
+                }
+                let changed = live.map(|l| replace::storage_class_changes(&class, l));
+                match immutable_decision(owner.as_ref(), changed.unwrap_or_default()) {
                     replace::Decision::Apply => {}
                     replace::Decision::Replace(_) => recreate = true,
                     replace::Decision::Keep(fields) => {
-                        kept.push((group, format!(
-                            "StorageClass {} exists with other {} and no field manager proves it ours, so it is left as it is: delete it to let the operator create its own",
-                            class.name_any(),
-                            fields.join(", ")
-                        )));
+                        let name = class.name_any();
+                        kept.push((group, kept_message("StorageClass", &name, &fields)));
                         continue;
                     }
                 }
@@ -900,14 +882,28 @@ fn operand_steps(
     (steps, kept)
 }
 
-/// The decision for an object nobody set a field of ([`Owner::Nobody`]): applied over when no
-/// immutable field changes, else kept (it may be adopted, never deleted).
-fn nobodys_decision(changed: Vec<&'static str>) -> replace::Decision {
-    if changed.is_empty() {
-        replace::Decision::Apply
-    } else {
-        replace::Decision::Keep(changed)
+/// What to do with an operand whose immutable fields (`changed`) differ from the live object
+/// of its name, by whose that object is (`None`: absent): applied when nothing immutable
+/// changes and it may be applied over; replaced only when ours or the replaced operator's
+/// ([`ownership::may_delete`]); else kept (someone else's, or nobody's, which may be adopted
+/// but never deleted).
+fn immutable_decision(owner: Option<&Owner>, changed: Vec<&'static str>) -> replace::Decision {
+    match owner {
+        None => replace::Decision::Apply,
+        Some(Owner::Someone) => replace::Decision::Keep(changed),
+        Some(_) if changed.is_empty() => replace::Decision::Apply,
+        Some(Owner::Us | Owner::Former(_)) => replace::Decision::Replace(changed),
+        Some(Owner::Nobody) => replace::Decision::Keep(changed),
     }
+}
+
+/// Status's words for an operand kept because its immutable `fields` differ from a live
+/// object no field manager proves ours.
+fn kept_message(kind: &str, name: &str, fields: &[&str]) -> String {
+    format!(
+        "{kind} {name} exists with other {} and no field manager proves it ours, so it is left as it is: delete it to let the operator create its own",
+        fields.join(", ")
+    )
 }
 
 /// Every operand, with whether it goes to the management cluster (with a hosted control
