@@ -1088,10 +1088,8 @@ fn cluster_drivers(observed: &Observed, settings: &Settings) -> ClusterDrivers {
     // takes over): labels and OpenShift's `csi.openshift.io/managed` annotation can be copied,
     // field managers cannot (`opkit::ownership`).
     let ours = |d: &k8s_openapi::api::storage::v1::CSIDriver| {
-        let former = crate::registry::registry()
-            .into_iter()
-            .find(|e| e.csi_driver_name == d.name_any())
-            .and_then(|e| drivers::by_name(e.short_name).ok())
+        // The catalogue finds a driver by its CSI name too.
+        let former = drivers::by_name(&d.name_any())
             .map(|def| def.adopt_from)
             .unwrap_or_default();
         opkit::ownership::owner(&d.metadata, &former) != opkit::ownership::Owner::Someone
